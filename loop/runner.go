@@ -1,0 +1,179 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Runner runs one agent session. The Claude Code implementation is
+// claude.Runner; tests use looptest.FakeRunner or a RunnerFunc.
+//
+// Run blocks until the session ends. It returns a non-nil error only when the
+// agent could not be run at all (ErrAgentNotFound, a log file that cannot be
+// created, …); everything that happened once the agent started — success,
+// agent-reported errors, usage limits, timeouts, crashes, cancellation — is
+// described by the RunResult and its Class. A cancelled ctx stops the agent
+// (its whole process group, for process runners) and returns a result with
+// Class ClassCancelled. Run is safe for concurrent use.
+type Runner interface {
+	Run(ctx context.Context, req RunRequest) (RunResult, error)
+}
+
+// RunnerFunc adapts a function to the Runner interface.
+type RunnerFunc func(ctx context.Context, req RunRequest) (RunResult, error)
+
+// Run calls f(ctx, req).
+func (f RunnerFunc) Run(ctx context.Context, req RunRequest) (RunResult, error) {
+	return f(ctx, req)
+}
+
+// ErrAgentNotFound: the agent executable could not be found.
+var ErrAgentNotFound = errors.New("loop: agent executable not found")
+
+// Read-only tools given to the verifier session.
+var VerifierTools = []string{"Bash", "Read", "Glob", "Grep"}
+
+// RunRequest is one agent session to run.
+type RunRequest struct {
+	// Prompt is the user prompt; it reaches the agent on standard input.
+	Prompt string
+	// SystemPrompt, if not empty, replaces the agent's system prompt. It may
+	// be large (megabytes); runners must not pass it on argv.
+	SystemPrompt string
+	// Model is the model alias or id ("sonnet", "opus", "haiku", …).
+	Model string
+	// Sandboxed runs with every permission granted
+	// (--dangerously-skip-permissions); otherwise only Tools are allowed.
+	Sandboxed bool
+	// Tools lists the allowed tools when not Sandboxed.
+	Tools []string
+	// MaxTurns bounds the agent's turns (0: the agent's default).
+	MaxTurns int
+	// Dir is the working directory (the project root).
+	Dir string
+	// Env holds extra KEY=VALUE entries on top of the inherited environment,
+	// such as the RALPH_* variables.
+	Env []string
+	// UseAPIKey keeps ANTHROPIC_API_KEY in the agent's environment; by
+	// default it is removed.
+	UseAPIKey bool
+	// LogPath, if not empty, receives the raw agent stream as it arrives.
+	LogPath string
+	// Timeout bounds the whole session (0: no wall-clock limit).
+	Timeout time.Duration
+	// IdleTimeout bounds the time without any output (0: no limit).
+	IdleTimeout time.Duration
+	// OnEvent, if not nil, is called for every event of the session, in
+	// order, from the goroutine reading the stream.
+	OnEvent func(Event)
+}
+
+// EventKind says what an Event is.
+type EventKind string
+
+// The kinds of Event a runner reports.
+const (
+	EventInit       EventKind = "init"        // session started: SessionID, Model
+	EventText       EventKind = "text"        // assistant text
+	EventThinking   EventKind = "thinking"    // assistant reasoning
+	EventToolUse    EventKind = "tool_use"    // a tool call: Tool, Input
+	EventToolResult EventKind = "tool_result" // a tool's output: Text, IsError
+	EventSystem     EventKind = "system"      // other system notices: Subtype, Text
+	EventRateLimit  EventKind = "rate_limit"  // a rate-limit notice: Text, UsageLimit
+	EventResult     EventKind = "result"      // the session's result line
+	EventMalformed  EventKind = "malformed"   // a line that could not be parsed: Text, Err
+	EventStderr     EventKind = "stderr"      // a line the agent wrote on stderr
+)
+
+// Event is something that happened during a session, for terminal views,
+// logs and embedding programs.
+type Event struct {
+	Kind      EventKind
+	At        time.Time
+	SessionID string
+	Model     string
+	Subtype   string
+	Text      string
+	Tool      string
+	// Input is the tool call's key argument (the Bash command, the file
+	// path), or its JSON input when there is no obvious key.
+	Input   string
+	IsError bool
+	// UsageLimit is set on EventRateLimit events.
+	UsageLimit *UsageLimit
+	// Result is set on EventResult events.
+	Result *RunResult
+	Err    error
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+}
+
+// ErrorClass says how a session ended.
+type ErrorClass string
+
+// The classes of a finished session.
+const (
+	ClassSuccess     ErrorClass = "success"      // the agent finished without error
+	ClassAgentError  ErrorClass = "agent_error"  // the agent reported is_error (even with exit 0)
+	ClassUsageLimit  ErrorClass = "usage_limit"  // a subscription usage limit was hit; see UsageLimit
+	ClassAPIError    ErrorClass = "api_error"    // transient API trouble: 5xx, 529, a 429 that is not a usage limit
+	ClassAuth        ErrorClass = "auth"         // 401/403: bad or missing credentials
+	ClassMaxTurns    ErrorClass = "max_turns"    // the turn limit was reached
+	ClassTimeout     ErrorClass = "timeout"      // the wall-clock timeout killed the agent
+	ClassIdleTimeout ErrorClass = "idle_timeout" // no output for IdleTimeout; the agent was killed
+	ClassCrashed     ErrorClass = "crashed"      // exited without a result line (non-zero exit or none at all)
+	ClassCancelled   ErrorClass = "cancelled"    // the context was cancelled; the agent was stopped
+)
+
+// ErrorClasses lists every class.
+func ErrorClasses() []ErrorClass {
+	return []ErrorClass{ClassSuccess, ClassAgentError, ClassUsageLimit, ClassAPIError, ClassAuth,
+		ClassMaxTurns, ClassTimeout, ClassIdleTimeout, ClassCrashed, ClassCancelled}
+}
+
+// UsageLimit describes a rejected usage limit.
+type UsageLimit struct {
+	// ResetsAt is when the limit resets; zero when the agent did not say.
+	ResetsAt time.Time
+	// Type is the agent's name for the limit ("five_hour", …), if given.
+	Type string
+	// Message is the agent's own words, if any.
+	Message string
+}
+
+// RunResult is how a session ended and what it produced.
+type RunResult struct {
+	// Text is the final result text: the result line's text, else the last
+	// assistant text. Sigils are parsed from this alone.
+	Text      string
+	ExitCode  int
+	IsError   bool
+	SessionID string
+	Model     string
+	Turns     int
+	Duration  time.Duration
+	CostUSD   float64
+	Usage     Usage
+	// Subtype is the result line's subtype ("success", "error_max_turns", …).
+	Subtype string
+	// TerminalReason is the agent's terminal_reason, if given.
+	TerminalReason string
+	// APIErrorStatus is the HTTP status of an API error the agent reported.
+	APIErrorStatus int
+	// Class says how the session ended.
+	Class ErrorClass
+	// UsageLimit is set when Class is ClassUsageLimit.
+	UsageLimit *UsageLimit
+	// Stderr is the tail of the agent's standard error.
+	Stderr string
+}
+
+// OK reports whether the session ended in success.
+func (r RunResult) OK() bool { return r.Class == ClassSuccess }

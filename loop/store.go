@@ -1,0 +1,175 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by TaskStore implementations. Stores wrap them with the
+// task id, so check them with errors.Is.
+var (
+	// ErrNotFound: no task has the given id.
+	ErrNotFound = errors.New("loop: no such task")
+	// ErrNoReadyTask: Claim without a task id found nothing ready in scope.
+	ErrNoReadyTask = errors.New("loop: no ready task")
+	// ErrNotReady: Claim named a task that exists but is not ready (not
+	// pending, has children, a blocker not done, or a failed parent). The
+	// wrapping message says which.
+	ErrNotReady = errors.New("loop: task is not ready")
+	// ErrNotHolder: the task is not in_progress under the given agent's
+	// claim, for example because its lease expired and it was recovered.
+	ErrNotHolder = errors.New("loop: claim not held by this agent")
+)
+
+// TransitionError reports a status move that the task status machine does
+// not allow, such as completing a pending task or claiming a done one.
+type TransitionError struct {
+	TaskID string
+	From   Status
+	To     Status
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("loop: task %s: illegal transition %s -> %s", e.TaskID, e.From, e.To)
+}
+
+// DefaultLease is how long a claim lasts unless renewed.
+const DefaultLease = 15 * time.Minute
+
+// ClaimParams are the arguments of TaskStore.Claim.
+type ClaimParams struct {
+	// TaskID names the task to claim. Empty means the first ready task in
+	// Scope (priority ascending, then insertion order).
+	TaskID string
+	// Scope limits which tasks an id-less claim may take.
+	Scope Scope
+	// Agent is the claim holder, e.g. "agent-1a2b3c4d". Required.
+	Agent string
+	// Lease is how long the claim lasts unless renewed; zero means
+	// DefaultLease.
+	Lease time.Duration
+}
+
+// TaskStore is the plan the loop works through. Implementations: the SQLite
+// graph in package dag, the markdown progress file, and looptest.MemStore.
+//
+// Every method is safe for concurrent use. Each method is atomic: on error
+// the store is exactly as it was. A cancelled context makes a method return
+// the context's error without changing anything.
+//
+// Any method may first return expired claims to pending (with a log entry of
+// kind LogLeaseExpired naming the old holder); that is the only change a
+// read-only-looking method makes.
+type TaskStore interface {
+	// Get returns one task. Error: ErrNotFound.
+	Get(ctx context.Context, id string) (Task, error)
+
+	// Ready returns the ready tasks in scope, in claim order (priority
+	// ascending, then insertion order), at most limit of them (limit <= 0:
+	// all). A task is ready when it is pending, has no children, its parent
+	// is not failed and every blocker is done.
+	Ready(ctx context.Context, scope Scope, limit int) ([]Task, error)
+
+	// Active returns the in_progress tasks in scope, oldest claim first.
+	Active(ctx context.Context, scope Scope) ([]Task, error)
+
+	// Counts counts the tasks in scope by status.
+	Counts(ctx context.Context, scope Scope) (Counts, error)
+
+	// Claim moves a ready task to in_progress under p.Agent with a lease,
+	// atomically: of many concurrent claimers, exactly one gets each task.
+	// Errors: ErrNoReadyTask (no id, nothing ready), ErrNotFound,
+	// ErrNotReady (the named task is not ready; the message says why).
+	Claim(ctx context.Context, p ClaimParams) (Task, error)
+
+	// RenewLease extends the claim agent holds on task id to now+lease
+	// (zero: DefaultLease). Error: ErrNotHolder when the task is not
+	// in_progress under that agent.
+	RenewLease(ctx context.Context, id, agent string, lease time.Duration) error
+
+	// Complete moves an in_progress task to done, logging summary (if not
+	// empty) as kind LogDone. In the same transaction, blocked dependents
+	// whose blockers are all done become pending, and a parent whose
+	// children are all done becomes done, recursively.
+	// Errors: ErrNotFound, *TransitionError.
+	Complete(ctx context.Context, id, summary string) error
+
+	// Fail moves an in_progress task to failed, logging reason as kind
+	// LogFail; its ancestors become failed too, in the same transaction.
+	// Errors: ErrNotFound, *TransitionError.
+	Fail(ctx context.Context, id, reason string) error
+
+	// Release returns an in_progress task to pending without counting a
+	// retry, logging reason as kind LogRelease.
+	// Errors: ErrNotFound, *TransitionError.
+	Release(ctx context.Context, id, reason string) error
+
+	// ReleaseAgent releases every task agent holds and returns their ids.
+	ReleaseAgent(ctx context.Context, agent, reason string) ([]string, error)
+
+	// Retry returns an in_progress or failed task to pending with
+	// RetryCount+1, logging reason as kind LogRetry. Ancestors that had
+	// failed because of it are not touched (use Reset on them).
+	// Errors: ErrNotFound, *TransitionError.
+	Retry(ctx context.Context, id, reason string) error
+
+	// SetVerification records the verifier's verdict ("pass" or "fail")
+	// on the task.
+	SetVerification(ctx context.Context, id, verdict string) error
+
+	// AddLog appends an entry to a task's log. Error: ErrNotFound.
+	AddLog(ctx context.Context, id, kind, message string) error
+
+	// Logs returns a task's log, oldest first. Error: ErrNotFound.
+	Logs(ctx context.Context, id string) ([]LogEntry, error)
+}
+
+// Feature is a named slice of the plan with a spec and a plan file.
+type Feature struct {
+	Name      string
+	SpecPath  string
+	PlanPath  string
+	CreatedAt time.Time
+}
+
+// FeatureStore is implemented by stores that know features. The loop uses
+// it, when the store offers it, to put a feature's spec and plan into the
+// prompt.
+type FeatureStore interface {
+	// Feature returns the named feature. Error: ErrFeatureNotFound.
+	Feature(ctx context.Context, name string) (Feature, error)
+}
+
+// ErrFeatureNotFound: no feature has the given name.
+var ErrFeatureNotFound = errors.New("loop: no such feature")
+
+// Receipt records one iteration (or verifier session): what it cost and how
+// it ended.
+type Receipt struct {
+	Session          string
+	Iteration        int
+	Mode             string // "build", "plan", "prompt", "verify"
+	TaskID           string
+	Model            string
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	CostUSD          float64
+	StartedAt        time.Time
+	Duration         time.Duration
+	Turns            int
+	ExitReason       string
+	Verdict          string
+}
+
+// ReceiptStore is implemented by stores that keep iteration receipts for
+// `ralph status` and the cost budget.
+type ReceiptStore interface {
+	RecordReceipt(ctx context.Context, r Receipt) error
+	// Receipts returns the latest receipts, newest first, at most limit
+	// (limit <= 0: all).
+	Receipts(ctx context.Context, limit int) ([]Receipt, error)
+}
