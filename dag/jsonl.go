@@ -1,0 +1,276 @@
+package dag
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// jsonlTask is one line of ralph's JSON Lines format (DESIGN §5): the
+// fields of import and export, nothing else.
+type jsonlTask struct {
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Priority    *int     `json:"priority"`
+	Parent      *string  `json:"parent"`
+	BlockedBy   []string `json:"blocked_by"`
+	Status      string   `json:"status"`
+}
+
+// beadsIssue is the part of a beads (`bd export`) issue line that maps onto
+// a ralph task. Every other beads field is ignored.
+type beadsIssue struct {
+	ID                 string            `json:"id"`
+	Title              string            `json:"title"`
+	Description        string            `json:"description"`
+	Design             string            `json:"design"`
+	AcceptanceCriteria string            `json:"acceptance_criteria"`
+	Notes              string            `json:"notes"`
+	Status             string            `json:"status"`
+	Priority           *int              `json:"priority"`
+	IssueType          string            `json:"issue_type"`
+	Dependencies       []beadsDependency `json:"dependencies"`
+}
+
+type beadsDependency struct {
+	IssueID     string `json:"issue_id"`
+	DependsOnID string `json:"depends_on_id"`
+	Type        string `json:"type"`
+}
+
+// ReadJSONL reads tasks in JSON Lines, one task a line, numbering each
+// ImportTask with its line (from 1). Blank lines are skipped.
+//
+// A line is either ralph's format — exactly the keys id, title,
+// description, priority, parent, blocked_by, status; an unknown key is an
+// error, so a typo cannot silently drop data — or a beads issue as written
+// by `bd export` (recognised by beads-only keys such as dependencies or
+// issue_type), mapped as follows: status open → pending, in_progress →
+// pending, blocked → blocked, closed → done (other statuses are an error);
+// priority kept (both are "lower first"); a "blocks" dependency →
+// blocked_by; a "parent-child" dependency → parent; design, acceptance
+// criteria and notes are appended to the description under headings;
+// other dependency types and every other field are dropped.
+//
+// Priority absent means DefaultPriority; parent null or "" means none;
+// status absent means pending, and in_progress becomes pending (a claim
+// does not survive an import); beads' open and closed are accepted as
+// pending and done in either format. Checks that need the whole plan (duplicate
+// ids, unknown parents or blockers, cycles) are Store.Import's.
+//
+// Errors name the line: "line 3: …".
+func ReadJSONL(r io.Reader) ([]ImportTask, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var tasks []ImportTask
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			t, perr := parseLine(trimmed)
+			if perr != nil {
+				return nil, fmt.Errorf("line %d: %w", n, perr)
+			}
+			t.Line = n
+			tasks = append(tasks, t)
+		}
+		if err != nil { // io.EOF
+			return tasks, nil
+		}
+	}
+}
+
+func parseLine(line []byte) (ImportTask, error) {
+	if line[0] != '{' {
+		return ImportTask{}, errors.New("not a JSON object (want one task a line)")
+	}
+	var jt jsonlTask
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&jt)
+	if err == nil {
+		if dec.More() {
+			return ImportTask{}, errors.New("more than one JSON value on the line")
+		}
+		return fromJSONL(jt)
+	}
+	if strings.HasPrefix(err.Error(), "json: unknown field") {
+		if t, ok, berr := parseBeads(line); ok {
+			return t, berr
+		}
+	}
+	return ImportTask{}, jsonError(err)
+}
+
+// jsonError turns encoding/json's messages into ones that read well after
+// "line N: ".
+func jsonError(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("field %q: want %s, got JSON %s", te.Field, te.Type, te.Value)
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		msg = "invalid JSON: unexpected end of line"
+	}
+	return errors.New(msg)
+}
+
+func fromJSONL(jt jsonlTask) (ImportTask, error) {
+	t := ImportTask{
+		ID:          strings.TrimSpace(jt.ID),
+		Title:       jt.Title,
+		Description: jt.Description,
+		Priority:    DefaultPriority,
+		BlockedBy:   jt.BlockedBy,
+	}
+	if jt.Priority != nil {
+		t.Priority = *jt.Priority
+	}
+	if jt.Parent != nil {
+		t.ParentID = strings.TrimSpace(*jt.Parent)
+	}
+	st, err := importStatus(jt.Status)
+	if err != nil {
+		return ImportTask{}, err
+	}
+	t.Status = st
+	return t, checkImportTask(t)
+}
+
+func importStatus(s string) (loop.Status, error) {
+	switch s {
+	case "", string(loop.StatusInProgress), "open":
+		return loop.StatusPending, nil
+	case "closed":
+		return loop.StatusDone, nil
+	}
+	st, err := loop.ParseStatus(s)
+	if err != nil {
+		return "", fmt.Errorf("unknown status %q (want pending, in_progress, done, failed or blocked)", s)
+	}
+	return st, nil
+}
+
+func checkImportTask(t ImportTask) error {
+	if t.ID == "" {
+		return errors.New("missing id")
+	}
+	if strings.TrimSpace(t.Title) == "" {
+		return fmt.Errorf("task %s: missing title", t.ID)
+	}
+	for _, b := range t.BlockedBy {
+		if strings.TrimSpace(b) == "" {
+			return fmt.Errorf("task %s: empty id in blocked_by", t.ID)
+		}
+	}
+	return nil
+}
+
+// parseBeads decodes a beads issue line; ok is false when the line does not
+// look like one (no beads-only key), so the caller reports its own error.
+func parseBeads(line []byte) (t ImportTask, ok bool, err error) {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(line, &raw) != nil {
+		return ImportTask{}, false, nil
+	}
+	_, deps := raw["dependencies"]
+	_, typ := raw["issue_type"]
+	if !deps && !typ {
+		return ImportTask{}, false, nil
+	}
+	var bi beadsIssue
+	if err := json.Unmarshal(line, &bi); err != nil {
+		return ImportTask{}, true, fmt.Errorf("beads issue: %w", jsonError(err))
+	}
+	t = ImportTask{
+		ID:          strings.TrimSpace(bi.ID),
+		Title:       bi.Title,
+		Description: beadsDescription(bi),
+		Priority:    DefaultPriority,
+	}
+	if bi.Priority != nil {
+		t.Priority = *bi.Priority
+	}
+	switch bi.Status {
+	case "", "open", "in_progress":
+		t.Status = loop.StatusPending
+	case "blocked":
+		t.Status = loop.StatusBlocked
+	case "closed":
+		t.Status = loop.StatusDone
+	default:
+		return ImportTask{}, true, fmt.Errorf("beads issue %s: status %q has no ralph equivalent (want open, in_progress, blocked or closed)", t.ID, bi.Status)
+	}
+	for _, d := range bi.Dependencies {
+		if d.IssueID != "" && d.IssueID != bi.ID {
+			continue // an edge recorded on the other end; not this issue's
+		}
+		switch d.Type {
+		case "blocks":
+			t.BlockedBy = append(t.BlockedBy, d.DependsOnID)
+		case "parent-child":
+			if t.ParentID != "" && t.ParentID != d.DependsOnID {
+				return ImportTask{}, true, fmt.Errorf("beads issue %s: two parents (%s and %s)", t.ID, t.ParentID, d.DependsOnID)
+			}
+			t.ParentID = d.DependsOnID
+		}
+	}
+	return t, true, checkImportTask(t)
+}
+
+func beadsDescription(bi beadsIssue) string {
+	parts := []string{strings.TrimSpace(bi.Description)}
+	for _, s := range []struct{ head, body string }{
+		{"Design", bi.Design},
+		{"Acceptance criteria", bi.AcceptanceCriteria},
+		{"Notes", bi.Notes},
+	} {
+		if b := strings.TrimSpace(s.body); b != "" {
+			parts = append(parts, "## "+s.head+"\n\n"+b)
+		}
+	}
+	return strings.TrimSpace(strings.Join(parts, "\n\n"))
+}
+
+// WriteJSONL writes tasks in ralph's JSON Lines format, one a line, with
+// the keys in the order id, title, description, priority, parent,
+// blocked_by, status; parent is null when the task has none and blocked_by
+// is [] when it has no blockers. ReadJSONL reads it back unchanged.
+func WriteJSONL(w io.Writer, tasks []ImportTask) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for _, t := range tasks {
+		jt := jsonlTask{
+			ID:          t.ID,
+			Title:       t.Title,
+			Description: t.Description,
+			Priority:    &t.Priority,
+			BlockedBy:   t.BlockedBy,
+			Status:      string(t.Status),
+		}
+		if t.ParentID != "" {
+			jt.Parent = &t.ParentID
+		}
+		if jt.BlockedBy == nil {
+			jt.BlockedBy = []string{}
+		}
+		if err := enc.Encode(jt); err != nil {
+			return fmt.Errorf("task %s: %w", t.ID, err)
+		}
+	}
+	return bw.Flush()
+}
