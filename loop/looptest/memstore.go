@@ -1,0 +1,823 @@
+package looptest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+var (
+	_ loop.TaskStore    = (*MemStore)(nil)
+	_ loop.FeatureStore = (*MemStore)(nil)
+	_ loop.ReceiptStore = (*MemStore)(nil)
+)
+
+// MemStore is an in-memory loop.TaskStore, loop.FeatureStore and
+// loop.ReceiptStore with the semantics documented on loop.TaskStore and in
+// DESIGN §2. It is meant for tests: it passes TestTaskStore, and a loop
+// policy tested against it behaves the same against the SQLite store.
+//
+// Fill it with Add, AddDependency and AddFeature. Every method is safe for
+// concurrent use; one mutex serialises them, so every method is atomic.
+// Every method first returns expired claims to pending, logging a
+// loop.LogLeaseExpired entry that names the old holder.
+type MemStore struct {
+	now func() time.Time
+
+	mu         sync.Mutex
+	seq        int64                 // last insertion number handed out
+	tasks      map[string]*memTask   // by id
+	order      []*memTask            // insertion order
+	children   map[string][]*memTask // parent id -> children, insertion order
+	dependents map[string][]*memTask // blocker id -> tasks it blocks
+	features   map[string]loop.Feature
+	receipts   []loop.Receipt // oldest first
+}
+
+type memTask struct {
+	task loop.Task
+	seq  int64
+	logs []loop.LogEntry
+}
+
+// NewMemStore returns an empty store whose clock is now (nil: time.Now).
+// The clock stamps CreatedAt, UpdatedAt, claims, leases and log entries, and
+// decides when leases expire; it never decides ready order, which is
+// priority then insertion order.
+func NewMemStore(now func() time.Time) *MemStore {
+	if now == nil {
+		now = time.Now
+	}
+	return &MemStore{
+		now:        now,
+		tasks:      make(map[string]*memTask),
+		children:   make(map[string][]*memTask),
+		dependents: make(map[string][]*memTask),
+		features:   make(map[string]loop.Feature),
+	}
+}
+
+// Add inserts tasks in the order given, all or nothing. Within one call,
+// ParentID and BlockedBy may name tasks that come later in the list; across
+// calls they must name tasks already in the store.
+//
+// Each task needs a unique ID. Status "" means pending; in_progress needs
+// ClaimedBy (ClaimedAt defaults to now and LeaseExpiresAt to
+// ClaimedAt+loop.DefaultLease), which makes Add a way to seed claims, even
+// expired ones. Priority is used as is (the CLI's default of 2 is the
+// caller's business). Zero CreatedAt and UpdatedAt become now. Parents and
+// blockers must not form a cycle, and a feature, when named, need not exist.
+// No auto-transition runs: the tasks are stored exactly as given.
+func (s *MemStore) Add(tasks ...loop.Task) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.recoverLocked(now)
+
+	batch := make(map[string]*loop.Task, len(tasks))
+	prepared := make([]loop.Task, len(tasks))
+	for i, t := range tasks {
+		t.BlockedBy = slices.Clone(t.BlockedBy)
+		if t.ID == "" {
+			return fmt.Errorf("looptest: add task %d (%q): empty id", i+1, t.Title)
+		}
+		if _, ok := s.tasks[t.ID]; ok {
+			return fmt.Errorf("looptest: add task %s: id already exists", t.ID)
+		}
+		if _, ok := batch[t.ID]; ok {
+			return fmt.Errorf("looptest: add task %s: id given twice", t.ID)
+		}
+		if t.Status == "" {
+			t.Status = loop.StatusPending
+		}
+		if !t.Status.Valid() {
+			return fmt.Errorf("looptest: add task %s: unknown status %q", t.ID, t.Status)
+		}
+		if t.Status == loop.StatusInProgress {
+			if t.ClaimedBy == "" {
+				return fmt.Errorf("looptest: add task %s: in_progress needs ClaimedBy", t.ID)
+			}
+			if t.ClaimedAt.IsZero() {
+				t.ClaimedAt = now
+			}
+			if t.LeaseExpiresAt.IsZero() {
+				t.LeaseExpiresAt = t.ClaimedAt.Add(loop.DefaultLease)
+			}
+		} else {
+			t.ClaimedBy, t.ClaimedAt, t.LeaseExpiresAt = "", time.Time{}, time.Time{}
+		}
+		if t.CreatedAt.IsZero() {
+			t.CreatedAt = now
+		}
+		if t.UpdatedAt.IsZero() {
+			t.UpdatedAt = t.CreatedAt
+		}
+		prepared[i] = t
+		batch[t.ID] = &prepared[i]
+	}
+	exists := func(id string) bool {
+		_, old := s.tasks[id]
+		_, fresh := batch[id]
+		return old || fresh
+	}
+	for _, t := range prepared {
+		if t.ParentID != "" && !exists(t.ParentID) {
+			return fmt.Errorf("looptest: add task %s: parent %s: %w", t.ID, t.ParentID, loop.ErrNotFound)
+		}
+		for _, b := range t.BlockedBy {
+			if b == t.ID {
+				return fmt.Errorf("looptest: add task %s: blocked by itself", t.ID)
+			}
+			if !exists(b) {
+				return fmt.Errorf("looptest: add task %s: blocker %s: %w", t.ID, b, loop.ErrNotFound)
+			}
+		}
+	}
+	// Old tasks cannot point at new ones, so any cycle passes through the
+	// batch: walk parents and blockers from each new task.
+	edges := func(id string) []string {
+		t, ok := batch[id]
+		if !ok {
+			t = &s.tasks[id].task
+		}
+		out := slices.Clone(t.BlockedBy)
+		if t.ParentID != "" {
+			out = append(out, t.ParentID)
+		}
+		return out
+	}
+	for _, t := range prepared {
+		if path := findCycle(t.ID, edges); path != nil {
+			return fmt.Errorf("looptest: add task %s: parents and blockers form a cycle %v", t.ID, path)
+		}
+	}
+
+	for _, t := range prepared {
+		s.seq++
+		mt := &memTask{task: t, seq: s.seq}
+		s.tasks[t.ID] = mt
+		s.order = append(s.order, mt)
+	}
+	for _, t := range prepared {
+		mt := s.tasks[t.ID]
+		if t.ParentID != "" {
+			s.children[t.ParentID] = append(s.children[t.ParentID], mt)
+		}
+		for _, b := range t.BlockedBy {
+			s.dependents[b] = append(s.dependents[b], mt)
+		}
+	}
+	return nil
+}
+
+// findCycle returns a path from start back to start following edges, or nil.
+func findCycle(start string, edges func(string) []string) []string {
+	seen := map[string]bool{}
+	var path []string
+	var walk func(id string) bool
+	walk = func(id string) bool {
+		path = append(path, id)
+		for _, next := range edges(id) {
+			if next == start {
+				path = append(path, next)
+				return true
+			}
+			if !seen[next] {
+				seen[next] = true
+				if walk(next) {
+					return true
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		return false
+	}
+	if walk(start) {
+		return path
+	}
+	return nil
+}
+
+// AddDependency makes blocked wait for blocker, like `ralph task dep add`.
+// A dependency that would close a cycle (through blockers or parents) is
+// refused and nothing changes; adding an existing dependency is a no-op.
+// Errors: loop.ErrNotFound, a cycle error.
+func (s *MemStore) AddDependency(ctx context.Context, blocked, blocker string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.recoverLocked(now)
+	t, err := s.getLocked(blocked)
+	if err != nil {
+		return err
+	}
+	if _, err := s.getLocked(blocker); err != nil {
+		return err
+	}
+	if blocked == blocker {
+		return fmt.Errorf("looptest: task %s cannot block itself", blocked)
+	}
+	if slices.Contains(t.task.BlockedBy, blocker) {
+		return nil
+	}
+	edges := func(id string) []string {
+		mt := s.tasks[id]
+		out := slices.Clone(mt.task.BlockedBy)
+		if id == blocked {
+			out = append(out, blocker)
+		}
+		if mt.task.ParentID != "" {
+			out = append(out, mt.task.ParentID)
+		}
+		return out
+	}
+	if path := findCycle(blocked, edges); path != nil {
+		return fmt.Errorf("looptest: %s blocked by %s would form a cycle %v", blocked, blocker, path)
+	}
+	t.task.BlockedBy = append(t.task.BlockedBy, blocker)
+	t.task.UpdatedAt = now
+	s.dependents[blocker] = append(s.dependents[blocker], t)
+	return nil
+}
+
+// AddFeature records a feature. A zero CreatedAt becomes now. Adding a
+// feature whose name exists is an error.
+func (s *MemStore) AddFeature(f loop.Feature) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.recoverLocked(now)
+	if f.Name == "" {
+		return errors.New("looptest: add feature: empty name")
+	}
+	if _, ok := s.features[f.Name]; ok {
+		return fmt.Errorf("looptest: add feature %s: already exists", f.Name)
+	}
+	if f.CreatedAt.IsZero() {
+		f.CreatedAt = now
+	}
+	s.features[f.Name] = f
+	return nil
+}
+
+// Tasks returns every task in insertion order, for assertions in tests.
+func (s *MemStore) Tasks() []loop.Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recoverLocked(s.now())
+	out := make([]loop.Task, len(s.order))
+	for i, mt := range s.order {
+		out[i] = mt.snapshot()
+	}
+	return out
+}
+
+// Block moves a pending task to blocked, logging reason (if not empty) as
+// loop.LogBlock, like `ralph task block`. Errors: loop.ErrNotFound,
+// *loop.TransitionError.
+func (s *MemStore) Block(ctx context.Context, id, reason string) error {
+	return s.move(ctx, id, loop.StatusBlocked, loop.LogBlock, reason, nil)
+}
+
+// Unblock moves a blocked task to pending, logging loop.LogUnblock, like
+// `ralph task unblock`. The task is ready again once its blockers are done.
+// Errors: loop.ErrNotFound, *loop.TransitionError.
+func (s *MemStore) Unblock(ctx context.Context, id string) error {
+	return s.move(ctx, id, loop.StatusPending, loop.LogUnblock, "unblocked", nil)
+}
+
+func (mt *memTask) snapshot() loop.Task {
+	t := mt.task
+	t.BlockedBy = slices.Clone(t.BlockedBy)
+	return t
+}
+
+// begin checks ctx, locks the store and recovers expired claims. The caller
+// must call s.mu.Unlock.
+func (s *MemStore) begin(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	s.mu.Lock()
+	now := s.now()
+	s.recoverLocked(now)
+	return now, nil
+}
+
+// recoverLocked returns every in_progress task whose lease has run out (now
+// at or past LeaseExpiresAt) to pending.
+func (s *MemStore) recoverLocked(now time.Time) {
+	for _, mt := range s.order {
+		t := &mt.task
+		if t.Status != loop.StatusInProgress || t.LeaseExpiresAt.IsZero() || now.Before(t.LeaseExpiresAt) {
+			continue
+		}
+		msg := fmt.Sprintf("lease of %s expired at %s; returned to pending",
+			t.ClaimedBy, t.LeaseExpiresAt.UTC().Format(time.RFC3339))
+		t.Status = loop.StatusPending
+		clearClaim(t)
+		t.UpdatedAt = now
+		mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: loop.LogLeaseExpired, Message: msg})
+	}
+}
+
+func clearClaim(t *loop.Task) {
+	t.ClaimedBy, t.ClaimedAt, t.LeaseExpiresAt = "", time.Time{}, time.Time{}
+}
+
+func (s *MemStore) getLocked(id string) (*memTask, error) {
+	mt, ok := s.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("looptest: task %s: %w", id, loop.ErrNotFound)
+	}
+	return mt, nil
+}
+
+// inScope reports whether t is in scope. With scope.TaskID naming a task
+// that has children, its descendants are in scope (not the task itself);
+// naming a leaf, the leaf alone.
+func (s *MemStore) inScope(t *memTask, scope loop.Scope) bool {
+	if scope.Feature != "" && t.task.Feature != scope.Feature {
+		return false
+	}
+	if scope.TaskID == "" {
+		return true
+	}
+	if len(s.children[scope.TaskID]) == 0 {
+		return t.task.ID == scope.TaskID
+	}
+	for p := t.task.ParentID; p != ""; p = s.tasks[p].task.ParentID {
+		if p == scope.TaskID {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *MemStore) checkScope(scope loop.Scope) error {
+	if scope.TaskID != "" {
+		if _, err := s.getLocked(scope.TaskID); err != nil {
+			return fmt.Errorf("looptest: scope: %w", err)
+		}
+	}
+	return nil
+}
+
+// notReady returns why t cannot be claimed, or "" when it is ready.
+func (s *MemStore) notReady(t *memTask) string {
+	if t.task.Status != loop.StatusPending {
+		return fmt.Sprintf("status is %s, not pending", t.task.Status)
+	}
+	if n := len(s.children[t.task.ID]); n > 0 {
+		return fmt.Sprintf("it has %d child tasks; claim a leaf", n)
+	}
+	if p := t.task.ParentID; p != "" && s.tasks[p].task.Status == loop.StatusFailed {
+		return fmt.Sprintf("parent %s is failed", p)
+	}
+	for _, b := range t.task.BlockedBy {
+		if st := s.tasks[b].task.Status; st != loop.StatusDone {
+			return fmt.Sprintf("blocked by %s (%s)", b, st)
+		}
+	}
+	return ""
+}
+
+// readyLocked returns the ready tasks in scope in claim order.
+func (s *MemStore) readyLocked(scope loop.Scope, limit int) []*memTask {
+	var ready []*memTask
+	for _, mt := range s.order {
+		if s.inScope(mt, scope) && s.notReady(mt) == "" {
+			ready = append(ready, mt)
+		}
+	}
+	// s.order is insertion order, so a stable sort by priority gives
+	// priority ascending, then insertion order.
+	slices.SortStableFunc(ready, func(a, b *memTask) int { return cmp.Compare(a.task.Priority, b.task.Priority) })
+	if limit > 0 && len(ready) > limit {
+		ready = ready[:limit]
+	}
+	return ready
+}
+
+// Get implements loop.TaskStore.
+func (s *MemStore) Get(ctx context.Context, id string) (loop.Task, error) {
+	if _, err := s.begin(ctx); err != nil {
+		return loop.Task{}, err
+	}
+	defer s.mu.Unlock()
+	mt, err := s.getLocked(id)
+	if err != nil {
+		return loop.Task{}, err
+	}
+	return mt.snapshot(), nil
+}
+
+// Ready implements loop.TaskStore. A Scope naming an unknown task is an
+// error wrapping loop.ErrNotFound.
+func (s *MemStore) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.Task, error) {
+	if _, err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if err := s.checkScope(scope); err != nil {
+		return nil, err
+	}
+	ready := s.readyLocked(scope, limit)
+	out := make([]loop.Task, len(ready))
+	for i, mt := range ready {
+		out[i] = mt.snapshot()
+	}
+	return out, nil
+}
+
+// Active implements loop.TaskStore. Claims taken at the same instant come
+// in insertion order.
+func (s *MemStore) Active(ctx context.Context, scope loop.Scope) ([]loop.Task, error) {
+	if _, err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if err := s.checkScope(scope); err != nil {
+		return nil, err
+	}
+	var out []loop.Task
+	for _, mt := range s.order {
+		if mt.task.Status == loop.StatusInProgress && s.inScope(mt, scope) {
+			out = append(out, mt.snapshot())
+		}
+	}
+	slices.SortStableFunc(out, func(a, b loop.Task) int { return a.ClaimedAt.Compare(b.ClaimedAt) })
+	return out, nil
+}
+
+// Counts implements loop.TaskStore.
+func (s *MemStore) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, error) {
+	if _, err := s.begin(ctx); err != nil {
+		return loop.Counts{}, err
+	}
+	defer s.mu.Unlock()
+	if err := s.checkScope(scope); err != nil {
+		return loop.Counts{}, err
+	}
+	var c loop.Counts
+	for _, mt := range s.order {
+		if !s.inScope(mt, scope) {
+			continue
+		}
+		switch mt.task.Status {
+		case loop.StatusPending:
+			c.Pending++
+		case loop.StatusInProgress:
+			c.InProgress++
+		case loop.StatusDone:
+			c.Done++
+		case loop.StatusFailed:
+			c.Failed++
+		case loop.StatusBlocked:
+			c.Blocked++
+		}
+	}
+	return c, nil
+}
+
+// Claim implements loop.TaskStore. A claim is logged as loop.LogClaim. A
+// named task that is not pending gives an error that wraps both
+// loop.ErrNotReady and a *loop.TransitionError. A negative lease is an
+// error.
+func (s *MemStore) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return loop.Task{}, err
+	}
+	defer s.mu.Unlock()
+	if p.Agent == "" {
+		return loop.Task{}, errors.New("looptest: claim: agent is required")
+	}
+	if p.Lease < 0 {
+		return loop.Task{}, fmt.Errorf("looptest: claim: negative lease %s", p.Lease)
+	}
+	if p.Lease == 0 {
+		p.Lease = loop.DefaultLease
+	}
+	var mt *memTask
+	if p.TaskID == "" {
+		if err := s.checkScope(p.Scope); err != nil {
+			return loop.Task{}, err
+		}
+		ready := s.readyLocked(p.Scope, 1)
+		if len(ready) == 0 {
+			return loop.Task{}, fmt.Errorf("looptest: claim: %w", loop.ErrNoReadyTask)
+		}
+		mt = ready[0]
+	} else {
+		if mt, err = s.getLocked(p.TaskID); err != nil {
+			return loop.Task{}, err
+		}
+		if why := s.notReady(mt); why != "" {
+			if st := mt.task.Status; st != loop.StatusPending {
+				return loop.Task{}, fmt.Errorf("looptest: claim task %s: %s: %w: %w", p.TaskID, why, loop.ErrNotReady,
+					&loop.TransitionError{TaskID: p.TaskID, From: st, To: loop.StatusInProgress})
+			}
+			return loop.Task{}, fmt.Errorf("looptest: claim task %s: %s: %w", p.TaskID, why, loop.ErrNotReady)
+		}
+	}
+	t := &mt.task
+	t.Status = loop.StatusInProgress
+	t.ClaimedBy = p.Agent
+	t.ClaimedAt = now
+	t.LeaseExpiresAt = now.Add(p.Lease)
+	t.UpdatedAt = now
+	mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: loop.LogClaim, Message: "claimed by " + p.Agent})
+	return mt.snapshot(), nil
+}
+
+// RenewLease implements loop.TaskStore. An unknown id is loop.ErrNotFound.
+func (s *MemStore) RenewLease(ctx context.Context, id, agent string, lease time.Duration) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if lease < 0 {
+		return fmt.Errorf("looptest: renew lease of %s: negative lease %s", id, lease)
+	}
+	if lease == 0 {
+		lease = loop.DefaultLease
+	}
+	mt, err := s.getLocked(id)
+	if err != nil {
+		return err
+	}
+	if mt.task.Status != loop.StatusInProgress || mt.task.ClaimedBy != agent {
+		return fmt.Errorf("looptest: renew lease of %s for %s (status %s, held by %q): %w",
+			id, agent, mt.task.Status, mt.task.ClaimedBy, loop.ErrNotHolder)
+	}
+	mt.task.LeaseExpiresAt = now.Add(lease)
+	mt.task.UpdatedAt = now
+	return nil
+}
+
+// move applies one explicit transition of task id to status to, logging
+// message (if not empty) as kind; then, if not nil, after runs in the same
+// critical section.
+func (s *MemStore) move(ctx context.Context, id string, to loop.Status, kind, message string,
+	after func(now time.Time, mt *memTask)) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	mt, err := s.getLocked(id)
+	if err != nil {
+		return err
+	}
+	return s.moveLocked(now, mt, to, kind, message, after)
+}
+
+func (s *MemStore) moveLocked(now time.Time, mt *memTask, to loop.Status, kind, message string,
+	after func(now time.Time, mt *memTask)) error {
+	if !loop.CanTransition(mt.task.Status, to) {
+		return &loop.TransitionError{TaskID: mt.task.ID, From: mt.task.Status, To: to}
+	}
+	s.setStatus(now, mt, to, kind, message)
+	if after != nil {
+		after(now, mt)
+	}
+	return nil
+}
+
+// setStatus moves mt to status without checking the machine: the callers
+// are explicit moves already checked, and auto-transitions.
+func (s *MemStore) setStatus(now time.Time, mt *memTask, to loop.Status, kind, message string) {
+	mt.task.Status = to
+	if to != loop.StatusInProgress {
+		clearClaim(&mt.task)
+	}
+	mt.task.UpdatedAt = now
+	if message != "" {
+		mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: kind, Message: message})
+	}
+}
+
+// Complete implements loop.TaskStore. Auto-transitions are logged on the
+// tasks they move: loop.LogUnblock on a dependent, loop.LogDone on a parent.
+func (s *MemStore) Complete(ctx context.Context, id, summary string) error {
+	return s.move(ctx, id, loop.StatusDone, loop.LogDone, summary, s.cascadeDone)
+}
+
+// cascadeDone runs the auto-transitions caused by mt becoming done.
+func (s *MemStore) cascadeDone(now time.Time, mt *memTask) {
+	queue := []*memTask{mt}
+	for len(queue) > 0 {
+		done := queue[0]
+		queue = queue[1:]
+		for _, d := range s.dependents[done.task.ID] {
+			if d.task.Status == loop.StatusBlocked && s.blockersDone(d) {
+				s.setStatus(now, d, loop.StatusPending, loop.LogUnblock, "all blockers done")
+			}
+		}
+		p := done.task.ParentID
+		if p == "" {
+			continue
+		}
+		parent := s.tasks[p]
+		if parent.task.Status == loop.StatusDone {
+			continue
+		}
+		if !s.childrenDone(p) {
+			continue
+		}
+		s.setStatus(now, parent, loop.StatusDone, loop.LogDone, "all child tasks done")
+		queue = append(queue, parent)
+	}
+}
+
+func (s *MemStore) blockersDone(mt *memTask) bool {
+	for _, b := range mt.task.BlockedBy {
+		if s.tasks[b].task.Status != loop.StatusDone {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *MemStore) childrenDone(id string) bool {
+	for _, c := range s.children[id] {
+		if c.task.Status != loop.StatusDone {
+			return false
+		}
+	}
+	return true
+}
+
+// Fail implements loop.TaskStore. Each ancestor that was not failed yet is
+// failed with a loop.LogFail entry naming the task that failed.
+func (s *MemStore) Fail(ctx context.Context, id, reason string) error {
+	if reason == "" {
+		reason = "failed"
+	}
+	return s.move(ctx, id, loop.StatusFailed, loop.LogFail, reason, func(now time.Time, mt *memTask) {
+		for p := mt.task.ParentID; p != ""; p = s.tasks[p].task.ParentID {
+			parent := s.tasks[p]
+			if parent.task.Status != loop.StatusFailed {
+				s.setStatus(now, parent, loop.StatusFailed, loop.LogFail, "child task "+mt.task.ID+" failed")
+			}
+		}
+	})
+}
+
+// Release implements loop.TaskStore. An empty reason is logged as
+// "released".
+func (s *MemStore) Release(ctx context.Context, id, reason string) error {
+	if reason == "" {
+		reason = "released"
+	}
+	return s.move(ctx, id, loop.StatusPending, loop.LogRelease, reason, nil)
+}
+
+// ReleaseAgent implements loop.TaskStore. The ids come in insertion order;
+// an agent holding nothing gives none and no error. An empty agent is an
+// error.
+func (s *MemStore) ReleaseAgent(ctx context.Context, agent, reason string) ([]string, error) {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if agent == "" {
+		return nil, errors.New("looptest: release agent: agent is required")
+	}
+	if reason == "" {
+		reason = "released"
+	}
+	var ids []string
+	for _, mt := range s.order {
+		if mt.task.Status == loop.StatusInProgress && mt.task.ClaimedBy == agent {
+			s.setStatus(now, mt, loop.StatusPending, loop.LogRelease, reason)
+			ids = append(ids, mt.task.ID)
+		}
+	}
+	return ids, nil
+}
+
+// Retry implements loop.TaskStore. An empty reason is logged as "retry".
+func (s *MemStore) Retry(ctx context.Context, id, reason string) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	mt, err := s.getLocked(id)
+	if err != nil {
+		return err
+	}
+	if st := mt.task.Status; st != loop.StatusInProgress && st != loop.StatusFailed {
+		return &loop.TransitionError{TaskID: id, From: st, To: loop.StatusPending}
+	}
+	if reason == "" {
+		reason = "retry"
+	}
+	s.setStatus(now, mt, loop.StatusPending, loop.LogRetry, reason)
+	mt.task.RetryCount++
+	return nil
+}
+
+// SetVerification implements loop.TaskStore. The verdict must be "pass",
+// "fail" or "" (no verdict); anything else is an error.
+func (s *MemStore) SetVerification(ctx context.Context, id, verdict string) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	mt, err := s.getLocked(id)
+	if err != nil {
+		return err
+	}
+	if verdict != "" && verdict != "pass" && verdict != "fail" {
+		return fmt.Errorf("looptest: task %s: verdict %q is not pass or fail", id, verdict)
+	}
+	mt.task.VerificationStatus = verdict
+	mt.task.UpdatedAt = now
+	return nil
+}
+
+// AddLog implements loop.TaskStore. An empty kind is an error.
+func (s *MemStore) AddLog(ctx context.Context, id, kind, message string) error {
+	now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	mt, err := s.getLocked(id)
+	if err != nil {
+		return err
+	}
+	if kind == "" {
+		return fmt.Errorf("looptest: task %s: log entry without a kind", id)
+	}
+	mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: kind, Message: message})
+	return nil
+}
+
+// Logs implements loop.TaskStore.
+func (s *MemStore) Logs(ctx context.Context, id string) ([]loop.LogEntry, error) {
+	if _, err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	mt, err := s.getLocked(id)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(mt.logs), nil
+}
+
+// Feature implements loop.FeatureStore.
+func (s *MemStore) Feature(ctx context.Context, name string) (loop.Feature, error) {
+	if _, err := s.begin(ctx); err != nil {
+		return loop.Feature{}, err
+	}
+	defer s.mu.Unlock()
+	f, ok := s.features[name]
+	if !ok {
+		return loop.Feature{}, fmt.Errorf("looptest: feature %s: %w", name, loop.ErrFeatureNotFound)
+	}
+	return f, nil
+}
+
+// RecordReceipt implements loop.ReceiptStore.
+func (s *MemStore) RecordReceipt(ctx context.Context, r loop.Receipt) error {
+	if _, err := s.begin(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.receipts = append(s.receipts, r)
+	return nil
+}
+
+// Receipts implements loop.ReceiptStore: newest (last recorded) first.
+func (s *MemStore) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error) {
+	if _, err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	n := len(s.receipts)
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	out := make([]loop.Receipt, 0, n)
+	for i := len(s.receipts) - 1; len(out) < n; i-- {
+		out = append(out, s.receipts[i])
+	}
+	return out, nil
+}
