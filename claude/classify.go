@@ -1,0 +1,260 @@
+package claude
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// Session gathers what a session's stream said, event by event, for
+// classifying the run once it is over. The zero value is ready to use.
+type Session struct {
+	SessionID string
+	Model     string
+	// LastText is the last assistant text block.
+	LastText string
+	// Result is the result line, if one came.
+	Result *loop.RunResult
+	// Rejected is the last rejected rate_limit_event, if any.
+	Rejected *loop.UsageLimit
+	// Malformed counts lines that could not be parsed.
+	Malformed int
+}
+
+// Add records one event.
+func (s *Session) Add(ev loop.Event) {
+	if ev.SessionID != "" && s.SessionID == "" {
+		s.SessionID = ev.SessionID
+	}
+	switch ev.Kind {
+	case loop.EventInit:
+		s.SessionID = ev.SessionID
+		s.Model = ev.Model
+	case loop.EventText:
+		s.LastText = ev.Text
+	case loop.EventRateLimit:
+		if ev.Subtype == "rejected" && ev.UsageLimit != nil {
+			ul := *ev.UsageLimit
+			s.Rejected = &ul
+		}
+	case loop.EventResult:
+		if ev.Result != nil {
+			r := *ev.Result
+			s.Result = &r
+		}
+	case loop.EventMalformed:
+		s.Malformed++
+	}
+}
+
+// Ending says how the agent process ended.
+type Ending struct {
+	// ExitCode is the process's exit code (-1 when killed by a signal).
+	ExitCode int
+	// Cancelled, TimedOut and IdleTimedOut say that ralph stopped the
+	// agent, and why. At most one is set.
+	Cancelled    bool
+	TimedOut     bool
+	IdleTimedOut bool
+	// Now is the time of classification, to resolve "resets 6:30pm" texts.
+	Now time.Time
+}
+
+// Classify turns what a session said and how its process ended into a
+// RunResult with its Class. It reads structured fields only: the result
+// line's is_error, subtype, terminal_reason, api_error_status and text, and
+// rate_limit_event statuses — never tool output.
+//
+// The order of the checks: a stop ordered by ralph (cancel, wall or idle
+// timeout) wins, since the agent's own account of an interrupted run (exit
+// 0 and error_during_execution after SIGINT) says nothing about why; then a
+// usage limit; then the result line; then no result at all, which is a
+// crash whatever the exit code.
+func Classify(s *Session, e Ending) loop.RunResult {
+	var res loop.RunResult
+	if s.Result != nil {
+		res = *s.Result
+	}
+	res.ExitCode = e.ExitCode
+	if res.SessionID == "" {
+		res.SessionID = s.SessionID
+	}
+	res.Model = s.Model
+	if res.Text == "" && (s.Result == nil || !res.IsError) {
+		// The final text is the result's, else the last assistant text;
+		// an error result's empty text is not replaced by chatter.
+		res.Text = s.LastText
+	}
+	if s.Result == nil && e.ExitCode != 0 {
+		res.IsError = true
+	}
+
+	switch {
+	case e.Cancelled:
+		res.Class, res.IsError = loop.ClassCancelled, true
+		return res
+	case e.TimedOut:
+		res.Class, res.IsError = loop.ClassTimeout, true
+		return res
+	case e.IdleTimedOut:
+		res.Class, res.IsError = loop.ClassIdleTimeout, true
+		return res
+	}
+
+	if ul := usageLimit(s, e.Now); ul != nil {
+		res.Class = loop.ClassUsageLimit
+		res.UsageLimit = ul
+		res.IsError = true
+		return res
+	}
+	if s.Result == nil {
+		res.Class = loop.ClassCrashed
+		return res
+	}
+	switch r := s.Result; {
+	case !r.IsError && e.ExitCode == 0:
+		res.Class = loop.ClassSuccess
+	case r.Subtype == "error_max_turns" || r.TerminalReason == "max_turns":
+		res.Class = loop.ClassMaxTurns
+	case r.APIErrorStatus == 401 || r.APIErrorStatus == 403:
+		res.Class = loop.ClassAuth
+	case r.APIErrorStatus == 408 || r.APIErrorStatus == 429 || r.APIErrorStatus >= 500:
+		res.Class = loop.ClassAPIError
+	case r.APIErrorStatus == 0 && r.TerminalReason == "api_error":
+		// No status: the request timed out or the connection broke.
+		res.Class = loop.ClassAPIError
+	default:
+		// is_error, another 4xx (an unknown model, a bad request), or a
+		// non-zero exit after a good result.
+		res.IsError = true
+		res.Class = loop.ClassAgentError
+	}
+	return res
+}
+
+var (
+	legacyLimitRE = regexp.MustCompile(`Claude AI usage limit reached\|(\d+)`)
+	limitTextRE   = regexp.MustCompile(`(?i)\bhit your\b.*\blimit\b|\busage limit\b|\blimit reached\b`)
+	resetsRE      = regexp.MustCompile(`(?i)\bresets\s+(?:at\s+)?([^()·]+?)\s*\(([^()]+)\)`)
+)
+
+// usageLimit returns the usage limit the session hit, or nil.
+func usageLimit(s *Session, now time.Time) *loop.UsageLimit {
+	var ul *loop.UsageLimit
+	if s.Rejected != nil {
+		r := *s.Rejected
+		ul = &r
+	}
+	if r := s.Result; r != nil && r.IsError {
+		if m := legacyLimitRE.FindStringSubmatch(r.Text); m != nil {
+			if ul == nil {
+				ul = &loop.UsageLimit{}
+			}
+			if secs, err := strconv.ParseInt(m[1], 10, 64); err == nil && ul.ResetsAt.IsZero() {
+				ul.ResetsAt = time.Unix(secs, 0).UTC()
+			}
+			ul.Message = strings.TrimSpace(r.Text)
+		} else if (r.APIErrorStatus == 429 || ul != nil) && limitTextRE.MatchString(r.Text) {
+			if ul == nil {
+				ul = &loop.UsageLimit{}
+			}
+			if ul.ResetsAt.IsZero() {
+				ul.ResetsAt = ParseResetText(r.Text, now)
+			}
+			ul.Message = strings.TrimSpace(r.Text)
+		}
+	}
+	return ul
+}
+
+// ParseResetText finds "resets <time> (<zone>)" in a usage-limit message
+// ("You've hit your session limit · resets 6:30pm (UTC)") and returns the
+// next such time after now, in UTC. Times may carry a date ("resets Nov 23,
+// 5am (Europe/Paris)"). It returns the zero time when there is no reset
+// text or it cannot be read (an unknown zone, an odd format): the caller
+// then waits its default.
+func ParseResetText(text string, now time.Time) time.Time {
+	m := resetsRE.FindStringSubmatch(text)
+	if m == nil {
+		return time.Time{}
+	}
+	loc, err := time.LoadLocation(strings.TrimSpace(m[2]))
+	if err != nil {
+		return time.Time{}
+	}
+	when := strings.ToLower(strings.Join(strings.Fields(m[1]), " "))
+	when = strings.ReplaceAll(when, " at ", ", ")
+	local := now.In(loc)
+	for _, layout := range []string{"3:04pm", "3pm", "15:04", "3:04 pm", "3 pm"} {
+		t, err := time.ParseInLocation(layout, when, loc)
+		if err != nil {
+			continue
+		}
+		next := time.Date(local.Year(), local.Month(), local.Day(), t.Hour(), t.Minute(), 0, 0, loc)
+		if !next.After(now) {
+			next = next.AddDate(0, 0, 1)
+		}
+		return next.UTC()
+	}
+	for _, layout := range []string{"Jan 2, 3:04pm", "Jan 2, 3pm", "Jan 2 3:04pm", "Jan 2 3pm", "Jan 2, 15:04"} {
+		t, err := time.ParseInLocation(layout, when, loc)
+		if err != nil {
+			continue
+		}
+		next := time.Date(local.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, loc)
+		if !next.After(now) {
+			next = next.AddDate(1, 0, 0)
+		}
+		return next.UTC()
+	}
+	return time.Time{}
+}
+
+// Describe returns a one-line account of a finished run for error messages
+// and logs: its class and the agent's words or the stderr tail.
+func Describe(res loop.RunResult) string {
+	switch res.Class {
+	case loop.ClassSuccess:
+		return "success"
+	case loop.ClassUsageLimit:
+		if res.UsageLimit != nil && !res.UsageLimit.ResetsAt.IsZero() {
+			return "usage limit reached; resets at " + res.UsageLimit.ResetsAt.Format(time.RFC3339)
+		}
+		return "usage limit reached; reset time unknown"
+	}
+	msg := string(res.Class)
+	switch {
+	case res.APIErrorStatus != 0:
+		msg += fmt.Sprintf(" (HTTP %d)", res.APIErrorStatus)
+	case res.Class == loop.ClassCrashed:
+		msg += fmt.Sprintf(" (exit code %d, no result line)", res.ExitCode)
+	}
+	detail := res.Text
+	if res.Class == loop.ClassCrashed || detail == "" {
+		detail = lastLine(res.Stderr)
+	}
+	if detail != "" && res.Class != loop.ClassTimeout && res.Class != loop.ClassIdleTimeout && res.Class != loop.ClassCancelled {
+		msg += ": " + firstLine(detail)
+	}
+	return msg
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}

@@ -1,0 +1,526 @@
+package claude
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// ToolOutputLimit is the most bytes of a tool's output kept in an
+// EventToolResult's Text; the raw log keeps all of it.
+const ToolOutputLimit = 8 << 10
+
+// malformedExcerpt is the most bytes of a malformed line quoted in its event.
+const malformedExcerpt = 200
+
+// The top-level line types of Claude Code's stream-json.
+const (
+	TypeSystem      = "system"
+	TypeAssistant   = "assistant"
+	TypeUser        = "user"
+	TypeStreamEvent = "stream_event"
+	TypeRateLimit   = "rate_limit_event"
+	TypeResult      = "result"
+)
+
+// Line is one decoded line of the stream.
+type Line struct {
+	// Type is the line's top-level "type" ("system", "assistant", …, or a
+	// type this package does not know); empty for a malformed line.
+	Type string
+	// Subtype is the system line's subtype, the stream_event's inner event
+	// type, or the rate_limit_event's status.
+	Subtype string
+	// Raw is the line as read, without its newline. It is only valid until
+	// the next call to Decode.
+	Raw []byte
+	// Events are the typed events the line carries: none for lines that
+	// only matter to the raw log (stream_event, unknown types), one
+	// EventMalformed for a line that is not a JSON object. The slice is
+	// reused by the next call to Decode.
+	Events []loop.Event
+}
+
+// Decoder reads Claude Code's stream-json (one JSON object a line) and turns
+// each line into typed events. Lines may be of any length. A Decoder is not
+// safe for concurrent use.
+type Decoder struct {
+	// Now stamps events; nil means time.Now.
+	Now func() time.Time
+
+	r      *bufio.Reader
+	long   []byte            // accumulates lines longer than the reader's buffer
+	events []loop.Event      // reused by each Decode
+	tools  map[string]string // tool_use id → tool name, to name tool results
+	eof    bool
+}
+
+// readerSize is the bufio.Reader's buffer: most lines fit, so they are
+// decoded in place without a copy.
+const readerSize = 64 << 10
+
+// longKeep is the largest long-line buffer kept between lines; a bigger one
+// (a 60 MB tool result) is dropped so that memory stays flat.
+const longKeep = 1 << 20
+
+// NewDecoder returns a Decoder reading from r.
+func NewDecoder(r io.Reader) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, readerSize), tools: make(map[string]string)}
+}
+
+// Decode reads and decodes the next non-blank line. It returns io.EOF after
+// the last line, and any other read error as is. A line that cannot be
+// parsed is not an error: it comes back with one EventMalformed.
+func (d *Decoder) Decode() (Line, error) {
+	for {
+		raw, err := d.readLine()
+		if err != nil {
+			return Line{}, err
+		}
+		raw = bytes.TrimRight(raw, "\r\n")
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		return d.DecodeLine(raw), nil
+	}
+}
+
+// readLine returns the next line, with its newline if it has one.
+func (d *Decoder) readLine() ([]byte, error) {
+	if d.eof {
+		return nil, io.EOF
+	}
+	if cap(d.long) > longKeep {
+		d.long = nil
+	}
+	d.long = d.long[:0]
+	for {
+		chunk, err := d.r.ReadSlice('\n')
+		switch {
+		case err == nil:
+			if len(d.long) == 0 {
+				return chunk, nil // the common case: no copy
+			}
+			d.long = append(d.long, chunk...)
+			return d.long, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			d.long = append(d.long, chunk...)
+		case errors.Is(err, io.EOF):
+			d.eof = true
+			d.long = append(d.long, chunk...)
+			if len(d.long) == 0 {
+				return nil, io.EOF
+			}
+			return d.long, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// fields holds the raw values of the top-level keys the decoder looks at.
+type fields struct {
+	typ, subtype, sessionID, model, message, event, rateLimitInfo []byte
+	result, isError, numTurns, durationMS, costUSD, usage         []byte
+	terminalReason, apiErrorStatus, errs, status                  []byte
+	errorStatus, errorName, attempt, maxRetries, retryDelayMS     []byte
+}
+
+func (f *fields) set(key, val []byte) {
+	switch string(key) {
+	case "type":
+		f.typ = val
+	case "subtype":
+		f.subtype = val
+	case "session_id":
+		f.sessionID = val
+	case "model":
+		f.model = val
+	case "message":
+		f.message = val
+	case "event":
+		f.event = val
+	case "rate_limit_info":
+		f.rateLimitInfo = val
+	case "result":
+		f.result = val
+	case "is_error":
+		f.isError = val
+	case "num_turns":
+		f.numTurns = val
+	case "duration_ms":
+		f.durationMS = val
+	case "total_cost_usd":
+		f.costUSD = val
+	case "usage":
+		f.usage = val
+	case "terminal_reason":
+		f.terminalReason = val
+	case "api_error_status":
+		f.apiErrorStatus = val
+	case "errors":
+		f.errs = val
+	case "status":
+		f.status = val
+	case "error_status":
+		f.errorStatus = val
+	case "error":
+		f.errorName = val
+	case "attempt":
+		f.attempt = val
+	case "max_retries":
+		f.maxRetries = val
+	case "retry_delay_ms":
+		f.retryDelayMS = val
+	}
+}
+
+// DecodeLine decodes one line (without its newline). The returned Line's
+// Raw is raw itself, and its Events are reused by the next call.
+func (d *Decoder) DecodeLine(raw []byte) Line {
+	d.events = d.events[:0]
+	line := Line{Raw: raw}
+	var f fields
+	end, err := eachField(raw, f.set)
+	if err == nil && skipWS(raw, end) != len(raw) {
+		err = errSyntax
+	}
+	if err != nil {
+		d.events = append(d.events, d.event(loop.Event{
+			Kind: loop.EventMalformed,
+			Text: excerpt(raw),
+			Err:  fmt.Errorf("claude: malformed stream line: %w", err),
+		}))
+		line.Events = d.events
+		return line
+	}
+	line.Type = jsonString(f.typ)
+	sessionID := jsonString(f.sessionID)
+	switch line.Type {
+	case TypeSystem:
+		line.Subtype = jsonString(f.subtype)
+		d.system(&f, line.Subtype, sessionID)
+	case TypeAssistant:
+		d.assistant(f.message, sessionID)
+	case TypeUser:
+		d.user(f.message, sessionID)
+	case TypeStreamEvent:
+		if len(f.event) > 0 {
+			_, _ = eachField(f.event, func(k, v []byte) {
+				if string(k) == "type" {
+					line.Subtype = jsonString(v)
+				}
+			})
+		}
+	case TypeRateLimit:
+		line.Subtype = d.rateLimit(f.rateLimitInfo, sessionID)
+	case TypeResult:
+		line.Subtype = jsonString(f.subtype)
+		d.result(&f, sessionID)
+	}
+	line.Events = d.events
+	return line
+}
+
+func (d *Decoder) event(ev loop.Event) loop.Event {
+	if d.Now != nil {
+		ev.At = d.Now()
+	} else {
+		ev.At = time.Now()
+	}
+	return ev
+}
+
+func (d *Decoder) emit(ev loop.Event) { d.events = append(d.events, d.event(ev)) }
+
+func excerpt(raw []byte) string {
+	if len(raw) <= malformedExcerpt {
+		return string(raw)
+	}
+	return string(raw[:malformedExcerpt]) + "…"
+}
+
+func (d *Decoder) system(f *fields, subtype, sessionID string) {
+	ev := loop.Event{Kind: loop.EventSystem, Subtype: subtype, SessionID: sessionID}
+	switch subtype {
+	case "init":
+		ev.Kind = loop.EventInit
+		ev.Model = jsonString(f.model)
+	case "api_retry":
+		ev.Text = fmt.Sprintf("API error %s %s; retry %d/%d in %dms",
+			rawNumber(f.errorStatus), jsonString(f.errorName), jsonInt(f.attempt), jsonInt(f.maxRetries), jsonInt(f.retryDelayMS))
+		ev.IsError = true
+	case "status":
+		ev.Text = jsonString(f.status)
+	}
+	d.emit(ev)
+}
+
+// rawNumber renders a numeric field as written ("null" or absent gives "?").
+func rawNumber(val []byte) string {
+	if len(val) == 0 || val[0] == 'n' {
+		return "?"
+	}
+	return string(val)
+}
+
+// assistant emits one event per content block of an assistant message.
+func (d *Decoder) assistant(msg []byte, sessionID string) {
+	if len(msg) == 0 {
+		return
+	}
+	var content, model []byte
+	_, _ = eachField(msg, func(k, v []byte) {
+		switch string(k) {
+		case "content":
+			content = v
+		case "model":
+			model = v
+		}
+	})
+	modelName := jsonString(model)
+	if len(content) == 0 || content[0] != '[' {
+		return
+	}
+	_ = eachElem(content, func(block []byte) {
+		var typ, text, thinking, name, id, input []byte
+		_, _ = eachField(block, func(k, v []byte) {
+			switch string(k) {
+			case "type":
+				typ = v
+			case "text":
+				text = v
+			case "thinking":
+				thinking = v
+			case "name":
+				name = v
+			case "id":
+				id = v
+			case "input":
+				input = v
+			}
+		})
+		switch jsonString(typ) {
+		case "text":
+			d.emit(loop.Event{Kind: loop.EventText, SessionID: sessionID, Model: modelName, Text: jsonString(text)})
+		case "thinking":
+			d.emit(loop.Event{Kind: loop.EventThinking, SessionID: sessionID, Model: modelName, Text: jsonString(thinking)})
+		case "tool_use":
+			tool := jsonString(name)
+			if len(d.tools) > 4096 { // a bound, in case results never come
+				clear(d.tools)
+			}
+			d.tools[jsonString(id)] = tool
+			d.emit(loop.Event{Kind: loop.EventToolUse, SessionID: sessionID, Model: modelName, Tool: tool, Input: keyArgument(tool, input)})
+		}
+	})
+}
+
+// keyArguments names, per tool, the input field that best says what the
+// call does.
+var keyArguments = map[string]string{
+	"Bash":         "command",
+	"Read":         "file_path",
+	"Write":        "file_path",
+	"Edit":         "file_path",
+	"MultiEdit":    "file_path",
+	"NotebookEdit": "notebook_path",
+	"Glob":         "pattern",
+	"Grep":         "pattern",
+	"WebFetch":     "url",
+	"WebSearch":    "query",
+	"Task":         "description",
+	"Agent":        "description",
+	"Skill":        "skill",
+}
+
+// inputLimit bounds the JSON input kept for a tool without a key argument.
+const inputLimit = 512
+
+// keyArgument returns the tool call's key argument, or its JSON input
+// (shortened) when the tool has none or the field is missing.
+func keyArgument(tool string, input []byte) string {
+	if key, ok := keyArguments[tool]; ok && len(input) > 0 && input[0] == '{' {
+		var val []byte
+		_, _ = eachField(input, func(k, v []byte) {
+			if keyIs(k, key) {
+				val = v
+			}
+		})
+		if len(val) > 0 && val[0] == '"' {
+			return jsonString(val)
+		}
+	}
+	if len(input) > inputLimit {
+		return string(input[:inputLimit]) + "…"
+	}
+	return string(input)
+}
+
+// user emits an event for every tool_result block of a user message.
+func (d *Decoder) user(msg []byte, sessionID string) {
+	if len(msg) == 0 {
+		return
+	}
+	var content []byte
+	_, _ = eachField(msg, func(k, v []byte) {
+		if string(k) == "content" {
+			content = v
+		}
+	})
+	if len(content) == 0 || content[0] != '[' {
+		return
+	}
+	_ = eachElem(content, func(block []byte) {
+		var typ, toolUseID, body, isError []byte
+		_, _ = eachField(block, func(k, v []byte) {
+			switch string(k) {
+			case "type":
+				typ = v
+			case "tool_use_id":
+				toolUseID = v
+			case "content":
+				body = v
+			case "is_error":
+				isError = v
+			}
+		})
+		if jsonString(typ) != "tool_result" {
+			return
+		}
+		id := jsonString(toolUseID)
+		tool := d.tools[id]
+		delete(d.tools, id)
+		d.emit(loop.Event{Kind: loop.EventToolResult, SessionID: sessionID, Tool: tool,
+			Text: toolOutput(body), IsError: jsonBool(isError)})
+	})
+}
+
+// toolOutput returns a tool_result's content, a string or a list of text
+// blocks, cut to ToolOutputLimit bytes.
+func toolOutput(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	if body[0] == '"' {
+		return jsonStringMax(body, ToolOutputLimit)
+	}
+	if body[0] != '[' {
+		return ""
+	}
+	var out []byte
+	_ = eachElem(body, func(block []byte) {
+		left := ToolOutputLimit - len(out)
+		if left <= 0 || len(block) == 0 || block[0] != '{' {
+			return
+		}
+		var text []byte
+		_, _ = eachField(block, func(k, v []byte) {
+			if string(k) == "text" {
+				text = v
+			}
+		})
+		if len(text) < 2 || text[0] != '"' {
+			return
+		}
+		if len(out) > 0 {
+			out = append(out, '\n')
+			left--
+		}
+		out = appendUnescaped(out, text[1:len(text)-1], max(left, 0))
+	})
+	return string(out)
+}
+
+// rateLimit emits the event of a rate_limit_event line and returns its
+// status.
+func (d *Decoder) rateLimit(info []byte, sessionID string) string {
+	var status, resetsAt, limitType, utilization []byte
+	if len(info) > 0 {
+		_, _ = eachField(info, func(k, v []byte) {
+			switch string(k) {
+			case "status":
+				status = v
+			case "resetsAt":
+				resetsAt = v
+			case "rateLimitType":
+				limitType = v
+			case "utilization":
+				utilization = v
+			}
+		})
+	}
+	ul := &loop.UsageLimit{Type: jsonString(limitType)}
+	if secs := jsonInt(resetsAt); secs > 0 {
+		ul.ResetsAt = time.Unix(secs, 0).UTC()
+	}
+	st := jsonString(status)
+	text := st
+	if ul.Type != "" {
+		text += " " + ul.Type
+	}
+	if len(utilization) > 0 && utilization[0] != 'n' {
+		u := jsonFloat(utilization)
+		if u <= 1 && bytes.IndexByte(utilization, '.') >= 0 {
+			u *= 100 // a fraction (0.99), not a percentage (99)
+		}
+		text += " " + strconv.FormatFloat(u, 'f', -1, 64) + "% used"
+	}
+	if !ul.ResetsAt.IsZero() {
+		text += "; resets at " + ul.ResetsAt.Format(time.RFC3339)
+	}
+	if st == "rejected" {
+		ul.Message = strings.TrimSpace(text)
+	}
+	d.emit(loop.Event{Kind: loop.EventRateLimit, SessionID: sessionID, Subtype: st, Text: strings.TrimSpace(text), UsageLimit: ul})
+	return st
+}
+
+// result emits the EventResult of the result line, with the fields of the
+// line in a RunResult (Class is left for classification).
+func (d *Decoder) result(f *fields, sessionID string) {
+	res := &loop.RunResult{
+		Text:           jsonString(f.result),
+		IsError:        jsonBool(f.isError),
+		SessionID:      sessionID,
+		Turns:          int(jsonInt(f.numTurns)),
+		Duration:       time.Duration(jsonInt(f.durationMS)) * time.Millisecond,
+		CostUSD:        jsonFloat(f.costUSD),
+		Subtype:        jsonString(f.subtype),
+		TerminalReason: jsonString(f.terminalReason),
+		APIErrorStatus: int(jsonInt(f.apiErrorStatus)),
+	}
+	if len(f.usage) > 0 && f.usage[0] == '{' {
+		_, _ = eachField(f.usage, func(k, v []byte) {
+			switch string(k) {
+			case "input_tokens":
+				res.Usage.InputTokens = jsonInt(v)
+			case "output_tokens":
+				res.Usage.OutputTokens = jsonInt(v)
+			case "cache_read_input_tokens":
+				res.Usage.CacheReadTokens = jsonInt(v)
+			case "cache_creation_input_tokens":
+				res.Usage.CacheWriteTokens = jsonInt(v)
+			}
+		})
+	}
+	text := res.Text
+	if text == "" && len(f.errs) > 0 && f.errs[0] == '[' {
+		var errs []string
+		_ = eachElem(f.errs, func(v []byte) {
+			if s := jsonString(v); s != "" {
+				errs = append(errs, s)
+			}
+		})
+		text = strings.Join(errs, "; ")
+	}
+	clear(d.tools)
+	d.emit(loop.Event{Kind: loop.EventResult, SessionID: sessionID, Subtype: res.Subtype, Text: text, IsError: res.IsError, Result: res})
+}
