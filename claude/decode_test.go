@@ -138,7 +138,7 @@ func TestDecodeLines(t *testing.T) {
 			name: "key order is free",
 			in:   `{"session_id":"s1","result":"done <task-done>a</task-done>","is_error":false,"subtype":"success","num_turns":2,"type":"result","total_cost_usd":0.5}`,
 			want: []goldenEvent{{Line: 1, Type: "result", Subtype: "success", Kind: loop.EventResult, SessionID: "s1",
-				Text: "done <task-done>a</task-done>",
+				Text:   "done <task-done>a</task-done>",
 				Result: &loop.RunResult{Text: "done <task-done>a</task-done>", SessionID: "s1", Turns: 2, CostUSD: 0.5, Subtype: "success"}}},
 		},
 		{
