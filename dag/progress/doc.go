@@ -1,0 +1,135 @@
+// Package progress is a loop.TaskStore over a markdown progress file
+// (`ralph build --progress FILE`, DESIGN §5 and §8), and the reader of
+// markdown checklists for `ralph task import FILE.md`. DESIGN calls it
+// dag/markdown and leaves the name open; it imports only loop and the
+// standard library.
+//
+// # The file
+//
+//	# Progress: <name>
+//	## Status
+//	In Progress            ← or RALPH_DONE alone on a line
+//	## Tasks
+//	### Phase 1: <name>
+//	- [ ] a task
+//	- [x] a finished task
+//	## Completed This Iteration
+//	## Recent Attempts
+//	### Iteration <n>
+//	- Tried: … / - Result: … / - Next: …
+//	## Iteration Log
+//	| Iteration | Started | Duration | Tasks Completed | Notes |
+//
+// Parse reads it line by line. Decisions where DESIGN is silent:
+//
+//   - The "# Progress: <name>" heading must be the first non-blank line (HTML
+//     comments may precede it) and a "## Tasks" section must exist; every
+//     other section is optional, may come in any order, and section names
+//     match case-insensitively. A known section twice, a second
+//     "# Progress:" heading, a box without text and a code fence never
+//     closed are errors (*ParseError, naming the line, wrapping
+//     ErrNotProgressFile): an unclosed fence would silently hide every box
+//     after it. Any other level-1 or level-2 heading starts a section of the
+//     user's own, which ralph never reads or changes.
+//   - Lines inside fenced code blocks (``` or ~~~) and HTML comments
+//     (<!-- … --> starting a line) count for nothing: no boxes, headings or
+//     RALPH_DONE there.
+//   - A box is a list item ("-", "*", "+", "1." or "1)") starting "[ ]",
+//     "[x]" or "[X]" followed by a space or the end of the line, in the
+//     Tasks section. "- [2026-01-29] …" is not a box, and neither is a box
+//     in any other section. Indentation does not nest tasks: a box indented
+//     under another is its own task in the same phase; indented lines under
+//     a box that are not boxes become its description.
+//   - Every "###" heading in Tasks is a phase (the parent of the boxes up to
+//     the next one); "Phase N: name" is the usual form, but any text works.
+//     Boxes before the first phase have no parent. A phase without boxes is
+//     not a task.
+//   - RALPH_DONE counts only alone on a line (after trimming) of the Status
+//     section; in a task's text, in another section, in code or in a
+//     comment it does not. (This is sigil's RalphDone rule, applied per
+//     line of one section; package sigil is not imported so the rule holds
+//     on exactly the lines the parser kept.)
+//   - Recent Attempts blocks are the "### Iteration <n>" headings of that
+//     section, each up to the next "###" heading or the section's end.
+//     "Tried:", "Result:" and "Next:" bullets are read (case-insensitive,
+//     "**Tried:**" too); indented lines continue a value. Other "###"
+//     headings there are user text.
+//   - The Iteration Log is the markdown table of its section: the first
+//     "|" line is the header, a "|---|" line is skipped, the rest are rows.
+//
+// # Task ids
+//
+// Ids are derived from the text, so they survive the agent ticking boxes,
+// inserting tasks above, or reordering them: a phase "Phase N: …" is
+// "phase-N"; any other phase or box is the slug of its text (lowercase
+// letters and digits joined by "-", markdown punctuation dropped, at most
+// 48 runes, "task" if nothing is left). A repeated id gets "-2", "-3", … in
+// file order. Rewording a task changes its id; a claim on the old id then
+// finds nothing (loop.ErrNotFound) rather than ticking the wrong box, which
+// is what position-based ids ("the 3rd box") would do after an insertion.
+//
+// # The store
+//
+// Store re-reads and re-parses the file on every call: the agent or the
+// user may edit it between iterations (or during one). The file is the
+// truth for which tasks exist and which are done (ticked); everything else
+// lives in memory for the life of the Store, i.e. one run:
+//
+//   - Claims are in-memory leases. One loop process drives a progress file:
+//     `--claim agent` (the agent claiming through `ralph task claim`) and
+//     claims across processes are not supported. Expired leases are
+//     returned to pending by the next call, with a loop.LogLeaseExpired
+//     entry, as in the other stores.
+//   - Status: a ticked box is done; an unticked box is in_progress while
+//     claimed, failed once failed in this run, pending otherwise. Nothing is
+//     ever blocked and there are no dependencies. A phase is done when all
+//     its boxes are, failed when one of them is, pending otherwise.
+//   - Ready/Claim: the unticked boxes that are neither claimed nor failed,
+//     in file order (Priority is always 2; file order is the order). A
+//     phase is never ready (it has children). A Scope naming a phase holds
+//     its boxes, naming a box that box; an unknown id is loop.ErrNotFound;
+//     a Feature scope is ErrFeatures.
+//   - Counts counts boxes only: total is the number of boxes and the plan is
+//     resolved exactly when every box is ticked or failed.
+//   - Complete ticks the box: one byte of the file changes. If the agent
+//     ticked it already, Complete still succeeds (and writes nothing).
+//   - Fail keeps the box unticked, does not offer it again in this run, and
+//     records the failure as a Recent Attempts block (numbered one past the
+//     last AppendIteration row of this run). Retry makes it ready again.
+//   - Release, ReleaseAgent, Retry, SetVerification, AddLog and Logs act on
+//     memory only; task logs are not written to the file.
+//   - Done: RALPH_DONE in Status, or at least one box and every box ticked.
+//     A file without boxes is not done; Counts shows an empty plan.
+//   - AppendIteration appends a row to the Iteration Log table (creating the
+//     table, or the section at the end of the file) and, in the same write,
+//     trims Recent Attempts to the last KeepAttempts (the agent may have
+//     added its own). AddAttempt appends a block at the bottom of Recent
+//     Attempts (creating the section before Iteration Log, else at the end)
+//     and drops the topmost blocks past KeepAttempts. Blocks are kept in
+//     file order, assumed oldest first; they are not sorted.
+//   - ReplaceDocument takes an agent's whole updated document. It must
+//     parse, and it must keep every box the file has now (by id; ticked or
+//     not, and new boxes are welcome): a truncated answer or a reworded task
+//     is refused (ErrLostTasks) and the file is untouched.
+//
+// Every write keeps every byte outside what it changes: the character
+// between a box's brackets, the inserted row or block, the dropped attempt
+// blocks. New text uses the file's line ending (CRLF if its first line has
+// one). A write is atomic: the new content goes to a temporary file in the
+// same directory, which gets the old file's permissions, is fsynced and is
+// renamed over the file (a symlink is followed, its target replaced); the
+// directory is then fsynced, best effort. A crash before the rename leaves
+// the old file intact and, at worst, a stray ".<name>.ralph-*.tmp" file
+// beside it. Just before the rename the file is read again; if it changed
+// since it was parsed, the change is recomputed on the new content (three
+// tries, then ErrConflict), which narrows, but cannot close, the window in
+// which an edit by someone else could be overwritten.
+//
+// # Checklists
+//
+// Checklist returns the phases and boxes of a progress file, or of any
+// markdown checklist (boxes grouped under the nearest heading), as Items in
+// file order with Parent links and derived ids. The CLI maps them to task
+// imports: phases become parent tasks, checked boxes done tasks, and file
+// order the insertion order at equal priority, which is the ready order.
+package progress

@@ -1,0 +1,677 @@
+package progress
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrNotProgressFile is wrapped by the errors Parse returns for a document
+// that is not a progress file. The wrapping *ParseError names the line.
+var ErrNotProgressFile = errors.New("progress: not a progress file")
+
+// ErrBadChecklist is wrapped by the errors Checklist returns for plain
+// markdown it cannot read.
+var ErrBadChecklist = errors.New("progress: bad checklist")
+
+// ParseError reports where and why a document is not a valid progress file
+// (or checklist). Line counts from 1.
+type ParseError struct {
+	Line int
+	Msg  string
+	// Err is the kind of failure: ErrNotProgressFile, ErrBadChecklist or
+	// ErrNoChecklist.
+	Err error
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("progress: line %d: %s", e.Line, e.Msg)
+}
+
+// Unwrap returns e.Err, for errors.Is.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+func errorAt(line int, format string, args ...any) error {
+	return &ParseError{Line: line, Msg: fmt.Sprintf(format, args...), Err: ErrNotProgressFile}
+}
+
+// Item is one entry of a checklist: a phase heading, which groups the boxes
+// under it and becomes a parent task, or a checkbox, which is a task.
+type Item struct {
+	// ID is derived from the text (see the package doc); it is unique in
+	// the document and does not change when the box is ticked.
+	ID string
+	// Title is the heading text ("Phase 1: Setup") or the box text.
+	Title string
+	// Description holds the indented lines under a box (notes, sub-bullets
+	// that are not boxes), dedented; "" for phases.
+	Description string
+	// Parent is the ID of the phase the box sits in, or "" (phases, and
+	// boxes before the first phase heading).
+	Parent string
+	// Phase is true for a phase heading.
+	Phase bool
+	// Checked is true for a ticked box ("[x]" or "[X]"); false for phases.
+	Checked bool
+	// Line is the 1-based line of the heading or box.
+	Line int
+
+	box int // byte offset of the character between the brackets; -1 for phases
+}
+
+// Attempt is one block of the Recent Attempts section:
+//
+//	### Iteration <n>
+//	- Tried: …
+//	- Result: …
+//	- Next: …
+type Attempt struct {
+	Iteration int
+	Tried     string
+	Result    string
+	Next      string
+}
+
+// LogRow is one data row of the Iteration Log table, cell by cell, as
+// written (trimmed; `\|` unescaped).
+type LogRow struct {
+	Line  int
+	Cells []string
+}
+
+// Section names a level-2 section of a progress file that ralph reads.
+type Section string
+
+// The sections of DESIGN §8, in their usual order.
+const (
+	SectionStatus    Section = "Status"
+	SectionTasks     Section = "Tasks"
+	SectionCompleted Section = "Completed This Iteration"
+	SectionAttempts  Section = "Recent Attempts"
+	SectionLog       Section = "Iteration Log"
+)
+
+// Sections lists the sections ralph knows, in their usual order.
+func Sections() []Section {
+	return []Section{SectionStatus, SectionTasks, SectionCompleted, SectionAttempts, SectionLog}
+}
+
+// Doc is a parsed progress file. It keeps the source bytes and the byte
+// ranges of what it parsed, so that edits change only the bytes they mean
+// to change.
+type Doc struct {
+	// Name is the text after "# Progress:".
+	Name string
+	// Status is the first non-blank line of the Status section ("" if none).
+	Status string
+	// Done is true when RALPH_DONE stands alone on a line of the Status
+	// section (outside code fences and HTML comments).
+	Done bool
+	// Items are the phases and boxes of the Tasks section, in file order.
+	Items []Item
+	// Attempts are the "### Iteration <n>" blocks of Recent Attempts, in
+	// file order.
+	Attempts []Attempt
+	// Log holds the data rows of the Iteration Log table, in file order.
+	Log []LogRow
+
+	src      []byte
+	lines    []line
+	sections map[Section]span // heading line index .. end line index (exclusive)
+	attempts []span           // line ranges of the attempt blocks
+	logLast  int              // index of the last table line of Iteration Log, -1 if none
+	crlf     bool
+}
+
+// span is a half-open range of line indexes.
+type span struct{ from, to int }
+
+// line is one line of the source.
+type line struct {
+	start   int    // byte offset of the first byte
+	end     int    // byte offset just past the text (before "\r\n" or "\n")
+	next    int    // byte offset of the next line
+	text    string // without the line ending
+	inert   bool   // inside a code fence or HTML comment (or its delimiter)
+	comment bool   // inert because of an HTML comment
+}
+
+// Tasks returns the boxes (not the phases), in file order.
+func (d *Doc) Tasks() []Item {
+	var out []Item
+	for _, it := range d.Items {
+		if !it.Phase {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// Bytes returns the source the Doc was parsed from. It must not be
+// modified.
+func (d *Doc) Bytes() []byte { return d.src }
+
+// Finished reports whether the run is over according to the file:
+// RALPH_DONE in Status, or at least one box and every box checked.
+func (d *Doc) Finished() bool {
+	if d.Done {
+		return true
+	}
+	n := 0
+	for _, it := range d.Items {
+		if it.Phase {
+			continue
+		}
+		if !it.Checked {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// item returns the item with the given id.
+func (d *Doc) item(id string) (Item, bool) {
+	for _, it := range d.Items {
+		if it.ID == id {
+			return it, true
+		}
+	}
+	return Item{}, false
+}
+
+// Parse parses a progress file in the format of DESIGN §8. It requires the
+// "# Progress: <name>" heading as the first non-blank line and a "## Tasks"
+// section; every other section is optional. Errors are *ParseError values
+// naming the line, wrapping ErrNotProgressFile.
+func Parse(data []byte) (*Doc, error) {
+	lines, err := splitLines(data)
+	if err != nil {
+		return nil, err
+	}
+	d := &Doc{src: data, lines: lines, sections: map[Section]span{}, logLast: -1}
+	d.crlf = len(lines) > 0 && lines[0].next-lines[0].end == 2
+
+	// The title.
+	first := -1
+	for i, l := range lines {
+		if strings.TrimSpace(l.text) == "" || l.comment {
+			continue
+		}
+		first = i
+		break
+	}
+	if first < 0 {
+		return nil, errorAt(max(len(lines), 1), "empty document: a progress file starts with \"# Progress: <name>\"")
+	}
+	lvl, text := heading(lines[first].text)
+	name, ok := strings.CutPrefix(text, "Progress:")
+	if lines[first].inert || lvl != 1 || !ok {
+		return nil, errorAt(first+1, "want \"# Progress: <name>\" as the first line, got %q", clip(lines[first].text))
+	}
+	d.Name = strings.TrimSpace(name)
+	if d.Name == "" {
+		return nil, errorAt(first+1, "the \"# Progress:\" heading has no name")
+	}
+
+	// The sections: every level-1 or level-2 heading starts one; those ralph
+	// knows are recorded, others are user text.
+	var cur Section
+	curFrom := -1
+	closeSection := func(to int) {
+		if cur != "" {
+			d.sections[cur] = span{curFrom, to}
+		}
+		cur = ""
+	}
+	for i := first + 1; i < len(lines); i++ {
+		l := lines[i]
+		if l.inert {
+			continue
+		}
+		lvl, text := heading(l.text)
+		if lvl != 1 && lvl != 2 {
+			continue
+		}
+		closeSection(i)
+		if lvl == 1 {
+			if _, ok := strings.CutPrefix(text, "Progress:"); ok {
+				return nil, errorAt(i+1, "a second \"# Progress:\" heading (the first is on line %d)", first+1)
+			}
+			continue
+		}
+		s, known := sectionNamed(text)
+		if !known {
+			continue
+		}
+		if prev, dup := d.sections[s]; dup {
+			return nil, errorAt(i+1, "a second \"## %s\" section (the first is on line %d)", s, prev.from+1)
+		}
+		cur, curFrom = s, i
+	}
+	closeSection(len(lines))
+	if _, ok := d.sections[SectionTasks]; !ok {
+		return nil, errorAt(len(lines), "no \"## Tasks\" section in the document")
+	}
+
+	d.parseStatus()
+	if err := d.parseTasks(); err != nil {
+		return nil, err
+	}
+	d.parseAttempts()
+	d.parseLog()
+	return d, nil
+}
+
+func (d *Doc) parseStatus() {
+	sp, ok := d.sections[SectionStatus]
+	if !ok {
+		return
+	}
+	for _, l := range d.lines[sp.from+1 : sp.to] {
+		if l.inert {
+			continue
+		}
+		t := strings.TrimSpace(l.text)
+		if t == "" {
+			continue
+		}
+		if d.Status == "" {
+			d.Status = t
+		}
+		if t == "RALPH_DONE" {
+			d.Done = true
+		}
+	}
+}
+
+func (d *Doc) parseTasks() error {
+	sp := d.sections[SectionTasks]
+	items, err := collectItems(d.src, d.lines, sp.from+1, sp.to, 3)
+	if err != nil {
+		return err
+	}
+	d.Items = items
+	return nil
+}
+
+// collectItems reads boxes and grouping headings from lines [from, to).
+// Headings of level phaseLevel group the boxes below them (0: any heading
+// does). Groups without boxes are dropped. It assigns the ids.
+func collectItems(src []byte, lines []line, from, to, phaseLevel int) ([]Item, error) {
+	var items []Item
+	var parents []int // index in items of each item's phase, -1 none
+	phase := -1       // index in items of the current phase, -1 none
+	phaseHasBox := false
+	dropEmptyPhase := func() {
+		if phase >= 0 && !phaseHasBox {
+			items, parents = items[:phase], parents[:phase]
+		}
+	}
+	for i := from; i < to; i++ {
+		l := lines[i]
+		if l.inert {
+			continue
+		}
+		if lvl, text := heading(l.text); lvl > 0 && (phaseLevel == 0 || lvl == phaseLevel) {
+			dropEmptyPhase()
+			if text == "" {
+				return nil, errorAt(i+1, "a phase heading with no name")
+			}
+			items = append(items, Item{Title: text, Phase: true, Line: i + 1, box: -1})
+			parents = append(parents, -1)
+			phase, phaseHasBox = len(items)-1, false
+			continue
+		}
+		off, checked, title, isBox := box(l.text)
+		if !isBox {
+			continue
+		}
+		if title == "" {
+			return nil, errorAt(i+1, "a checkbox with no task text")
+		}
+		it := Item{Title: title, Checked: checked, Line: i + 1, box: l.start + off}
+		if phase >= 0 {
+			phaseHasBox = true
+		}
+		it.Description = description(lines, i, to)
+		items = append(items, it)
+		parents = append(parents, phase)
+	}
+	dropEmptyPhase()
+	assignIDs(items)
+	for i, p := range parents {
+		if p >= 0 {
+			items[i].Parent = items[p].ID
+		}
+	}
+	return items, nil
+}
+
+// description gathers the lines under the box on line i that are indented
+// deeper than it and are not boxes or headings, dedented; blank lines
+// between them are kept.
+func description(lines []line, i, to int) string {
+	base := indent(lines[i].text)
+	var kept []string
+	blank := 0
+	for j := i + 1; j < to; j++ {
+		l := lines[j]
+		if strings.TrimSpace(l.text) == "" {
+			blank++
+			continue
+		}
+		if indent(l.text) <= base {
+			break
+		}
+		if lvl, _ := heading(l.text); lvl > 0 && !l.inert {
+			break
+		}
+		if _, _, _, isBox := box(l.text); isBox && !l.inert {
+			break
+		}
+		if len(kept) > 0 {
+			for ; blank > 0; blank-- {
+				kept = append(kept, "")
+			}
+		}
+		blank = 0
+		kept = append(kept, l.text)
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	cut := -1
+	for _, k := range kept {
+		if strings.TrimSpace(k) == "" {
+			continue
+		}
+		if n := indent(k); cut < 0 || n < cut {
+			cut = n
+		}
+	}
+	for i, k := range kept {
+		if len(k) >= cut {
+			kept[i] = strings.TrimRight(k[cut:], " \t")
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+func (d *Doc) parseAttempts() {
+	sp, ok := d.sections[SectionAttempts]
+	if !ok {
+		return
+	}
+	open := -1 // line index of the current attempt heading
+	var cur Attempt
+	field := (*string)(nil)
+	closeBlock := func(to int) {
+		if open >= 0 {
+			d.Attempts = append(d.Attempts, cur)
+			d.attempts = append(d.attempts, span{open, to})
+		}
+		open, field = -1, nil
+	}
+	for i := sp.from + 1; i < sp.to; i++ {
+		l := d.lines[i]
+		if l.inert {
+			continue
+		}
+		if lvl, text := heading(l.text); lvl == 3 {
+			closeBlock(i)
+			if n, ok := iterationHeading(text); ok {
+				open, cur = i, Attempt{Iteration: n}
+			}
+			continue
+		}
+		if open < 0 {
+			continue
+		}
+		t := strings.TrimSpace(l.text)
+		if rest, ok := cutBullet(t); ok && indent(l.text) == 0 {
+			field = nil
+			k, v, _ := strings.Cut(rest, ":")
+			v = strings.TrimLeft(v, "*_")
+			switch strings.ToLower(strings.Trim(k, "*_ \t")) {
+			case "tried":
+				field = &cur.Tried
+			case "result":
+				field = &cur.Result
+			case "next":
+				field = &cur.Next
+			}
+			if field != nil {
+				*field = strings.TrimSpace(v)
+			}
+			continue
+		}
+		if field != nil && t != "" && indent(l.text) > 0 {
+			*field += "\n" + t
+		}
+	}
+	closeBlock(sp.to)
+}
+
+func (d *Doc) parseLog() {
+	sp, ok := d.sections[SectionLog]
+	if !ok {
+		return
+	}
+	rows := 0
+	for i := sp.from + 1; i < sp.to; i++ {
+		l := d.lines[i]
+		if l.inert {
+			continue
+		}
+		t := strings.TrimSpace(l.text)
+		if !strings.HasPrefix(t, "|") {
+			continue
+		}
+		d.logLast = i
+		rows++
+		cells := splitRow(t)
+		if rows == 1 || isSeparatorRow(cells) {
+			continue // the header, the |---| line
+		}
+		d.Log = append(d.Log, LogRow{Line: i + 1, Cells: cells})
+	}
+}
+
+// cutBullet removes a leading "- " or "* ".
+func cutBullet(t string) (string, bool) {
+	if rest, ok := strings.CutPrefix(t, "- "); ok {
+		return rest, true
+	}
+	return strings.CutPrefix(t, "* ")
+}
+
+// splitRow splits a table row into trimmed cells, honouring `\|`.
+func splitRow(t string) []string {
+	t = strings.TrimPrefix(t, "|")
+	var cells []string
+	var b strings.Builder
+	for i := 0; i < len(t); i++ {
+		switch {
+		case t[i] == '\\' && i+1 < len(t) && t[i+1] == '|':
+			b.WriteByte('|')
+			i++
+		case t[i] == '|':
+			cells = append(cells, strings.TrimSpace(b.String()))
+			b.Reset()
+		default:
+			b.WriteByte(t[i])
+		}
+	}
+	if rest := strings.TrimSpace(b.String()); rest != "" {
+		cells = append(cells, rest)
+	}
+	return cells
+}
+
+func isSeparatorRow(cells []string) bool {
+	if len(cells) == 0 {
+		return false
+	}
+	for _, c := range cells {
+		if strings.Trim(c, ":-") != "" || !strings.Contains(c, "-") {
+			return false
+		}
+	}
+	return true
+}
+
+// iterationHeading parses "Iteration <n>" (case-insensitive; anything after
+// the number, like a date, is allowed).
+func iterationHeading(text string) (int, bool) {
+	f := strings.Fields(text)
+	if len(f) < 2 || !strings.EqualFold(f[0], "iteration") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimRight(f[1], ":.,"))
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+func sectionNamed(text string) (Section, bool) {
+	for _, s := range Sections() {
+		if strings.EqualFold(strings.TrimRight(text, ": "), string(s)) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// splitLines splits data into lines and marks those inside fenced code
+// blocks and HTML comments. A fence that is never closed is an error: it
+// would silently hide every box after it.
+func splitLines(data []byte) ([]line, error) {
+	var lines []line
+	for start := 0; start < len(data); {
+		end, next := len(data), len(data)
+		for j := start; j < len(data); j++ {
+			if data[j] == '\n' {
+				end, next = j, j+1
+				break
+			}
+		}
+		e := end
+		if e > start && data[e-1] == '\r' {
+			e--
+		}
+		lines = append(lines, line{start: start, end: e, next: next, text: string(data[start:e])})
+		start = next
+	}
+	fenceLine := -1
+	var fence string // the opening fence run, "```" or "~~~~"…
+	inComment := false
+	for i := range lines {
+		t := strings.TrimSpace(lines[i].text)
+		switch {
+		case fence != "":
+			lines[i].inert = true
+			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+				fence = ""
+			}
+		case inComment:
+			lines[i].inert, lines[i].comment = true, true
+			if strings.Contains(t, "-->") {
+				inComment = false
+			}
+		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
+			run := t[:len(t)-len(strings.TrimLeft(t, t[:1]))]
+			if run[0] == '`' && strings.Contains(t[len(run):], "`") {
+				continue // inline code such as ```x```, not a fence
+			}
+			lines[i].inert = true
+			fence, fenceLine = run, i
+		case strings.HasPrefix(t, "<!--"):
+			lines[i].inert, lines[i].comment = true, true
+			inComment = !strings.Contains(t[4:], "-->")
+		}
+	}
+	if fence != "" {
+		return nil, errorAt(fenceLine+1, "code fence %q is never closed", fence)
+	}
+	return lines, nil
+}
+
+// heading returns the level and text of an ATX heading ("## Tasks" → 2,
+// "Tasks"), or 0 when s is not a heading.
+func heading(s string) (int, string) {
+	t := strings.TrimLeft(s, " ")
+	if len(s)-len(t) > 3 {
+		return 0, ""
+	}
+	n := len(t) - len(strings.TrimLeft(t, "#"))
+	if n == 0 || n > 6 {
+		return 0, ""
+	}
+	rest := t[n:]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return 0, ""
+	}
+	rest = strings.TrimSpace(rest)
+	if strings.Trim(rest, "#") == "" {
+		return n, ""
+	}
+	if trimmed := strings.TrimRight(rest, "#"); trimmed != rest && strings.HasSuffix(trimmed, " ") {
+		rest = strings.TrimSpace(trimmed)
+	}
+	return n, rest
+}
+
+// box parses a task-list item: a list marker ("-", "*", "+", "1." or "1)"),
+// a space, "[ ]", "[x]" or "[X]", then a space or the end of the line. It
+// returns the offset in s of the character between the brackets.
+func box(s string) (off int, checked bool, title string, ok bool) {
+	i := indent(s)
+	j := i
+	switch {
+	case j < len(s) && (s[j] == '-' || s[j] == '*' || s[j] == '+'):
+		j++
+	default:
+		k := j
+		for k < len(s) && k-j < 9 && s[k] >= '0' && s[k] <= '9' {
+			k++
+		}
+		if k == j || k >= len(s) || (s[k] != '.' && s[k] != ')') {
+			return 0, false, "", false
+		}
+		j = k + 1
+	}
+	if j >= len(s) || (s[j] != ' ' && s[j] != '\t') {
+		return 0, false, "", false
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	if j+3 > len(s) || s[j] != '[' || s[j+2] != ']' {
+		return 0, false, "", false
+	}
+	c := s[j+1]
+	if c != ' ' && c != 'x' && c != 'X' {
+		return 0, false, "", false
+	}
+	if j+3 < len(s) && s[j+3] != ' ' && s[j+3] != '\t' {
+		return 0, false, "", false
+	}
+	return j + 1, c != ' ', strings.TrimSpace(s[j+3:]), true
+}
+
+// indent is the number of leading spaces and tabs of s.
+func indent(s string) int {
+	return len(s) - len(strings.TrimLeft(s, " \t"))
+}
+
+func clip(s string) string {
+	const max = 60
+	r := []rune(s)
+	if len(r) > max {
+		return string(r[:max]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,727 @@
+package progress
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+var _ loop.TaskStore = (*Store)(nil)
+
+// ErrFeatures: a Scope named a feature; a progress file has none.
+var ErrFeatures = errors.New("progress: a progress file has no features")
+
+// ErrConflict: the file kept changing under a write (someone else is
+// writing it at the same time) and the write was given up.
+var ErrConflict = errors.New("progress: the file changed during the write")
+
+// ErrLostTasks: ReplaceDocument was given a document that drops boxes the
+// file has.
+var ErrLostTasks = errors.New("progress: the new document drops tasks")
+
+// Options configure a Store. The zero value is ready to use.
+type Options struct {
+	// Now is the clock for claims, leases and log entries (nil: time.Now).
+	Now func() time.Time
+}
+
+// Store is a loop.TaskStore over a progress file. The file is the truth
+// for which tasks exist and which are done; claims, failures, retries,
+// verdicts and task logs live in memory for the life of the Store (one
+// run). See the package doc for the semantics.
+//
+// Every method is safe for concurrent use within one process; one mutex
+// serialises them. Two processes driving the same file are not supported.
+type Store struct {
+	path   string
+	now    func() time.Time
+	rename func(oldpath, newpath string) error // os.Rename; tests inject failures
+
+	mu      sync.Mutex
+	claims  map[string]claim
+	failed  map[string]bool
+	retries map[string]int
+	verdict map[string]string
+	logs    map[string][]loop.LogEntry
+	// iteration is the number of the last row AppendIteration wrote in
+	// this run; Fail labels its Recent Attempts entry with iteration+1.
+	iteration int
+}
+
+type claim struct {
+	agent   string
+	at      time.Time
+	expires time.Time
+}
+
+// Open returns a Store over the progress file at path. The file must exist
+// and parse; the errors wrap fs.ErrNotExist or ErrNotProgressFile.
+func Open(path string, opt Options) (*Store, error) {
+	s := &Store{
+		path:    path,
+		now:     opt.Now,
+		rename:  os.Rename,
+		claims:  map[string]claim{},
+		failed:  map[string]bool{},
+		retries: map[string]int{},
+		verdict: map[string]string{},
+		logs:    map[string][]loop.LogEntry{},
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if _, err := s.read(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path is the progress file's path.
+func (s *Store) Path() string { return s.path }
+
+// read reads and parses the file.
+func (s *Store) read() (*Doc, error) {
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("progress: %w", err)
+	}
+	d, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.path, err)
+	}
+	return d, nil
+}
+
+// begin checks ctx, locks the store, reads the file and recovers expired
+// claims. The caller must unlock s.mu.
+func (s *Store) begin(ctx context.Context) (*Doc, time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	s.mu.Lock()
+	d, err := s.read()
+	if err != nil {
+		s.mu.Unlock()
+		return nil, time.Time{}, err
+	}
+	now := s.now()
+	for id, c := range s.claims {
+		it, ok := d.item(id)
+		if !ok || it.Checked {
+			continue // gone, or ticked by the agent: Complete settles it
+		}
+		if !now.Before(c.expires) {
+			delete(s.claims, id)
+			s.logLocked(now, id, loop.LogLeaseExpired, fmt.Sprintf("lease of %s expired at %s; returned to pending",
+				c.agent, c.expires.UTC().Format(time.RFC3339)))
+		}
+	}
+	return d, now, nil
+}
+
+// write replaces the file with the result of change applied to its current
+// content, atomically. The file is read again just before the rename; if it
+// changed since change saw it, change runs again on the new content (up to
+// three times, then ErrConflict).
+func (s *Store) write(d *Doc, change func(*Doc) ([]byte, error)) error {
+	for range 3 {
+		out, err := change(d)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(out, d.src) {
+			return nil
+		}
+		now, err := os.ReadFile(s.path)
+		if err != nil {
+			return fmt.Errorf("progress: %w", err)
+		}
+		if !bytes.Equal(now, d.src) {
+			if d, err = Parse(now); err != nil {
+				return fmt.Errorf("%s: %w", s.path, err)
+			}
+			continue
+		}
+		return writeFile(s.path, out, s.rename)
+	}
+	return fmt.Errorf("%s: %w", s.path, ErrConflict)
+}
+
+func (s *Store) logLocked(now time.Time, id, kind, msg string) {
+	s.logs[id] = append(s.logs[id], loop.LogEntry{At: now, Kind: kind, Message: msg})
+}
+
+// status is the status of item it: a ticked box is done; an unticked one
+// is in_progress under a claim, failed if it failed in this run, else
+// pending. A phase is done when all its boxes are, failed when one is,
+// else pending.
+func (s *Store) status(d *Doc, it Item) loop.Status {
+	if !it.Phase {
+		switch {
+		case it.Checked:
+			return loop.StatusDone
+		case s.hasClaim(it.ID):
+			return loop.StatusInProgress
+		case s.failed[it.ID]:
+			return loop.StatusFailed
+		}
+		return loop.StatusPending
+	}
+	all := true
+	for _, c := range d.Items {
+		if c.Parent != it.ID {
+			continue
+		}
+		switch s.status(d, c) {
+		case loop.StatusFailed:
+			return loop.StatusFailed
+		case loop.StatusDone:
+		default:
+			all = false
+		}
+	}
+	if all {
+		return loop.StatusDone
+	}
+	return loop.StatusPending
+}
+
+func (s *Store) hasClaim(id string) bool {
+	_, ok := s.claims[id]
+	return ok
+}
+
+// task renders item it as a loop.Task.
+func (s *Store) task(d *Doc, it Item) loop.Task {
+	t := loop.Task{
+		ID:                 it.ID,
+		Title:              it.Title,
+		Description:        it.Description,
+		Status:             s.status(d, it),
+		Priority:           2,
+		ParentID:           it.Parent,
+		RetryCount:         s.retries[it.ID],
+		VerificationStatus: s.verdict[it.ID],
+	}
+	if c, ok := s.claims[it.ID]; ok && t.Status == loop.StatusInProgress {
+		t.ClaimedBy, t.ClaimedAt, t.LeaseExpiresAt = c.agent, c.at, c.expires
+	}
+	return t
+}
+
+func (s *Store) get(d *Doc, id string) (Item, error) {
+	it, ok := d.item(id)
+	if !ok {
+		return Item{}, fmt.Errorf("progress: task %s: %w", id, loop.ErrNotFound)
+	}
+	return it, nil
+}
+
+// inScope lists the boxes in scope, in file order. A scope naming a phase
+// holds its boxes; naming a box, that box.
+func (s *Store) inScope(d *Doc, scope loop.Scope) ([]Item, error) {
+	if scope.Feature != "" {
+		return nil, fmt.Errorf("progress: scope feature %q: %w", scope.Feature, ErrFeatures)
+	}
+	if scope.TaskID != "" {
+		if _, err := s.get(d, scope.TaskID); err != nil {
+			return nil, fmt.Errorf("progress: scope: %w", err)
+		}
+	}
+	var out []Item
+	for _, it := range d.Items {
+		if it.Phase {
+			continue
+		}
+		if scope.TaskID == "" || it.ID == scope.TaskID || it.Parent == scope.TaskID {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// Get implements loop.TaskStore. Phases are tasks too (parents of their
+// boxes).
+func (s *Store) Get(ctx context.Context, id string) (loop.Task, error) {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return loop.Task{}, err
+	}
+	defer s.mu.Unlock()
+	it, err := s.get(d, id)
+	if err != nil {
+		return loop.Task{}, err
+	}
+	return s.task(d, it), nil
+}
+
+// Ready implements loop.TaskStore: the unticked boxes that are neither
+// claimed nor failed in this run, in file order.
+func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.Task, error) {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	items, err := s.inScope(d, scope)
+	if err != nil {
+		return nil, err
+	}
+	var out []loop.Task
+	for _, it := range items {
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		if t := s.task(d, it); t.Status == loop.StatusPending {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// Active implements loop.TaskStore.
+func (s *Store) Active(ctx context.Context, scope loop.Scope) ([]loop.Task, error) {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	items, err := s.inScope(d, scope)
+	if err != nil {
+		return nil, err
+	}
+	var out []loop.Task
+	for _, it := range items {
+		if t := s.task(d, it); t.Status == loop.StatusInProgress {
+			out = append(out, t)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b loop.Task) int { return a.ClaimedAt.Compare(b.ClaimedAt) })
+	return out, nil
+}
+
+// Counts implements loop.TaskStore. It counts boxes only: phases are
+// groupings, so "total" is the number of boxes and the plan is resolved
+// exactly when every box is ticked or failed in this run.
+func (s *Store) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, error) {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return loop.Counts{}, err
+	}
+	defer s.mu.Unlock()
+	items, err := s.inScope(d, scope)
+	if err != nil {
+		return loop.Counts{}, err
+	}
+	var c loop.Counts
+	for _, it := range items {
+		switch s.status(d, it) {
+		case loop.StatusPending:
+			c.Pending++
+		case loop.StatusInProgress:
+			c.InProgress++
+		case loop.StatusDone:
+			c.Done++
+		case loop.StatusFailed:
+			c.Failed++
+		}
+	}
+	return c, nil
+}
+
+// Claim implements loop.TaskStore. The claim lives in memory only. Without
+// a TaskID it takes the first unticked box in file order that is not
+// claimed or failed. A named task that is not pending gives an error
+// wrapping both loop.ErrNotReady and a *loop.TransitionError.
+func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error) {
+	d, now, err := s.begin(ctx)
+	if err != nil {
+		return loop.Task{}, err
+	}
+	defer s.mu.Unlock()
+	if p.Agent == "" {
+		return loop.Task{}, errors.New("progress: claim: agent is required")
+	}
+	if p.Lease < 0 {
+		return loop.Task{}, fmt.Errorf("progress: claim: negative lease %s", p.Lease)
+	}
+	if p.Lease == 0 {
+		p.Lease = loop.DefaultLease
+	}
+	var it Item
+	if p.TaskID == "" {
+		items, err := s.inScope(d, p.Scope)
+		if err != nil {
+			return loop.Task{}, err
+		}
+		found := false
+		for _, c := range items {
+			if s.status(d, c) == loop.StatusPending {
+				it, found = c, true
+				break
+			}
+		}
+		if !found {
+			return loop.Task{}, fmt.Errorf("progress: claim: %w", loop.ErrNoReadyTask)
+		}
+	} else {
+		if it, err = s.get(d, p.TaskID); err != nil {
+			return loop.Task{}, err
+		}
+		if st := s.status(d, it); st != loop.StatusPending {
+			return loop.Task{}, fmt.Errorf("progress: claim task %s: status is %s, not pending: %w: %w", it.ID, st,
+				loop.ErrNotReady, &loop.TransitionError{TaskID: it.ID, From: st, To: loop.StatusInProgress})
+		}
+		if it.Phase {
+			return loop.Task{}, fmt.Errorf("progress: claim task %s: it is a phase with tasks under it; claim one of them: %w",
+				it.ID, loop.ErrNotReady)
+		}
+	}
+	s.claims[it.ID] = claim{agent: p.Agent, at: now, expires: now.Add(p.Lease)}
+	s.logLocked(now, it.ID, loop.LogClaim, "claimed by "+p.Agent)
+	return s.task(d, it), nil
+}
+
+// RenewLease implements loop.TaskStore.
+func (s *Store) RenewLease(ctx context.Context, id, agent string, lease time.Duration) error {
+	d, now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if lease < 0 {
+		return fmt.Errorf("progress: renew lease of %s: negative lease %s", id, lease)
+	}
+	if lease == 0 {
+		lease = loop.DefaultLease
+	}
+	it, err := s.get(d, id)
+	if err != nil {
+		return err
+	}
+	c, ok := s.claims[id]
+	if !ok || c.agent != agent || s.status(d, it) != loop.StatusInProgress {
+		return fmt.Errorf("progress: renew lease of %s for %s: %w", id, agent, loop.ErrNotHolder)
+	}
+	c.expires = now.Add(lease)
+	s.claims[id] = c
+	return nil
+}
+
+// transition checks that task id may move from its status to to, with the
+// one exception that makes the agent's own tick count: a claimed box the
+// agent ticked in the file may still be completed (and only completed).
+func (s *Store) transition(d *Doc, id string, to loop.Status) (Item, error) {
+	it, err := s.get(d, id)
+	if err != nil {
+		return Item{}, err
+	}
+	from := s.status(d, it)
+	if to == loop.StatusDone && !it.Phase && it.Checked && s.hasClaim(id) {
+		from = loop.StatusInProgress
+	}
+	if it.Phase || !loop.CanTransition(from, to) {
+		return Item{}, &loop.TransitionError{TaskID: id, From: from, To: to}
+	}
+	return it, nil
+}
+
+// Complete implements loop.TaskStore: it ticks the box (an atomic write of
+// the file; nothing if the agent ticked it already). Phases are done by
+// themselves once their boxes are.
+func (s *Store) Complete(ctx context.Context, id, summary string) error {
+	d, now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.transition(d, id, loop.StatusDone); err != nil {
+		return err
+	}
+	if err := s.write(d, func(d *Doc) ([]byte, error) { return d.tick(id) }); err != nil {
+		return err
+	}
+	delete(s.claims, id)
+	if summary != "" {
+		s.logLocked(now, id, loop.LogDone, summary)
+	}
+	return nil
+}
+
+// Fail implements loop.TaskStore: the box stays unticked but is not offered
+// again in this run, and the failure is recorded in Recent Attempts (an
+// atomic write; the oldest attempts past KeepAttempts are dropped). Its
+// phase reads as failed.
+func (s *Store) Fail(ctx context.Context, id, reason string) error {
+	d, now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	it, err := s.transition(d, id, loop.StatusFailed)
+	if err != nil {
+		return err
+	}
+	if reason == "" {
+		reason = "failed"
+	}
+	a := Attempt{
+		Iteration: s.iteration + 1,
+		Tried:     it.Title + " (" + id + ")",
+		Result:    "failed: " + reason,
+		Next:      "not retried in this run; fix the cause or split the task, then run again",
+	}
+	if err := s.write(d, func(d *Doc) ([]byte, error) { return d.addAttempt(a, KeepAttempts), nil }); err != nil {
+		return err
+	}
+	delete(s.claims, id)
+	s.failed[id] = true
+	s.logLocked(now, id, loop.LogFail, reason)
+	return nil
+}
+
+// Release implements loop.TaskStore.
+func (s *Store) Release(ctx context.Context, id, reason string) error {
+	d, now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.transition(d, id, loop.StatusPending); err != nil {
+		return err
+	}
+	if reason == "" {
+		reason = "released"
+	}
+	delete(s.claims, id)
+	s.logLocked(now, id, loop.LogRelease, reason)
+	return nil
+}
+
+// ReleaseAgent implements loop.TaskStore. The ids come in file order;
+// claims on boxes that left the file are dropped without being listed.
+func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]string, error) {
+	d, now, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if agent == "" {
+		return nil, errors.New("progress: release agent: agent is required")
+	}
+	if reason == "" {
+		reason = "released"
+	}
+	var ids []string
+	for _, it := range d.Items {
+		if c, ok := s.claims[it.ID]; ok && c.agent == agent && s.status(d, it) == loop.StatusInProgress {
+			ids = append(ids, it.ID)
+			s.logLocked(now, it.ID, loop.LogRelease, reason)
+		}
+	}
+	for id, c := range s.claims {
+		if c.agent == agent {
+			delete(s.claims, id)
+		}
+	}
+	return ids, nil
+}
+
+// Retry implements loop.TaskStore: an in_progress or failed box becomes
+// pending (offered again) with RetryCount+1.
+func (s *Store) Retry(ctx context.Context, id, reason string) error {
+	d, now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	it, err := s.get(d, id)
+	if err != nil {
+		return err
+	}
+	if st := s.status(d, it); it.Phase || (st != loop.StatusInProgress && st != loop.StatusFailed) {
+		return &loop.TransitionError{TaskID: id, From: st, To: loop.StatusPending}
+	}
+	if reason == "" {
+		reason = "retry"
+	}
+	delete(s.claims, id)
+	delete(s.failed, id)
+	s.retries[id]++
+	s.logLocked(now, id, loop.LogRetry, reason)
+	return nil
+}
+
+// SetVerification implements loop.TaskStore. The verdict must be "pass",
+// "fail" or "".
+func (s *Store) SetVerification(ctx context.Context, id, verdict string) error {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.get(d, id); err != nil {
+		return err
+	}
+	if verdict != "" && verdict != "pass" && verdict != "fail" {
+		return fmt.Errorf("progress: task %s: verdict %q is not pass or fail", id, verdict)
+	}
+	s.verdict[id] = verdict
+	return nil
+}
+
+// AddLog implements loop.TaskStore. The log lives in memory.
+func (s *Store) AddLog(ctx context.Context, id, kind, message string) error {
+	d, now, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.get(d, id); err != nil {
+		return err
+	}
+	if kind == "" {
+		return fmt.Errorf("progress: task %s: log entry without a kind", id)
+	}
+	s.logLocked(now, id, kind, message)
+	return nil
+}
+
+// Logs implements loop.TaskStore.
+func (s *Store) Logs(ctx context.Context, id string) ([]loop.LogEntry, error) {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.get(d, id); err != nil {
+		return nil, err
+	}
+	return slices.Clone(s.logs[id]), nil
+}
+
+// Done reports whether the run is over according to the file: RALPH_DONE
+// alone on a line of the Status section, or at least one box and every
+// box ticked. A file without boxes is not done: the loop reports it as an
+// empty plan.
+func (s *Store) Done(ctx context.Context) (bool, error) {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer s.mu.Unlock()
+	return d.Finished(), nil
+}
+
+// Doc returns the file as parsed now.
+func (s *Store) Doc(ctx context.Context) (*Doc, error) {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	return d, nil
+}
+
+// AppendIteration appends a row to the Iteration Log table (creating the
+// table or section if missing) and trims Recent Attempts to the last
+// KeepAttempts, in one atomic write. The row's number also labels the
+// Recent Attempts entries Fail writes in the next iteration.
+func (s *Store) AppendIteration(ctx context.Context, r IterationRow) error {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if r.Iteration < 1 {
+		return fmt.Errorf("progress: iteration log row: iteration %d is not positive", r.Iteration)
+	}
+	err = s.write(d, func(d *Doc) ([]byte, error) {
+		if out, trimmed := d.trimAttempts(KeepAttempts); trimmed {
+			if d, err = Parse(out); err != nil {
+				return nil, err
+			}
+		}
+		return d.appendIteration(r), nil
+	})
+	if err != nil {
+		return err
+	}
+	s.iteration = r.Iteration
+	return nil
+}
+
+// AddAttempt appends a "### Iteration <n>" block at the bottom of Recent
+// Attempts (creating the section if missing) and drops the oldest blocks
+// at the top past KeepAttempts, in one atomic write.
+func (s *Store) AddAttempt(ctx context.Context, a Attempt) error {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if a.Iteration < 1 {
+		return fmt.Errorf("progress: attempt: iteration %d is not positive", a.Iteration)
+	}
+	return s.write(d, func(d *Doc) ([]byte, error) { return d.addAttempt(a, KeepAttempts), nil })
+}
+
+// ReplaceDocument replaces the whole file with text, an updated document
+// the agent answered with. The text must parse as a progress file and keep
+// every box the file has now (by id, ticked or not; new boxes may be
+// added); otherwise it is rejected with an error naming what is wrong
+// (wrapping ErrNotProgressFile or ErrLostTasks) and the file is untouched.
+// The write is atomic; a final newline is added if missing.
+func (s *Store) ReplaceDocument(ctx context.Context, text string) error {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	nd, err := Parse([]byte(text))
+	if err != nil {
+		return fmt.Errorf("progress: replacement document: %w", err)
+	}
+	if err := keepsTasks(d, nd); err != nil {
+		return err
+	}
+	return s.write(d, func(cur *Doc) ([]byte, error) {
+		if err := keepsTasks(cur, nd); err != nil {
+			return nil, err
+		}
+		return []byte(text), nil
+	})
+}
+
+// keepsTasks checks that every box of old is in new.
+func keepsTasks(old, new *Doc) error {
+	var lost []string
+	for _, it := range old.Items {
+		if it.Phase {
+			continue
+		}
+		if n, ok := new.item(it.ID); !ok || n.Phase {
+			lost = append(lost, fmt.Sprintf("%q (line %d)", it.Title, it.Line))
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	more := ""
+	if len(lost) > 3 {
+		more = fmt.Sprintf(" and %d more", len(lost)-3)
+		lost = lost[:3]
+	}
+	return fmt.Errorf("%w: %s%s", ErrLostTasks, strings.Join(lost, ", "), more)
+}
