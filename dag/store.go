@@ -3,8 +3,20 @@ package dag
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -12,6 +24,10 @@ import (
 // DefaultPriority is the priority callers give a task when the user named
 // none. Lower numbers are claimed first.
 const DefaultPriority = 2
+
+// DefaultBusyTimeout is how long a write waits for another process's write
+// lock when Options.BusyTimeout is zero.
+const DefaultBusyTimeout = 5 * time.Second
 
 // Errors returned by the Store, wrapped with the path, id or input line that
 // caused them; check them with errors.Is. The store also returns the errors
@@ -24,7 +40,45 @@ var (
 	ErrNotADatabase  = errors.New("dag: not a ralph database") // corrupt / foreign file
 	ErrSchemaTooNew  = errors.New("dag: database schema is newer than this ralph")
 	ErrFeatureExists = errors.New("dag: feature already exists")
+	// ErrNoDependency: RemoveDependency named a dependency that does not exist.
+	ErrNoDependency = errors.New("dag: no such dependency")
 )
+
+// applicationID marks a ralph database in the SQLite header
+// (PRAGMA application_id): "RALP".
+const applicationID = 0x52414c50
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrations returns the embedded schema migrations in order; migration i
+// (0-based) brings the schema from version i to version i+1.
+func migrations() ([]string, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	out := make([]string, 0, len(names))
+	for i, name := range names {
+		n, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
+		if err != nil || n != i+1 {
+			return nil, fmt.Errorf("dag: migration %s is out of sequence (want %04d_…)", name, i+1)
+		}
+		b, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
+}
+
+// SchemaVersion is the schema version this build of ralph writes.
+func SchemaVersion() int {
+	m, _ := migrations()
+	return len(m)
+}
 
 // Store is the SQLite task graph. It implements loop.TaskStore,
 // loop.FeatureStore and loop.ReceiptStore. A Store is safe for concurrent
@@ -42,7 +96,7 @@ type Store struct {
 // Options tune Open.
 type Options struct {
 	// BusyTimeout is how long a write waits for another process's write
-	// lock before failing with ErrLocked; zero means 5s.
+	// lock before failing with ErrLocked; zero means DefaultBusyTimeout.
 	BusyTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -54,20 +108,130 @@ var (
 	_ loop.ReceiptStore = (*Store)(nil)
 )
 
-var errTODO = errors.New("dag: not implemented yet")
-
-// Open opens the database at path, creating it (and its directory's file,
-// not the directory) if needed, and applies pending schema migrations.
+// Open opens the database at path, creating the file if needed (not its
+// directory), and applies pending schema migrations.
 // Errors: ErrNotADatabase (corrupt or foreign file), ErrSchemaTooNew,
 // ErrLocked, each naming path.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	return nil, errTODO
+	return open(ctx, path, opts, true)
 }
 
 // OpenExisting is Open but fails with an error wrapping fs.ErrNotExist when
 // there is no file at path; it never creates one.
 func OpenExisting(ctx context.Context, path string, opts Options) (*Store, error) {
-	return nil, errTODO
+	return open(ctx, path, opts, false)
+}
+
+func open(ctx context.Context, path string, opts Options, create bool) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("dag: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("dag: %s: %w", path, err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, fmt.Errorf("%w: %s is a directory", ErrNotADatabase, path)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("dag: %w", err)
+	case err != nil && !create:
+		return nil, fmt.Errorf("dag: no database at %s: %w", path, fs.ErrNotExist)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	mode := "rwc"
+	if !create {
+		mode = "rw"
+	}
+	// busy_timeout comes first so that switching to WAL waits too.
+	// synchronous(NORMAL) is the usual WAL setting: a commit is durable
+	// against a crash of the process, and fsyncs happen at checkpoints.
+	q := "mode=" + mode +
+		"&_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)" +
+		"&_txlock=immediate"
+	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("dag: %s: %w", path, err)
+	}
+	s := &Store{Now: opts.Now, db: db, path: path, busy: busy}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrate checks that the file is a ralph database (or empty) and brings its
+// schema up to date, in one immediate transaction so that processes opening
+// a new database at once apply each migration exactly once.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var version, appID int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return s.dbErr(err)
+	}
+	if version > len(ms) {
+		return s.tooNew(version, len(ms))
+	}
+	if err := s.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return s.dbErr(err)
+	}
+	if appID != 0 && appID != applicationID {
+		return fmt.Errorf("%w: %s belongs to another application (application_id %#x)", ErrNotADatabase, s.path, appID)
+	}
+	if version == len(ms) {
+		if appID != applicationID {
+			return fmt.Errorf("%w: %s has no ralph application id", ErrNotADatabase, s.path)
+		}
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	defer tx.Rollback()
+	// Read again under the write lock: another process may have migrated.
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return s.dbErr(err)
+	}
+	if version > len(ms) {
+		return s.tooNew(version, len(ms))
+	}
+	if version == 0 {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+			return s.dbErr(err)
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: %s is a SQLite database of another application", ErrNotADatabase, s.path)
+		}
+	}
+	for v := version; v < len(ms); v++ {
+		if _, err := tx.ExecContext(ctx, ms[v]); err != nil {
+			return fmt.Errorf("dag: %s: migration to schema version %d: %w", s.path, v+1, s.dbErr(err))
+		}
+	}
+	// PRAGMAs take no parameters; both values are integers of ours.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", len(ms), applicationID)); err != nil {
+		return s.dbErr(err)
+	}
+	return s.dbErr(tx.Commit())
+}
+
+func (s *Store) tooNew(have, want int) error {
+	return fmt.Errorf("%w: %s has schema version %d, this ralph knows up to %d; upgrade ralph", ErrSchemaTooNew, s.path, have, want)
 }
 
 // Close closes the database.
@@ -75,3 +239,175 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Path returns the database file's path as given to Open.
 func (s *Store) Path() string { return s.path }
+
+// dbErr turns SQLite's busy, corrupt and not-a-database errors into the
+// package's errors, naming the file. Other errors pass through.
+func (s *Store) dbErr(err error) error {
+	var se *sqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return fmt.Errorf("%w (%s; gave up after waiting %s)", ErrLocked, s.path, s.busy)
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return fmt.Errorf("%w: %s is corrupt or not a database (%v)", ErrNotADatabase, s.path, err)
+	}
+	return fmt.Errorf("dag: %s: %w", s.path, err)
+}
+
+func (s *Store) now() int64 { return s.Now().UnixNano() }
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// txn is one write transaction.
+type txn struct {
+	ctx context.Context
+	tx  *sql.Tx
+	now int64
+}
+
+func (t *txn) exec(q string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(t.ctx, q, args...)
+}
+
+func (t *txn) query(q string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(t.ctx, q, args...)
+}
+
+func (t *txn) row(q string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(t.ctx, q, args...)
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction, after returning expired
+// claims to pending. On any error nothing is changed.
+func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	defer tx.Rollback()
+	t := &txn{ctx: ctx, tx: tx, now: s.now()}
+	if _, err := t.recoverExpired(); err != nil {
+		return s.dbErr(err)
+	}
+	if err := fn(t); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.dbErr(err)
+	}
+	if err := tx.Commit(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.dbErr(err)
+	}
+	return nil
+}
+
+// read runs fn in one read transaction (a consistent snapshot), after
+// recovering expired claims if there are any.
+func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.recoverIfAny(ctx); err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return s.dbErr(err)
+	}
+	defer tx.Rollback()
+	if err := fn(&txn{ctx: ctx, tx: tx, now: s.now()}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.dbErr(err)
+	}
+	return nil
+}
+
+// recoverIfAny takes the write lock only when some lease has expired: a
+// cheap indexed look-up keeps reads from serialising behind writers.
+func (s *Store) recoverIfAny(ctx context.Context) error {
+	var n int
+	err := s.db.QueryRowContext(ctx,
+		`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1)`,
+		s.now()).Scan(&n)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	if n == 0 {
+		return nil
+	}
+	return s.write(ctx, func(*txn) error { return nil })
+}
+
+// RecoverExpired returns every claim whose lease has expired to pending,
+// logging kind loop.LogLeaseExpired with the old holder, and returns the
+// recovered ids. Every TaskStore method does this first.
+func (s *Store) RecoverExpired(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.dbErr(err)
+	}
+	defer tx.Rollback()
+	t := &txn{ctx: ctx, tx: tx, now: s.now()}
+	ids, err := t.recoverExpired()
+	if err != nil {
+		return nil, s.dbErr(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.dbErr(err)
+	}
+	return ids, nil
+}
+
+func (t *txn) recoverExpired() ([]string, error) {
+	rows, err := t.query(`SELECT id, claimed_by, lease_expires_at FROM tasks
+		WHERE status = 'in_progress' AND lease_expires_at <= ? ORDER BY lease_expires_at, seq`, t.now)
+	if err != nil {
+		return nil, err
+	}
+	type expired struct {
+		id, agent string
+		at        int64
+	}
+	var exp []expired
+	for rows.Next() {
+		var e expired
+		if err := rows.Scan(&e.id, &e.agent, &e.at); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		exp = append(exp, e)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range exp {
+		if err := t.setStatus(e.id, loop.StatusInProgress, loop.StatusPending); err != nil {
+			return nil, err
+		}
+		msg := fmt.Sprintf("lease of %s expired at %s; returned to pending", e.agent, fromNanos(e.at).Format(time.RFC3339))
+		if err := t.log(e.id, loop.LogLeaseExpired, msg); err != nil {
+			return nil, err
+		}
+		ids = append(ids, e.id)
+	}
+	return ids, nil
+}

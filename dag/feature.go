@@ -1,0 +1,139 @@
+package dag
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// FeatureParams are the arguments of Store.AddFeature. The paths are stored
+// as given; the CLI fills in .ralph/features/<name>/spec.md and plan.md.
+type FeatureParams struct{ Name, SpecPath, PlanPath string }
+
+// AddFeature creates a feature. Errors: ErrFeatureExists, or a plain error
+// for a name that could not be a directory name (blank, with a slash or
+// spaces, "." or "..").
+func (s *Store) AddFeature(ctx context.Context, p FeatureParams) (loop.Feature, error) {
+	if err := checkFeatureName(p.Name); err != nil {
+		return loop.Feature{}, err
+	}
+	var f loop.Feature
+	err := s.write(ctx, func(t *txn) error {
+		if err := t.featureExists(p.Name); err == nil {
+			return fmt.Errorf("%w: %q", ErrFeatureExists, p.Name)
+		} else if !errors.Is(err, loop.ErrFeatureNotFound) {
+			return err
+		}
+		if _, err := t.exec(`INSERT INTO features (name, spec_path, plan_path, created_at) VALUES (?, ?, ?, ?)`,
+			p.Name, p.SpecPath, p.PlanPath, t.now); err != nil {
+			return err
+		}
+		f = loop.Feature{Name: p.Name, SpecPath: p.SpecPath, PlanPath: p.PlanPath, CreatedAt: fromNanos(t.now)}
+		return nil
+	})
+	return f, err
+}
+
+func checkFeatureName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return errors.New("dag: a feature needs a name")
+	}
+	if name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.ContainsFunc(name, func(r rune) bool {
+		return r <= ' ' || r == 0x7f
+	}) {
+		return fmt.Errorf("dag: feature name %q: must be usable as a directory name (no slashes, spaces or control characters)", name)
+	}
+	return nil
+}
+
+// Features returns every feature, in creation order.
+func (s *Store) Features(ctx context.Context) ([]loop.Feature, error) {
+	var out []loop.Feature
+	err := s.read(ctx, func(t *txn) error {
+		rows, err := t.query(`SELECT name, spec_path, plan_path, created_at FROM features ORDER BY seq`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f loop.Feature
+			var at int64
+			if err := rows.Scan(&f.Name, &f.SpecPath, &f.PlanPath, &at); err != nil {
+				return err
+			}
+			f.CreatedAt = fromNanos(at)
+			out = append(out, f)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// Feature implements loop.FeatureStore. Error: loop.ErrFeatureNotFound.
+func (s *Store) Feature(ctx context.Context, name string) (loop.Feature, error) {
+	var f loop.Feature
+	err := s.read(ctx, func(t *txn) error {
+		var at int64
+		err := t.row(`SELECT name, spec_path, plan_path, created_at FROM features WHERE name = ?`, name).
+			Scan(&f.Name, &f.SpecPath, &f.PlanPath, &at)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", loop.ErrFeatureNotFound, name)
+		}
+		f.CreatedAt = fromNanos(at)
+		return err
+	})
+	return f, err
+}
+
+// RecordReceipt implements loop.ReceiptStore.
+func (s *Store) RecordReceipt(ctx context.Context, r loop.Receipt) error {
+	return s.write(ctx, func(t *txn) error {
+		var started int64
+		if !r.StartedAt.IsZero() {
+			started = r.StartedAt.UnixNano()
+		}
+		_, err := t.exec(`INSERT INTO receipts (session, iteration, mode, task_id, model, input_tokens,
+			output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns,
+			exit_reason, verdict) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Session, r.Iteration, r.Mode, r.TaskID, r.Model, r.InputTokens, r.OutputTokens,
+			r.CacheReadTokens, r.CacheWriteTokens, r.CostUSD, started, int64(r.Duration), r.Turns,
+			r.ExitReason, r.Verdict)
+		return err
+	})
+}
+
+// Receipts implements loop.ReceiptStore: the latest receipts, newest first
+// (by insertion), at most limit (limit <= 0: all).
+func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	var out []loop.Receipt
+	err := s.read(ctx, func(t *txn) error {
+		rows, err := t.query(`SELECT session, iteration, mode, task_id, model, input_tokens, output_tokens,
+			cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns, exit_reason, verdict
+			FROM receipts ORDER BY seq DESC LIMIT ?`, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r loop.Receipt
+			var started, dur int64
+			if err := rows.Scan(&r.Session, &r.Iteration, &r.Mode, &r.TaskID, &r.Model, &r.InputTokens,
+				&r.OutputTokens, &r.CacheReadTokens, &r.CacheWriteTokens, &r.CostUSD, &started, &dur,
+				&r.Turns, &r.ExitReason, &r.Verdict); err != nil {
+				return err
+			}
+			r.StartedAt, r.Duration = fromNanos(started), time.Duration(dur)
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

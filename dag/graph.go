@@ -1,0 +1,316 @@
+package dag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// AddParams are the arguments of Store.Add.
+type AddParams struct {
+	// ID is the new task's id; when empty one is generated ("t-<n>"), never
+	// equal to an existing id.
+	ID string
+	// Title is required and must not be blank.
+	Title       string
+	Description string
+	// Priority is used as is; callers pass DefaultPriority when the user
+	// gave none.
+	Priority int
+	// ParentID, if set, must name an existing task that is not done.
+	ParentID string
+	// Feature, if set, must name an existing feature (loop.ErrFeatureNotFound).
+	Feature string
+	// BlockedBy lists existing tasks that must be done first; a cycle is
+	// refused with ErrCycle.
+	BlockedBy []string
+}
+
+// Add creates a pending task and returns it.
+// Errors: ErrDuplicateID, loop.ErrNotFound (parent or blocker),
+// loop.ErrFeatureNotFound, ErrCycle, or a plain error for a blank title or
+// an id with spaces.
+func (s *Store) Add(ctx context.Context, p AddParams) (loop.Task, error) {
+	if strings.TrimSpace(p.Title) == "" {
+		return loop.Task{}, errors.New("dag: a task needs a title")
+	}
+	if p.ID != "" {
+		if err := checkID(p.ID); err != nil {
+			return loop.Task{}, err
+		}
+	}
+	var task loop.Task
+	err := s.write(ctx, func(t *txn) error {
+		id := p.ID
+		if id == "" {
+			var err error
+			if id, err = t.newID(nil); err != nil {
+				return err
+			}
+		} else if exists, err := t.exists(id); err != nil {
+			return err
+		} else if exists {
+			return fmt.Errorf("%w: %q", ErrDuplicateID, id)
+		}
+		if p.Feature != "" {
+			if err := t.featureExists(p.Feature); err != nil {
+				return err
+			}
+		}
+		pfailed := 0
+		if p.ParentID != "" {
+			ps, err := t.state(p.ParentID)
+			if err != nil {
+				return fmt.Errorf("parent: %w", err)
+			}
+			if ps.status == loop.StatusDone {
+				return fmt.Errorf("dag: parent %s is done; a done task takes no new subtasks", p.ParentID)
+			}
+			if ps.status == loop.StatusFailed {
+				pfailed = 1
+			}
+		}
+		_, err := t.exec(`INSERT INTO tasks (id, title, description, status, priority, parent_id, feature,
+			parent_failed, created_at, updated_at) VALUES (?, ?, ?, 'pending', ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?)`,
+			id, p.Title, p.Description, p.Priority, p.ParentID, p.Feature, pfailed, t.now, t.now)
+		if err != nil {
+			return err
+		}
+		if p.ParentID != "" {
+			if _, err := t.exec(`UPDATE tasks SET child_count = child_count + 1 WHERE id = ?`, p.ParentID); err != nil {
+				return err
+			}
+		}
+		for _, b := range p.BlockedBy {
+			if err := t.addDep(id, b); err != nil {
+				return err
+			}
+		}
+		task, err = t.get(id)
+		return err
+	})
+	return task, err
+}
+
+// checkID refuses ids that would not survive a command line or a JSON line
+// intact: empty, or with spaces or control characters.
+func checkID(id string) error {
+	if id == "" {
+		return errors.New("dag: empty task id")
+	}
+	for _, r := range id {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("dag: task id %q: ids may not contain spaces or control characters", id)
+		}
+	}
+	return nil
+}
+
+func (t *txn) exists(id string) (bool, error) {
+	var n int
+	err := t.row(`SELECT count(*) FROM tasks WHERE id = ?`, id).Scan(&n)
+	return n > 0, err
+}
+
+// newID generates "t-<n>" from the next insertion number, skipping ids in
+// use (imported ids may look the same) and ids in taken.
+func (t *txn) newID(taken map[string]int) (string, error) {
+	var n int64
+	if err := t.row(`SELECT coalesce(max(seq), 0) + 1 FROM tasks`).Scan(&n); err != nil {
+		return "", err
+	}
+	for ; ; n++ {
+		id := fmt.Sprintf("t-%d", n)
+		if _, ok := taken[id]; ok {
+			continue
+		}
+		exists, err := t.exists(id)
+		if err != nil {
+			return "", err
+		}
+		if !exists {
+			return id, nil
+		}
+	}
+}
+
+func (t *txn) featureExists(name string) error {
+	var n int
+	if err := t.row(`SELECT count(*) FROM features WHERE name = ?`, name).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %q", loop.ErrFeatureNotFound, name)
+	}
+	return nil
+}
+
+// addDep records that blocked waits for blocker, after checking both exist
+// and that no cycle would form. A dependency already present is a no-op.
+func (t *txn) addDep(blocked, blocker string) error {
+	if blocked == blocker {
+		return fmt.Errorf("%w: task %s cannot block itself", ErrCycle, blocked)
+	}
+	if _, err := t.state(blocked); err != nil {
+		return err
+	}
+	bs, err := t.state(blocker)
+	if err != nil {
+		return fmt.Errorf("blocker: %w", err)
+	}
+	var n int
+	if err := t.row(`SELECT count(*) FROM deps WHERE blocked_id = ? AND blocker_id = ?`, blocked, blocker).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	cyc, err := t.reaches(blocker, blocked)
+	if err != nil {
+		return err
+	}
+	if cyc {
+		return fmt.Errorf("%w: %s already waits (directly or through subtasks) for %s", ErrCycle, blocker, blocked)
+	}
+	if _, err := t.exec(`INSERT INTO deps (blocked_id, blocker_id) VALUES (?, ?)`, blocked, blocker); err != nil {
+		return err
+	}
+	if bs.status != loop.StatusDone {
+		_, err = t.exec(`UPDATE tasks SET unmet_blockers = unmet_blockers + 1 WHERE id = ?`, blocked)
+	}
+	return err
+}
+
+// reaches reports whether task from waits, transitively, for task to. A task
+// waits for its blockers and for its children (a parent is done only when
+// they are), so a child blocked by its own ancestor is a cycle too.
+func (t *txn) reaches(from, to string) (bool, error) {
+	var n int
+	err := t.row(`WITH RECURSIVE w(id) AS (
+			SELECT ?1
+			UNION
+			SELECT d.blocker_id FROM deps d JOIN w ON d.blocked_id = w.id
+			UNION
+			SELECT c.id FROM tasks c JOIN w ON c.parent_id = w.id
+		) SELECT count(*) FROM (SELECT 1 FROM w WHERE id = ?2 LIMIT 1)`, from, to).Scan(&n)
+	return n > 0, err
+}
+
+// AddDependency makes blocked wait for blocker. It is a no-op when the
+// dependency exists. Errors: ErrCycle (a task blocking itself included, and
+// a task waiting for its own ancestor), loop.ErrNotFound.
+func (s *Store) AddDependency(ctx context.Context, blocked, blocker string) error {
+	return s.write(ctx, func(t *txn) error { return t.addDep(blocked, blocker) })
+}
+
+// RemoveDependency removes the dependency of blocked on blocker.
+// Errors: loop.ErrNotFound, ErrNoDependency. An explicitly blocked task
+// stays blocked even when this removes its last unfinished blocker: the
+// automatic unblock happens only when a blocker becomes done.
+func (s *Store) RemoveDependency(ctx context.Context, blocked, blocker string) error {
+	return s.write(ctx, func(t *txn) error {
+		if _, err := t.state(blocked); err != nil {
+			return err
+		}
+		bs, err := t.state(blocker)
+		if err != nil {
+			return err
+		}
+		res, err := t.exec(`DELETE FROM deps WHERE blocked_id = ? AND blocker_id = ?`, blocked, blocker)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: %s is not blocked by %s", ErrNoDependency, blocked, blocker)
+		}
+		if bs.status != loop.StatusDone {
+			_, err = t.exec(`UPDATE tasks SET unmet_blockers = unmet_blockers - 1 WHERE id = ?`, blocked)
+		}
+		return err
+	})
+}
+
+// Block moves a pending task to blocked (explicitly), logging reason as
+// kind loop.LogBlock. Errors: loop.ErrNotFound, *loop.TransitionError.
+func (s *Store) Block(ctx context.Context, id, reason string) error {
+	return s.write(ctx, func(t *txn) error {
+		_, err := t.transition(id, loop.StatusBlocked, loop.LogBlock, reason)
+		return err
+	})
+}
+
+// Unblock moves a blocked task back to pending, logged as kind
+// loop.LogUnblock. Errors: loop.ErrNotFound, *loop.TransitionError.
+func (s *Store) Unblock(ctx context.Context, id string) error {
+	return s.write(ctx, func(t *txn) error {
+		_, err := t.transition(id, loop.StatusPending, loop.LogUnblock, "unblocked")
+		return err
+	})
+}
+
+// Reset moves a failed task back to pending, logged as kind loop.LogReset.
+// Ancestors that failed only because of it (they have no other failed
+// child) go back to pending too, each logged. RetryCount is not changed.
+// Errors: loop.ErrNotFound, *loop.TransitionError.
+func (s *Store) Reset(ctx context.Context, id string) error {
+	return s.write(ctx, func(t *txn) error {
+		st, err := t.state(id)
+		if err != nil {
+			return err
+		}
+		if st.status != loop.StatusFailed {
+			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusPending}
+		}
+		if _, err := t.transition(id, loop.StatusPending, loop.LogReset, "reset"); err != nil {
+			return err
+		}
+		for child, parent := id, st.parentID; parent != ""; {
+			ps, err := t.state(parent)
+			if err != nil {
+				return err
+			}
+			if ps.status != loop.StatusFailed {
+				return nil
+			}
+			var others int
+			if err := t.row(`SELECT count(*) FROM tasks WHERE parent_id = ? AND status = 'failed'`, parent).Scan(&others); err != nil {
+				return err
+			}
+			if others > 0 {
+				return nil
+			}
+			if _, err := t.transition(parent, loop.StatusPending, loop.LogReset, "reset with subtask "+child); err != nil {
+				return err
+			}
+			child, parent = parent, ps.parentID
+		}
+		return nil
+	})
+}
+
+// ListParams filter Store.List; the zero value lists everything.
+type ListParams struct {
+	Status  loop.Status
+	Feature string
+}
+
+// List returns the tasks that match p, in insertion order.
+func (s *Store) List(ctx context.Context, p ListParams) ([]loop.Task, error) {
+	if p.Status != "" && !p.Status.Valid() {
+		_, err := loop.ParseStatus(string(p.Status))
+		return nil, err
+	}
+	var out []loop.Task
+	err := s.read(ctx, func(t *txn) error {
+		var err error
+		out, err = t.list(`SELECT `+taskCols+` FROM tasks
+			WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR feature = ?2) ORDER BY seq`,
+			string(p.Status), p.Feature)
+		return err
+	})
+	return out, err
+}

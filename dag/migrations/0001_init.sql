@@ -1,0 +1,84 @@
+-- ralph task graph, schema version 1.
+-- Times are Unix nanoseconds (UTC); 0 means unset.
+
+CREATE TABLE features (
+	seq        INTEGER PRIMARY KEY,
+	name       TEXT NOT NULL UNIQUE CHECK (name <> ''),
+	spec_path  TEXT NOT NULL DEFAULT '',
+	plan_path  TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL
+);
+
+CREATE TABLE tasks (
+	-- seq is the insertion order: ready tasks tie-break on it.
+	seq                 INTEGER PRIMARY KEY,
+	id                  TEXT NOT NULL UNIQUE CHECK (id <> ''),
+	title               TEXT NOT NULL CHECK (trim(title) <> ''),
+	description         TEXT NOT NULL DEFAULT '',
+	status              TEXT NOT NULL DEFAULT 'pending'
+		CHECK (status IN ('pending', 'in_progress', 'done', 'failed', 'blocked')),
+	priority            INTEGER NOT NULL,
+	parent_id           TEXT REFERENCES tasks (id),
+	feature             TEXT REFERENCES features (name),
+	claimed_by          TEXT NOT NULL DEFAULT '',
+	claimed_at          INTEGER NOT NULL DEFAULT 0,
+	lease_expires_at    INTEGER NOT NULL DEFAULT 0,
+	retry_count         INTEGER NOT NULL DEFAULT 0,
+	verification_status TEXT NOT NULL DEFAULT '',
+	created_at          INTEGER NOT NULL,
+	updated_at          INTEGER NOT NULL,
+	-- Readiness, kept up to date by every write (never recomputed on read):
+	-- blockers not yet done, number of children, whether the parent failed.
+	unmet_blockers      INTEGER NOT NULL DEFAULT 0 CHECK (unmet_blockers >= 0),
+	child_count         INTEGER NOT NULL DEFAULT 0 CHECK (child_count >= 0),
+	parent_failed       INTEGER NOT NULL DEFAULT 0 CHECK (parent_failed IN (0, 1))
+);
+
+-- The ready queue: the first ready task is the first entry of this index.
+CREATE INDEX tasks_ready ON tasks (priority, seq)
+	WHERE status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0;
+CREATE INDEX tasks_ready_feature ON tasks (feature, priority, seq)
+	WHERE status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0;
+CREATE INDEX tasks_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX tasks_status ON tasks (status);
+CREATE INDEX tasks_feature_status ON tasks (feature, status) WHERE feature IS NOT NULL;
+CREATE INDEX tasks_lease ON tasks (lease_expires_at) WHERE status = 'in_progress';
+CREATE INDEX tasks_claimed_by ON tasks (claimed_by) WHERE status = 'in_progress';
+
+-- blocked waits for blocker; seq keeps the order the dependencies were added.
+CREATE TABLE deps (
+	seq        INTEGER PRIMARY KEY,
+	blocked_id TEXT NOT NULL REFERENCES tasks (id),
+	blocker_id TEXT NOT NULL REFERENCES tasks (id),
+	UNIQUE (blocked_id, blocker_id),
+	CHECK (blocked_id <> blocker_id)
+);
+CREATE INDEX deps_blocker ON deps (blocker_id);
+
+CREATE TABLE task_logs (
+	seq     INTEGER PRIMARY KEY,
+	task_id TEXT NOT NULL REFERENCES tasks (id),
+	at      INTEGER NOT NULL,
+	kind    TEXT NOT NULL,
+	message TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX task_logs_task ON task_logs (task_id, seq);
+
+CREATE TABLE receipts (
+	seq                INTEGER PRIMARY KEY,
+	session            TEXT NOT NULL DEFAULT '',
+	iteration          INTEGER NOT NULL DEFAULT 0,
+	mode               TEXT NOT NULL DEFAULT '',
+	task_id            TEXT NOT NULL DEFAULT '',
+	model              TEXT NOT NULL DEFAULT '',
+	input_tokens       INTEGER NOT NULL DEFAULT 0,
+	output_tokens      INTEGER NOT NULL DEFAULT 0,
+	cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+	cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+	cost_usd           REAL NOT NULL DEFAULT 0,
+	started_at         INTEGER NOT NULL DEFAULT 0,
+	duration_ns        INTEGER NOT NULL DEFAULT 0,
+	turns              INTEGER NOT NULL DEFAULT 0,
+	exit_reason        TEXT NOT NULL DEFAULT '',
+	verdict            TEXT NOT NULL DEFAULT ''
+);

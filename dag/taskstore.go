@@ -1,0 +1,331 @@
+package dag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// Get implements loop.TaskStore.
+func (s *Store) Get(ctx context.Context, id string) (loop.Task, error) {
+	var task loop.Task
+	err := s.read(ctx, func(t *txn) error {
+		var err error
+		task, err = t.get(id)
+		return err
+	})
+	return task, err
+}
+
+// Ready implements loop.TaskStore. The query walks the partial index of
+// ready tasks in claim order, so its cost does not grow with the plan.
+func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.Task, error) {
+	var out []loop.Task
+	err := s.read(ctx, func(t *txn) error {
+		cond, args, err := t.scopeCond(scope)
+		if err != nil {
+			return err
+		}
+		if limit <= 0 {
+			limit = -1
+		}
+		out, err = t.list(`SELECT `+taskCols+` FROM tasks WHERE `+readyCond+` AND `+cond+
+			` ORDER BY priority, seq LIMIT ?`, append(args, limit)...)
+		return err
+	})
+	return out, err
+}
+
+// Active implements loop.TaskStore.
+func (s *Store) Active(ctx context.Context, scope loop.Scope) ([]loop.Task, error) {
+	var out []loop.Task
+	err := s.read(ctx, func(t *txn) error {
+		cond, args, err := t.scopeCond(scope)
+		if err != nil {
+			return err
+		}
+		out, err = t.list(`SELECT `+taskCols+` FROM tasks WHERE status = 'in_progress' AND `+cond+
+			` ORDER BY claimed_at, seq`, args...)
+		return err
+	})
+	return out, err
+}
+
+// Counts implements loop.TaskStore.
+func (s *Store) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, error) {
+	var c loop.Counts
+	err := s.read(ctx, func(t *txn) error {
+		cond, args, err := t.scopeCond(scope)
+		if err != nil {
+			return err
+		}
+		rows, err := t.query(`SELECT status, count(*) FROM tasks WHERE `+cond+` GROUP BY status`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var status string
+			var n int
+			if err := rows.Scan(&status, &n); err != nil {
+				return err
+			}
+			switch loop.Status(status) {
+			case loop.StatusPending:
+				c.Pending = n
+			case loop.StatusInProgress:
+				c.InProgress = n
+			case loop.StatusDone:
+				c.Done = n
+			case loop.StatusFailed:
+				c.Failed = n
+			case loop.StatusBlocked:
+				c.Blocked = n
+			}
+		}
+		return rows.Err()
+	})
+	return c, err
+}
+
+// Claim implements loop.TaskStore: a compare-and-set in one BEGIN IMMEDIATE
+// transaction, so of many processes claiming at once exactly one gets each
+// task. Expired leases are recovered first, in the same transaction.
+func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error) {
+	if strings.TrimSpace(p.Agent) == "" {
+		return loop.Task{}, errors.New("dag: claim needs an agent name")
+	}
+	lease := leaseOrDefault(p.Lease)
+	var task loop.Task
+	err := s.write(ctx, func(t *txn) error {
+		id := p.TaskID
+		if id == "" {
+			cond, args, err := t.scopeCond(p.Scope)
+			if err != nil {
+				return err
+			}
+			ids, err := t.ids(`SELECT id FROM tasks WHERE `+readyCond+` AND `+cond+
+				` ORDER BY priority, seq LIMIT 1`, args...)
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return loop.ErrNoReadyTask
+			}
+			id = ids[0]
+		} else if err := t.checkReady(id); err != nil {
+			return err
+		}
+		res, err := t.exec(`UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
+			lease_expires_at = ?, updated_at = ? WHERE id = ? AND `+readyCond,
+			p.Agent, t.now, t.now+int64(lease), t.now, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("%w: %s", loop.ErrNotReady, id) // not reachable under the write lock
+		}
+		if err := t.log(id, loop.LogClaim, "claimed by "+p.Agent); err != nil {
+			return err
+		}
+		task, err = t.get(id)
+		return err
+	})
+	return task, err
+}
+
+// checkReady returns nil if task id is ready, else an error wrapping
+// loop.ErrNotReady that says why. A task that is not pending also wraps
+// the *loop.TransitionError of the refused claim.
+func (t *txn) checkReady(id string) error {
+	st, err := t.state(id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.status != loop.StatusPending:
+		return fmt.Errorf("%w: task %s is %s: %w", loop.ErrNotReady, id, st.status,
+			&loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusInProgress})
+	case st.children > 0:
+		return fmt.Errorf("%w: task %s has %d subtasks; claim those instead", loop.ErrNotReady, id, st.children)
+	case st.pfailed:
+		return fmt.Errorf("%w: task %s: its parent %s failed", loop.ErrNotReady, id, st.parentID)
+	case st.unmet > 0:
+		open, err := t.ids(`SELECT d.blocker_id FROM deps d JOIN tasks b ON b.id = d.blocker_id
+			WHERE d.blocked_id = ? AND b.status <> 'done' ORDER BY d.seq`, id)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: task %s is waiting for %s", loop.ErrNotReady, id, strings.Join(open, ", "))
+	}
+	return nil
+}
+
+// RenewLease implements loop.TaskStore.
+func (s *Store) RenewLease(ctx context.Context, id, agent string, lease time.Duration) error {
+	lease = leaseOrDefault(lease)
+	return s.write(ctx, func(t *txn) error {
+		st, err := t.state(id)
+		if err != nil {
+			return err
+		}
+		if st.status != loop.StatusInProgress || st.agent != agent {
+			return holderErr(st, agent)
+		}
+		_, err = t.exec(`UPDATE tasks SET lease_expires_at = ? WHERE id = ?`, t.now+int64(lease), id)
+		return err
+	})
+}
+
+func holderErr(st state, agent string) error {
+	if st.status != loop.StatusInProgress {
+		return fmt.Errorf("%w: task %s is %s, not claimed by %s", loop.ErrNotHolder, st.id, st.status, agent)
+	}
+	return fmt.Errorf("%w: task %s is claimed by %s, not %s", loop.ErrNotHolder, st.id, st.agent, agent)
+}
+
+// Complete implements loop.TaskStore.
+func (s *Store) Complete(ctx context.Context, id, summary string) error {
+	return s.write(ctx, func(t *txn) error {
+		st, err := t.state(id)
+		if err != nil {
+			return err
+		}
+		if !loop.CanTransition(st.status, loop.StatusDone) {
+			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusDone}
+		}
+		if summary != "" {
+			if err := t.log(id, loop.LogDone, summary); err != nil {
+				return err
+			}
+		}
+		return t.done(id, st.status)
+	})
+}
+
+// Fail implements loop.TaskStore.
+func (s *Store) Fail(ctx context.Context, id, reason string) error {
+	return s.write(ctx, func(t *txn) error {
+		st, err := t.transition(id, loop.StatusFailed, loop.LogFail, reason)
+		if err != nil {
+			return err
+		}
+		return t.failUp(id, st.parentID)
+	})
+}
+
+// Release implements loop.TaskStore.
+func (s *Store) Release(ctx context.Context, id, reason string) error {
+	return s.write(ctx, func(t *txn) error {
+		st, err := t.state(id)
+		if err != nil {
+			return err
+		}
+		if st.status != loop.StatusInProgress {
+			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusPending}
+		}
+		_, err = t.transition(id, loop.StatusPending, loop.LogRelease, reason)
+		return err
+	})
+}
+
+// ReleaseAgent implements loop.TaskStore.
+func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]string, error) {
+	var ids []string
+	err := s.write(ctx, func(t *txn) error {
+		var err error
+		ids, err = t.ids(`SELECT id FROM tasks WHERE status = 'in_progress' AND claimed_by = ? ORDER BY seq`, agent)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := t.transition(id, loop.StatusPending, loop.LogRelease, reason); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Retry implements loop.TaskStore.
+func (s *Store) Retry(ctx context.Context, id, reason string) error {
+	return s.write(ctx, func(t *txn) error {
+		st, err := t.state(id)
+		if err != nil {
+			return err
+		}
+		if st.status != loop.StatusInProgress && st.status != loop.StatusFailed {
+			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusPending}
+		}
+		if _, err := t.transition(id, loop.StatusPending, loop.LogRetry, reason); err != nil {
+			return err
+		}
+		_, err = t.exec(`UPDATE tasks SET retry_count = retry_count + 1 WHERE id = ?`, id)
+		return err
+	})
+}
+
+// SetVerification implements loop.TaskStore. The verdict is "pass",
+// "fail" or "" (cleared).
+func (s *Store) SetVerification(ctx context.Context, id, verdict string) error {
+	if verdict != "" && verdict != "pass" && verdict != "fail" {
+		return fmt.Errorf("dag: verification verdict %q: want pass or fail", verdict)
+	}
+	return s.write(ctx, func(t *txn) error {
+		res, err := t.exec(`UPDATE tasks SET verification_status = ?, updated_at = ? WHERE id = ?`, verdict, t.now, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound(id)
+		}
+		return nil
+	})
+}
+
+// AddLog implements loop.TaskStore.
+func (s *Store) AddLog(ctx context.Context, id, kind, message string) error {
+	if strings.TrimSpace(kind) == "" {
+		return errors.New("dag: log entry needs a kind")
+	}
+	return s.write(ctx, func(t *txn) error {
+		if _, err := t.state(id); err != nil {
+			return err
+		}
+		return t.log(id, kind, message)
+	})
+}
+
+// Logs implements loop.TaskStore.
+func (s *Store) Logs(ctx context.Context, id string) ([]loop.LogEntry, error) {
+	var out []loop.LogEntry
+	err := s.read(ctx, func(t *txn) error {
+		if _, err := t.state(id); err != nil {
+			return err
+		}
+		rows, err := t.query(`SELECT at, kind, message FROM task_logs WHERE task_id = ? ORDER BY seq`, id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e loop.LogEntry
+			var at int64
+			if err := rows.Scan(&at, &e.Kind, &e.Message); err != nil {
+				return err
+			}
+			e.At = fromNanos(at)
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

@@ -1,0 +1,329 @@
+package dag
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// taskCols are the columns scanTask reads, in order.
+const taskCols = `id, title, description, status, priority, coalesce(parent_id, ''),
+	coalesce(feature, ''), claimed_by, claimed_at, lease_expires_at, retry_count,
+	verification_status, created_at, updated_at`
+
+// readyCond is the ready predicate; it matches the WHERE clause of the
+// partial indexes tasks_ready and tasks_ready_feature word for word, so that
+// SQLite uses them.
+const readyCond = `status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanTask(r scanner) (loop.Task, error) {
+	var t loop.Task
+	var status string
+	var claimedAt, leaseAt, created, updated int64
+	err := r.Scan(&t.ID, &t.Title, &t.Description, &status, &t.Priority, &t.ParentID,
+		&t.Feature, &t.ClaimedBy, &claimedAt, &leaseAt, &t.RetryCount,
+		&t.VerificationStatus, &created, &updated)
+	if err != nil {
+		return loop.Task{}, err
+	}
+	t.Status = loop.Status(status)
+	t.ClaimedAt, t.LeaseExpiresAt = fromNanos(claimedAt), fromNanos(leaseAt)
+	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return t, nil
+}
+
+func notFound(id string) error {
+	return fmt.Errorf("%w: %q", loop.ErrNotFound, id)
+}
+
+// state is what the status machine needs to know about one task.
+type state struct {
+	id       string
+	status   loop.Status
+	parentID string
+	children int
+	unmet    int
+	pfailed  bool
+	agent    string
+}
+
+func (t *txn) state(id string) (state, error) {
+	var st state
+	var status string
+	err := t.row(`SELECT id, status, coalesce(parent_id, ''), child_count, unmet_blockers, parent_failed, claimed_by
+		FROM tasks WHERE id = ?`, id).
+		Scan(&st.id, &status, &st.parentID, &st.children, &st.unmet, &st.pfailed, &st.agent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return state{}, notFound(id)
+	}
+	st.status = loop.Status(status)
+	return st, err
+}
+
+// get reads one task with its blockers.
+func (t *txn) get(id string) (loop.Task, error) {
+	task, err := scanTask(t.row(`SELECT `+taskCols+` FROM tasks WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return loop.Task{}, notFound(id)
+	}
+	if err != nil {
+		return loop.Task{}, err
+	}
+	ts := []loop.Task{task}
+	if err := t.fillBlockers(ts); err != nil {
+		return loop.Task{}, err
+	}
+	return ts[0], nil
+}
+
+// list runs a query selecting taskCols and fills in the blockers.
+func (t *txn) list(q string, args ...any) ([]loop.Task, error) {
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []loop.Task
+	for rows.Next() {
+		task, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, task)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return out, t.fillBlockers(out)
+}
+
+// fillBlockers sets BlockedBy on ts, in the order the dependencies were
+// added. Small lists are looked up by id; large ones read the whole table.
+func (t *txn) fillBlockers(ts []loop.Task) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	idx := make(map[string]int, len(ts))
+	for i, task := range ts {
+		idx[task.ID] = i
+	}
+	var rows *sql.Rows
+	var err error
+	if len(ts) <= 200 {
+		args := make([]any, len(ts))
+		for i, task := range ts {
+			args[i] = task.ID
+		}
+		rows, err = t.query(`SELECT blocked_id, blocker_id FROM deps WHERE blocked_id IN (`+
+			placeholders(len(ts))+`) ORDER BY seq`, args...)
+	} else {
+		rows, err = t.query(`SELECT blocked_id, blocker_id FROM deps ORDER BY seq`)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var blocked, blocker string
+		if err := rows.Scan(&blocked, &blocker); err != nil {
+			return err
+		}
+		if i, ok := idx[blocked]; ok {
+			ts[i].BlockedBy = append(ts[i].BlockedBy, blocker)
+		}
+	}
+	return rows.Err()
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+func (t *txn) log(id, kind, message string) error {
+	_, err := t.exec(`INSERT INTO task_logs (task_id, at, kind, message) VALUES (?, ?, ?, ?)`,
+		id, t.now, kind, message)
+	return err
+}
+
+// setStatus moves task id from one status to another, without checking the
+// move (callers do), clearing the claim when leaving in_progress and keeping
+// the children's parent_failed flag in step.
+func (t *txn) setStatus(id string, from, to loop.Status) error {
+	q := `UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?`
+	if from == loop.StatusInProgress && to != loop.StatusInProgress {
+		q = `UPDATE tasks SET status = ?, updated_at = ?, claimed_by = '', claimed_at = 0, lease_expires_at = 0 WHERE id = ?`
+	}
+	if _, err := t.exec(q, string(to), t.now, id); err != nil {
+		return err
+	}
+	if (from == loop.StatusFailed) != (to == loop.StatusFailed) {
+		failed := 0
+		if to == loop.StatusFailed {
+			failed = 1
+		}
+		_, err := t.exec(`UPDATE tasks SET parent_failed = ? WHERE parent_id = ?`, failed, id)
+		return err
+	}
+	return nil
+}
+
+// transition checks and makes one move of the status machine, logging it.
+func (t *txn) transition(id string, to loop.Status, kind, message string) (state, error) {
+	st, err := t.state(id)
+	if err != nil {
+		return st, err
+	}
+	if !loop.CanTransition(st.status, to) {
+		return st, &loop.TransitionError{TaskID: id, From: st.status, To: to}
+	}
+	if err := t.setStatus(id, st.status, to); err != nil {
+		return st, err
+	}
+	if kind != "" {
+		if err := t.log(id, kind, message); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// done marks id done (it is in status from) and runs the auto-transitions
+// of DESIGN §2 in this transaction: dependents lose an unmet blocker, and
+// explicitly blocked ones with none left become pending; a parent whose
+// children are all done becomes done, and so on upward.
+func (t *txn) done(id string, from loop.Status) error {
+	if err := t.setStatus(id, from, loop.StatusDone); err != nil {
+		return err
+	}
+	for queue := []string{id}; len(queue) > 0; {
+		x := queue[0]
+		queue = queue[1:]
+		if _, err := t.exec(`UPDATE tasks SET unmet_blockers = unmet_blockers - 1
+			WHERE id IN (SELECT blocked_id FROM deps WHERE blocker_id = ?)`, x); err != nil {
+			return err
+		}
+		unblocked, err := t.ids(`SELECT t.id FROM deps d JOIN tasks t ON t.id = d.blocked_id
+			WHERE d.blocker_id = ? AND t.status = 'blocked' AND t.unmet_blockers = 0 ORDER BY t.seq`, x)
+		if err != nil {
+			return err
+		}
+		for _, u := range unblocked {
+			if err := t.setStatus(u, loop.StatusBlocked, loop.StatusPending); err != nil {
+				return err
+			}
+			if err := t.log(u, loop.LogUnblock, "all blockers done (last: "+x+")"); err != nil {
+				return err
+			}
+		}
+		var parent string
+		if err := t.row(`SELECT coalesce(parent_id, '') FROM tasks WHERE id = ?`, x).Scan(&parent); err != nil {
+			return err
+		}
+		if parent == "" {
+			continue
+		}
+		var status string
+		var open int
+		if err := t.row(`SELECT status, (SELECT count(*) FROM tasks WHERE parent_id = ?1 AND status <> 'done')
+			FROM tasks WHERE id = ?1`, parent).Scan(&status, &open); err != nil {
+			return err
+		}
+		ps := loop.Status(status)
+		// An in_progress parent is left to its holder to complete.
+		if open > 0 || ps == loop.StatusDone || ps == loop.StatusInProgress {
+			continue
+		}
+		if err := t.setStatus(parent, ps, loop.StatusDone); err != nil {
+			return err
+		}
+		if err := t.log(parent, loop.LogDone, "all children done"); err != nil {
+			return err
+		}
+		queue = append(queue, parent)
+	}
+	return nil
+}
+
+// failUp marks the ancestors of id failed, stopping at the first that is
+// already failed or done.
+func (t *txn) failUp(id, parent string) error {
+	for parent != "" {
+		st, err := t.state(parent)
+		if err != nil {
+			return err
+		}
+		if st.status == loop.StatusFailed || st.status == loop.StatusDone {
+			return nil
+		}
+		if err := t.setStatus(parent, st.status, loop.StatusFailed); err != nil {
+			return err
+		}
+		if err := t.log(parent, loop.LogFail, "child "+id+" failed"); err != nil {
+			return err
+		}
+		id, parent = parent, st.parentID
+	}
+	return nil
+}
+
+// ids runs a query returning one string column.
+func (t *txn) ids(q string, args ...any) ([]string, error) {
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// scopeCond returns a condition on tasks for scope, and its arguments.
+// A task scope with children means the task's descendants.
+func (t *txn) scopeCond(scope loop.Scope) (string, []any, error) {
+	var conds []string
+	var args []any
+	if scope.Feature != "" {
+		conds = append(conds, "feature = ?")
+		args = append(args, scope.Feature)
+	}
+	if scope.TaskID != "" {
+		st, err := t.state(scope.TaskID)
+		if err != nil {
+			return "", nil, err
+		}
+		if st.children == 0 {
+			conds = append(conds, "id = ?")
+		} else {
+			conds = append(conds, `id IN (WITH RECURSIVE sub(id) AS (
+				SELECT id FROM tasks WHERE parent_id = ?
+				UNION ALL SELECT tasks.id FROM tasks JOIN sub ON tasks.parent_id = sub.id)
+				SELECT id FROM sub)`)
+		}
+		args = append(args, scope.TaskID)
+	}
+	if len(conds) == 0 {
+		return "1", nil, nil
+	}
+	return strings.Join(conds, " AND "), args, nil
+}
+
+func leaseOrDefault(d time.Duration) time.Duration {
+	if d <= 0 {
+		return loop.DefaultLease
+	}
+	return d
+}
