@@ -1,0 +1,178 @@
+package claude
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// ANSI styles of the terminal view.
+const (
+	ansiReset  = "\x1b[0m"
+	ansiDim    = "\x1b[2m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiCyan   = "\x1b[36m"
+)
+
+// How much of long things the terminal view shows.
+const (
+	errorLines = 5   // first lines of a failed tool's output
+	argWidth   = 160 // a tool call's key argument, in bytes
+)
+
+// Formatter writes a session's events as a terminal view: assistant text,
+// tool calls with their key argument, failed tools' first lines, API
+// retries and rate-limit warnings, and a footer per run. Colour is used only
+// when Color is set; NewFormatter sets it for terminals without NO_COLOR.
+// A Formatter is safe for concurrent use; its Event method can be a
+// RunRequest's OnEvent.
+type Formatter struct {
+	// Color turns ANSI colours on.
+	Color bool
+	// Thinking shows the agent's reasoning (dimmed) when set.
+	Thinking bool
+
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewFormatter returns a Formatter writing to w, with colour when w is a
+// terminal and NO_COLOR is not set.
+func NewFormatter(w io.Writer) *Formatter {
+	return &Formatter{w: w, Color: IsTerminal(w) && os.Getenv("NO_COLOR") == ""}
+}
+
+// IsTerminal reports whether w is a character device (a terminal).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (f *Formatter) style(code, s string) string {
+	if !f.Color || s == "" {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (f *Formatter) printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(f.w, format, args...)
+}
+
+// Event writes one event.
+func (f *Formatter) Event(ev loop.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch ev.Kind {
+	case loop.EventInit:
+		f.printf("%s\n", f.style(ansiDim, "session "+ev.SessionID+" · model "+ev.Model))
+	case loop.EventText:
+		if text := strings.TrimRight(ev.Text, "\n "); text != "" {
+			f.printf("%s\n", text)
+		}
+	case loop.EventThinking:
+		if f.Thinking && strings.TrimSpace(ev.Text) != "" {
+			f.printf("%s\n", f.style(ansiDim, strings.TrimSpace(ev.Text)))
+		}
+	case loop.EventToolUse:
+		f.printf("%s %s\n", f.style(ansiCyan, "> "+ev.Tool), shorten(ev.Input, argWidth))
+	case loop.EventToolResult:
+		if !ev.IsError {
+			return
+		}
+		name := ev.Tool
+		if name == "" {
+			name = "tool"
+		}
+		f.printf("%s\n", f.style(ansiRed, "x "+name+" failed"))
+		for _, l := range headLines(ev.Text, errorLines) {
+			f.printf("  %s\n", f.style(ansiRed, l))
+		}
+	case loop.EventSystem:
+		switch ev.Subtype {
+		case "api_retry":
+			f.printf("%s\n", f.style(ansiYellow, "! "+ev.Text))
+		case "compact_boundary":
+			f.printf("%s\n", f.style(ansiDim, "(context compacted)"))
+		}
+	case loop.EventRateLimit:
+		switch ev.Subtype {
+		case "rejected":
+			f.printf("%s\n", f.style(ansiRed, "! usage limit: "+ev.Text))
+		case "allowed_warning":
+			f.printf("%s\n", f.style(ansiYellow, "! usage limit near: "+ev.Text))
+		}
+	case loop.EventResult:
+		if ev.IsError && ev.Text != "" {
+			f.printf("%s\n", f.style(ansiRed, "x agent error: "+firstLine(ev.Text)))
+		}
+	case loop.EventMalformed:
+		f.printf("%s\n", f.style(ansiYellow, "! malformed stream line: "+shorten(ev.Text, 80)))
+	case loop.EventStderr:
+		f.printf("%s\n", f.style(ansiDim, "stderr: "+ev.Text))
+	}
+}
+
+// Footer writes the per-run footer: duration, turns, tokens, cost and how
+// the run ended.
+func (f *Formatter) Footer(res loop.RunResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u := res.Usage
+	line := fmt.Sprintf("-- %s · %d turns · %d in / %d out tokens (cache %d read, %d write) · $%.4f · %s",
+		res.Duration.Round(100*time.Millisecond), res.Turns, u.InputTokens, u.OutputTokens,
+		u.CacheReadTokens, u.CacheWriteTokens, res.CostUSD, Describe(res))
+	code := ansiGreen
+	if !res.OK() {
+		code = ansiRed
+	}
+	f.printf("%s\n", f.style(code, line))
+}
+
+// shorten returns the first line of s, cut to n bytes (on a rune boundary)
+// with an ellipsis when anything was left out.
+func shorten(s string, n int) string {
+	s = strings.TrimSpace(s)
+	cut := false
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s, cut = s[:i], true
+	}
+	if len(s) > n {
+		for n > 0 && !isRuneStart(s[n]) {
+			n--
+		}
+		s, cut = s[:n], true
+	}
+	if cut {
+		s += " …"
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// headLines returns the first n non-empty lines of s, and a note of how
+// many more there were.
+func headLines(s string, n int) []string {
+	var out []string
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		if i == n {
+			out = append(out, fmt.Sprintf("… (%d more lines)", len(lines)-n))
+			break
+		}
+		out = append(out, shorten(l, argWidth))
+	}
+	return out
+}

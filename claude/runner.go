@@ -1,0 +1,415 @@
+package claude
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// DefaultGrace is the time between SIGTERM and SIGKILL when the agent's
+// process group is stopped (DESIGN §8).
+const DefaultGrace = 5 * time.Second
+
+// StderrTail is how many bytes of the agent's standard error a RunResult
+// keeps (the end of it).
+const StderrTail = 8 << 10
+
+// streamBackstop bounds the wait for the end of the agent's output once its
+// whole process group is gone; only a process that left the group (setsid)
+// and kept the pipe could hold it longer.
+const streamBackstop = 2 * time.Second
+
+// Runner runs Claude Code (or any program that speaks its stream-json) as a
+// loop.Runner. The zero value runs the `claude` found by LookPath("") with
+// the default grace period. A Runner is safe for concurrent use.
+type Runner struct {
+	// Path is the agent executable; empty means LookPath("").
+	Path string
+	// Grace is the time between SIGTERM and SIGKILL when the agent's
+	// process group is stopped; zero means DefaultGrace.
+	Grace time.Duration
+	// Now is the clock for event times and usage-limit resets; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+var _ loop.Runner = (*Runner)(nil)
+
+// The environment variables LookPath and Env look at.
+const (
+	EnvClaude     = "RALPH_CLAUDE"      // the agent executable, when --claude is not given
+	EnvAPIKey     = "ANTHROPIC_API_KEY" // removed from the agent's environment unless UseAPIKey
+	EnvClaudeCode = "CLAUDECODE"        // set inside Claude Code sessions; always removed
+	EnvIsSandbox  = "IS_SANDBOX"        // lets --dangerously-skip-permissions run as root
+)
+
+// installHint says how to get or point to the agent.
+const installHint = "install Claude Code (npm install -g @anthropic-ai/claude-code) or name the executable with --claude PATH or " + EnvClaude
+
+// LookPath resolves the agent executable: explicit (from --claude PATH) if
+// not empty, else $RALPH_CLAUDE if set, else `claude` on PATH. The error
+// wraps loop.ErrAgentNotFound and says how to install or point to it.
+func LookPath(explicit string) (string, error) {
+	name, from := explicit, "--claude"
+	if name == "" {
+		name, from = os.Getenv(EnvClaude), EnvClaude
+	}
+	if name == "" {
+		name, from = "claude", "PATH"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if from == "PATH" {
+			return "", fmt.Errorf("%w: no claude on PATH; %s", loop.ErrAgentNotFound, installHint)
+		}
+		return "", fmt.Errorf("%w: %s %q is not an executable (%v); %s", loop.ErrAgentNotFound, from, name, unwrapExecErr(err), installHint)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return path, nil
+}
+
+func unwrapExecErr(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}
+
+// Args returns the agent's command-line arguments for req. The system
+// prompt is passed by file (--system-prompt-file systemPromptFile) so that
+// its size never meets argv limits; systemPromptFile is ignored when the
+// request has no system prompt. The user prompt is not an argument: it goes
+// on standard input.
+func Args(req loop.RunRequest, systemPromptFile string) []string {
+	args := []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence"}
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	if req.SystemPrompt != "" && systemPromptFile != "" {
+		args = append(args, "--system-prompt-file", systemPromptFile)
+	}
+	if req.Sandboxed {
+		args = append(args, "--dangerously-skip-permissions")
+	} else if len(req.Tools) > 0 {
+		// With "=", the variadic option cannot swallow what follows.
+		args = append(args, "--allowedTools="+strings.Join(req.Tools, ","))
+	}
+	if req.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
+	}
+	return args
+}
+
+// Env returns the agent's environment: base (ralph's own, os.Environ())
+// with req.Env on top (later entries win), without CLAUDECODE, without
+// ANTHROPIC_API_KEY unless req.UseAPIKey, and with IS_SANDBOX=1 when the
+// request is sandboxed (Claude Code refuses to skip permissions as root
+// otherwise).
+func Env(base []string, req loop.RunRequest) []string {
+	all := make([]string, 0, len(base)+len(req.Env)+1)
+	all = append(all, base...)
+	all = append(all, req.Env...)
+	if req.Sandboxed {
+		all = append(all, EnvIsSandbox+"=1")
+	}
+	index := make(map[string]int, len(all))
+	out := make([]string, 0, len(all))
+	for _, kv := range all {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		if k == EnvClaudeCode || (k == EnvAPIKey && !req.UseAPIKey) {
+			continue
+		}
+		if i, seen := index[k]; seen {
+			out[i] = kv
+			continue
+		}
+		index[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// APIKeyNotice returns the notice the CLI prints once per run about
+// ANTHROPIC_API_KEY (DESIGN §4), given ralph's environment (os.Environ())
+// and --use-api-key; "" when there is nothing to say (no key, not asked to
+// use one).
+func APIKeyNotice(env []string, useAPIKey bool) string {
+	set := false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, EnvAPIKey+"="); ok && v != "" {
+			set = true
+		}
+	}
+	switch {
+	case set && useAPIKey:
+		return "note: ANTHROPIC_API_KEY is passed to the agent (--use-api-key): usage is billed per token to that key"
+	case set:
+		return "note: ANTHROPIC_API_KEY is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use the key)"
+	case useAPIKey:
+		return "note: --use-api-key given but ANTHROPIC_API_KEY is not set; the agent uses its own login"
+	}
+	return ""
+}
+
+func (r *Runner) grace() time.Duration {
+	if r.Grace > 0 {
+		return r.Grace
+	}
+	return DefaultGrace
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// stopReason says why ralph stopped the agent.
+type stopReason int
+
+const (
+	stopNone stopReason = iota
+	stopCancel
+	stopTimeout
+	stopIdle
+)
+
+// Run runs one agent session; see loop.Runner. It returns an error only
+// when the agent could not be started (loop.ErrAgentNotFound, a log file
+// or system prompt file that cannot be written). Events go to req.OnEvent
+// one at a time (stderr lines come from their own goroutine, but calls never
+// overlap).
+func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	path := r.Path
+	if path == "" {
+		var err error
+		if path, err = LookPath(""); err != nil {
+			return loop.RunResult{}, err
+		}
+	}
+	if ctx.Err() != nil {
+		return loop.RunResult{Class: loop.ClassCancelled, IsError: true, ExitCode: -1}, nil
+	}
+
+	var spFile string
+	if req.SystemPrompt != "" {
+		f, err := os.CreateTemp("", "ralph-system-prompt-*.md")
+		if err != nil {
+			return loop.RunResult{}, fmt.Errorf("claude: system prompt file: %w", err)
+		}
+		spFile = f.Name()
+		defer os.Remove(spFile)
+		_, werr := f.WriteString(req.SystemPrompt)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return loop.RunResult{}, fmt.Errorf("claude: system prompt file: %w", werr)
+		}
+	}
+
+	var logFile *os.File
+	if req.LogPath != "" {
+		if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err != nil {
+			return loop.RunResult{}, fmt.Errorf("claude: log file: %w", err)
+		}
+		f, err := os.Create(req.LogPath)
+		if err != nil {
+			return loop.RunResult{}, fmt.Errorf("claude: log file: %w", err)
+		}
+		logFile = f
+		defer logFile.Close()
+	}
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return loop.RunResult{}, fmt.Errorf("claude: %w", err)
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return loop.RunResult{}, fmt.Errorf("claude: %w", err)
+	}
+	defer errR.Close()
+
+	grace := r.grace()
+	cmd := exec.Command(path, Args(req, spFile)...)
+	cmd.Dir = req.Dir
+	cmd.Env = Env(os.Environ(), req)
+	cmd.Stdin = strings.NewReader(req.Prompt)
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A backstop: once the agent has exited, Wait gives up on the stdin
+	// copy after this long.
+	cmd.WaitDelay = grace
+
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrPermission) {
+			return loop.RunResult{}, fmt.Errorf("%w: %s: %v; %s", loop.ErrAgentNotFound, path, unwrapExecErr(err), installHint)
+		}
+		return loop.RunResult{}, fmt.Errorf("claude: start %s: %w", path, err)
+	}
+	pgid := cmd.Process.Pid
+
+	var emitMu sync.Mutex
+	emit := func(ev loop.Event) {
+		if req.OnEvent == nil {
+			return
+		}
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		req.OnEvent(ev)
+	}
+
+	src := &activityReader{r: outR, start: start}
+	if logFile != nil {
+		src.log = logFile
+	}
+	var sess Session
+	streamDone := make(chan error, 1)
+	go func() {
+		dec := NewDecoder(src)
+		dec.Now = r.Now
+		for {
+			line, err := dec.Decode()
+			if err != nil {
+				if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+					err = nil
+				}
+				streamDone <- err
+				return
+			}
+			for _, ev := range line.Events {
+				sess.Add(ev)
+				emit(ev)
+			}
+		}
+	}()
+
+	tail := &tailBuffer{max: StderrTail}
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		drainStderr(errR, tail, func(s string) {
+			emit(loop.Event{Kind: loop.EventStderr, At: r.now(), Text: s})
+		})
+	}()
+
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	reason := r.supervise(ctx, req, src, waitDone)
+	if reason != stopNone { // the agent is still running
+		// SIGTERM the group, SIGKILL after the grace period.
+		signalGroup(pgid, syscall.SIGTERM)
+		select {
+		case <-waitDone:
+		case <-time.After(grace):
+			signalGroup(pgid, syscall.SIGKILL)
+			<-waitDone
+		}
+	}
+	// The agent has exited; now its group: shells, MCP servers and whatever
+	// else it started must not outlive it.
+	reapGroup(pgid, grace)
+
+	select {
+	case <-streamDone:
+	case <-time.After(streamBackstop):
+		outR.Close() // unblocks the reader
+		<-streamDone
+	}
+	select {
+	case <-stderrDone:
+	case <-time.After(streamBackstop):
+		errR.Close()
+		<-stderrDone
+	}
+	elapsed := time.Since(start)
+
+	end := Ending{ExitCode: cmd.ProcessState.ExitCode(), Now: r.now()}
+	switch reason {
+	case stopCancel:
+		end.Cancelled = true
+	case stopTimeout:
+		end.TimedOut = true
+	case stopIdle:
+		end.IdleTimedOut = true
+	default:
+		// The agent may have been interrupted by the same signal that
+		// cancelled ctx (it exits 0 with error_during_execution on SIGINT).
+		if ctx.Err() != nil && (sess.Result == nil || sess.Result.IsError) {
+			end.Cancelled = true
+		}
+	}
+	res := Classify(&sess, end)
+	res.Duration = elapsed
+	if res.Model == "" {
+		res.Model = req.Model
+	}
+	res.Stderr = tail.String()
+	if src.logErr != nil {
+		res.Stderr += fmt.Sprintf("\nralph: writing %s: %v", req.LogPath, src.logErr)
+	}
+	return res, nil
+}
+
+// supervise waits until the agent exits (stopNone: waitDone was received)
+// or must be stopped (waitDone was not received).
+func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activityReader, waitDone <-chan error) stopReason {
+	var wallC, idleC <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		wallC = t.C
+	}
+	var idle *time.Timer
+	if req.IdleTimeout > 0 {
+		idle = time.NewTimer(req.IdleTimeout)
+		defer idle.Stop()
+		idleC = idle.C
+	}
+	for {
+		select {
+		case <-waitDone:
+			return stopNone
+		case <-ctx.Done():
+			return stopCancel
+		case <-wallC:
+			return stopTimeout
+		case <-idleC:
+			// Reads do not reset the timer (they only record the time);
+			// when it fires, it checks how long output has been quiet.
+			if quiet := src.quietFor(); quiet < req.IdleTimeout {
+				idle.Reset(req.IdleTimeout - quiet)
+				continue
+			}
+			return stopIdle
+		}
+	}
+}

@@ -1,0 +1,544 @@
+package claude
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// The test binary doubles as a fake agent (os/exec's own pattern): with
+// RALPH_FAKE_AGENT set, TestMain plays that agent instead of running tests.
+const fakeAgentEnv = "RALPH_FAKE_AGENT"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeAgentEnv); mode != "" {
+		os.Exit(fakeAgent(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func out(format string, args ...any) {
+	fmt.Fprintf(os.Stdout, format+"\n", args...)
+}
+
+func jsonQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+const fakeInit = `{"type":"system","subtype":"init","session_id":"fake-1","model":"fake-model"}`
+
+func fakeResult(text string) string {
+	return `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,"session_id":"fake-1","result":` + jsonQuote(text) + `}`
+}
+
+// spawnGrandchild starts a process that ignores SIGTERM, holds stdout and
+// sleeps, and reports its pid on the stream.
+func spawnGrandchild() {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), fakeAgentEnv+"=grandchild", "GORACE=atexit_sleep_ms=0")
+	cmd.Stdout = os.Stdout
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	out(`{"type":"system","subtype":"status","status":"grandchild %d"}`, cmd.Process.Pid)
+}
+
+// fakeAgent plays an agent; it returns the exit code.
+func fakeAgent(mode string) int {
+	switch mode {
+	case "echo":
+		// Reports what it was given: stdin, args, environment, the system
+		// prompt file's size and hash.
+		stdin, _ := io.ReadAll(os.Stdin)
+		report := map[string]any{"stdin": string(stdin), "args": os.Args[1:]}
+		env := map[string]string{}
+		for _, k := range []string{"CLAUDECODE", "ANTHROPIC_API_KEY", "RALPH_AGENT_ID", "RALPH_TASK_ID", "IS_SANDBOX", "RALPH_TEST_INHERITED"} {
+			if v, ok := os.LookupEnv(k); ok {
+				env[k] = v
+			}
+		}
+		report["env"] = env
+		for i, a := range os.Args {
+			if a == "--system-prompt-file" && i+1 < len(os.Args) {
+				data, err := os.ReadFile(os.Args[i+1])
+				if err != nil {
+					report["system_prompt_error"] = err.Error()
+				}
+				sum := sha256.Sum256(data)
+				report["system_prompt_size"] = len(data)
+				report["system_prompt_sha256"] = hex.EncodeToString(sum[:])
+			}
+		}
+		b, _ := json.Marshal(report)
+		out(fakeInit)
+		out(fakeResult(string(b)))
+		return 0
+	case "grandchild":
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(time.Hour)
+		return 0
+	case "hang":
+		// Ignores SIGTERM itself, and leaves a grandchild that does too.
+		signal.Ignore(syscall.SIGTERM)
+		out(fakeInit)
+		spawnGrandchild()
+		time.Sleep(time.Hour)
+		return 0
+	case "exit-leaving-child":
+		out(fakeInit)
+		spawnGrandchild()
+		out(fakeResult("done"))
+		return 0
+	case "crash":
+		out(fakeInit)
+		out(`{"type":"assistant","message":{"content":[{"type":"text","text":"working on it"}]}}`)
+		fmt.Fprintln(os.Stderr, "panic: boom")
+		return 2
+	case "huge":
+		out(fakeInit)
+		fmt.Fprint(os.Stdout, `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"a","content":"`)
+		chunk := strings.Repeat("y", 1<<20)
+		for range 64 {
+			fmt.Fprint(os.Stdout, chunk)
+		}
+		out(`"}]}}`)
+		out(fakeResult("after the huge line"))
+		return 0
+	case "garbage":
+		out(fakeInit)
+		out(`this is not json`)
+		out(`{"type":"assistant","message":{"content":[{"type":"te`)
+		out(`{"type":"mystery","x":1}`)
+		out(fakeResult("fine anyway"))
+		return 0
+	case "drip":
+		// Output every 50 ms for about 1 s: an idle timeout of 300 ms
+		// must not fire.
+		out(fakeInit)
+		for i := range 20 {
+			time.Sleep(50 * time.Millisecond)
+			out(`{"type":"system","subtype":"status","status":"tick %d"}`, i)
+		}
+		out(fakeResult("dripped"))
+		return 0
+	case "drip-forever":
+		out(fakeInit)
+		for i := 0; ; i++ {
+			time.Sleep(50 * time.Millisecond)
+			out(`{"type":"system","subtype":"status","status":"tick %d"}`, i)
+		}
+	case "silent":
+		out(fakeInit)
+		time.Sleep(time.Hour)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "unknown fake agent mode %q\n", mode)
+	return 2
+}
+
+// fakeRequest returns a request that runs the fake agent in mode.
+func fakeRequest(t *testing.T, mode string) loop.RunRequest {
+	t.Helper()
+	return loop.RunRequest{
+		Prompt: "do the thing",
+		Model:  "sonnet",
+		Dir:    t.TempDir(),
+		// A race-enabled test binary sleeps 1 s at exit unless told not to.
+		Env:     []string{fakeAgentEnv + "=" + mode, "GORACE=atexit_sleep_ms=0"},
+		LogPath: filepath.Join(t.TempDir(), "logs", "iter-1.ndjson"),
+	}
+}
+
+func testRunner(t *testing.T) *Runner {
+	t.Helper()
+	return &Runner{Path: os.Args[0], Grace: 500 * time.Millisecond}
+}
+
+// collector gathers events from OnEvent.
+type collector struct {
+	mu     sync.Mutex
+	events []loop.Event
+}
+
+func (c *collector) add(ev loop.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, ev)
+}
+
+func (c *collector) kinds() []loop.EventKind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ks []loop.EventKind
+	for _, ev := range c.events {
+		if ev.Kind != loop.EventStderr {
+			ks = append(ks, ev.Kind)
+		}
+	}
+	return ks
+}
+
+// grandchildPID returns the pid the fake agent reported, or 0.
+func (c *collector) grandchildPID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range c.events {
+		if s, ok := strings.CutPrefix(ev.Text, "grandchild "); ok {
+			pid, _ := strconv.Atoi(s)
+			return pid
+		}
+	}
+	return 0
+}
+
+// processGone reports whether pid has exited (gone, or a zombie waiting to
+// be reaped by init).
+func processGone(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+func TestRunEcho(t *testing.T) {
+	t.Setenv("CLAUDECODE", "1")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-secret")
+	t.Setenv("RALPH_TEST_INHERITED", "yes")
+	t.Setenv(EnvIsSandbox, "")
+	os.Unsetenv(EnvIsSandbox)                                                           // t.Setenv restores it afterwards
+	bigPrompt := strings.Repeat("system prompt line that is long enough\n", 1<<20/38+1) // > 1 MB
+	bigSum := sha256.Sum256([]byte(bigPrompt))
+
+	tests := []struct {
+		name      string
+		edit      func(*loop.RunRequest)
+		wantEnv   map[string]string
+		wantArgs  []string // checked as a subsequence-free exact list, minus the system prompt file name
+		wantSP    bool
+		wantStdin string
+	}{
+		{
+			name:      "plain: key removed, RALPH_* passed, prompt on stdin",
+			edit:      func(r *loop.RunRequest) { r.Env = append(r.Env, "RALPH_AGENT_ID=agent-0123abcd", "RALPH_TASK_ID=t-1") },
+			wantEnv:   map[string]string{"RALPH_AGENT_ID": "agent-0123abcd", "RALPH_TASK_ID": "t-1", "RALPH_TEST_INHERITED": "yes"},
+			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet"},
+			wantStdin: "do the thing",
+		},
+		{
+			name: "use api key, sandboxed, tools ignored, max turns",
+			edit: func(r *loop.RunRequest) {
+				r.UseAPIKey, r.Sandboxed, r.Tools, r.MaxTurns = true, true, []string{"Bash"}, 7
+				r.Env = append(r.Env, "CLAUDECODE=again")
+			},
+			wantEnv:   map[string]string{"ANTHROPIC_API_KEY": "sk-secret", "IS_SANDBOX": "1", "RALPH_TEST_INHERITED": "yes"},
+			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--dangerously-skip-permissions", "--max-turns", "7"},
+			wantStdin: "do the thing",
+		},
+		{
+			name: "allowed tools with =, big system prompt by file, multi-line prompt",
+			edit: func(r *loop.RunRequest) {
+				r.Tools, r.SystemPrompt = loop.VerifierTools, bigPrompt
+				r.Prompt = "line one\nline two\n" + strings.Repeat("z", 300<<10)
+			},
+			wantEnv:   map[string]string{"RALPH_TEST_INHERITED": "yes"},
+			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--system-prompt-file", "FILE", "--allowedTools=Bash,Read,Glob,Grep"},
+			wantSP:    true,
+			wantStdin: "line one\nline two\n" + strings.Repeat("z", 300<<10),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := fakeRequest(t, "echo")
+			tt.edit(&req)
+			res, err := testRunner(t).Run(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Class != loop.ClassSuccess {
+				t.Fatalf("class %s: %s", res.Class, Describe(res))
+			}
+			var report struct {
+				Stdin  string            `json:"stdin"`
+				Args   []string          `json:"args"`
+				Env    map[string]string `json:"env"`
+				SPSize int               `json:"system_prompt_size"`
+				SPSum  string            `json:"system_prompt_sha256"`
+				SPErr  string            `json:"system_prompt_error"`
+			}
+			if err := json.Unmarshal([]byte(res.Text), &report); err != nil {
+				t.Fatalf("agent report %q: %v", res.Text, err)
+			}
+			for i := range report.Args {
+				if i > 0 && report.Args[i-1] == "--system-prompt-file" {
+					report.Args[i] = "FILE"
+				}
+			}
+			if diff := cmp.Diff(tt.wantArgs, report.Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantEnv, report.Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+			if report.Stdin != tt.wantStdin {
+				t.Errorf("stdin: got %d bytes, want %d", len(report.Stdin), len(tt.wantStdin))
+			}
+			if tt.wantSP {
+				if report.SPErr != "" || report.SPSize != len(bigPrompt) || report.SPSum != hex.EncodeToString(bigSum[:]) {
+					t.Errorf("system prompt: size %d (want %d), err %q", report.SPSize, len(bigPrompt), report.SPErr)
+				}
+			}
+			// The raw stream went to the log as it came.
+			logged, err := os.ReadFile(req.LogPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(logged), fakeInit+"\n") || !strings.Contains(string(logged), `"type":"result"`) {
+				t.Errorf("log file holds %q", logged)
+			}
+		})
+	}
+	// The system prompt file is removed afterwards.
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "ralph-system-prompt-*"))
+	if len(left) > 0 {
+		t.Errorf("system prompt files left behind: %v", left)
+	}
+}
+
+func TestRunProcessHygiene(t *testing.T) {
+	const grace = 500 * time.Millisecond
+	// Generous margins: the race detector and a shared 2-core machine.
+	const margin = 3 * time.Second
+	tests := []struct {
+		name        string
+		mode        string
+		edit        func(*loop.RunRequest)
+		cancelAfter bool // cancel the context on the first event
+		wantClass   loop.ErrorClass
+		wantText    string
+		wantKinds   []loop.EventKind
+		maxElapsed  time.Duration
+		grandchild  bool
+	}{
+		{
+			name: "hang with a grandchild: wall timeout kills the whole group", mode: "hang",
+			edit:      func(r *loop.RunRequest) { r.Timeout = 300 * time.Millisecond },
+			wantClass: loop.ClassTimeout, maxElapsed: 300*time.Millisecond + grace + margin, grandchild: true,
+		},
+		{
+			name: "hang with a grandchild: idle timeout", mode: "hang",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 300 * time.Millisecond },
+			wantClass: loop.ClassIdleTimeout, maxElapsed: 300*time.Millisecond + grace + margin, grandchild: true,
+		},
+		{
+			name: "hang with a grandchild: cancel", mode: "hang", cancelAfter: true,
+			wantClass: loop.ClassCancelled, maxElapsed: grace + margin, grandchild: true,
+		},
+		{
+			name: "normal exit leaving a grandchild: it is stopped too", mode: "exit-leaving-child",
+			wantClass: loop.ClassSuccess, wantText: "done", maxElapsed: grace + margin, grandchild: true,
+		},
+		{
+			name: "crash: non-zero exit, no result", mode: "crash",
+			wantClass: loop.ClassCrashed, wantText: "working on it",
+			wantKinds: []loop.EventKind{loop.EventInit, loop.EventText}, maxElapsed: margin,
+		},
+		{
+			name: "64 MB line", mode: "huge",
+			wantClass: loop.ClassSuccess, wantText: "after the huge line",
+			wantKinds: []loop.EventKind{loop.EventInit, loop.EventToolResult, loop.EventResult}, maxElapsed: 20 * time.Second,
+		},
+		{
+			name: "garbage lines are reported and skipped", mode: "garbage",
+			wantClass: loop.ClassSuccess, wantText: "fine anyway",
+			wantKinds: []loop.EventKind{loop.EventInit, loop.EventMalformed, loop.EventMalformed, loop.EventResult}, maxElapsed: margin,
+		},
+		{
+			name: "slow drip: the idle timeout does not fire while output flows", mode: "drip",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 300 * time.Millisecond },
+			wantClass: loop.ClassSuccess, wantText: "dripped", maxElapsed: 1*time.Second + margin,
+		},
+		{
+			name: "endless drip: the wall timeout still fires", mode: "drip-forever",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout, r.Timeout = 300*time.Millisecond, 700*time.Millisecond },
+			wantClass: loop.ClassTimeout, maxElapsed: 700*time.Millisecond + margin,
+		},
+		{
+			name: "silence: the idle timeout fires", mode: "silent",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 300 * time.Millisecond },
+			wantClass: loop.ClassIdleTimeout, maxElapsed: 300*time.Millisecond + margin,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := fakeRequest(t, tt.mode)
+			if tt.edit != nil {
+				tt.edit(&req)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var c collector
+			var once sync.Once
+			req.OnEvent = func(ev loop.Event) {
+				c.add(ev)
+				if tt.cancelAfter && ev.Text != "" && strings.HasPrefix(ev.Text, "grandchild") {
+					once.Do(cancel)
+				}
+			}
+			start := time.Now()
+			res, err := testRunner(t).Run(ctx, req)
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantClass, res.Class); diff != "" {
+				t.Errorf("Class (-want +got):\n%s\n%s", diff, Describe(res))
+			}
+			if tt.wantText != "" {
+				if diff := cmp.Diff(tt.wantText, res.Text); diff != "" {
+					t.Errorf("Text (-want +got):\n%s", diff)
+				}
+			}
+			if tt.wantKinds != nil {
+				if diff := cmp.Diff(tt.wantKinds, c.kinds()); diff != "" {
+					t.Errorf("event kinds (-want +got):\n%s", diff)
+				}
+			}
+			if elapsed > tt.maxElapsed {
+				t.Errorf("Run took %v, want at most %v", elapsed, tt.maxElapsed)
+			}
+			if tt.grandchild {
+				pid := c.grandchildPID()
+				if pid == 0 {
+					t.Fatal("the fake agent reported no grandchild")
+				}
+				if !processGone(pid) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("grandchild %d survived the run", pid)
+				}
+			}
+			if res.Class == loop.ClassCrashed && !strings.Contains(res.Stderr, "panic: boom") {
+				t.Errorf("Stderr = %q, want the agent's stderr", res.Stderr)
+			}
+		})
+	}
+}
+
+func TestRunNotStarted(t *testing.T) {
+	t.Run("missing binary", func(t *testing.T) {
+		r := &Runner{Path: filepath.Join(t.TempDir(), "no-such-claude")}
+		_, err := r.Run(t.Context(), fakeRequest(t, "echo"))
+		if !errors.Is(err, loop.ErrAgentNotFound) {
+			t.Fatalf("err = %v, want ErrAgentNotFound", err)
+		}
+	})
+	t.Run("log file cannot be created", func(t *testing.T) {
+		blocker := filepath.Join(t.TempDir(), "file")
+		if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		req := fakeRequest(t, "echo")
+		req.LogPath = filepath.Join(blocker, "iter-1.ndjson")
+		if _, err := testRunner(t).Run(t.Context(), req); err == nil {
+			t.Fatal("Run succeeded with a log path under a file")
+		}
+	})
+	t.Run("context already cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		res, err := testRunner(t).Run(ctx, fakeRequest(t, "echo"))
+		if err != nil || res.Class != loop.ClassCancelled {
+			t.Fatalf("got %v, %v; want a cancelled result", res.Class, err)
+		}
+	})
+}
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "claude")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other-agent")
+	if err := os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		explicit string
+		env      string
+		path     string
+		want     string
+		wantErr  string
+	}{
+		{name: "explicit wins", explicit: other, env: "/nowhere/x", path: dir, want: other},
+		{name: "RALPH_CLAUDE next", env: other, path: dir, want: other},
+		{name: "PATH last", path: dir, want: exe},
+		{name: "explicit missing", explicit: "/nowhere/claude", path: dir, wantErr: `--claude "/nowhere/claude" is not an executable`},
+		{name: "RALPH_CLAUDE missing", env: "/nowhere/claude", path: dir, wantErr: `RALPH_CLAUDE "/nowhere/claude" is not an executable`},
+		{name: "nothing on PATH", path: t.TempDir(), wantErr: "no claude on PATH; install Claude Code"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvClaude, tt.env)
+			t.Setenv("PATH", tt.path)
+			got, err := LookPath(tt.explicit)
+			if tt.wantErr != "" {
+				if !errors.Is(err, loop.ErrAgentNotFound) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want ErrAgentNotFound saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAPIKeyNotice(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		use  bool
+		want string // a part of the notice; "" for none
+	}{
+		{"key set, removed", []string{"ANTHROPIC_API_KEY=sk"}, false, "not passed to the agent"},
+		{"key set, kept", []string{"ANTHROPIC_API_KEY=sk"}, true, "billed per token"},
+		{"no key, asked to use it", nil, true, "not set"},
+		{"no key", []string{"HOME=/root"}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := APIKeyNotice(tt.env, tt.use)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("got %q, want a notice containing %q", got, tt.want)
+			}
+		})
+	}
+}
