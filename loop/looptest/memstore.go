@@ -285,14 +285,14 @@ func (s *MemStore) Tasks() []loop.Task {
 // loop.LogBlock, like `ralph task block`. Errors: loop.ErrNotFound,
 // *loop.TransitionError.
 func (s *MemStore) Block(ctx context.Context, id, reason string) error {
-	return s.move(ctx, id, loop.StatusBlocked, loop.LogBlock, reason, nil)
+	return s.move(ctx, id, loop.StatusPending, loop.StatusBlocked, loop.LogBlock, reason, nil)
 }
 
 // Unblock moves a blocked task to pending, logging loop.LogUnblock, like
 // `ralph task unblock`. The task is ready again once its blockers are done.
 // Errors: loop.ErrNotFound, *loop.TransitionError.
 func (s *MemStore) Unblock(ctx context.Context, id string) error {
-	return s.move(ctx, id, loop.StatusPending, loop.LogUnblock, "unblocked", nil)
+	return s.move(ctx, id, loop.StatusBlocked, loop.StatusPending, loop.LogUnblock, "unblocked", nil)
 }
 
 func (mt *memTask) snapshot() loop.Task {
@@ -566,10 +566,10 @@ func (s *MemStore) RenewLease(ctx context.Context, id, agent string, lease time.
 	return nil
 }
 
-// move applies one explicit transition of task id to status to, logging
-// message (if not empty) as kind; then, if not nil, after runs in the same
-// critical section.
-func (s *MemStore) move(ctx context.Context, id string, to loop.Status, kind, message string,
+// move applies one explicit transition of task id from status from (the
+// trigger's only legal source) to status to, logging message (if not empty)
+// as kind; then, if not nil, after runs in the same critical section.
+func (s *MemStore) move(ctx context.Context, id string, from, to loop.Status, kind, message string,
 	after func(now time.Time, mt *memTask)) error {
 	now, err := s.begin(ctx)
 	if err != nil {
@@ -580,13 +580,10 @@ func (s *MemStore) move(ctx context.Context, id string, to loop.Status, kind, me
 	if err != nil {
 		return err
 	}
-	return s.moveLocked(now, mt, to, kind, message, after)
-}
-
-func (s *MemStore) moveLocked(now time.Time, mt *memTask, to loop.Status, kind, message string,
-	after func(now time.Time, mt *memTask)) error {
-	if !loop.CanTransition(mt.task.Status, to) {
-		return &loop.TransitionError{TaskID: mt.task.ID, From: mt.task.Status, To: to}
+	// CanTransition alone is not enough: release and unblock both lead to
+	// pending, but each only from its own status.
+	if st := mt.task.Status; st != from || !loop.CanTransition(st, to) {
+		return &loop.TransitionError{TaskID: id, From: st, To: to}
 	}
 	s.setStatus(now, mt, to, kind, message)
 	if after != nil {
@@ -611,7 +608,7 @@ func (s *MemStore) setStatus(now time.Time, mt *memTask, to loop.Status, kind, m
 // Complete implements loop.TaskStore. Auto-transitions are logged on the
 // tasks they move: loop.LogUnblock on a dependent, loop.LogDone on a parent.
 func (s *MemStore) Complete(ctx context.Context, id, summary string) error {
-	return s.move(ctx, id, loop.StatusDone, loop.LogDone, summary, s.cascadeDone)
+	return s.move(ctx, id, loop.StatusInProgress, loop.StatusDone, loop.LogDone, summary, s.cascadeDone)
 }
 
 // cascadeDone runs the auto-transitions caused by mt becoming done.
@@ -665,7 +662,7 @@ func (s *MemStore) Fail(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "failed"
 	}
-	return s.move(ctx, id, loop.StatusFailed, loop.LogFail, reason, func(now time.Time, mt *memTask) {
+	return s.move(ctx, id, loop.StatusInProgress, loop.StatusFailed, loop.LogFail, reason, func(now time.Time, mt *memTask) {
 		for p := mt.task.ParentID; p != ""; p = s.tasks[p].task.ParentID {
 			parent := s.tasks[p]
 			if parent.task.Status != loop.StatusFailed {
@@ -681,7 +678,7 @@ func (s *MemStore) Release(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "released"
 	}
-	return s.move(ctx, id, loop.StatusPending, loop.LogRelease, reason, nil)
+	return s.move(ctx, id, loop.StatusInProgress, loop.StatusPending, loop.LogRelease, reason, nil)
 }
 
 // ReleaseAgent implements loop.TaskStore. The ids come in insertion order;
