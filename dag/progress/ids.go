@@ -2,8 +2,8 @@ package progress
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
-	"strings"
 	"unicode"
 )
 
@@ -44,33 +44,37 @@ func assignIDs(items []Item) {
 // dropping markdown punctuation: "Add `--dry-run` to **build**" →
 // "add-dry-run-to-build". An empty result becomes "task".
 func slug(text string) string {
-	var b strings.Builder
-	n := 0
+	var b []rune
 	dash := false
 	for _, r := range text {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			if dash && b.Len() > 0 {
-				if n+1 >= maxSlug {
-					break
-				}
-				b.WriteByte('-')
-				n++
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if dash && len(b) > 0 {
+				b = append(b, '-')
 			}
-			if n >= maxSlug {
-				break
-			}
-			b.WriteRune(unicode.ToLower(r))
-			n++
+			b = append(b, unicode.ToLower(r))
 			dash = false
-			continue
+		case r == '\'' || r == '’':
+			// "don't" → "dont"
+		default:
+			dash = true
 		}
-		if r == '\'' || r == '’' {
-			continue // "don't" → "dont"
-		}
-		dash = true
 	}
-	if b.Len() == 0 {
+	if len(b) > maxSlug {
+		b = b[:maxSlug]
+		// Cut at a word boundary when one is not too far back.
+		if i := slices.Index(reverse(b), '-'); i >= 0 && i < maxSlug/2 {
+			b = b[:len(b)-i-1]
+		}
+	}
+	if len(b) == 0 {
 		return "task"
 	}
-	return b.String()
+	return string(b)
+}
+
+func reverse(r []rune) []rune {
+	out := slices.Clone(r)
+	slices.Reverse(out)
+	return out
 }
