@@ -147,6 +147,17 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 	if !create {
 		mode = "rw"
 	}
+	s := &Store{Now: opts.Now, db: nil, path: path, busy: busy}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	// Look at an existing file before the WAL pragma touches it: a foreign
+	// or corrupt file must be left exactly as it was.
+	if err == nil && fi.Size() > 0 {
+		if err := s.inspect(ctx, abs); err != nil {
+			return nil, err
+		}
+	}
 	// busy_timeout comes first so that switching to WAL waits too.
 	// synchronous(NORMAL) is the usual WAL setting: a commit is durable
 	// against a crash of the process, and fsyncs happen at checkpoints.
@@ -154,20 +165,48 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 		"&_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")" +
 		"&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)" +
 		"&_txlock=immediate"
-	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q
+	dsn := fileURI(abs) + "?" + q
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("dag: %s: %w", path, err)
 	}
-	s := &Store{Now: opts.Now, db: db, path: path, busy: busy}
-	if s.Now == nil {
-		s.Now = time.Now
-	}
+	s.db = db
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+func fileURI(abs string) string {
+	return "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
+}
+
+// inspect reads the header fields of an existing file over a connection
+// that changes nothing, and refuses foreign, corrupt and too new files.
+func (s *Store) inspect(ctx context.Context, abs string) error {
+	db, err := sql.Open("sqlite", fileURI(abs)+"?mode=rw&_pragma=busy_timeout("+
+		strconv.FormatInt(s.busy.Milliseconds(), 10)+")")
+	if err != nil {
+		return fmt.Errorf("dag: %s: %w", s.path, err)
+	}
+	defer db.Close()
+	_, err = s.header(ctx, db)
+	return err
+}
+
+// checkHeader decides from the schema version, the application id and the
+// number of schema objects whether a file is a ralph database we can use.
+func (s *Store) checkHeader(version, appID, tables int) error {
+	switch {
+	case appID != 0 && appID != applicationID:
+		return fmt.Errorf("%w: %s belongs to another application (application_id %#x)", ErrNotADatabase, s.path, appID)
+	case version > SchemaVersion():
+		return s.tooNew(version, SchemaVersion())
+	case appID == 0 && tables > 0:
+		return fmt.Errorf("%w: %s is a SQLite database of another application", ErrNotADatabase, s.path)
+	}
+	return nil
 }
 
 // migrate checks that the file is a ralph database (or empty) and brings its
@@ -178,24 +217,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var version, appID int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return s.dbErr(err)
-	}
-	if version > len(ms) {
-		return s.tooNew(version, len(ms))
-	}
-	if err := s.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
-		return s.dbErr(err)
-	}
-	if appID != 0 && appID != applicationID {
-		return fmt.Errorf("%w: %s belongs to another application (application_id %#x)", ErrNotADatabase, s.path, appID)
-	}
-	if version == len(ms) {
-		if appID != applicationID {
-			return fmt.Errorf("%w: %s has no ralph application id", ErrNotADatabase, s.path)
-		}
-		return nil
+	version, err := s.header(ctx, s.db)
+	if err != nil || version == len(ms) {
+		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -203,20 +227,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	defer tx.Rollback()
 	// Read again under the write lock: another process may have migrated.
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return s.dbErr(err)
-	}
-	if version > len(ms) {
-		return s.tooNew(version, len(ms))
-	}
-	if version == 0 {
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
-			return s.dbErr(err)
-		}
-		if n > 0 {
-			return fmt.Errorf("%w: %s is a SQLite database of another application", ErrNotADatabase, s.path)
-		}
+	if version, err = s.header(ctx, tx); err != nil || version == len(ms) {
+		return err
 	}
 	for v := version; v < len(ms); v++ {
 		if _, err := tx.ExecContext(ctx, ms[v]); err != nil {
@@ -228,6 +240,29 @@ func (s *Store) migrate(ctx context.Context) error {
 		return s.dbErr(err)
 	}
 	return s.dbErr(tx.Commit())
+}
+
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// header reads the schema version, checks the file with checkHeader and
+// returns the version.
+func (s *Store) header(ctx context.Context, q queryRower) (int, error) {
+	var version, appID, tables int
+	err := q.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version),
+		(SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_schema)`).
+		Scan(&version, &appID, &tables)
+	if err != nil {
+		return 0, s.dbErr(err)
+	}
+	if err := s.checkHeader(version, appID, tables); err != nil {
+		return 0, err
+	}
+	if version == SchemaVersion() && appID != applicationID {
+		return 0, fmt.Errorf("%w: %s has no ralph application id", ErrNotADatabase, s.path)
+	}
+	return version, nil
 }
 
 func (s *Store) tooNew(have, want int) error {

@@ -151,7 +151,7 @@ func (t *txn) checkReady(id string) error {
 		return fmt.Errorf("%w: task %s is %s: %w", loop.ErrNotReady, id, st.status,
 			&loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusInProgress})
 	case st.children > 0:
-		return fmt.Errorf("%w: task %s has %d subtasks; claim those instead", loop.ErrNotReady, id, st.children)
+		return fmt.Errorf("%w: task %s has %d children; claim those instead", loop.ErrNotReady, id, st.children)
 	case st.pfailed:
 		return fmt.Errorf("%w: task %s: its parent %s failed", loop.ErrNotReady, id, st.parentID)
 	case st.unmet > 0:

@@ -1,0 +1,414 @@
+package dag
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+var testStart = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// clock is a fake clock that stands still until advanced.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{now: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// dump returns every row of every table, in a stable order, so that a test
+// can check that a failed call left the database exactly as it was.
+func dump(t testing.TB, s *Store) []string {
+	t.Helper()
+	var out []string
+	for _, table := range []string{"features", "tasks", "deps", "task_logs", "receipts"} {
+		rows, err := s.db.QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY rowid")
+		if err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatalf("dump %s: %v", table, err)
+			}
+			out = append(out, fmt.Sprintf("%s%v", table, vals))
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatalf("dump %s: %v", table, err)
+		}
+	}
+	return out
+}
+
+// mustAdd adds tasks (id, then parent/blockers in params) or fails the test.
+func mustAdd(t testing.TB, s *Store, ps ...AddParams) {
+	t.Helper()
+	for _, p := range ps {
+		if p.Title == "" {
+			p.Title = "task " + p.ID
+		}
+		if _, err := s.Add(context.Background(), p); err != nil {
+			t.Fatalf("Add(%s): %v", p.ID, err)
+		}
+	}
+}
+
+func statuses(t testing.TB, s *Store) map[string]loop.Status {
+	t.Helper()
+	ts, err := s.List(context.Background(), ListParams{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	m := map[string]loop.Status{}
+	for _, task := range ts {
+		m[task.ID] = task.Status
+	}
+	return m
+}
+
+func readyIDs(t testing.TB, s *Store) []string {
+	t.Helper()
+	ts, err := s.Ready(context.Background(), loop.Scope{}, 0)
+	if err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	var ids []string
+	for _, task := range ts {
+		ids = append(ids, task.ID)
+	}
+	return ids
+}
+
+func TestOpenCreatesAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress.db")
+	s, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, s, AddParams{ID: "a"})
+	var version, appID int
+	var mode string
+	if err := s.db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRow("PRAGMA application_id").Scan(&appID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]any{SchemaVersion(), applicationID, "wal"}, []any{version, appID, mode}); diff != "" {
+		t.Errorf("version, application id, journal mode (-want +got):\n%s", diff)
+	}
+	if s.Path() != path {
+		t.Errorf("Path() = %q, want %q", s.Path(), path)
+	}
+	s.Close()
+	s, err = OpenExisting(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if diff := cmp.Diff(map[string]loop.Status{"a": loop.StatusPending}, statuses(t, s)); diff != "" {
+		t.Errorf("after reopening (-want +got):\n%s", diff)
+	}
+}
+
+func TestOpenBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rawDB := func(name string, stmts ...string) string {
+		p := filepath.Join(dir, name)
+		db, err := sql.Open("sqlite", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for _, q := range stmts {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	newer := filepath.Join(dir, "newer.db")
+	s, err := Open(t.Context(), newer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion()+1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	sqliteHeader := []byte("SQLite format 3\x00")
+	corrupt := append(append([]byte{}, sqliteHeader...), make([]byte, 4096)...)
+	for i := 16; i < len(corrupt); i++ {
+		corrupt[i] = byte(i * 7)
+	}
+
+	tests := []struct {
+		name     string
+		path     string
+		existing bool
+		want     error
+	}{
+		{"text file", write("notes.db", []byte(strings.Repeat("hello, this is not a database\n", 200))), false, ErrNotADatabase},
+		{"garbage after a SQLite header", write("corrupt.db", corrupt), false, ErrNotADatabase},
+		{"another application's database", rawDB("other.db", "CREATE TABLE users (name TEXT)"), false, ErrNotADatabase},
+		{"foreign application id", rawDB("appid.db", "PRAGMA application_id = 42", "CREATE TABLE x (y)"), false, ErrNotADatabase},
+		{"a directory", dir, false, ErrNotADatabase},
+		{"schema newer than this ralph", newer, false, ErrSchemaTooNew},
+		{"missing file, OpenExisting", filepath.Join(dir, "missing.db"), true, fs.ErrNotExist},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, _ := os.ReadFile(tt.path)
+			open := Open
+			if tt.existing {
+				open = OpenExisting
+			}
+			s, err := open(t.Context(), tt.path, Options{})
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%s) succeeded, want %v", tt.path, tt.want)
+			}
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Open: %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.path) {
+				t.Errorf("error %q does not name the path %s", err, tt.path)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q is not one line", err)
+			}
+			after, _ := os.ReadFile(tt.path)
+			if tt.path != dir && string(before) != string(after) {
+				t.Errorf("Open changed the file")
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenExisting created the file: %v", err)
+	}
+}
+
+// TestMigrationsInSequence guards the embedded migrations: numbered from
+// 0001 without gaps, each applied once.
+func TestMigrationsInSequence(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 || SchemaVersion() != len(ms) {
+		t.Fatalf("SchemaVersion() = %d with %d migrations", SchemaVersion(), len(ms))
+	}
+	// A database at version 0 with nothing in it is migrated; opening it
+	// again applies nothing.
+	path := filepath.Join(t.TempDir(), "p.db")
+	for range 2 {
+		s, err := Open(t.Context(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+func TestLockedBeyondBusyTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress.db")
+	s, err := Open(t.Context(), path, Options{BusyTimeout: 50 * time.Millisecond, Now: func() time.Time { return testStart }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustAdd(t, s, AddParams{ID: "a"})
+	before := dump(t, s)
+
+	// Another "process": its own connection holding the write lock.
+	other, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(50)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("UPDATE tasks SET title = 'held' WHERE id = 'a'"); err != nil {
+		t.Fatal(err)
+	}
+
+	writes := []struct {
+		name string
+		call func() error
+	}{
+		{"Add", func() error { _, err := s.Add(t.Context(), AddParams{Title: "b"}); return err }},
+		{"Claim", func() error { _, err := s.Claim(t.Context(), loop.ClaimParams{Agent: "x"}); return err }},
+		{"Block", func() error { return s.Block(t.Context(), "a", "r") }},
+		{"Import", func() error { _, err := s.Import(t.Context(), []ImportTask{{ID: "c", Title: "c"}}); return err }},
+	}
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			err := w.call()
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("%s under another process's write lock: %v, want ErrLocked", w.name, err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "locked by another process") || !strings.Contains(msg, path) {
+				t.Errorf("error %q does not say the database %s is locked by another process", msg, path)
+			}
+		})
+	}
+	// Reads do not wait for writers in WAL mode.
+	if _, err := s.Ready(t.Context(), loop.Scope{}, 10); err != nil {
+		t.Errorf("Ready while another process writes: %v", err)
+	}
+	tx.Rollback()
+	if diff := cmp.Diff(before, dump(t, s)); diff != "" {
+		t.Errorf("database changed (-before +after):\n%s", diff)
+	}
+}
+
+// TestErrorsChangeNothing runs calls that must fail and checks the error
+// and that every row of the database is as it was.
+func TestErrorsChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T) *Store {
+		s := newTestStore(t, newClock(testStart).Now)
+		if _, err := s.AddFeature(ctx, FeatureParams{Name: "auth"}); err != nil {
+			t.Fatal(err)
+		}
+		mustAdd(t, s,
+			AddParams{ID: "root"},
+			AddParams{ID: "a", ParentID: "root"},
+			AddParams{ID: "b", ParentID: "root", BlockedBy: []string{"a"}},
+			AddParams{ID: "c", BlockedBy: []string{"b"}},
+			AddParams{ID: "d"},
+			AddParams{ID: "done"},
+		)
+		if _, err := s.Claim(ctx, loop.ClaimParams{TaskID: "done", Agent: "ag"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, "done", ""); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var te *loop.TransitionError
+	tests := []struct {
+		name    string
+		call    func(s *Store) error
+		want    error // checked with errors.Is, unless wantAs
+		wantAs  any
+		mention string
+	}{
+		{"cycle a<-c closes a->b->c", func(s *Store) error { return s.AddDependency(ctx, "a", "c") }, ErrCycle, nil, "c"},
+		{"self dependency", func(s *Store) error { return s.AddDependency(ctx, "d", "d") }, ErrCycle, nil, "d"},
+		{"child blocked by its parent", func(s *Store) error { return s.AddDependency(ctx, "a", "root") }, ErrCycle, nil, "root"},
+		{"dependency on unknown task", func(s *Store) error { return s.AddDependency(ctx, "d", "zz") }, loop.ErrNotFound, nil, "zz"},
+		{"remove missing dependency", func(s *Store) error { return s.RemoveDependency(ctx, "d", "a") }, ErrNoDependency, nil, "d"},
+		{"add with unknown parent", func(s *Store) error {
+			_, err := s.Add(ctx, AddParams{Title: "x", ParentID: "nope"})
+			return err
+		}, loop.ErrNotFound, nil, "nope"},
+		{"add with unknown blocker", func(s *Store) error {
+			_, err := s.Add(ctx, AddParams{Title: "x", BlockedBy: []string{"d", "nope"}})
+			return err
+		}, loop.ErrNotFound, nil, "nope"},
+		{"add blocked by its own parent", func(s *Store) error {
+			_, err := s.Add(ctx, AddParams{Title: "x", ParentID: "root", BlockedBy: []string{"root"}})
+			return err
+		}, ErrCycle, nil, "root"},
+		{"add duplicate id", func(s *Store) error { _, err := s.Add(ctx, AddParams{ID: "a", Title: "x"}); return err }, ErrDuplicateID, nil, "a"},
+		{"add unknown feature", func(s *Store) error {
+			_, err := s.Add(ctx, AddParams{Title: "x", Feature: "billing"})
+			return err
+		}, loop.ErrFeatureNotFound, nil, "billing"},
+		{"add under a done parent", func(s *Store) error {
+			_, err := s.Add(ctx, AddParams{Title: "x", ParentID: "done"})
+			return err
+		}, nil, nil, "done"},
+		{"add blank title", func(s *Store) error { _, err := s.Add(ctx, AddParams{Title: "  "}); return err }, nil, nil, "title"},
+		{"add id with a space", func(s *Store) error { _, err := s.Add(ctx, AddParams{ID: "a b", Title: "x"}); return err }, nil, nil, "a b"},
+		{"complete a pending task", func(s *Store) error { return s.Complete(ctx, "d", "") }, nil, &te, "d"},
+		{"claim a done task", func(s *Store) error {
+			_, err := s.Claim(ctx, loop.ClaimParams{TaskID: "done", Agent: "ag"})
+			return err
+		}, loop.ErrNotReady, nil, "done"},
+		{"claim a task with an open blocker", func(s *Store) error {
+			_, err := s.Claim(ctx, loop.ClaimParams{TaskID: "c", Agent: "ag"})
+			return err
+		}, loop.ErrNotReady, nil, "b"},
+		{"block a done task", func(s *Store) error { return s.Block(ctx, "done", "r") }, nil, &te, "done"},
+		{"unblock a pending task", func(s *Store) error { return s.Unblock(ctx, "d") }, nil, &te, "d"},
+		{"reset a pending task", func(s *Store) error { return s.Reset(ctx, "d") }, nil, &te, "d"},
+		{"fail unknown task", func(s *Store) error { return s.Fail(ctx, "zz", "r") }, loop.ErrNotFound, nil, "zz"},
+		{"duplicate feature", func(s *Store) error { _, err := s.AddFeature(ctx, FeatureParams{Name: "auth"}); return err }, ErrFeatureExists, nil, "auth"},
+		{"feature name with a slash", func(s *Store) error {
+			_, err := s.AddFeature(ctx, FeatureParams{Name: "a/b"})
+			return err
+		}, nil, nil, "a/b"},
+		{"bad verdict", func(s *Store) error { return s.SetVerification(ctx, "d", "maybe") }, nil, nil, "maybe"},
+		{"import with a missing parent", func(s *Store) error {
+			_, err := s.Import(ctx, []ImportTask{{Line: 1, ID: "n1", Title: "n1"}, {Line: 2, ID: "n2", Title: "n2", ParentID: "t-99"}})
+			return err
+		}, loop.ErrNotFound, nil, "line 2: task n2: parent t-99 does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t)
+			before := dump(t, s)
+			err := tt.call(s)
+			switch {
+			case err == nil:
+				t.Fatalf("succeeded, want an error")
+			case tt.wantAs != nil && !errors.As(err, tt.wantAs):
+				t.Errorf("error %v (%T), want %T", err, err, tt.wantAs)
+			case tt.want != nil && !errors.Is(err, tt.want):
+				t.Errorf("error %v, want %v", err, tt.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("error %q does not mention %q", err, tt.mention)
+			}
+			if diff := cmp.Diff(before, dump(t, s)); diff != "" {
+				t.Errorf("database changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
