@@ -1,0 +1,268 @@
+package loop
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Mode labels a run in receipts, logs and commit messages.
+type Mode string
+
+// The modes. Run implements ModeBuild; the others label receipts written
+// by other commands and by the verifier session.
+const (
+	ModeBuild  Mode = "build"
+	ModePlan   Mode = "plan"
+	ModePrompt Mode = "prompt"
+	ModeVerify Mode = "verify"
+)
+
+// ClaimMode says who claims tasks.
+type ClaimMode string
+
+// The claim modes of `ralph build --claim`.
+const (
+	// ClaimLoop: the loop claims the next ready task before each run.
+	ClaimLoop ClaimMode = "loop"
+	// ClaimAgent: peek mode; the agent claims inside its session.
+	ClaimAgent ClaimMode = "agent"
+)
+
+// UsageLimitPolicy says what a usage limit does.
+type UsageLimitPolicy string
+
+// The policies of `--on-usage-limit`.
+const (
+	UsageLimitWait UsageLimitPolicy = "wait"
+	UsageLimitStop UsageLimitPolicy = "stop"
+)
+
+// Defaults of DESIGN §5 and §8.
+const (
+	DefaultMaxIterations = 20
+	DefaultMaxRetries    = 3
+	DefaultTimeout       = 30 * time.Minute
+	DefaultIdleTimeout   = 10 * time.Minute
+	DefaultMaxWait       = 6 * time.Hour
+	// DefaultUsageWait is how long a usage-limit wait lasts when the agent
+	// did not say when the limit resets.
+	DefaultUsageWait = 5 * time.Minute
+	// PeekLimit is how many claimable tasks peek mode shows the agent.
+	PeekLimit = 10
+)
+
+// Config is everything a build run takes. Start from DefaultConfig: the
+// zero value of some fields is meaningful (MaxRetries 0 means no retries,
+// Timeout 0 means no wall-clock limit).
+type Config struct {
+	// Root is the project root; .ralph/ lives under it. Required.
+	Root string
+	// Mode labels the run; empty means ModeBuild, the only mode Run takes.
+	Mode Mode
+	// Scope limits the tasks worked on (whole plan, a feature, a task).
+	Scope Scope
+	// MaxIterations bounds the iterations (0: DefaultMaxIterations).
+	MaxIterations int
+	// Once runs a single iteration (MaxIterations 1).
+	Once bool
+	// Model and Strategy pick the model; see ParseStrategy.
+	Model    string
+	Strategy string
+	// CustomStrategy, if set, replaces Model and Strategy.
+	CustomStrategy Strategy
+	// Verify runs a read-only verifier session after each task-done.
+	Verify bool
+	// MaxRetries is how often a task may be retried after task trouble, and
+	// how many agent or gate failures in a row are tolerated. Negative is
+	// invalid.
+	MaxRetries int
+	// Timeout and IdleTimeout bound each agent session (0: no limit).
+	Timeout     time.Duration
+	IdleTimeout time.Duration
+	// MaxTurns bounds the agent's turns (0: the agent's default).
+	MaxTurns int
+	// ClaimMode: ClaimLoop (default) or ClaimAgent (peek mode).
+	ClaimMode ClaimMode
+	// TestCmd is the test gate's command, run with sh -c in Root. Empty
+	// means the command named in <Root>/AGENTS.md (see TestCommandFromAgents);
+	// no command at all means no test gate.
+	TestCmd string
+	// Commit commits all changes after each successful iteration.
+	Commit bool
+	// MaxCost is the budget in USD (0: none).
+	MaxCost float64
+	// OnUsageLimit: UsageLimitWait (default) or UsageLimitStop.
+	OnUsageLimit UsageLimitPolicy
+	// MaxWait bounds a usage-limit wait (0: DefaultMaxWait).
+	MaxWait time.Duration
+	// UseAPIKey keeps ANTHROPIC_API_KEY in the agent's environment.
+	UseAPIKey bool
+	// AgentID identifies this run's claims: "agent-" + 8 hex digits,
+	// generated when empty.
+	AgentID string
+	// RalphBin is the absolute path of the ralph binary (RALPH_BIN).
+	RalphBin string
+	// Lease is the claim lease (0: DefaultLease); it is renewed every
+	// third of it while the agent works.
+	Lease time.Duration
+	// Session names the run's logs: <LogDir>/<Session>.log and
+	// <LogDir>/<Session>/iter-<n>.ndjson. Empty: "session-YYYYMMDD-HHMMSS"
+	// from Now, in UTC.
+	Session string
+	// LogDir holds the logs (empty: <Root>/.ralph/logs).
+	LogDir string
+	// SessionLog writes the session log of DESIGN §7.
+	SessionLog bool
+	// RawLogs passes each session's raw stream log path to the Runner.
+	RawLogs bool
+	// Observer receives the run's notes (may be nil).
+	Observer Observer
+	// Env holds extra KEY=VALUE entries for the agent, before the RALPH_*
+	// ones.
+	Env []string
+	// Now and Sleep are the clock, injectable for tests (nil: time.Now and
+	// a timer that stops on ctx cancellation).
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// DefaultConfig returns the defaults of `ralph build` for a project root.
+func DefaultConfig(root string) Config {
+	return Config{
+		Root:          root,
+		Mode:          ModeBuild,
+		MaxIterations: DefaultMaxIterations,
+		MaxRetries:    DefaultMaxRetries,
+		Timeout:       DefaultTimeout,
+		IdleTimeout:   DefaultIdleTimeout,
+		ClaimMode:     ClaimLoop,
+		OnUsageLimit:  UsageLimitWait,
+		MaxWait:       DefaultMaxWait,
+		Lease:         DefaultLease,
+		SessionLog:    true,
+		RawLogs:       true,
+	}
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("loop: invalid configuration")
+
+// normalize fills the defaults of zero fields and checks the rest. It
+// returns the strategy to use.
+func (c *Config) normalize() (Strategy, error) {
+	bad := func(format string, args ...any) (Strategy, error) {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	if c.Root == "" {
+		return bad("root directory is required")
+	}
+	if abs, err := filepath.Abs(c.Root); err == nil {
+		c.Root = abs
+	}
+	if c.Mode == "" {
+		c.Mode = ModeBuild
+	}
+	if c.Mode != ModeBuild {
+		return bad("mode %q: the build loop runs mode build only", c.Mode)
+	}
+	if c.Scope.Feature != "" && c.Scope.TaskID != "" {
+		return bad("scope takes a feature or a task, not both")
+	}
+	if c.MaxIterations < 0 {
+		return bad("max iterations %d is negative", c.MaxIterations)
+	}
+	if c.MaxIterations == 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	if c.Once {
+		c.MaxIterations = 1
+	}
+	if c.MaxRetries < 0 {
+		return bad("max retries %d is negative", c.MaxRetries)
+	}
+	if c.Timeout < 0 || c.IdleTimeout < 0 || c.MaxWait < 0 || c.Lease < 0 {
+		return bad("durations must not be negative")
+	}
+	if c.MaxCost < 0 {
+		return bad("max cost %v is negative", c.MaxCost)
+	}
+	switch c.ClaimMode {
+	case "":
+		c.ClaimMode = ClaimLoop
+	case ClaimLoop, ClaimAgent:
+	default:
+		return bad("claim mode %q (want loop or agent)", c.ClaimMode)
+	}
+	switch c.OnUsageLimit {
+	case "":
+		c.OnUsageLimit = UsageLimitWait
+	case UsageLimitWait, UsageLimitStop:
+	default:
+		return bad("on-usage-limit %q (want wait or stop)", c.OnUsageLimit)
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleepCtx
+	}
+	if c.AgentID == "" {
+		id, err := NewAgentID()
+		if err != nil {
+			return nil, err
+		}
+		c.AgentID = id
+	}
+	if c.Session == "" {
+		c.Session = SessionName(c.Now())
+	}
+	if c.LogDir == "" {
+		c.LogDir = filepath.Join(c.Root, ".ralph", "logs")
+	}
+	if c.CustomStrategy != nil {
+		return c.CustomStrategy, nil
+	}
+	s, err := ParseStrategy(c.Strategy, c.Model)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return s, nil
+}
+
+// NewAgentID returns "agent-" followed by 8 random hex digits.
+func NewAgentID() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("loop: agent id: %w", err)
+	}
+	return "agent-" + hex.EncodeToString(b[:]), nil
+}
+
+// SessionName is the session name of a run started at t:
+// "session-YYYYMMDD-HHMMSS" in UTC.
+func SessionName(t time.Time) string {
+	return "session-" + t.UTC().Format("20060102-150405")
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,87 @@
+package loop
+
+import "context"
+
+// DryRunPlan is what a run would do next, without doing it.
+type DryRunPlan struct {
+	// Outcome is set when no task would run: OutcomeNoPlan, OutcomeComplete,
+	// OutcomeCompleteWithFailures or OutcomeBlocked. Empty otherwise.
+	Outcome Outcome
+	Message string
+	// TaskID and Title name the next task (peek mode: the first claimable
+	// one, which the agent may or may not pick).
+	TaskID string
+	Title  string
+	Model  string
+	// PromptName is the template the run would use; PromptSource is
+	// SourceEmbedded or the override file's path.
+	PromptName   string
+	PromptSource string
+}
+
+// ExitCode is the exit code of `ralph build --dry-run`: 2 with no plan, 0
+// otherwise.
+func (p DryRunPlan) ExitCode() int {
+	if p.Outcome == OutcomeNoPlan {
+		return 2
+	}
+	return 0
+}
+
+// DryRun reports the next task, the model and the prompt source of a run
+// with cfg. It starts no agent and changes nothing: it claims nothing,
+// writes no log, and only reads the store and the prompt files. A bad
+// Config or a prompt override that does not load is an error, as in Run.
+func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error) {
+	strat, err := cfg.normalize()
+	if err != nil {
+		return DryRunPlan{}, err
+	}
+	name := PromptBuild
+	if cfg.ClaimMode == ClaimAgent {
+		name = PromptPeek
+	}
+	p, err := LoadPrompt(cfg.Root, name)
+	if err != nil {
+		return DryRunPlan{}, err
+	}
+	if cfg.Verify {
+		if _, err := LoadPrompt(cfg.Root, PromptVerify); err != nil {
+			return DryRunPlan{}, err
+		}
+	}
+	plan := DryRunPlan{PromptName: name, PromptSource: p.Source}
+	ready, err := store.Ready(ctx, cfg.Scope, 1)
+	if err != nil {
+		return plan, err
+	}
+	if len(ready) == 0 {
+		c, err := store.Counts(ctx, cfg.Scope)
+		if err != nil {
+			return plan, err
+		}
+		var s *stop
+		switch {
+		case c.Total() == 0:
+			s = stopWith(OutcomeNoPlan, "nothing to do: the plan is empty")
+		case c.Resolved():
+			s = completeStop(c)
+		default:
+			s = stopWith(OutcomeBlocked, "blocked: %d tasks remain but none is ready", c.Open()+c.InProgress)
+		}
+		plan.Outcome, plan.Message = s.outcome, s.message
+		return plan, nil
+	}
+	t := ready[0]
+	plan.TaskID, plan.Title = t.ID, t.Title
+	choice := ModelChoice{Iteration: 1}
+	if cfg.ClaimMode != ClaimAgent {
+		logs, err := store.Logs(ctx, t.ID)
+		if err != nil {
+			return plan, err
+		}
+		choice.Task, choice.TaskLogs = t, logs
+	}
+	plan.Model = strat.Model(choice)
+	return plan, nil
+}

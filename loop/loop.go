@@ -1,0 +1,901 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ralph-dev/ralph/sigil"
+)
+
+// IterationStatus says how one iteration ended.
+type IterationStatus string
+
+// The statuses of an iteration, as the session log and receipts show them.
+const (
+	IterDone          IterationStatus = "done"               // the task was completed
+	IterTaskFailed    IterationStatus = "task_failed"        // <task-failed>, or task trouble with no retry left
+	IterNoSigil       IterationStatus = "no_sigil"           // task trouble: no task sigil
+	IterWrongID       IterationStatus = "wrong_id"           // task trouble: a sigil for another task
+	IterVerifyFailed  IterationStatus = "verify_failed"      // task trouble: the verifier said no (or nothing)
+	IterAgentTrouble  IterationStatus = "agent_trouble"      // crash, error, timeout
+	IterUsageLimit    IterationStatus = "usage_limit"        // a usage limit: a wait, not an iteration
+	IterTestsFailed   IterationStatus = "tests_failed"       // gate trouble: the test command failed
+	IterGitFailed     IterationStatus = "git_failed"         // gate trouble: git failed
+	IterNoChange      IterationStatus = "nothing_changed"    // gate trouble: commits on, nothing changed
+	IterFailure       IterationStatus = "failure"            // <promise>FAILURE</promise>
+	IterCancelled     IterationStatus = "cancelled"          // the run was cancelled mid-iteration
+	IterSessionOK     IterationStatus = "session_ok"         // peek mode: the session ran and left nothing held
+	IterSessionLeft   IterationStatus = "session_left_tasks" // peek mode: tasks left in_progress were failed
+	IterPeekError     IterationStatus = "peek_error"         // peek mode: the store could not be read
+	IterAlreadyClosed IterationStatus = "already_closed"     // the agent itself moved the task out of in_progress
+)
+
+// Success reports whether the status counts as a successful iteration in
+// the session summary.
+func (s IterationStatus) Success() bool {
+	return s == IterDone || s == IterSessionOK || s == IterAlreadyClosed
+}
+
+// releaseTimeout bounds the clean-up store calls made on the way out,
+// with a context that is no longer cancelled.
+const releaseTimeout = 10 * time.Second
+
+// summaryLimit caps the summary the loop logs when it completes a task.
+const summaryLimit = 500
+
+// Reasons written to task logs.
+const (
+	ReasonSessionExited = "session exited without completing task"
+	reasonStopped       = "loop stopped"
+)
+
+// Run runs the build loop until an outcome of DESIGN §3 ends it and returns
+// the report. It returns a non-nil error exactly when the outcome is
+// OutcomeError: an invalid Config, a prompt override that does not load, a
+// store error, a Runner that could not start the agent, or a panicking
+// Observer (*ObserverPanicError). Cancelling ctx stops the agent and ends
+// the run with OutcomeCancelled.
+//
+// Whatever the return path — error, cancellation, timeout, a panic in the
+// store or runner (which Run lets through after cleaning up) — no task is
+// left in_progress under cfg.AgentID: the claim is released with a fresh,
+// non-cancelled context.
+func Run(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Report, error) {
+	strat, err := cfg.normalize()
+	if err != nil {
+		return Report{Outcome: OutcomeError, Message: err.Error(), Remaining: -1}, err
+	}
+	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine()}
+	r.receipts, _ = store.(ReceiptStore)
+	return r.exec(ctx)
+}
+
+// run is one Run. Its fields are owned by the goroutine calling Run; the
+// renewal goroutine only reads cfg and store.
+type run struct {
+	cfg      Config
+	store    TaskStore
+	runner   Runner
+	strategy Strategy
+	receipts ReceiptStore
+	m        *machine
+	note     *notifier
+	prompts  map[string]*Prompt
+	testCmd  string
+
+	report  Report
+	history []Attempt
+	hint    string
+	// agentStreak and gateStreak count agent and gate trouble in a row;
+	// a clean run of the agent resets the first, a passing gate the second.
+	agentStreak int
+	gateStreak  int
+	// waited sums usage-limit waits since the last session that was not
+	// stopped by a limit.
+	waited time.Duration
+	// held is the task the loop holds a claim on, "" when none.
+	held string
+	// limited is the verifier's usage-limited result, for the wait.
+	limited RunResult
+}
+
+// stop ends the loop with an outcome.
+type stop struct {
+	outcome  Outcome
+	message  string
+	err      error
+	resetsAt time.Time
+}
+
+func (s *stop) Error() string { return s.message }
+
+func stopWith(o Outcome, format string, args ...any) *stop {
+	return &stop{outcome: o, message: fmt.Sprintf(format, args...)}
+}
+
+func internal(err error) *stop {
+	return &stop{outcome: OutcomeError, message: err.Error(), err: err}
+}
+
+func (r *run) exec(parent context.Context) (Report, error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	cfg := r.cfg
+	r.report = Report{Session: cfg.Session, AgentID: cfg.AgentID, StartedAt: cfg.Now(), Remaining: -1}
+	obs := cfg.Observer
+	var slog *SessionLog
+	if cfg.SessionLog {
+		var err error
+		slog, err = OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session))
+		if err != nil {
+			r.report.Outcome, r.report.Message = OutcomeError, err.Error()
+			return r.report, err
+		}
+		defer slog.Close()
+		obs = MultiObserver(slog, obs)
+	}
+	r.note = &notifier{obs: obs, cancel: cancel, base: Note{Session: cfg.Session, Mode: cfg.Mode}, now: cfg.Now}
+
+	// A panic in the store or the runner goes through, but only after the
+	// claims are released.
+	defer func() {
+		if v := recover(); v != nil {
+			r.releaseAll(parent)
+			panic(v)
+		}
+	}()
+
+	s := r.loop(ctx)
+	r.releaseAll(parent)
+	r.finish(parent)
+	if perr := r.note.err(); perr != nil {
+		s = internal(perr)
+	}
+	r.report.Outcome, r.report.Message, r.report.ResetsAt = s.outcome, s.message, s.resetsAt
+	r.fireEnd(parent)
+	rep := r.report
+	r.note.send(Note{Kind: NoteSessionEnd, Report: &rep})
+	return r.report, s.err
+}
+
+// loop runs the checks and iterations; it returns why it stopped.
+func (r *run) loop(ctx context.Context) *stop {
+	if s := r.prepare(ctx); s != nil {
+		return s
+	}
+	if s := r.fire(ctx, EventStart); s != nil {
+		return s
+	}
+	for {
+		if s := r.checkCancel(ctx); s != nil {
+			return s
+		}
+		if r.cfg.MaxCost > 0 && r.report.CostUSD >= r.cfg.MaxCost {
+			return stopWith(OutcomeBudgetExhausted, "cost budget exhausted: spent $%.4f of $%.4f", r.report.CostUSD, r.cfg.MaxCost)
+		}
+		var s *stop
+		var counted bool
+		if r.cfg.ClaimMode == ClaimAgent {
+			counted, s = r.peekIteration(ctx)
+		} else {
+			counted, s = r.iteration(ctx)
+		}
+		if s != nil {
+			return s
+		}
+		if !counted {
+			continue // a usage-limit wait: same iteration again
+		}
+		if s := r.fire(ctx, EventIterate); s != nil {
+			return s
+		}
+		if s := r.exitChecks(ctx); s != nil {
+			return s
+		}
+		if s := r.fire(ctx, EventNext); s != nil {
+			return s
+		}
+	}
+}
+
+// prepare loads prompts and checks the gates before the first iteration;
+// nothing is changed when it fails.
+func (r *run) prepare(ctx context.Context) *stop {
+	names := []string{PromptBuild}
+	if r.cfg.ClaimMode == ClaimAgent {
+		names = []string{PromptPeek}
+	}
+	if r.cfg.Verify {
+		names = append(names, PromptVerify)
+	}
+	r.prompts = map[string]*Prompt{}
+	for _, n := range names {
+		p, err := LoadPrompt(r.cfg.Root, n)
+		if err != nil {
+			return internal(err)
+		}
+		r.prompts[n] = p
+	}
+	r.testCmd = r.cfg.TestCmd
+	if r.testCmd == "" {
+		c, err := TestCommandFromAgents(r.cfg.Root)
+		if err != nil {
+			return internal(err)
+		}
+		r.testCmd = c
+	}
+	if r.cfg.Commit {
+		if err := checkGitRepo(ctx, r.cfg.Root); err != nil {
+			return stopWith(OutcomeGitFailed, "%v", err)
+		}
+	}
+	if r.cfg.RawLogs {
+		if err := os.MkdirAll(filepath.Join(r.cfg.LogDir, r.cfg.Session), 0o755); err != nil {
+			return internal(fmt.Errorf("loop: log directory: %w", err))
+		}
+	}
+	return nil
+}
+
+func (r *run) checkCancel(ctx context.Context) *stop {
+	if ctx.Err() == nil {
+		return nil
+	}
+	if err := r.note.err(); err != nil {
+		return internal(err)
+	}
+	return stopWith(OutcomeCancelled, "interrupted")
+}
+
+// storeErr turns a store error into a stop: a cancelled context is a
+// cancellation, anything else an internal error.
+func (r *run) storeErr(ctx context.Context, err error) *stop {
+	if ctx.Err() != nil {
+		return r.checkCancel(ctx)
+	}
+	return internal(err)
+}
+
+func (r *run) fire(ctx context.Context, ev StateEvent) *stop {
+	from, to, err := r.m.fire(ctx, ev)
+	if err != nil {
+		return internal(err)
+	}
+	r.note.send(Note{Kind: NoteTransition, From: from, To: to, Event: ev, Iteration: r.report.Iterations})
+	return nil
+}
+
+// fireEnd moves the machine to done or failed after the outcome is known.
+func (r *run) fireEnd(ctx context.Context) {
+	ev := EventAbort
+	if r.report.Outcome.Succeeded() {
+		ev = EventFinish
+	}
+	if r.m.f.Can(string(ev)) {
+		r.fire(ctx, ev)
+	}
+}
+
+// exitChecks is step 9: the plan is resolved, or the iteration limit hit.
+func (r *run) exitChecks(ctx context.Context) *stop {
+	c, err := r.store.Counts(ctx, r.cfg.Scope)
+	if err != nil {
+		if r.cfg.ClaimMode == ClaimAgent && ctx.Err() == nil {
+			// Peek mode: a status error counts as "tasks remain".
+			r.note.notice(r.report.Iterations, "plan status failed (tasks assumed to remain): %v", err)
+			return r.limitCheck(-1)
+		}
+		return r.storeErr(ctx, err)
+	}
+	if c.Total() > 0 && c.Resolved() {
+		return completeStop(c)
+	}
+	return r.limitCheck(c.Open() + c.InProgress)
+}
+
+func (r *run) limitCheck(remaining int) *stop {
+	if r.report.Iterations < r.cfg.MaxIterations {
+		return nil
+	}
+	if remaining < 0 {
+		return stopWith(OutcomeLimitReached, "iteration limit reached (%d); tasks remain", r.cfg.MaxIterations)
+	}
+	return stopWith(OutcomeLimitReached, "iteration limit reached (%d); %d %s remain", r.cfg.MaxIterations, remaining, plural(remaining, "task", "tasks"))
+}
+
+func completeStop(c Counts) *stop {
+	if c.Failed > 0 {
+		return stopWith(OutcomeCompleteWithFailures, "complete: %d done, %d failed", c.Done, c.Failed)
+	}
+	return stopWith(OutcomeComplete, "complete: all %d %s done", c.Done, plural(c.Done, "task", "tasks"))
+}
+
+// terminal is step 2: nothing could be claimed; say why.
+func (r *run) terminal(ctx context.Context) *stop {
+	c, err := r.store.Counts(ctx, r.cfg.Scope)
+	if err != nil {
+		return r.storeErr(ctx, err)
+	}
+	switch {
+	case c.Total() == 0:
+		return stopWith(OutcomeNoPlan, "nothing to do: the plan is empty")
+	case c.Resolved():
+		return completeStop(c)
+	default:
+		n := c.Open() + c.InProgress
+		return stopWith(OutcomeBlocked, "blocked: %d %s remain but none is ready", n, plural(n, "task", "tasks"))
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// iteration runs one loop-claimed iteration (steps 1–8). counted is false
+// when a usage limit turned it into a wait.
+func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
+	n := r.report.Iterations + 1
+	task, err := r.store.Claim(ctx, ClaimParams{Scope: r.cfg.Scope, Agent: r.cfg.AgentID, Lease: r.cfg.Lease})
+	if errors.Is(err, ErrNoReadyTask) {
+		return false, r.terminal(ctx)
+	}
+	if err != nil {
+		return false, r.storeErr(ctx, err)
+	}
+	r.held = task.ID
+
+	logs, err := r.store.Logs(ctx, task.ID)
+	if err != nil {
+		return false, r.storeErr(ctx, err)
+	}
+	data, err := buildContext(ctx, r.store, r.cfg.Root, task, r.cfg.MaxRetries, logs)
+	if err != nil {
+		return false, r.storeErr(ctx, err)
+	}
+	data.Iteration, data.AgentID, data.RalphBin = n, r.cfg.AgentID, r.cfg.RalphBin
+	prompt, err := r.prompts[PromptBuild].Render(data)
+	if err != nil {
+		return false, internal(err)
+	}
+	model, hinted := r.pickModel(ModelChoice{Iteration: n, Task: task, TaskLogs: logs, History: r.history})
+
+	r.note.send(Note{Kind: NoteIterationStart, Iteration: n, Task: task, Model: model})
+	res, s := r.runAgent(ctx, n, model, prompt, task, false)
+	if s != nil {
+		return false, s
+	}
+	if res.Class == ClassUsageLimit {
+		r.releaseHeld(ctx, "usage limit: waiting for reset")
+		r.endIteration(n, task, model, IterUsageLimit, "")
+		return false, r.usageLimit(ctx, res)
+	}
+	r.consumeHint(hinted)
+
+	status, why, s := r.handle(ctx, n, task, res)
+	if status == IterUsageLimit && s == nil {
+		r.endIteration(n, task, model, IterUsageLimit, why)
+		return false, r.usageLimit(ctx, r.limited)
+	}
+	r.waited = 0
+	r.report.Iterations = n
+	if status.Success() {
+		r.report.Successes++
+	} else {
+		r.report.Failures++
+	}
+	r.history = append(r.history, Attempt{Iteration: n, TaskID: task.ID, Model: model, Hinted: hinted, Result: attemptResult(status)})
+	r.endIteration(n, task, model, status, why)
+	return true, s
+}
+
+// pickModel is step 5: the hint, if any, else the strategy.
+func (r *run) pickModel(c ModelChoice) (model string, hinted bool) {
+	if r.hint != "" {
+		return r.hint, true
+	}
+	return r.strategy.Model(c), false
+}
+
+func (r *run) consumeHint(hinted bool) {
+	if hinted {
+		r.hint = ""
+	}
+}
+
+func attemptResult(s IterationStatus) AttemptResult {
+	switch s {
+	case IterDone, IterSessionOK, IterAlreadyClosed:
+		return AttemptDone
+	case IterTaskFailed, IterFailure, IterSessionLeft:
+		return AttemptTaskFailed
+	case IterNoSigil, IterWrongID, IterVerifyFailed:
+		return AttemptTaskTrouble
+	case IterTestsFailed, IterGitFailed, IterNoChange:
+		return AttemptGateTrouble
+	}
+	return AttemptAgentTrouble
+}
+
+func (r *run) endIteration(n int, task Task, model string, status IterationStatus, why string) {
+	r.note.send(Note{Kind: NoteIterationEnd, Iteration: n, Task: task, Model: model, Status: status, Message: why})
+}
+
+// handle is steps 7–8 for a finished session of a loop-claimed task.
+func (r *run) handle(ctx context.Context, n int, task Task, res RunResult) (IterationStatus, string, *stop) {
+	if res.Class == ClassCancelled || ctx.Err() != nil {
+		return IterCancelled, "", r.checkCancel(ctx)
+	}
+	if !res.OK() {
+		why := troubleText(res)
+		r.releaseHeld(ctx, "agent trouble: "+why)
+		return IterAgentTrouble, why, r.agentTrouble(why)
+	}
+	r.agentStreak = 0
+
+	sig := sigil.Parse(res.Text)
+	if sig.NextModel != "" {
+		r.hint = sig.NextModel
+	}
+	status, why, s := r.handleTask(ctx, n, task, res, sig)
+	if s != nil {
+		return status, why, s
+	}
+	if sig.Failure {
+		return IterFailure, why, stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
+	}
+	if sig.Complete {
+		c, err := r.store.Counts(ctx, r.cfg.Scope)
+		if err == nil && !c.Resolved() {
+			r.note.notice(n, "agent said COMPLETE but %d tasks remain; going on", c.Open()+c.InProgress)
+		}
+	}
+	return status, why, nil
+}
+
+// handleTask applies the task sigil (or its absence) to the claimed task.
+func (r *run) handleTask(ctx context.Context, n int, task Task, res RunResult, sig sigil.Result) (IterationStatus, string, *stop) {
+	// The agent may have moved the task itself through `ralph task …`.
+	cur, err := r.store.Get(ctx, task.ID)
+	if err != nil {
+		return IterCancelled, "", r.storeErr(ctx, err)
+	}
+	if cur.Status != StatusInProgress || cur.ClaimedBy != r.cfg.AgentID {
+		r.held = ""
+		r.note.notice(n, "task %s is %s already; leaving it as it is", task.ID, cur.Status)
+		if cur.Status == StatusDone {
+			return IterAlreadyClosed, "", nil
+		}
+		return IterTaskFailed, "task left " + string(cur.Status), nil
+	}
+
+	switch {
+	case sig.TaskDone(task.ID):
+		return r.taskDone(ctx, n, task, res)
+	case sig.TaskFailed(task.ID):
+		why := "agent reported the task failed: " + excerpt(res.Text, 300)
+		if err := r.store.Fail(ctx, task.ID, why); err != nil {
+			return IterTaskFailed, why, r.storeErr(ctx, err)
+		}
+		r.held = ""
+		return IterTaskFailed, why, nil
+	case sig.Failure:
+		// FAILURE without a verdict on the task: the task is not at fault.
+		r.releaseHeld(ctx, "the agent declared FAILURE")
+		return IterFailure, "", nil
+	case len(sig.Done)+len(sig.Failed) > 0:
+		why := fmt.Sprintf("wrong task id: expected %s, got %s", task.ID, strings.Join(append(append([]string{}, sig.Done...), sig.Failed...), ", "))
+		return r.taskTrouble(ctx, task, IterWrongID, why)
+	default:
+		return r.taskTrouble(ctx, task, IterNoSigil, "the agent ended without a task sigil")
+	}
+}
+
+// taskTrouble releases the task and counts a retry, or fails it when it
+// has run 1+MaxRetries times.
+func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus, why string) (IterationStatus, string, *stop) {
+	if task.RetryCount >= r.cfg.MaxRetries {
+		reason := fmt.Sprintf("%s (after %d %s)", why, task.RetryCount+1, plural(task.RetryCount+1, "run", "runs"))
+		if err := r.store.Fail(ctx, task.ID, reason); err != nil {
+			return status, why, r.storeErr(ctx, err)
+		}
+		r.held = ""
+		return IterTaskFailed, reason, nil
+	}
+	if err := r.store.Retry(ctx, task.ID, why); err != nil {
+		return status, why, r.storeErr(ctx, err)
+	}
+	r.held = ""
+	return status, why, nil
+}
+
+// taskDone verifies (if enabled), runs the gates and completes the task.
+func (r *run) taskDone(ctx context.Context, n int, task Task, res RunResult) (IterationStatus, string, *stop) {
+	if r.cfg.Verify {
+		v, why, s := r.verify(ctx, n, task, res.Text)
+		switch {
+		case s != nil:
+			return IterAgentTrouble, why, s
+		case v == verdictUsageLimit:
+			return IterUsageLimit, why, nil
+		case v == verdictTrouble:
+			return IterAgentTrouble, why, nil
+		case v == verdictFail:
+			return r.taskTrouble(ctx, task, IterVerifyFailed, "verification failed: "+why)
+		}
+	}
+	if status, why, s := r.gates(ctx, n, task.Title); status != "" {
+		r.releaseHeld(ctx, why)
+		return status, why, s
+	}
+	if err := r.store.Complete(ctx, task.ID, summary(res.Text)); err != nil {
+		return IterDone, "", r.storeErr(ctx, err)
+	}
+	r.held = ""
+	return IterDone, "", nil
+}
+
+// gates runs the test and commit gates. A zero status means both passed
+// (or are off); otherwise it is the gate trouble, with a stop when no
+// retry is left.
+func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, string, *stop) {
+	trouble := func(st IterationStatus, o Outcome, err error) (IterationStatus, string, *stop) {
+		if ctx.Err() != nil {
+			return IterCancelled, "", r.checkCancel(ctx)
+		}
+		r.gateStreak++
+		why := firstLine(err.Error())
+		if r.gateStreak >= 1+r.cfg.MaxRetries {
+			return st, why, stopWith(o, "%s (%d %s in a row)", why, r.gateStreak, plural(r.gateStreak, "time", "times"))
+		}
+		return st, why, nil
+	}
+	if r.testCmd != "" {
+		if err := runTests(ctx, r.cfg.Root, r.testCmd); err != nil {
+			r.note.notice(n, "%v", err)
+			return trouble(IterTestsFailed, OutcomeTestGateFailed, err)
+		}
+	}
+	if r.cfg.Commit {
+		if err := commitAll(ctx, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title)); err != nil {
+			st := IterGitFailed
+			if errors.Is(err, ErrNothingChanged) {
+				st = IterNoChange
+			}
+			r.note.notice(n, "%v", err)
+			return trouble(st, OutcomeGitFailed, err)
+		}
+	}
+	r.gateStreak = 0
+	return "", "", nil
+}
+
+// verdict is what a verifier session concluded.
+type verdict int
+
+const (
+	verdictPass       verdict = iota
+	verdictFail               // verify-fail, or no verdict at all
+	verdictTrouble            // the verifier session itself failed: agent trouble
+	verdictUsageLimit         // the verifier hit a usage limit: a wait
+)
+
+// verify runs the verifier session. On trouble or a usage limit it has
+// released the claim already.
+func (r *run) verify(ctx context.Context, n int, task Task, agentText string) (verdict, string, *stop) {
+	data := PromptData{Task: task, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin, AgentText: agentText}
+	if task.ParentID != "" {
+		if p, err := r.store.Get(ctx, task.ParentID); err == nil {
+			data.Parent = &p
+		}
+	}
+	prompt, err := r.prompts[PromptVerify].Render(data)
+	if err != nil {
+		return verdictTrouble, "", internal(err)
+	}
+	model := r.strategy.Model(ModelChoice{Iteration: n, Task: task, History: r.history})
+	res, s := r.runAgent(ctx, n, model, prompt, task, true)
+	if s != nil {
+		return verdictTrouble, "", s
+	}
+	switch {
+	case res.Class == ClassCancelled || ctx.Err() != nil:
+		return verdictTrouble, "", r.checkCancel(ctx)
+	case res.Class == ClassUsageLimit:
+		r.limited = res
+		r.releaseHeld(ctx, "usage limit: waiting for reset")
+		return verdictUsageLimit, "verifier hit the usage limit", nil
+	case !res.OK():
+		// The verifier could not judge: agent trouble, not the task's fault.
+		why := "verifier: " + troubleText(res)
+		r.releaseHeld(ctx, "agent trouble: "+why)
+		return verdictTrouble, why, r.agentTrouble(why)
+	}
+	sig := sigil.Parse(res.Text)
+	v, why, word := verdictFail, "", "fail"
+	switch {
+	case sig.VerifyPass:
+		v, word = verdictPass, "pass"
+	case sig.VerifyFail:
+		why = sig.VerifyReason
+		if why == "" {
+			why = "no reason given"
+		}
+	default:
+		why = "the verifier gave no verdict"
+	}
+	if err := r.store.SetVerification(ctx, task.ID, word); err != nil {
+		return verdictTrouble, why, r.storeErr(ctx, err)
+	}
+	return v, why, nil
+}
+
+// agentTrouble counts agent trouble; the (1+MaxRetries)-th in a row stops
+// the run.
+func (r *run) agentTrouble(why string) *stop {
+	r.agentStreak++
+	if r.agentStreak >= 1+r.cfg.MaxRetries {
+		return stopWith(OutcomeAgentFailed, "agent failed %d %s in a row: %s", r.agentStreak, plural(r.agentStreak, "time", "times"), why)
+	}
+	return nil
+}
+
+// runAgent runs one session with lease renewal and records its receipt.
+func (r *run) runAgent(ctx context.Context, n int, model, prompt string, task Task, verifier bool) (RunResult, *stop) {
+	req := RunRequest{
+		Prompt:      prompt,
+		Model:       model,
+		Sandboxed:   !verifier,
+		MaxTurns:    r.cfg.MaxTurns,
+		Dir:         r.cfg.Root,
+		Env:         r.env(n, task.ID),
+		UseAPIKey:   r.cfg.UseAPIKey,
+		Timeout:     r.cfg.Timeout,
+		IdleTimeout: r.cfg.IdleTimeout,
+		OnEvent: func(e Event) {
+			r.note.send(Note{Kind: NoteAgentEvent, Iteration: n, AgentEvent: e})
+		},
+	}
+	mode := r.cfg.Mode
+	if verifier {
+		req.Tools = append([]string(nil), VerifierTools...)
+		mode = ModeVerify
+	}
+	if r.cfg.RawLogs {
+		name := "iter-" + strconv.Itoa(n)
+		if verifier {
+			name += "-verify"
+		}
+		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, name+".ndjson")
+	}
+	started := r.cfg.Now()
+	stopRenew := r.renewLeases(ctx, n, task.ID)
+	res, err := r.runner.Run(ctx, req)
+	stopRenew()
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, r.checkCancel(ctx)
+		}
+		return res, internal(fmt.Errorf("loop: run agent: %w", err))
+	}
+	rc := Receipt{
+		Session: r.cfg.Session, Iteration: n, Mode: string(mode), TaskID: task.ID, Model: model,
+		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+		CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens,
+		CostUSD: res.CostUSD, StartedAt: started, Duration: res.Duration, Turns: res.Turns,
+		ExitReason: string(res.Class),
+	}
+	if res.Model != "" {
+		rc.Model = res.Model
+	}
+	if rc.Duration == 0 {
+		rc.Duration = r.cfg.Now().Sub(started)
+	}
+	if verifier && res.OK() {
+		s := sigil.Parse(res.Text)
+		switch {
+		case s.VerifyPass:
+			rc.Verdict = "pass"
+		default:
+			rc.Verdict = "fail"
+		}
+	}
+	r.record(ctx, rc)
+	return res, nil
+}
+
+func (r *run) record(ctx context.Context, rc Receipt) {
+	r.report.Receipts = append(r.report.Receipts, rc)
+	r.report.CostUSD += rc.CostUSD
+	if r.receipts != nil {
+		if err := r.receipts.RecordReceipt(context.WithoutCancel(ctx), rc); err != nil {
+			r.note.notice(rc.Iteration, "could not record the receipt: %v", err)
+		}
+	}
+	r.note.send(Note{Kind: NoteReceipt, Iteration: rc.Iteration, Receipt: &rc})
+}
+
+// env is the RALPH_* environment of DESIGN §4 on top of cfg.Env.
+func (r *run) env(n int, taskID string) []string {
+	env := append([]string(nil), r.cfg.Env...)
+	env = append(env,
+		"RALPH_AGENT_ID="+r.cfg.AgentID,
+		"RALPH_ITERATION="+strconv.Itoa(n),
+		"RALPH_DIR="+r.cfg.Root,
+		"RALPH_BIN="+r.cfg.RalphBin,
+	)
+	if taskID != "" {
+		env = append(env, "RALPH_TASK_ID="+taskID)
+	}
+	return env
+}
+
+// renewLeases renews, every third of the lease, the claim on taskID (or,
+// with taskID empty, every claim this agent holds) until stop is called.
+func (r *run) renewLeases(ctx context.Context, n int, taskID string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(r.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			ids := []string{taskID}
+			if taskID == "" {
+				ids = r.agentTasks(ctx)
+			}
+			for _, id := range ids {
+				if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err != nil && ctx.Err() == nil {
+					r.note.notice(n, "could not renew the lease on %s: %v", id, err)
+				}
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// agentTasks lists the ids of the tasks this agent holds, anywhere.
+func (r *run) agentTasks(ctx context.Context) []string {
+	active, err := r.store.Active(ctx, Scope{})
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, t := range active {
+		if t.ClaimedBy == r.cfg.AgentID {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
+}
+
+// usageLimit releases nothing itself (the caller did); it stops under the
+// stop policy or past MaxWait, and otherwise waits until the reset.
+func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
+	now := r.cfg.Now()
+	var reset time.Time
+	if res.UsageLimit != nil {
+		reset = res.UsageLimit.ResetsAt
+	}
+	if reset.IsZero() {
+		reset = now.Add(DefaultUsageWait)
+	}
+	wait := max(reset.Sub(now), time.Second)
+	msg := "usage limit reached; resets at " + reset.Format(time.RFC3339)
+	if r.cfg.OnUsageLimit == UsageLimitStop {
+		return &stop{outcome: OutcomeUsageLimit, message: msg, resetsAt: reset}
+	}
+	if wait > r.cfg.MaxWait || r.waited+wait > r.cfg.MaxWait {
+		return &stop{outcome: OutcomeUsageLimit, message: msg, resetsAt: reset}
+	}
+	r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: now.Add(wait), Wait: wait, Message: msg})
+	if err := r.cfg.Sleep(ctx, wait); err != nil {
+		return r.checkCancel(ctx)
+	}
+	r.waited += wait
+	return r.checkCancel(ctx)
+}
+
+// releaseHeld releases the loop's claim, if any.
+func (r *run) releaseHeld(ctx context.Context, reason string) {
+	if r.held == "" {
+		return
+	}
+	id := r.held
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := r.store.Release(rctx, id, reason); err != nil {
+		r.note.notice(r.report.Iterations, "could not release %s: %v", id, err)
+	}
+	r.held = ""
+}
+
+// releaseAll is the guarantee: on the way out, nothing stays in_progress
+// under this agent.
+func (r *run) releaseAll(ctx context.Context) {
+	r.releaseHeld(ctx, reasonStopped)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	ids, err := r.store.ReleaseAgent(rctx, r.cfg.AgentID, reasonStopped)
+	if err != nil {
+		r.note.notice(r.report.Iterations, "could not release the claims of %s: %v", r.cfg.AgentID, err)
+	} else if len(ids) > 0 {
+		r.note.notice(r.report.Iterations, "released %s on the way out", strings.Join(ids, ", "))
+	}
+}
+
+// finish fills the report's closing numbers.
+func (r *run) finish(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if c, err := r.store.Counts(rctx, r.cfg.Scope); err == nil {
+		r.report.Counts = c
+		r.report.Remaining = c.Open() + c.InProgress
+	}
+	r.report.Duration = r.cfg.Now().Sub(r.report.StartedAt)
+}
+
+// troubleText describes agent trouble in one line.
+func troubleText(res RunResult) string {
+	s := string(res.Class)
+	if res.Class == "" {
+		s = "unknown"
+	}
+	detail := res.Text
+	if res.APIErrorStatus != 0 {
+		detail = fmt.Sprintf("API error %d %s", res.APIErrorStatus, detail)
+	}
+	if strings.TrimSpace(detail) == "" {
+		detail = res.Stderr
+	}
+	if d := excerpt(detail, 200); d != "" {
+		s += ": " + d
+	}
+	return s
+}
+
+// excerpt folds text to one line of at most n bytes (keeping the end, where
+// agents put their conclusion).
+func excerpt(text string, n int) string {
+	s := strings.Join(strings.Fields(text), " ")
+	if len(s) > n {
+		i := len(s) - n
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++
+		}
+		s = "…" + s[i:]
+	}
+	return s
+}
+
+// sigilTags matches the sigils, which a task summary leaves out.
+var sigilTags = regexp.MustCompile(`<(?:task-done|task-failed|promise|next-model|verify-fail)>[^<]*</(?:task-done|task-failed|promise|next-model|verify-fail)>|<verify-pass\s*/>`)
+
+// summary is what the loop logs when it completes a task: the agent's final
+// text without sigils, on one line.
+func summary(text string) string {
+	return excerpt(sigilTags.ReplaceAllString(text, " "), summaryLimit)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,96 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/looplab/fsm"
+)
+
+// State is a state of the build loop's machine.
+type State string
+
+// The states of the build loop. A run starts in StateStarting and ends in
+// StateDone or StateFailed.
+const (
+	StateStarting          State = "starting"
+	StateRunning           State = "running"
+	StateIterationComplete State = "iteration_complete"
+	StateDone              State = "done"
+	StateFailed            State = "failed"
+)
+
+// States lists every state of the machine, in lifecycle order.
+func States() []State {
+	return []State{StateStarting, StateRunning, StateIterationComplete, StateDone, StateFailed}
+}
+
+// StateEvent names a move of the machine.
+type StateEvent string
+
+// The events of the build loop's machine.
+const (
+	// EventStart: the run's checks passed; the first iteration begins.
+	EventStart StateEvent = "start"
+	// EventIterate: an iteration ran its agent and handled the outcome.
+	EventIterate StateEvent = "iterate"
+	// EventNext: the exit checks found more to do; the next iteration begins.
+	EventNext StateEvent = "next"
+	// EventFinish: the run ended with an outcome that Outcome.Succeeded
+	// reports (Complete, CompleteWithFailures, LimitReached).
+	EventFinish StateEvent = "finish"
+	// EventAbort: the run ended with any other outcome.
+	EventAbort StateEvent = "abort"
+)
+
+// StateEvents lists every event of the machine.
+func StateEvents() []StateEvent {
+	return []StateEvent{EventStart, EventIterate, EventNext, EventFinish, EventAbort}
+}
+
+func machineEvents() fsm.Events {
+	live := []string{string(StateStarting), string(StateRunning), string(StateIterationComplete)}
+	return fsm.Events{
+		{Name: string(EventStart), Src: []string{string(StateStarting)}, Dst: string(StateRunning)},
+		{Name: string(EventIterate), Src: []string{string(StateRunning)}, Dst: string(StateIterationComplete)},
+		{Name: string(EventNext), Src: []string{string(StateIterationComplete)}, Dst: string(StateRunning)},
+		{Name: string(EventFinish), Src: live, Dst: string(StateDone)},
+		{Name: string(EventAbort), Src: live, Dst: string(StateFailed)},
+	}
+}
+
+// Diagram returns the build loop's state machine as a Mermaid state
+// diagram. The output is stable: it is kept as a golden file in testdata.
+func Diagram() string {
+	f := fsm.NewFSM(string(StateStarting), machineEvents(), nil)
+	s, err := fsm.VisualizeWithType(f, fsm.MERMAID)
+	if err != nil {
+		// Only an unknown visualisation type fails, and MERMAID is known.
+		panic(fmt.Sprintf("loop: diagram: %v", err))
+	}
+	return s
+}
+
+// machine wraps the fsm. It is owned by the goroutine running the loop and
+// never shared: looplab/fsm's concurrent Event calls race.
+type machine struct {
+	f *fsm.FSM
+}
+
+func newMachine() *machine {
+	return &machine{f: fsm.NewFSM(string(StateStarting), machineEvents(), nil)}
+}
+
+func (m *machine) state() State { return State(m.f.Current()) }
+
+// fire moves the machine and returns the states before and after. The
+// context is detached from cancellation: a cancelled context would leave
+// looplab/fsm stuck in transition for good (upstream issue 115); the loop
+// watches cancellation itself.
+func (m *machine) fire(ctx context.Context, ev StateEvent) (from, to State, err error) {
+	from = m.state()
+	if err := m.f.Event(context.WithoutCancel(ctx), string(ev)); err != nil {
+		return from, from, fmt.Errorf("loop: state machine: %w", err)
+	}
+	return from, m.state(), nil
+}

@@ -1,0 +1,139 @@
+package loop
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// NoteKind says what a Note reports.
+type NoteKind string
+
+// The kinds of Note the loop sends to its Observer.
+const (
+	NoteTransition     NoteKind = "transition"      // the machine moved: From, To, Event
+	NoteIterationStart NoteKind = "iteration_start" // Iteration, Task (zero in peek mode), Model, Mode
+	NoteIterationEnd   NoteKind = "iteration_end"   // Iteration, Task, Model, Status, Receipt
+	NoteAgentEvent     NoteKind = "agent_event"     // AgentEvent, forwarded from the Runner
+	NoteWait           NoteKind = "wait"            // a usage-limit wait: Until, Wait
+	NoteReceipt        NoteKind = "receipt"         // Receipt of one agent session
+	NoteNotice         NoteKind = "notice"          // Message for people (released claims, ignored COMPLETE, …)
+	NoteSessionEnd     NoteKind = "session_end"     // Report, sent once, last
+)
+
+// Note is one thing the loop reports to its Observer. Which fields are set
+// depends on Kind.
+type Note struct {
+	Kind      NoteKind
+	At        time.Time
+	Session   string
+	Mode      Mode
+	Iteration int
+
+	From  State
+	To    State
+	Event StateEvent
+
+	Task  Task
+	Model string
+	// Status is the iteration's status (NoteIterationEnd): see
+	// IterationStatus.
+	Status IterationStatus
+
+	AgentEvent Event
+	Until      time.Time
+	Wait       time.Duration
+	Receipt    *Receipt
+	Message    string
+	Report     *Report
+}
+
+// Observer receives what a run does: transitions, iterations, agent events,
+// waits, receipts, notices and the final report. The loop serialises its
+// calls (never two at once), so implementations need no locking of their
+// own, but calls may come from goroutines other than Run's caller.
+//
+// Observe should return quickly: it runs inline with the loop and, for
+// agent events, with the stream reader. A panic in Observe is recovered:
+// the run stops its agent, releases its claims and Run returns an
+// *ObserverPanicError with OutcomeError.
+type Observer interface {
+	Observe(n Note)
+}
+
+// ObserverFunc adapts a function to the Observer interface.
+type ObserverFunc func(n Note)
+
+// Observe calls f(n).
+func (f ObserverFunc) Observe(n Note) { f(n) }
+
+// MultiObserver sends every note to each observer in turn.
+func MultiObserver(obs ...Observer) Observer {
+	return ObserverFunc(func(n Note) {
+		for _, o := range obs {
+			if o != nil {
+				o.Observe(n)
+			}
+		}
+	})
+}
+
+// ObserverPanicError is returned by Run when its Observer panicked.
+type ObserverPanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *ObserverPanicError) Error() string {
+	return fmt.Sprintf("loop: observer panicked: %v", e.Value)
+}
+
+// notifier serialises calls to the Observer and turns a panic into a
+// recorded error and a cancellation of the run.
+type notifier struct {
+	mu       sync.Mutex
+	obs      Observer
+	panicked *ObserverPanicError
+	cancel   func()
+	base     Note // Session and Mode stamped on every note
+	now      func() time.Time
+}
+
+func (n *notifier) send(note Note) {
+	if n.obs == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.panicked != nil {
+		return // one panic stops the run; later notes are dropped
+	}
+	if note.At.IsZero() {
+		note.At = n.now()
+	}
+	note.Session = n.base.Session
+	note.Mode = n.base.Mode
+	defer func() {
+		if v := recover(); v != nil {
+			n.panicked = &ObserverPanicError{Value: v, Stack: debug.Stack()}
+			if n.cancel != nil {
+				n.cancel()
+			}
+		}
+	}()
+	n.obs.Observe(note)
+}
+
+func (n *notifier) err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.panicked == nil {
+		return nil
+	}
+	return n.panicked
+}
+
+func (n *notifier) notice(iter int, format string, args ...any) {
+	n.send(Note{Kind: NoteNotice, Iteration: iter, Message: fmt.Sprintf(format, args...)})
+}

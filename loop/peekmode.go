@@ -1,0 +1,129 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"strings"
+
+	"github.com/ralph-dev/ralph/sigil"
+)
+
+// peekIteration is one iteration of peek mode (ClaimAgent): the agent gets
+// the peek and claims inside its session through `$RALPH_BIN task claim`.
+func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
+	n := r.report.Iterations + 1
+	claimable, err := r.store.Ready(ctx, r.cfg.Scope, PeekLimit)
+	var active []Task
+	if err == nil {
+		active, err = r.store.Active(ctx, r.cfg.Scope)
+	}
+	var peek bytes.Buffer
+	if err == nil {
+		err = FormatPeek(&peek, claimable, active, r.cfg.Now())
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, r.checkCancel(ctx)
+		}
+		// A peek error is transient: the iteration is spent, the loop goes on.
+		why := "peek failed: " + firstLine(err.Error())
+		r.note.send(Note{Kind: NoteIterationStart, Iteration: n})
+		r.report.Iterations = n
+		r.report.Failures++
+		r.endIteration(n, Task{}, "", IterPeekError, why)
+		return true, nil
+	}
+	if peek.Len() == 0 {
+		return false, stopWith(OutcomeComplete, "nothing claimable")
+	}
+
+	prompt, err := r.prompts[PromptPeek].Render(PromptData{
+		Peek: peek.String(), Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
+	})
+	if err != nil {
+		return false, internal(err)
+	}
+	model, hinted := r.pickModel(ModelChoice{Iteration: n, History: r.history})
+	r.note.send(Note{Kind: NoteIterationStart, Iteration: n, Model: model})
+	res, s := r.runAgent(ctx, n, model, prompt, Task{}, false)
+	if s != nil {
+		return false, s
+	}
+	if res.Class == ClassCancelled || ctx.Err() != nil {
+		return false, r.checkCancel(ctx)
+	}
+	if res.Class == ClassUsageLimit {
+		r.releaseAgent(ctx, "usage limit: waiting for reset")
+		r.endIteration(n, Task{}, model, IterUsageLimit, "")
+		return false, r.usageLimit(ctx, res)
+	}
+	r.waited = 0
+	r.consumeHint(hinted)
+
+	status, why, s := r.handlePeek(ctx, n, res, claimable)
+	r.report.Iterations = n
+	if status.Success() {
+		r.report.Successes++
+	} else {
+		r.report.Failures++
+	}
+	r.history = append(r.history, Attempt{Iteration: n, Model: model, Hinted: hinted, Result: attemptResult(status)})
+	r.endIteration(n, Task{}, model, status, why)
+	return true, s
+}
+
+func (r *run) handlePeek(ctx context.Context, n int, res RunResult, claimable []Task) (IterationStatus, string, *stop) {
+	if !res.OK() {
+		// Agent trouble never fails a task: what the agent holds goes back.
+		why := troubleText(res)
+		r.releaseAgent(ctx, "agent trouble: "+why)
+		return IterAgentTrouble, why, r.agentTrouble(why)
+	}
+	r.agentStreak = 0
+	status, why := IterSessionOK, ""
+	if left := r.agentTasks(ctx); len(left) > 0 {
+		for _, id := range left {
+			if err := r.store.Fail(ctx, id, ReasonSessionExited); err != nil {
+				return IterSessionLeft, why, r.storeErr(ctx, err)
+			}
+		}
+		status, why = IterSessionLeft, ReasonSessionExited+": "+strings.Join(left, ", ")
+	}
+	sig := sigil.Parse(res.Text)
+	if sig.NextModel != "" {
+		r.hint = sig.NextModel
+	}
+	if sig.Failure {
+		return IterFailure, why, stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
+	}
+	if r.testCmd != "" || r.cfg.Commit {
+		if st, gwhy, s := r.gates(ctx, n, r.doneTitles(ctx, claimable)); st != "" {
+			return st, gwhy, s
+		}
+	}
+	return status, why, nil
+}
+
+// doneTitles names, for the commit message, the shown tasks that are done
+// now ("peek session" when none is).
+func (r *run) doneTitles(ctx context.Context, shown []Task) string {
+	var titles []string
+	for _, t := range shown {
+		if cur, err := r.store.Get(ctx, t.ID); err == nil && cur.Status == StatusDone {
+			titles = append(titles, cur.Title)
+		}
+	}
+	if len(titles) == 0 {
+		return "peek session"
+	}
+	return strings.Join(titles, "; ")
+}
+
+// releaseAgent returns every claim this agent holds to pending.
+func (r *run) releaseAgent(ctx context.Context, reason string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if _, err := r.store.ReleaseAgent(rctx, r.cfg.AgentID, reason); err != nil {
+		r.note.notice(r.report.Iterations, "could not release the claims of %s: %v", r.cfg.AgentID, err)
+	}
+}

@@ -1,0 +1,144 @@
+package loop
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// SessionLogPath is where a session's log goes: <logDir>/<session>.log.
+func SessionLogPath(logDir, session string) string {
+	return filepath.Join(logDir, session+".log")
+}
+
+// SessionLog is an Observer that writes the session log of DESIGN §7: a
+// session header, a header and a footer per iteration (mode, task, start;
+// end, duration, model, cost, turns, status), the notices and waits in
+// between, and a closing summary (iterations, successes, failures,
+// duration, cost, exit reason, exit code). Agent events are not written;
+// the raw stream of each session has them.
+//
+// Write errors are kept: the first one is returned by Close, and nothing is
+// written after it.
+type SessionLog struct {
+	w       *bufio.Writer
+	c       io.Closer
+	err     error
+	started bool
+	iters   map[int]*iterLog
+}
+
+type iterLog struct {
+	start time.Time
+	model string
+	cost  float64
+	turns int
+}
+
+// NewSessionLog writes a session log to w.
+func NewSessionLog(w io.Writer) *SessionLog {
+	return &SessionLog{w: bufio.NewWriter(w), iters: map[int]*iterLog{}}
+}
+
+// OpenSessionLog creates the log file at path (and its directory).
+func OpenSessionLog(path string) (*SessionLog, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("loop: session log: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("loop: session log: %w", err)
+	}
+	l := NewSessionLog(f)
+	l.c = f
+	return l, nil
+}
+
+const logTime = time.RFC3339
+
+func (l *SessionLog) printf(format string, args ...any) {
+	if l.err != nil {
+		return
+	}
+	if _, err := fmt.Fprintf(l.w, format, args...); err != nil {
+		l.err = err
+	}
+}
+
+// Observe writes the note's lines.
+func (l *SessionLog) Observe(n Note) {
+	if !l.started {
+		l.started = true
+		l.printf("# ralph session %s\nstarted: %s\nmode: %s\n", n.Session, n.At.Format(logTime), n.Mode)
+	}
+	switch n.Kind {
+	case NoteIterationStart:
+		l.iters[n.Iteration] = &iterLog{start: n.At, model: n.Model}
+		l.printf("\n=== iteration %d ===\nmode: %s\ntask: %s\nstart: %s\n", n.Iteration, n.Mode, taskLabel(n.Task), n.At.Format(logTime))
+	case NoteReceipt:
+		it := l.iter(n.Iteration, n.At)
+		it.cost += n.Receipt.CostUSD
+		if n.Receipt.Mode != string(ModeVerify) {
+			it.turns = n.Receipt.Turns
+			if n.Receipt.Model != "" {
+				it.model = n.Receipt.Model
+			}
+		} else {
+			l.printf("verifier: %s (model %s, $%.4f)\n", n.Receipt.Verdict, n.Receipt.Model, n.Receipt.CostUSD)
+		}
+	case NoteIterationEnd:
+		it := l.iter(n.Iteration, n.At)
+		l.printf("--- iteration %d end ---\nend: %s\nduration: %s\nmodel: %s\ncost: $%.4f\nturns: %d\nstatus: %s\n",
+			n.Iteration, n.At.Format(logTime), n.At.Sub(it.start).Round(time.Millisecond), it.model, it.cost, it.turns, n.Status)
+		if n.Message != "" {
+			l.printf("reason: %s\n", n.Message)
+		}
+		delete(l.iters, n.Iteration)
+	case NoteWait:
+		l.printf("[%s] wait %s until %s: %s\n", n.At.Format(logTime), n.Wait, n.Until.Format(logTime), n.Message)
+	case NoteNotice:
+		l.printf("[%s] %s\n", n.At.Format(logTime), n.Message)
+	case NoteSessionEnd:
+		r := n.Report
+		l.printf("\n=== session summary ===\niterations: %d\nsuccesses: %d\nfailures: %d\nduration: %s\ncost: $%.4f\nexit reason: %s: %s\nexit code: %d\n",
+			r.Iterations, r.Successes, r.Failures, r.Duration.Round(time.Millisecond), r.CostUSD, r.Outcome, r.Message, r.ExitCode())
+	}
+	if l.err == nil {
+		l.err = l.w.Flush()
+	}
+}
+
+func (l *SessionLog) iter(n int, at time.Time) *iterLog {
+	it := l.iters[n]
+	if it == nil {
+		it = &iterLog{start: at}
+		l.iters[n] = it
+	}
+	return it
+}
+
+func taskLabel(t Task) string {
+	if t.ID == "" {
+		return "(claimed by the agent)"
+	}
+	return t.ID + " " + strings.Join(strings.Fields(t.Title), " ")
+}
+
+// Close flushes the log, closes the file it opened and returns the first
+// error met.
+func (l *SessionLog) Close() error {
+	if l.err == nil {
+		l.err = l.w.Flush()
+	}
+	if l.c != nil {
+		if err := l.c.Close(); l.err == nil {
+			l.err = err
+		}
+		l.c = nil
+	}
+	return l.err
+}
