@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ralph-dev/ralph/dag"
+)
+
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); "dev"
+// falls back to the module version recorded in the binary.
+var version = "dev"
+
+// Exit codes of the non-loop commands (DESIGN §8, "CLI habits").
+const (
+	exitOK      = 0
+	exitError   = 1
+	exitNothing = 2
+)
+
+// exitError carries an exit code other than 1 up to run. Its message, if
+// not empty, is printed like any error.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// nothingToDo is the exit-2 error: the command worked but found nothing to
+// do.
+func nothingToDo(format string, a ...any) error {
+	return &codedError{code: exitNothing, err: fmt.Errorf(format, a...)}
+}
+
+// usageErrorf is a bad command line: exit 1, with a hint to the help.
+type usageError struct {
+	cmd string // "ralph task add"
+	err error
+}
+
+func (e *usageError) Error() string {
+	return fmt.Sprintf("%s (see '%s --help')", e.err, e.cmd)
+}
+func (e *usageError) Unwrap() error { return e.err }
+
+// appConfig is what the app takes from its surroundings; tests replace
+// every part.
+type appConfig struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	getenv         func(string) string
+	now            func() time.Time
+	// busyTimeout is how long to wait for another process's write lock;
+	// zero means the store's default.
+	busyTimeout time.Duration
+}
+
+func (cfg appConfig) storeOptions() dag.Options {
+	return dag.Options{Now: cfg.now, BusyTimeout: cfg.busyTimeout}
+}
+
+// run runs the app on args (args[0] is the program name) and returns the
+// process exit code. It is the only place errors become exit codes.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runApp(ctx, newApp(stdout, stderr), args, stderr)
+}
+
+func runApp(ctx context.Context, app *cli.App, args []string, stderr io.Writer) int {
+	err := app.RunContext(ctx, reorderArgs(app, args))
+	if err == nil {
+		return exitOK
+	}
+	if msg := oneLine(err.Error()); msg != "" {
+		fmt.Fprintf(stderr, "ralph: %s\n", msg)
+	}
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	return exitError
+}
+
+// oneLine keeps an error on one line of stderr and drops the package
+// prefixes of library errors ("loop: ", "dag: "), which mean nothing to a
+// user.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	for _, pkg := range []string{"loop: ", "dag: "} {
+		s = strings.TrimPrefix(s, pkg)
+		s = strings.ReplaceAll(s, ": "+pkg, ": ")
+	}
+	s = strings.ReplaceAll(s, "\r\n", "; ")
+	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+// newApp builds the CLI writing to stdout and stderr.
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return newAppConfig(appConfig{
+		stdout: stdout,
+		stderr: stderr,
+		stdin:  os.Stdin,
+		getenv: os.Getenv,
+		now:    time.Now,
+	})
+}
+
+func newAppConfig(cfg appConfig) *cli.App {
+	app := &cli.App{
+		Name:      "ralph",
+		Usage:     "run an AI coding agent in a loop against a plan of tasks",
+		UsageText: "ralph [--dir DIR] COMMAND [arguments]",
+		Version:   buildVersion(),
+		Writer:    cfg.stdout,
+		ErrWriter: cfg.stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "project root `DIR`", DefaultText: "the current directory"},
+		},
+		Commands: []*cli.Command{
+			initCommand(cfg),
+			taskCommand(cfg),
+			featureCommand(cfg),
+		},
+		HideHelpCommand: true,
+		// Only run maps errors to exit codes; the default handler would
+		// call os.Exit itself.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Action: func(c *cli.Context) error {
+			if !c.Args().Present() {
+				return cli.ShowAppHelp(c)
+			}
+			return &usageError{cmd: "ralph", err: fmt.Errorf("unknown command %q", c.Args().First())}
+		},
+	}
+	setUsageErrorHandlers("ralph", app.Commands)
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		return &usageError{cmd: "ralph", err: err}
+	}
+	return app
+}
+
+// setUsageErrorHandlers makes every command report a bad flag as a one-line
+// usage error (exit 1) instead of printing its help and the error to stdout.
+func setUsageErrorHandlers(prefix string, cmds []*cli.Command) {
+	for _, c := range cmds {
+		name := prefix + " " + c.Name
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return &usageError{cmd: name, err: err}
+		}
+		c.HideHelpCommand = true
+		setUsageErrorHandlers(name, c.Subcommands)
+	}
+}
+
+// groupAction is the action of commands that only hold subcommands: help
+// when called bare, an error for an unknown subcommand.
+func groupAction(c *cli.Context) error {
+	if !c.Args().Present() {
+		return cli.ShowSubcommandHelp(c)
+	}
+	name := commandPath(c)
+	return &usageError{cmd: name, err: fmt.Errorf("unknown command %q for %q", c.Args().First(), name)}
+}
+
+// commandPath is "ralph task dep" for the dep command's context.
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, l := range c.Lineage() {
+		if l.Command != nil && l.Command.Name != "" {
+			names = append(names, l.Command.Name)
+		}
+	}
+	if len(names) > 0 && names[len(names)-1] == c.App.Name {
+		names = names[:len(names)-1] // the root command
+	}
+	path := "ralph"
+	for i := len(names) - 1; i >= 0; i-- {
+		path += " " + names[i]
+	}
+	return path
+}
+
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+// args checks the number of positional arguments and returns them.
+func args(c *cli.Context, min, max int, usage string) ([]string, error) {
+	a := c.Args().Slice()
+	if len(a) < min || len(a) > max {
+		want := usage
+		if want == "" {
+			want = "no arguments"
+		}
+		return nil, &usageError{cmd: commandPath(c), err: fmt.Errorf("want %s, got %d argument%s", want, len(a), plural(len(a)))}
+	}
+	return a, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// project is an initialised ralph project: its root and its .ralph dir.
+type project struct {
+	root  string
+	ralph string
+}
+
+func (p project) dbPath() string { return filepath.Join(p.ralph, "progress.db") }
+
+// rel returns path relative to the project root, for messages.
+func (p project) rel(path string) string {
+	if r, err := filepath.Rel(p.root, path); err == nil {
+		return r
+	}
+	return path
+}
+
+// projectRoot resolves --dir (default: the working directory) to an
+// absolute path.
+func projectRoot(c *cli.Context) (project, error) {
+	dir := c.String("dir")
+	if dir == "" {
+		dir = "."
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return project{}, fmt.Errorf("--dir %s: %w", dir, err)
+	}
+	return project{root: root, ralph: filepath.Join(root, ".ralph")}, nil
+}
+
+// openProject finds the initialised project and opens its database. It never
+// creates anything.
+func openProject(c *cli.Context, cfg appConfig) (project, *dag.Store, error) {
+	p, err := projectRoot(c)
+	if err != nil {
+		return project{}, nil, err
+	}
+	if fi, err := os.Stat(p.ralph); err != nil || !fi.IsDir() {
+		return project{}, nil, fmt.Errorf("no ralph project in %s (run 'ralph init')", p.root)
+	}
+	st, err := dag.OpenExisting(c.Context, p.dbPath(), cfg.storeOptions())
+	if errors.Is(err, fs.ErrNotExist) {
+		return project{}, nil, fmt.Errorf("no task database at %s (run 'ralph init')", p.dbPath())
+	}
+	if err != nil {
+		return project{}, nil, err
+	}
+	return p, st, nil
+}
+
+// withStore runs fn on the project's store, recovering expired leases
+// first (DESIGN §2: every `ralph task` call does), and closes the store.
+func withStore(cfg appConfig, fn func(c *cli.Context, p project, st *dag.Store) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		p, st, err := openProject(c, cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if _, err := st.RecoverExpired(c.Context); err != nil {
+			return err
+		}
+		return fn(c, p, st)
+	}
+}

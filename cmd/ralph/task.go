@@ -1,0 +1,478 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+func taskCommand(cfg appConfig) *cli.Command {
+	return &cli.Command{
+		Name:   "task",
+		Usage:  "add, inspect, claim and finish the tasks of the plan",
+		Action: groupAction,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "add",
+				Usage:     "add a task; prints its id",
+				ArgsUsage: "TITLE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "description", Aliases: []string{"d"}, Usage: "the task's description, `TEXT`"},
+					&cli.StringFlag{Name: "parent", Usage: "the parent task's `ID`"},
+					&cli.IntFlag{Name: "priority", Aliases: []string{"p"}, Value: dag.DefaultPriority, Usage: "priority `N`: lower is claimed first"},
+					&cli.StringSliceFlag{Name: "blocked-by", Usage: "a task `ID` that must be done first (repeat for more)"},
+					&cli.StringFlag{Name: "feature", Usage: "the feature `NAME` the task belongs to (see 'ralph feature add')"},
+					&cli.StringFlag{Name: "id", Usage: "the new task's `ID` (default: generated)"},
+				},
+				Action: withStore(cfg, taskAdd(cfg)),
+			},
+			{
+				Name:  "list",
+				Usage: "list tasks in plan order",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "status", Usage: "only tasks with status `S` (pending, in_progress, done, failed, blocked)"},
+					&cli.StringFlag{Name: "feature", Usage: "only the tasks of feature `NAME`"},
+					jsonFlag(),
+				},
+				Action: withStore(cfg, taskList(cfg)),
+			},
+			{
+				Name:      "show",
+				Usage:     "show a task and its log",
+				ArgsUsage: "ID",
+				Flags:     []cli.Flag{jsonFlag()},
+				Action:    withStore(cfg, taskShow(cfg)),
+			},
+			{
+				Name:   "dep",
+				Usage:  "add or remove a dependency between tasks",
+				Action: groupAction,
+				Subcommands: []*cli.Command{
+					{
+						Name:      "add",
+						Usage:     "make BLOCKED wait until BLOCKER is done (a cycle is refused)",
+						ArgsUsage: "BLOCKED BLOCKER",
+						Action:    withStore(cfg, taskDep(true)),
+					},
+					{
+						Name:      "rm",
+						Usage:     "remove the dependency of BLOCKED on BLOCKER",
+						ArgsUsage: "BLOCKED BLOCKER",
+						Action:    withStore(cfg, taskDep(false)),
+					},
+				},
+			},
+			{
+				Name:  "peek",
+				Usage: "show the claimable and active tasks as markdown; nothing when none is claimable",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "n", Value: 10, Usage: "show at most `N` claimable tasks"},
+					jsonFlag(),
+				},
+				Action: withStore(cfg, taskPeek(cfg)),
+			},
+			{
+				Name:      "claim",
+				Usage:     "claim task ID, or the next ready task; prints its id (exit 2: nothing ready)",
+				ArgsUsage: "[ID]",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "agent", Usage: "the claiming agent's `ID` (default: $RALPH_AGENT_ID, else user-$USER)"},
+					&cli.DurationFlag{Name: "lease", Value: loop.DefaultLease, Usage: "how long the claim lasts unless renewed, as a `DURATION`"},
+				},
+				Action: withStore(cfg, taskClaim(cfg)),
+			},
+			{
+				Name:      "done",
+				Usage:     "mark a claimed task done",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "summary", Aliases: []string{"s"}, Usage: "what was done, `TEXT` that dependent tasks will see"},
+				},
+				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+					a, err := args(c, 1, 1, "ID")
+					if err != nil {
+						return err
+					}
+					return st.Complete(c.Context, a[0], strings.TrimSpace(c.String("summary")))
+				}),
+			},
+			{
+				Name:      "fail",
+				Usage:     "mark a claimed task failed (its ancestors fail too)",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "reason", Aliases: []string{"r"}, Usage: "why the task failed, `TEXT` (required)"},
+				},
+				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+					a, err := args(c, 1, 1, "ID")
+					if err != nil {
+						return err
+					}
+					reason := strings.TrimSpace(c.String("reason"))
+					if reason == "" {
+						return &usageError{cmd: commandPath(c), err: errors.New("--reason is required")}
+					}
+					return st.Fail(c.Context, a[0], reason)
+				}),
+			},
+			{
+				Name:      "reset",
+				Usage:     "return a failed task to pending",
+				ArgsUsage: "ID",
+				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+					a, err := args(c, 1, 1, "ID")
+					if err != nil {
+						return err
+					}
+					return st.Reset(c.Context, a[0])
+				}),
+			},
+			{
+				Name:  "release",
+				Usage: "return every task an agent holds to pending; prints their ids",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "agent", Usage: "the agent's `ID` (default: $RALPH_AGENT_ID, else user-$USER)"},
+				},
+				Action: withStore(cfg, taskRelease(cfg)),
+			},
+			{
+				Name:      "block",
+				Usage:     "block a pending task until 'ralph task unblock'",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "reason", Aliases: []string{"r"}, Usage: "what the task waits for, `TEXT`"},
+				},
+				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+					a, err := args(c, 1, 1, "ID")
+					if err != nil {
+						return err
+					}
+					return st.Block(c.Context, a[0], strings.TrimSpace(c.String("reason")))
+				}),
+			},
+			{
+				Name:      "unblock",
+				Usage:     "return a blocked task to pending",
+				ArgsUsage: "ID",
+				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+					a, err := args(c, 1, 1, "ID")
+					if err != nil {
+						return err
+					}
+					return st.Unblock(c.Context, a[0])
+				}),
+			},
+			{
+				Name:   "plan-status",
+				Usage:  "print open=N active=N done=N failed=N blocked=N total=N",
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: withStore(cfg, taskPlanStatus(cfg)),
+			},
+			{
+				Name:      "import",
+				Usage:     "add the tasks of a JSON Lines file (or a markdown checklist), all or nothing",
+				ArgsUsage: "FILE|-",
+				Action:    withStore(cfg, taskImport(cfg)),
+			},
+			{
+				Name:   "export",
+				Usage:  "print every task as JSON Lines, ready for 'ralph task import'",
+				Action: withStore(cfg, taskExport(cfg)),
+			},
+		},
+	}
+}
+
+// jsonFlag is a fresh --json flag: cli flags keep parse state, so commands
+// do not share one.
+func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print JSON"} }
+
+type storeAction func(c *cli.Context, p project, st *dag.Store) error
+
+func taskAdd(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		a, err := args(c, 1, 1, "one TITLE (quote it)")
+		if err != nil {
+			return err
+		}
+		var blockers []string
+		for _, b := range c.StringSlice("blocked-by") {
+			if b = strings.TrimSpace(b); b != "" {
+				blockers = append(blockers, b)
+			}
+		}
+		t, err := st.Add(c.Context, dag.AddParams{
+			ID:          strings.TrimSpace(c.String("id")),
+			Title:       strings.TrimSpace(a[0]),
+			Description: c.String("description"),
+			Priority:    c.Int("priority"),
+			ParentID:    strings.TrimSpace(c.String("parent")),
+			Feature:     strings.TrimSpace(c.String("feature")),
+			BlockedBy:   blockers,
+		})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cfg.stdout, t.ID)
+		return err
+	}
+}
+
+func taskList(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		if _, err := args(c, 0, 0, ""); err != nil {
+			return err
+		}
+		var p dag.ListParams
+		if s := c.String("status"); s != "" {
+			status, err := parseStatus(s)
+			if err != nil {
+				return err
+			}
+			p.Status = status
+		}
+		p.Feature = c.String("feature")
+		tasks, err := st.List(c.Context, p)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return writeJSON(cfg.stdout, tasksJSON(tasks))
+		}
+		return writeTaskTable(cfg.stdout, tasks)
+	}
+}
+
+func parseStatus(s string) (loop.Status, error) {
+	st := loop.Status(s)
+	if !st.Valid() {
+		return "", fmt.Errorf("unknown status %q (want pending, in_progress, done, failed or blocked)", s)
+	}
+	return st, nil
+}
+
+func taskShow(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		a, err := args(c, 1, 1, "ID")
+		if err != nil {
+			return err
+		}
+		t, err := st.Get(c.Context, a[0])
+		if err != nil {
+			return err
+		}
+		logs, err := st.Logs(c.Context, t.ID)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return writeJSON(cfg.stdout, taskShowJSON{taskJSON: toJSON(t), Logs: logsJSON(logs)})
+		}
+		return writeTaskText(cfg.stdout, t, logs)
+	}
+}
+
+func taskDep(add bool) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		a, err := args(c, 2, 2, "BLOCKED BLOCKER")
+		if err != nil {
+			return err
+		}
+		if add {
+			return st.AddDependency(c.Context, a[0], a[1])
+		}
+		return st.RemoveDependency(c.Context, a[0], a[1])
+	}
+}
+
+// peekJSON is `task peek --json`.
+type peekJSON struct {
+	Claimable []taskJSON `json:"claimable"`
+	Active    []taskJSON `json:"active"`
+}
+
+func taskPeek(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		if _, err := args(c, 0, 0, ""); err != nil {
+			return err
+		}
+		n := c.Int("n")
+		if n < 1 {
+			return &usageError{cmd: commandPath(c), err: fmt.Errorf("-n %d: want at least 1", n)}
+		}
+		claimable, err := st.Ready(c.Context, loop.Scope{}, n)
+		if err != nil {
+			return err
+		}
+		if len(claimable) == 0 && !c.Bool("json") {
+			return nil // prints nothing at all: nothing is claimable
+		}
+		active, err := st.Active(c.Context, loop.Scope{})
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return writeJSON(cfg.stdout, peekJSON{Claimable: tasksJSON(claimable), Active: tasksJSON(active)})
+		}
+		summaries, err := blockerSummaries(c, st, claimable)
+		if err != nil {
+			return err
+		}
+		return loop.WritePeek(cfg.stdout, loop.PeekParams{
+			Claimable: claimable, Active: active, Now: cfg.now(), BlockerSummaries: summaries,
+		})
+	}
+}
+
+// blockerSummaries maps each blocker of the claimable tasks (all done, or
+// the task would not be ready) to the message of its latest log entry.
+func blockerSummaries(c *cli.Context, st *dag.Store, tasks []loop.Task) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range tasks {
+		for _, b := range t.BlockedBy {
+			if _, seen := out[b]; seen {
+				continue
+			}
+			logs, err := st.Logs(c.Context, b)
+			if err != nil {
+				return nil, err
+			}
+			out[b] = ""
+			if len(logs) > 0 {
+				out[b] = logs[len(logs)-1].Message
+			}
+		}
+	}
+	return out, nil
+}
+
+// agentID is --agent, else $RALPH_AGENT_ID, else "user-$USER": a person
+// claiming by hand gets a stable holder name they can release.
+func agentID(c *cli.Context, cfg appConfig) string {
+	if a := strings.TrimSpace(c.String("agent")); a != "" {
+		return a
+	}
+	if a := strings.TrimSpace(cfg.getenv("RALPH_AGENT_ID")); a != "" {
+		return a
+	}
+	for _, k := range []string{"USER", "LOGNAME", "USERNAME"} {
+		if u := strings.TrimSpace(cfg.getenv(k)); u != "" {
+			return "user-" + u
+		}
+	}
+	return "user"
+}
+
+func taskClaim(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		a, err := args(c, 0, 1, "at most one ID")
+		if err != nil {
+			return err
+		}
+		lease := c.Duration("lease")
+		if lease <= 0 {
+			return &usageError{cmd: commandPath(c), err: fmt.Errorf("--lease %s: want a positive duration", lease)}
+		}
+		p := loop.ClaimParams{Agent: agentID(c, cfg), Lease: lease}
+		if len(a) == 1 {
+			p.TaskID = a[0]
+		}
+		t, err := st.Claim(c.Context, p)
+		if errors.Is(err, loop.ErrNoReadyTask) {
+			return nothingToDo("no task is ready to claim")
+		}
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cfg.stdout, t.ID)
+		return err
+	}
+}
+
+func taskRelease(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		if _, err := args(c, 0, 0, ""); err != nil {
+			return err
+		}
+		agent := agentID(c, cfg)
+		ids, err := st.ReleaseAgent(c.Context, agent, "released by 'ralph task release --agent "+agent+"'")
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := fmt.Fprintln(cfg.stdout, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func taskPlanStatus(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		if _, err := args(c, 0, 0, ""); err != nil {
+			return err
+		}
+		counts, err := st.Counts(c.Context, loop.Scope{})
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return writeJSON(cfg.stdout, toCountsJSON(counts))
+		}
+		_, err = fmt.Fprintln(cfg.stdout, counts.String())
+		return err
+	}
+}
+
+func taskImport(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		a, err := args(c, 1, 1, "FILE or - for standard input")
+		if err != nil {
+			return err
+		}
+		name, in := a[0], cfg.stdin
+		if name != "-" {
+			f, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		} else {
+			name = "standard input"
+		}
+		tasks, err := readTasks(c, st, in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if len(tasks) == 0 {
+			return nothingToDo("%s: no tasks to import", name)
+		}
+		n, err := st.Import(c.Context, tasks)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		_, err = fmt.Fprintf(cfg.stdout, "imported %d task%s\n", n, plural(n))
+		return err
+	}
+}
+
+func taskExport(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		if _, err := args(c, 0, 0, ""); err != nil {
+			return err
+		}
+		tasks, err := st.Export(c.Context)
+		if err != nil {
+			return err
+		}
+		return dag.WriteJSONL(cfg.stdout, tasks)
+	}
+}
