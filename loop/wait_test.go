@@ -1,0 +1,344 @@
+package loop_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
+)
+
+// recorder is an Observer keeping every note.
+type recorder struct {
+	mu    sync.Mutex
+	notes []loop.Note
+}
+
+func (r *recorder) Observe(n loop.Note) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, n)
+}
+
+func (r *recorder) kind(k loop.NoteKind) []loop.Note {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []loop.Note
+	for _, n := range r.notes {
+		if n.Kind == k {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestUsageLimit(t *testing.T) {
+	start := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC) // synctest's epoch is 2000; times below are offsets
+	_ = start
+	tests := []struct {
+		name     string
+		policy   loop.UsageLimitPolicy
+		maxWait  time.Duration
+		resetIn  time.Duration // 0: unknown reset time
+		wantWait time.Duration // 0: no wait
+		want     loop.Outcome
+		runs     int
+	}{
+		{name: "waits until the reset and goes on", policy: loop.UsageLimitWait, resetIn: 42 * time.Minute,
+			wantWait: 42 * time.Minute, want: loop.OutcomeComplete, runs: 2},
+		{name: "unknown reset waits five minutes", policy: loop.UsageLimitWait,
+			wantWait: 5 * time.Minute, want: loop.OutcomeComplete, runs: 2},
+		{name: "a reset in the past waits one second", policy: loop.UsageLimitWait, resetIn: -time.Hour,
+			wantWait: time.Second, want: loop.OutcomeComplete, runs: 2},
+		{name: "stop policy exits 10", policy: loop.UsageLimitStop, resetIn: 42 * time.Minute,
+			want: loop.OutcomeUsageLimit, runs: 1},
+		{name: "a reset beyond max wait ends the run as stop would", policy: loop.UsageLimitWait, maxWait: time.Hour,
+			resetIn: 2 * time.Hour, want: loop.OutcomeUsageLimit, runs: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newStore(t, tasks("a")...)
+				cfg := testConfig(t)
+				cfg.OnUsageLimit = tt.policy
+				cfg.MaxWait = tt.maxWait
+				cfg.MaxIterations = 1 // a wait must not use up the only iteration
+				rec := &recorder{}
+				cfg.Observer = rec
+				var reset time.Time
+				if tt.resetIn != 0 {
+					reset = time.Now().Add(tt.resetIn)
+				}
+				runner := looptest.NewFakeRunner(t, looptest.UsageLimited(reset))
+				if tt.runs > 1 {
+					runner.Then(looptest.Result(done("a")))
+				}
+				began := time.Now()
+				rep, err := loop.Run(t.Context(), cfg, store, runner)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Outcome != tt.want || runner.Calls() != tt.runs {
+					t.Errorf("outcome %s after %d runs, want %s after %d (%s)", rep.Outcome, runner.Calls(), tt.want, tt.runs, rep.Message)
+				}
+				waits := rec.kind(loop.NoteWait)
+				if tt.wantWait == 0 {
+					if len(waits) != 0 {
+						t.Errorf("waited %v, want no wait", waits[0].Wait)
+					}
+				} else {
+					if len(waits) != 1 || waits[0].Wait != tt.wantWait {
+						t.Fatalf("waits = %+v, want one of %v", waits, tt.wantWait)
+					}
+					if slept := time.Since(began); slept != tt.wantWait {
+						t.Errorf("slept %v, want %v", slept, tt.wantWait)
+					}
+					if rep.Iterations != 1 {
+						t.Errorf("iterations = %d, want 1 (a wait is not an iteration)", rep.Iterations)
+					}
+				}
+				if tt.want == loop.OutcomeUsageLimit {
+					want := "usage limit reached; resets at " + reset.Format(time.RFC3339)
+					if rep.Message != want || !rep.ResetsAt.Equal(reset) {
+						t.Errorf("message %q resets %v, want %q", rep.Message, rep.ResetsAt, want)
+					}
+					if rep.ExitCode() != 10 {
+						t.Errorf("exit %d, want 10", rep.ExitCode())
+					}
+				}
+				task, _ := store.Get(t.Context(), "a")
+				if task.RetryCount != 0 {
+					t.Errorf("retry count %d: a usage limit is not a retry", task.RetryCount)
+				}
+				noneInProgress(t, store)
+			})
+		})
+	}
+}
+
+func TestUsageLimitWaitIsCancellable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newStore(t, tasks("a")...)
+		cfg := testConfig(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		cfg.Observer = loop.ObserverFunc(func(n loop.Note) {
+			if n.Kind == loop.NoteWait {
+				time.AfterFunc(time.Minute, cancel)
+			}
+		})
+		runner := looptest.NewFakeRunner(t, looptest.UsageLimited(time.Now().Add(time.Hour)))
+		began := time.Now()
+		rep, err := loop.Run(ctx, cfg, store, runner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Outcome != loop.OutcomeCancelled || rep.ExitCode() != 130 {
+			t.Errorf("outcome %s, want cancelled", rep.Outcome)
+		}
+		if d := time.Since(began); d != time.Minute {
+			t.Errorf("the wait lasted %v, want 1m (cancelled)", d)
+		}
+		noneInProgress(t, store)
+	})
+}
+
+func TestLeaseRenewedWhileAgentWorks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newStore(t, tasks("a")...)
+		cfg := testConfig(t)
+		cfg.Lease = 3 * time.Minute
+		// Without renewal the 3-minute lease would lapse during the
+		// 10-minute session and the store would take the task back.
+		runner := looptest.NewFakeRunner(nil).ThenStep(looptest.Step{Delay: 10 * time.Minute, Result: looptest.Result(done("a"))})
+		rep, err := loop.Run(t.Context(), cfg, store, runner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Outcome != loop.OutcomeComplete {
+			t.Errorf("outcome %s (%s), want complete", rep.Outcome, rep.Message)
+		}
+		logs, _ := store.Logs(t.Context(), "a")
+		for _, e := range logs {
+			if e.Kind == loop.LogLeaseExpired {
+				t.Errorf("lease expired during the session: %+v", e)
+			}
+		}
+	})
+}
+
+// Every return path leaves nothing in_progress.
+func TestNeverLeavesTaskInProgress(t *testing.T) {
+	tests := []struct {
+		name     string
+		step     func(cancel context.CancelFunc) looptest.Step
+		observer func(n loop.Note)
+		want     loop.Outcome
+		wantErr  bool
+	}{
+		{
+			name: "cancel while the agent works",
+			step: func(cancel context.CancelFunc) looptest.Step {
+				return looptest.Step{Func: func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+					cancel()
+					<-ctx.Done()
+					return looptest.Cancelled(), nil
+				}}
+			},
+			want: loop.OutcomeCancelled,
+		},
+		{
+			name: "agent timeout",
+			step: func(context.CancelFunc) looptest.Step {
+				return looptest.Step{Result: looptest.ErrorResult(loop.ClassTimeout, "")}
+			},
+			want: loop.OutcomeAgentFailed,
+		},
+		{
+			name: "runner cannot start the agent",
+			step: func(context.CancelFunc) looptest.Step {
+				return looptest.Step{Err: loop.ErrAgentNotFound}
+			},
+			want: loop.OutcomeError, wantErr: true,
+		},
+		{
+			name: "observer panics in the loop's goroutine",
+			step: func(context.CancelFunc) looptest.Step {
+				return looptest.Step{Result: looptest.Result(done("a"))}
+			},
+			observer: func(n loop.Note) {
+				if n.Kind == loop.NoteIterationStart {
+					panic("observer bug")
+				}
+			},
+			want: loop.OutcomeError, wantErr: true,
+		},
+		{
+			name: "observer panics on an agent event",
+			step: func(context.CancelFunc) looptest.Step {
+				return looptest.Step{Events: []loop.Event{{Kind: loop.EventText, Text: "hi"}}, Hang: true}
+			},
+			observer: func(n loop.Note) {
+				if n.Kind == loop.NoteAgentEvent {
+					panic("observer bug")
+				}
+			},
+			want: loop.OutcomeError, wantErr: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, tasks("a")...)
+			cfg := testConfig(t)
+			cfg.MaxRetries = 0
+			if tt.observer != nil {
+				cfg.Observer = loop.ObserverFunc(tt.observer)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			runner := looptest.NewFakeRunner(t).ThenStep(tt.step(cancel))
+			rep, err := loop.Run(ctx, cfg, store, runner)
+			if (err != nil) != tt.wantErr || rep.Outcome != tt.want {
+				t.Errorf("outcome %s, err %v; want %s, error %v", rep.Outcome, err, tt.want, tt.wantErr)
+			}
+			if tt.observer != nil {
+				var pe *loop.ObserverPanicError
+				if !errors.As(err, &pe) || pe.Value != "observer bug" {
+					t.Errorf("err = %v, want an ObserverPanicError", err)
+				}
+			}
+			noneInProgress(t, store)
+			logs, _ := store.Logs(t.Context(), "a")
+			if last := logs[len(logs)-1]; last.Kind != loop.LogRelease {
+				t.Errorf("last log entry %+v, want a release", last)
+			}
+		})
+	}
+}
+
+type panicStore struct {
+	*looptest.MemStore
+}
+
+func (panicStore) SetVerification(context.Context, string, string) error { panic("store bug") }
+
+func TestPanicInStoreReleasesThenPanics(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	cfg := testConfig(t)
+	cfg.Verify = true
+	runner := looptest.NewFakeRunner(t).Always(agent(done, "<verify-pass/>"))
+	defer func() {
+		if v := recover(); v != "store bug" {
+			t.Errorf("recovered %v, want the store's panic", v)
+		}
+		noneInProgress(t, store)
+	}()
+	loop.Run(t.Context(), cfg, panicStore{store}, runner)
+	t.Error("Run returned; want a panic")
+}
+
+func TestPromptOverride(t *testing.T) {
+	tests := []struct {
+		name    string
+		text    string
+		wantErr string
+		prompt  string
+	}{
+		{name: "override is used", text: "Do {{.Task.ID}} now ({{.Iteration}}).", prompt: "Do a now (1)."},
+		{name: "unknown top-level variable", text: "Do {{.Taks.ID}}", wantErr: "unknown variable .Taks"},
+		{name: "unknown nested variable", text: "Do {{.Task.Name}}", wantErr: "unknown variable .Task.Name"},
+		{name: "unknown variable inside with", text: "{{with .Parent}}{{.Nme}}{{end}}", wantErr: "unknown variable .Nme"},
+		{name: "unknown variable inside range", text: "{{range .Blockers}}{{.Summry}}{{end}}", wantErr: "unknown variable .Summry"},
+		{name: "dollar reaches the root", text: "{{range .Skills}}{{$.Task.ID}}:{{.Name}}{{end}}{{$.Task.ID}}", prompt: "a"},
+		{name: "parse error names the file", text: "{{.Task.ID", wantErr: "build.md"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, tasks("a")...)
+			cfg := testConfig(t)
+			writeFile(t, cfg.Root, ".ralph/prompts/build.md", tt.text)
+			runner := looptest.NewFakeRunner(nil).Always(agent(done, ""))
+			rep, err := loop.Run(t.Context(), cfg, store, runner)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, loop.ErrPrompt) {
+					t.Fatalf("err = %v, want ErrPrompt naming %q", err, tt.wantErr)
+				}
+				if rep.ExitCode() != 1 || runner.Calls() != 0 || statuses(t, store)["a"] != loop.StatusPending {
+					t.Errorf("a bad override changed something: exit %d, %d runs", rep.ExitCode(), runner.Calls())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runner.Requests()[0].Prompt; got != tt.prompt {
+				t.Errorf("prompt %q, want %q", got, tt.prompt)
+			}
+		})
+	}
+}
+
+func TestEmbeddedPromptsLoad(t *testing.T) {
+	for _, name := range loop.PromptNames() {
+		p, err := loop.LoadPrompt(t.TempDir(), name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Source != loop.SourceEmbedded {
+			t.Errorf("%s: source %q", name, p.Source)
+		}
+		// Every embedded template renders with an almost empty context.
+		if _, err := p.Render(loop.PromptData{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if diff := cmp.Diff([]string{"build", "verify", "peek"}, loop.PromptNames()); diff != "" {
+		t.Error(diff)
+	}
+}
