@@ -1,0 +1,448 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// step is one command of a scripted session and what it must print.
+type step struct {
+	args   string // split on spaces; "~" stands for a space inside an argument
+	code   int
+	stdout string
+}
+
+// runScript runs steps in order on h.
+func runScript(t *testing.T, h *harness, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		var args []string
+		for _, f := range strings.Fields(s.args) {
+			args = append(args, strings.ReplaceAll(f, "~", " "))
+		}
+		r := h.run(args...)
+		if r.code != s.code || r.stdout != s.stdout {
+			t.Fatalf("ralph %s:\n got exit %d, stdout %q, stderr %q\nwant exit %d, stdout %q", s.args, r.code, r.stdout, r.stderr, s.code, s.stdout)
+		}
+	}
+}
+
+func TestTaskWorkflow(t *testing.T) {
+	h := initHarness(t)
+	h.env["RALPH_AGENT_ID"] = "agent-00000001"
+	runScript(t, h, []step{
+		{args: "task add Fix~login -d The~form~rejects~valid~passwords --priority 1", stdout: "t-1\n"},
+		{args: "task add Write~docs --blocked-by t-1", stdout: "t-2\n"},
+		{args: "task add Epic --id e1 -p 3", stdout: "e1\n"},
+		{args: "task add Child --parent e1 --id c1", stdout: "c1\n"},
+		{args: "task dep add c1 t-2"},
+		{args: "task list", stdout: "ID   STATUS   PRI  TITLE\n" +
+			"t-1  pending  1    Fix login\n" +
+			"t-2  pending  2    Write docs  (after t-1)\n" +
+			"e1   pending  3    Epic\n" +
+			"c1   pending  2    Child  (parent e1; after t-2)\n"},
+		{args: "task plan-status", stdout: "open=4 active=0 done=0 failed=0 blocked=0 total=4\n"},
+		{args: "task claim", stdout: "t-1\n"},
+		{args: "task list --status in_progress", stdout: "ID   STATUS       PRI  TITLE\n" +
+			"t-1  in_progress  1    Fix login  (by agent-00000001)\n"},
+		{args: "task claim", code: 2},
+		{args: "task peek"},
+		{args: "task done t-1 --summary form~fixed"},
+		{args: "task claim t-2 --agent other", stdout: "t-2\n"},
+		{args: "task release --agent other", stdout: "t-2\n"},
+		{args: "task release --agent other"},
+		{args: "task claim", stdout: "t-2\n"},
+		{args: "task fail t-2 --reason tests~fail"},
+		{args: "task plan-status", stdout: "open=2 active=0 done=1 failed=1 blocked=0 total=4\n"},
+		{args: "task reset t-2"},
+		{args: "task block t-2 --reason needs~a~decision"},
+		{args: "task plan-status", stdout: "open=3 active=0 done=1 failed=0 blocked=1 total=4\n"},
+		{args: "task unblock t-2"},
+		{args: "task claim", stdout: "t-2\n"},
+		{args: "task done t-2"},
+		{args: "task claim", stdout: "c1\n"},
+		{args: "task done c1"},
+		{args: "task plan-status", stdout: "open=0 active=0 done=4 failed=0 blocked=0 total=4\n"},
+		{args: "task plan-status --json", stdout: `{
+  "open": 0,
+  "active": 0,
+  "done": 4,
+  "failed": 0,
+  "blocked": 0,
+  "total": 4
+}
+`},
+		{args: "task peek"},
+		{args: "task peek --json", stdout: "{\n  \"claimable\": [],\n  \"active\": []\n}\n"},
+		{args: "task claim", code: 2},
+	})
+}
+
+func TestTaskShow(t *testing.T) {
+	h := initHarness(t)
+	h.env["RALPH_AGENT_ID"] = "agent-0000000a"
+	h.add("Parent", "--id", "p")
+	h.add("Blocker", "--id", "b")
+	h.ok("feature", "add", "auth")
+	h.add("Login <form> & more", "--id", "x", "--parent", "p", "--blocked-by", "b", "--feature", "auth", "-d", "line one\nline two", "-p", "0")
+	h.clock = t0.Add(time.Minute)
+	h.ok("task", "claim", "b")
+	h.clock = t0.Add(2 * time.Minute)
+	h.ok("task", "done", "b", "--summary", "blocker done")
+
+	wantJSON := `{
+  "id": "x",
+  "title": "Login <form> & more",
+  "description": "line one\nline two",
+  "status": "pending",
+  "priority": 0,
+  "parent_id": "p",
+  "feature": "auth",
+  "claimed_by": "",
+  "retry_count": 0,
+  "blocked_by": [
+    "b"
+  ],
+  "created_at": "2026-01-02T03:04:05Z",
+  "updated_at": "2026-01-02T03:04:05Z",
+  "logs": []
+}
+`
+	if diff := cmp.Diff(wantJSON, h.ok("task", "show", "x", "--json")); diff != "" {
+		t.Errorf("show --json (-want +got):\n%s", diff)
+	}
+	var b map[string]any
+	if err := json.Unmarshal([]byte(h.ok("task", "show", "--json", "b")), &b); err != nil {
+		t.Fatal(err)
+	}
+	wantLogs := []any{
+		map[string]any{"at": "2026-01-02T03:05:05Z", "kind": "claim", "message": "claimed by agent-0000000a"},
+		map[string]any{"at": "2026-01-02T03:06:05Z", "kind": "done", "message": "blocker done"},
+	}
+	if diff := cmp.Diff(wantLogs, b["logs"]); diff != "" {
+		t.Errorf("show --json logs (-want +got):\n%s", diff)
+	}
+	if b["parent_id"] != nil {
+		t.Errorf("parent_id = %v, want null", b["parent_id"])
+	}
+	wantText := `id:          b
+title:       Blocker
+status:      done
+priority:    2
+created:     2026-01-02T03:04:05Z
+updated:     2026-01-02T03:06:05Z
+
+log:
+  2026-01-02T03:05:05Z  claim         claimed by agent-0000000a
+  2026-01-02T03:06:05Z  done          blocker done
+`
+	if diff := cmp.Diff(wantText, h.ok("task", "show", "b")); diff != "" {
+		t.Errorf("show (-want +got):\n%s", diff)
+	}
+}
+
+func TestTaskListJSON(t *testing.T) {
+	h := initHarness(t)
+	if diff := cmp.Diff("[]\n", h.ok("task", "list", "--json")); diff != "" {
+		t.Errorf("empty list --json (-want +got):\n%s", diff)
+	}
+	h.add("One")
+	h.add("Two", "--parent", "t-1")
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(h.ok("task", "list", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(m map[string]any) []string {
+		var ks []string
+		for k := range m {
+			ks = append(ks, k)
+		}
+		return ks
+	}
+	wantKeys := []string{"id", "title", "description", "status", "priority", "parent_id", "feature", "claimed_by", "retry_count", "blocked_by", "created_at", "updated_at"}
+	sortStrings := cmp.Transformer("sort", func(in []string) []string {
+		out := append([]string(nil), in...)
+		for i := range out {
+			for j := i + 1; j < len(out); j++ {
+				if out[j] < out[i] {
+					out[i], out[j] = out[j], out[i]
+				}
+			}
+		}
+		return out
+	})
+	if len(got) != 2 {
+		t.Fatalf("list --json: %d tasks, want 2", len(got))
+	}
+	for _, obj := range got {
+		if diff := cmp.Diff(wantKeys, keys(obj), sortStrings); diff != "" {
+			t.Errorf("keys of %v (-want +got):\n%s", obj["id"], diff)
+		}
+	}
+	if got[0]["parent_id"] != nil || got[1]["parent_id"] != "t-1" {
+		t.Errorf("parent_id = %v, %v; want null, t-1", got[0]["parent_id"], got[1]["parent_id"])
+	}
+	if diff := cmp.Diff([]any{}, got[0]["blocked_by"]); diff != "" {
+		t.Errorf("blocked_by (-want +got):\n%s", diff)
+	}
+}
+
+func TestPeekGolden(t *testing.T) {
+	h := initHarness(t)
+	h.ok("feature", "add", "auth")
+	h.add("Set up the schema", "--id", "schema", "-p", "0")
+	h.add("Login form", "--id", "login", "--blocked-by", "schema", "--feature", "auth", "-d", "Email and password.\n\nShow errors inline.")
+	h.add("Session cookie", "--id", "cookie", "--blocked-by", "schema", "-p", "1")
+	h.add("Docs", "--id", "docs", "-p", "3")
+	h.add("Busy work", "--id", "busy", "-p", "0")
+	h.add("Epic", "--id", "epic")
+	h.add("Epic child", "--id", "child", "--parent", "epic")
+	h.ok("task", "claim", "schema", "--agent", "agent-1")
+	h.ok("task", "done", "schema", "--summary", "tables users and sessions exist")
+	h.clock = t0.Add(10 * time.Minute)
+	h.ok("task", "claim", "busy", "--agent", "agent-2")
+	h.clock = t0.Add(13*time.Minute + 7*time.Second)
+
+	golden(t, "peek.golden", h.ok("task", "peek"))
+	golden(t, "peek-n2.golden", h.ok("task", "peek", "-n", "2"))
+	golden(t, "peek-json.golden", h.ok("task", "peek", "-n", "2", "--json"))
+}
+
+func TestPeekPrintsNothingWhenNothingIsClaimable(t *testing.T) {
+	h := initHarness(t)
+	r := h.run("task", "peek")
+	if diff := cmp.Diff(result{}, r, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("peek on an empty plan (-want +got):\n%s", diff)
+	}
+	h.add("Only")
+	h.ok("task", "claim", "--agent", "a")
+	r = h.run("task", "peek")
+	if diff := cmp.Diff(result{}, r, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("peek with only active tasks (-want +got):\n%s", diff)
+	}
+}
+
+func TestClaimAgent(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		flag []string
+		want string
+	}{
+		{"flag wins", map[string]string{"RALPH_AGENT_ID": "agent-env", "USER": "u"}, []string{"--agent", "agent-flag"}, "agent-flag"},
+		{"environment", map[string]string{"RALPH_AGENT_ID": "agent-env", "USER": "u"}, nil, "agent-env"},
+		{"user fallback", map[string]string{"USER": "alice"}, nil, "user-alice"},
+		{"logname fallback", map[string]string{"LOGNAME": "bob"}, nil, "user-bob"},
+		{"nothing", map[string]string{}, nil, "user"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := initHarness(t)
+			h.env = tt.env
+			h.add("Task")
+			h.ok(append([]string{"task", "claim"}, tt.flag...)...)
+			if got := h.dump().Tasks[0].ClaimedBy; got != tt.want {
+				t.Errorf("claimed by %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestClaimLease(t *testing.T) {
+	h := initHarness(t)
+	h.add("Task")
+	h.ok("task", "claim", "--agent", "a", "--lease", "1m")
+	if got := h.dump().Tasks[0].LeaseExpiresAt; !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("lease expires at %v, want %v", got, t0.Add(time.Minute))
+	}
+}
+
+func TestReadCommandsRecoverExpiredLeases(t *testing.T) {
+	for _, cmd := range [][]string{{"task", "list"}, {"task", "peek"}, {"task", "plan-status"}, {"task", "show", "t-1"}, {"task", "export"}} {
+		t.Run(strings.Join(cmd, " "), func(t *testing.T) {
+			h := initHarness(t)
+			h.add("Task")
+			h.ok("task", "claim", "--agent", "agent-dead", "--lease", "1m")
+			h.clock = t0.Add(2 * time.Minute)
+			h.ok(cmd...)
+			// Read what the command left, at a time when the lease would
+			// still be valid, so that dump itself recovers nothing.
+			h.clock = t0
+			s := h.dump()
+			if s.Tasks[0].Status != "pending" {
+				t.Fatalf("status after %v = %s, want pending", cmd, s.Tasks[0].Status)
+			}
+			logs := s.Logs["t-1"]
+			last := logs[len(logs)-1]
+			if last.Kind != "lease-expired" || !strings.Contains(last.Message, "agent-dead") {
+				t.Errorf("last log = %+v, want a lease-expired entry naming agent-dead", last)
+			}
+		})
+	}
+}
+
+func TestImportExport(t *testing.T) {
+	h := initHarness(t)
+	h.write("plan.jsonl", `{"id":"a","title":"First","description":"d","priority":1,"parent":null,"blocked_by":["b"],"status":"pending"}
+{"id":"b","title":"Second","parent":""}
+{"id":"c","title":"Third","parent":"a","status":"done"}
+{"id":"d","title":"Fourth","status":"in_progress"}
+`)
+	if diff := cmp.Diff("imported 4 tasks\n", h.ok("task", "import", h.dir+"/plan.jsonl")); diff != "" {
+		t.Errorf("import (-want +got):\n%s", diff)
+	}
+	want := `{"id":"a","title":"First","description":"d","priority":1,"parent":null,"blocked_by":["b"],"status":"pending"}
+{"id":"b","title":"Second","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+{"id":"c","title":"Third","description":"","priority":2,"parent":"a","blocked_by":[],"status":"done"}
+{"id":"d","title":"Fourth","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+`
+	exported := h.ok("task", "export")
+	if diff := cmp.Diff(want, exported); diff != "" {
+		t.Errorf("export (-want +got):\n%s", diff)
+	}
+
+	// Round trip through standard input into a fresh project.
+	h2 := initHarness(t)
+	h2.stdin = exported
+	h2.ok("task", "import", "-")
+	if diff := cmp.Diff(want, h2.ok("task", "export")); diff != "" {
+		t.Errorf("export after re-import (-want +got):\n%s", diff)
+	}
+}
+
+func TestImportChecklist(t *testing.T) {
+	h := initHarness(t)
+	h.add("Already there") // t-1 is taken
+	h.write("progress.md", `# Progress: shop
+
+## Status
+In Progress
+
+## Tasks
+### Phase 1: Setup
+- [x] Create the repo
+- [ ] Add CI
+  runs go test
+  - [ ] Nested step
+
+### Phase 2: Build
+- [x] Cart
+* [X] Checkout
+
+## Completed This Iteration
+- [x] Create the repo
+`)
+	if diff := cmp.Diff("imported 7 tasks\n", h.ok("task", "import", h.dir+"/progress.md")); diff != "" {
+		t.Errorf("import (-want +got):\n%s", diff)
+	}
+	want := `{"id":"t-1","title":"Already there","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+{"id":"t-2","title":"Phase 1: Setup","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+{"id":"t-3","title":"Create the repo","description":"","priority":2,"parent":"t-2","blocked_by":[],"status":"done"}
+{"id":"t-4","title":"Add CI","description":"runs go test","priority":2,"parent":"t-2","blocked_by":[],"status":"pending"}
+{"id":"t-5","title":"Nested step","description":"","priority":2,"parent":"t-4","blocked_by":[],"status":"pending"}
+{"id":"t-6","title":"Phase 2: Build","description":"","priority":2,"parent":null,"blocked_by":[],"status":"done"}
+{"id":"t-7","title":"Cart","description":"","priority":2,"parent":"t-6","blocked_by":[],"status":"done"}
+{"id":"t-8","title":"Checkout","description":"","priority":2,"parent":"t-6","blocked_by":[],"status":"done"}
+`
+	if diff := cmp.Diff(want, h.ok("task", "export")); diff != "" {
+		t.Errorf("export (-want +got):\n%s", diff)
+	}
+}
+
+func TestImportNothing(t *testing.T) {
+	h := initHarness(t)
+	h.write("empty.jsonl", "\n\n")
+	r := h.run("task", "import", h.dir+"/empty.jsonl")
+	if r.code != 2 || !strings.Contains(r.stderr, "no tasks to import") {
+		t.Errorf("import of an empty file = %+v, want exit 2", r)
+	}
+}
+
+func TestFeatures(t *testing.T) {
+	h := initHarness(t)
+	spec := h.write("specs/auth.md", "# Auth\nLog people in.\n")
+	if diff := cmp.Diff(".ralph/features/auth/spec.md\n.ralph/features/auth/plan.md\n", h.ok("feature", "add", "auth", "--spec", spec)); diff != "" {
+		t.Errorf("feature add (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("# Auth\nLog people in.\n", h.read(".ralph/features/auth/spec.md")); diff != "" {
+		t.Errorf("spec.md (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("# Plan: auth\n", h.read(".ralph/features/auth/plan.md")); diff != "" {
+		t.Errorf("plan.md (-want +got):\n%s", diff)
+	}
+	h.ok("feature", "add", "billing")
+	want := "NAME     SPEC                             PLAN\n" +
+		"auth     .ralph/features/auth/spec.md     .ralph/features/auth/plan.md\n" +
+		"billing  .ralph/features/billing/spec.md  .ralph/features/billing/plan.md\n"
+	if diff := cmp.Diff(want, h.ok("feature", "list")); diff != "" {
+		t.Errorf("feature list (-want +got):\n%s", diff)
+	}
+	h.add("Login", "--feature", "auth")
+	h.add("Invoice", "--feature", "billing")
+	if diff := cmp.Diff("ID   STATUS   PRI  TITLE\nt-1  pending  2    Login\n", h.ok("task", "list", "--feature", "auth")); diff != "" {
+		t.Errorf("list --feature (-want +got):\n%s", diff)
+	}
+	var fl []map[string]any
+	if err := json.Unmarshal([]byte(h.ok("feature", "list", "--json")), &fl); err != nil || len(fl) != 2 || fl[0]["name"] != "auth" {
+		t.Errorf("feature list --json = %v (%v)", fl, err)
+	}
+}
+
+// TestFlagsAfterPositionals runs every command shape with its flags after
+// its positional arguments, and checks the flags took effect.
+func TestFlagsAfterPositionals(t *testing.T) {
+	h := initHarness(t)
+	spec := h.write("s.md", "spec\n")
+	h.ok("feature", "add", "f1", "--spec", spec)
+	if got := h.read(".ralph/features/f1/spec.md"); got != "spec\n" {
+		t.Errorf("feature add NAME --spec: spec.md = %q", got)
+	}
+	h.add("Blocker", "--id", "b")
+	if got := h.add("Fix login", "-d", "the form", "--priority", "1", "--blocked-by", "b", "--feature", "f1", "--id", "x"); got != "x" {
+		t.Fatalf("add printed %q", got)
+	}
+	tk := h.dump().Tasks[1]
+	if tk.Description != "the form" || tk.Priority != 1 || tk.Feature != "f1" || len(tk.BlockedBy) != 1 {
+		t.Errorf("add TITLE flags…: task = %+v", tk)
+	}
+	if !strings.HasPrefix(h.ok("task", "show", "x", "--json"), "{") {
+		t.Error("show ID --json did not print JSON")
+	}
+	h.ok("task", "claim", "b", "--agent", "a1", "--lease", "1m")
+	if got := h.dump().Tasks[0]; got.ClaimedBy != "a1" || !got.LeaseExpiresAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("claim ID --agent --lease: task = %+v", got)
+	}
+	h.ok("task", "done", "b", "--summary", "all good")
+	if logs := h.dump().Logs["b"]; logs[len(logs)-1].Message != "all good" {
+		t.Errorf("done ID --summary: logs = %+v", logs)
+	}
+	h.ok("task", "block", "x", "--reason", "wait for Bob")
+	if logs := h.dump().Logs["x"]; logs[len(logs)-1].Message != "wait for Bob" {
+		t.Errorf("block ID --reason: logs = %+v", logs)
+	}
+	h.ok("task", "unblock", "x")
+	h.ok("task", "claim", "x", "--agent", "a2")
+	h.ok("task", "fail", "x", "--reason", "broken")
+	if logs := h.dump().Logs["x"]; logs[len(logs)-1].Message != "broken" {
+		t.Errorf("fail ID --reason: logs = %+v", logs)
+	}
+	h.ok("task", "list", "--status", "failed", "--json")
+	if got := h.ok("task", "list", "--json", "--status", "done"); !strings.Contains(got, `"id": "b"`) || strings.Contains(got, `"id": "x"`) {
+		t.Errorf("list --json --status done = %s", got)
+	}
+	if got := h.ok("task", "peek", "--json", "-n", "1"); !strings.HasPrefix(got, "{") {
+		t.Errorf("peek --json -n 1 = %q", got)
+	}
+	if got := h.ok("task", "plan-status", "--json"); !strings.HasPrefix(got, "{") {
+		t.Errorf("plan-status --json = %q", got)
+	}
+	// Global --dir after the command.
+	r := h.run("task", "list", "--dir", h.dir)
+	if r.code != 0 {
+		t.Errorf("task list --dir DIR: %+v", r)
+	}
+}
