@@ -42,7 +42,7 @@ func Checklist(data []byte) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	items, err := collectItems(data, lines, 0, len(lines), 0)
+	items, err := collectItems(lines, 0, len(lines), false)
 	if err != nil {
 		var pe *ParseError
 		if errors.As(err, &pe) {

@@ -40,10 +40,14 @@
 //     in any other section. Indentation does not nest tasks: a box indented
 //     under another is its own task in the same phase; indented lines under
 //     a box that are not boxes become its description.
-//   - Every "###" heading in Tasks is a phase (the parent of the boxes up to
-//     the next one); "Phase N: name" is the usual form, but any text works.
-//     Boxes before the first phase have no parent. A phase without boxes is
-//     not a task.
+//   - A phase is a "### Phase N: name" heading in Tasks (case-insensitive;
+//     the separator may be ":", ".", ")", a dash or nothing); it is the
+//     parent of the boxes up to the next level-3 heading, and its title is
+//     the name ("Phase N" when there is none). Any other "###" heading ends
+//     the current phase: the boxes under it, like those before the first
+//     phase, have no parent. Deeper headings ("####") change nothing. A
+//     phase without boxes is not a task. (Treating every "###" as a phase
+//     would make a parentless task after a phase impossible to write.)
 //   - RALPH_DONE counts only alone on a line (after trimming) of the Status
 //     section; in a task's text, in another section, in code or in a
 //     comment it does not. (This is sigil's RalphDone rule, applied per
@@ -60,15 +64,25 @@
 // # Task ids
 //
 // Ids are derived from the text, so they survive the agent ticking boxes,
-// inserting tasks above, or reordering them: a phase "Phase N: …" is
-// "phase-N"; any other phase or box is the slug of its text (lowercase
-// letters and digits joined by "-", markdown punctuation dropped, at most
+// inserting tasks above, or reordering them: a "Phase N" heading is
+// "phase-N"; a box is the slug of its text (lowercase letters and digits
+// joined by "-", markdown punctuation dropped, cut at a word boundary near
 // 48 runes, "task" if nothing is left). A repeated id gets "-2", "-3", … in
 // file order. Rewording a task changes its id; a claim on the old id then
 // finds nothing (loop.ErrNotFound) rather than ticking the wrong box, which
 // is what position-based ids ("the 3rd box") would do after an insertion.
 //
+// An id can also be given: "- [ ] Fix login <!-- id: T-12 -->" (on a box or
+// a phase heading; invisible when the markdown is rendered). Explicit ids
+// win, must be unique in the file, and survive rewording. Derived ids never
+// take an explicit one.
+//
 // # The store
+//
+// It passes the looptest conformance suite with WithoutDependencies (a
+// progress file has no blockers and no blocked status),
+// WithoutPriorities (file order is the only order), WithoutFeatures and
+// WithoutNesting (phases do not nest); leases are supported.
 //
 // Store re-reads and re-parses the file on every call: the agent or the
 // user may edit it between iterations (or during one). The file is the
@@ -83,19 +97,24 @@
 //   - Status: a ticked box is done; an unticked box is in_progress while
 //     claimed, failed once failed in this run, pending otherwise. Nothing is
 //     ever blocked and there are no dependencies. A phase is done when all
-//     its boxes are, failed when one of them is, pending otherwise.
-//   - Ready/Claim: the unticked boxes that are neither claimed nor failed,
-//     in file order (Priority is always 2; file order is the order). A
-//     phase is never ready (it has children). A Scope naming a phase holds
-//     its boxes, naming a box that box; an unknown id is loop.ErrNotFound;
-//     a Feature scope is ErrFeatures.
+//     its boxes are ticked, failed once one of its boxes failed (until the
+//     phase itself is retried), pending otherwise.
+//   - Ready/Claim: the unticked boxes that are neither claimed nor failed
+//     and whose phase has not failed, in file order (Priority is always 2;
+//     file order is the order). A phase is never ready (it has children).
+//     A Scope naming a phase holds its boxes, naming a box that box; an
+//     unknown id is loop.ErrNotFound; a Feature scope is ErrFeatures.
 //   - Counts counts boxes only: total is the number of boxes and the plan is
 //     resolved exactly when every box is ticked or failed.
 //   - Complete ticks the box: one byte of the file changes. If the agent
 //     ticked it already, Complete still succeeds (and writes nothing).
 //   - Fail keeps the box unticked, does not offer it again in this run, and
 //     records the failure as a Recent Attempts block (numbered one past the
-//     last AppendIteration row of this run). Retry makes it ready again.
+//     last AppendIteration row of this run). As in the task graph, the
+//     failure fails the phase, whose other boxes are then not offered
+//     either: later tasks of a phase usually build on earlier ones. The loop
+//     goes on with other phases. Retry of the box makes it pending again;
+//     Retry of the phase makes its boxes ready again.
 //   - Release, ReleaseAgent, Retry, SetVerification, AddLog and Logs act on
 //     memory only; task logs are not written to the file.
 //   - Done: RALPH_DONE in Status, or at least one box and every box ticked.
@@ -128,8 +147,8 @@
 // # Checklists
 //
 // Checklist returns the phases and boxes of a progress file, or of any
-// markdown checklist (boxes grouped under the nearest heading), as Items in
-// file order with Parent links and derived ids. The CLI maps them to task
+// markdown checklist (boxes grouped under the nearest heading of any level,
+// any heading text), as Items in file order with Parent links and ids. The CLI maps them to task
 // imports: phases become parent tasks, checked boxes done tasks, and file
 // order the insertion order at equal priority, which is the ready order.
 package progress

@@ -1,7 +1,6 @@
 package progress
 
 import (
-	"regexp"
 	"slices"
 	"strconv"
 	"unicode"
@@ -11,24 +10,32 @@ import (
 // suffix.
 const maxSlug = 48
 
-var phaseNumber = regexp.MustCompile(`(?i)^phase\s+(\d+)\b`)
-
-// assignIDs gives every item its id: "phase-<N>" for a "Phase N: …"
-// heading, otherwise the slug of the text; a repeated id gets "-2", "-3", …
-// in file order. Checking a box does not change its text, so it does not
-// change any id.
-func assignIDs(items []Item) {
-	seen := map[string]int{}
-	for i := range items {
-		base := ""
-		if items[i].Phase {
-			if m := phaseNumber.FindStringSubmatch(items[i].Title); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				base = "phase-" + strconv.Itoa(n)
-			}
+// assignIDs gives every item its id: the explicit one of an
+// "<!-- id: X -->" marker, else "phase-<N>" for a "Phase N" heading, else
+// the slug of the text; a repeated derived id gets "-2", "-3", … in file
+// order. Checking a box does not change its text, so it does not change any
+// id. An explicit id given twice is an error.
+func assignIDs(items []Item) error {
+	seen := map[string]int{}     // id -> times handed out
+	explicit := map[string]int{} // explicit id -> its line
+	for _, it := range items {
+		if it.explicitID == "" {
+			continue
 		}
-		if base == "" {
-			base = slug(items[i].Title)
+		if line, dup := explicit[it.explicitID]; dup {
+			return errorAt(it.Line, "id %q is already used on line %d", it.explicitID, line)
+		}
+		explicit[it.explicitID] = it.Line
+		seen[it.explicitID] = 1
+	}
+	for i := range items {
+		if id := items[i].explicitID; id != "" {
+			items[i].ID = id
+			continue
+		}
+		base := slug(items[i].Title)
+		if items[i].phaseNum > 0 {
+			base = "phase-" + strconv.Itoa(items[i].phaseNum)
 		}
 		id := base
 		for seen[id] > 0 {
@@ -38,6 +45,7 @@ func assignIDs(items []Item) {
 		seen[id] = 1
 		items[i].ID = id
 	}
+	return nil
 }
 
 // slug lowercases text and joins its runs of letters and digits with "-",

@@ -3,6 +3,7 @@ package progress
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -57,7 +58,9 @@ type Item struct {
 	// Line is the 1-based line of the heading or box.
 	Line int
 
-	box int // byte offset of the character between the brackets; -1 for phases
+	box        int    // byte offset of the character between the brackets; -1 for phases
+	phaseNum   int    // N of a "Phase N:" heading, 0 if none
+	explicitID string // the id given by an "<!-- id: X -->" marker, if any
 }
 
 // Attempt is one block of the Recent Attempts section:
@@ -288,7 +291,7 @@ func (d *Doc) parseStatus() {
 
 func (d *Doc) parseTasks() error {
 	sp := d.sections[SectionTasks]
-	items, err := collectItems(d.src, d.lines, sp.from+1, sp.to, 3)
+	items, err := collectItems(d.lines, sp.from+1, sp.to, true)
 	if err != nil {
 		return err
 	}
@@ -296,30 +299,50 @@ func (d *Doc) parseTasks() error {
 	return nil
 }
 
-// collectItems reads boxes and grouping headings from lines [from, to).
-// Headings of level phaseLevel group the boxes below them (0: any heading
-// does). Groups without boxes are dropped. It assigns the ids.
-func collectItems(src []byte, lines []line, from, to, phaseLevel int) ([]Item, error) {
+// phaseHeading matches "Phase <N>: <name>" (the separator may be ":", ".",
+// ")", a dash, or nothing).
+var phaseHeading = regexp.MustCompile(`(?i)^phase\s+(\d+)\b\s*(?:[:.)\-–—]\s*)?(.*)$`)
+
+// idMarker matches an explicit id at the end of a box's or heading's text.
+var idMarker = regexp.MustCompile(`\s*<!--\s*id:\s*(\S*?)\s*-->\s*$`)
+
+// collectItems reads boxes and phases from lines [from, to). In a progress
+// file (progressFile true), only level-3 "Phase N: name" headings are
+// phases, and any other level-3 heading ends the current phase; in a plain
+// checklist every heading starts a group. Groups without boxes are
+// dropped. It assigns the ids.
+func collectItems(lines []line, from, to int, progressFile bool) ([]Item, error) {
 	var items []Item
 	var parents []int // index in items of each item's phase, -1 none
 	phase := -1       // index in items of the current phase, -1 none
 	phaseHasBox := false
-	dropEmptyPhase := func() {
+	endPhase := func() {
 		if phase >= 0 && !phaseHasBox {
 			items, parents = items[:phase], parents[:phase]
 		}
+		phase = -1
 	}
 	for i := from; i < to; i++ {
 		l := lines[i]
 		if l.inert {
 			continue
 		}
-		if lvl, text := heading(l.text); lvl > 0 && (phaseLevel == 0 || lvl == phaseLevel) {
-			dropEmptyPhase()
-			if text == "" {
-				return nil, errorAt(i+1, "a phase heading with no name")
+		if lvl, text := heading(l.text); lvl > 0 && (!progressFile || lvl == 3) {
+			endPhase()
+			text, id, err := cutID(text, i+1)
+			if err != nil {
+				return nil, err
 			}
-			items = append(items, Item{Title: text, Phase: true, Line: i + 1, box: -1})
+			it := Item{Title: text, Phase: true, Line: i + 1, box: -1, explicitID: id}
+			if m := phaseHeading.FindStringSubmatch(text); m != nil {
+				it.phaseNum, _ = strconv.Atoi(m[1])
+				if name := strings.TrimSpace(m[2]); name != "" {
+					it.Title = name
+				}
+			} else if progressFile || text == "" {
+				continue // not a phase: the boxes below have no parent
+			}
+			items = append(items, it)
 			parents = append(parents, -1)
 			phase, phaseHasBox = len(items)-1, false
 			continue
@@ -328,10 +351,14 @@ func collectItems(src []byte, lines []line, from, to, phaseLevel int) ([]Item, e
 		if !isBox {
 			continue
 		}
+		title, id, err := cutID(title, i+1)
+		if err != nil {
+			return nil, err
+		}
 		if title == "" {
 			return nil, errorAt(i+1, "a checkbox with no task text")
 		}
-		it := Item{Title: title, Checked: checked, Line: i + 1, box: l.start + off}
+		it := Item{Title: title, Checked: checked, Line: i + 1, box: l.start + off, explicitID: id}
 		if phase >= 0 {
 			phaseHasBox = true
 		}
@@ -339,14 +366,29 @@ func collectItems(src []byte, lines []line, from, to, phaseLevel int) ([]Item, e
 		items = append(items, it)
 		parents = append(parents, phase)
 	}
-	dropEmptyPhase()
-	assignIDs(items)
+	endPhase()
+	if err := assignIDs(items); err != nil {
+		return nil, err
+	}
 	for i, p := range parents {
 		if p >= 0 {
 			items[i].Parent = items[p].ID
 		}
 	}
 	return items, nil
+}
+
+// cutID splits an explicit id marker "<!-- id: X -->" off the end of text.
+func cutID(text string, line int) (string, string, error) {
+	loc := idMarker.FindStringSubmatchIndex(text)
+	if loc == nil {
+		return text, "", nil
+	}
+	id := text[loc[2]:loc[3]]
+	if id == "" || strings.ContainsAny(id, "<>") {
+		return "", "", errorAt(line, "id marker %q: want <!-- id: ID --> with an id of one word", strings.TrimSpace(text[loc[0]:]))
+	}
+	return strings.TrimSpace(text[:loc[0]]), id, nil
 }
 
 // description gathers the lines under the box on line i that are indented

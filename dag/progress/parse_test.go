@@ -134,7 +134,11 @@ func TestParseErrors(t *testing.T) {
 		{"fence closed by the wrong char", "# Progress: x\n## Tasks\n~~~\n- [ ] b\n```\n",
 			`progress: line 3: code fence "~~~" is never closed`},
 		{"empty box", "# Progress: x\n## Tasks\n- [ ] a\n- [x]   \n", `progress: line 4: a checkbox with no task text`},
-		{"empty phase name", "# Progress: x\n## Tasks\n###\n- [ ] a\n", `progress: line 3: a phase heading with no name`},
+		{"id twice", "# Progress: x\n## Tasks\n### Phase 1: a <!-- id: a -->\n- [ ] a <!-- id: a -->\n",
+			`progress: line 4: id "a" is already used on line 3`},
+		{"empty id", "# Progress: x\n## Tasks\n- [ ] a <!-- id: -->\n",
+			`progress: line 3: id marker "<!-- id: -->": want <!-- id: ID --> with an id of one word`},
+		{"box with only an id", "# Progress: x\n## Tasks\n- [ ] <!-- id: a -->\n", `progress: line 3: a checkbox with no task text`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -493,9 +497,9 @@ func TestChecklist(t *testing.T) {
 			doc: "# Progress: p\n## Status\n- [ ] not this\n## Tasks\n### Phase 1: Setup\n- [ ] A\n### Phase 2: More\n- [x] B\n" +
 				"## Completed This Iteration\n- [x] not this\n",
 			want: []Item{
-				{ID: "phase-1", Title: "Phase 1: Setup", Phase: true, Line: 5},
+				{ID: "phase-1", Title: "Setup", Phase: true, Line: 5},
 				{ID: "a", Title: "A", Parent: "phase-1", Line: 6},
-				{ID: "phase-2", Title: "Phase 2: More", Phase: true, Line: 7},
+				{ID: "phase-2", Title: "More", Phase: true, Line: 7},
 				{ID: "b", Title: "B", Parent: "phase-2", Checked: true, Line: 8},
 			},
 		},

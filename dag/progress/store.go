@@ -161,8 +161,9 @@ func (s *Store) logLocked(now time.Time, id, kind, msg string) {
 
 // status is the status of item it: a ticked box is done; an unticked one
 // is in_progress under a claim, failed if it failed in this run, else
-// pending. A phase is done when all its boxes are, failed when one is,
-// else pending.
+// pending. A phase is done when all its boxes are ticked, else failed once
+// one of its boxes failed in this run (until the phase is retried), else
+// pending.
 func (s *Store) status(d *Doc, it Item) loop.Status {
 	if !it.Phase {
 		switch {
@@ -177,21 +178,40 @@ func (s *Store) status(d *Doc, it Item) loop.Status {
 	}
 	all := true
 	for _, c := range d.Items {
-		if c.Parent != it.ID {
-			continue
-		}
-		switch s.status(d, c) {
-		case loop.StatusFailed:
-			return loop.StatusFailed
-		case loop.StatusDone:
-		default:
+		if c.Parent == it.ID && !c.Checked {
 			all = false
+			break
 		}
 	}
-	if all {
+	switch {
+	case all:
 		return loop.StatusDone
+	case s.failed[it.ID]:
+		return loop.StatusFailed
 	}
 	return loop.StatusPending
+}
+
+// notReady says why box it cannot be claimed, or "" when it is ready.
+func (s *Store) notReady(d *Doc, it Item) string {
+	if it.Phase {
+		n := 0
+		for _, c := range d.Items {
+			if c.Parent == it.ID {
+				n++
+			}
+		}
+		return fmt.Sprintf("it is a phase with %d child tasks; claim one of them", n)
+	}
+	if st := s.status(d, it); st != loop.StatusPending {
+		return fmt.Sprintf("status is %s, not pending", st)
+	}
+	if it.Parent != "" && s.failed[it.Parent] {
+		if p, ok := d.item(it.Parent); ok && s.status(d, p) == loop.StatusFailed {
+			return fmt.Sprintf("parent %s is failed", it.Parent)
+		}
+	}
+	return ""
 }
 
 func (s *Store) hasClaim(id string) bool {
@@ -264,7 +284,8 @@ func (s *Store) Get(ctx context.Context, id string) (loop.Task, error) {
 }
 
 // Ready implements loop.TaskStore: the unticked boxes that are neither
-// claimed nor failed in this run, in file order.
+// claimed nor failed in this run and whose phase has not failed, in file
+// order.
 func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.Task, error) {
 	d, _, err := s.begin(ctx)
 	if err != nil {
@@ -280,8 +301,8 @@ func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.
 		if limit > 0 && len(out) == limit {
 			break
 		}
-		if t := s.task(d, it); t.Status == loop.StatusPending {
-			out = append(out, t)
+		if s.notReady(d, it) == "" {
+			out = append(out, s.task(d, it))
 		}
 	}
 	return out, nil
@@ -364,7 +385,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 		}
 		found := false
 		for _, c := range items {
-			if s.status(d, c) == loop.StatusPending {
+			if s.notReady(d, c) == "" {
 				it, found = c, true
 				break
 			}
@@ -376,13 +397,12 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 		if it, err = s.get(d, p.TaskID); err != nil {
 			return loop.Task{}, err
 		}
-		if st := s.status(d, it); st != loop.StatusPending {
-			return loop.Task{}, fmt.Errorf("progress: claim task %s: status is %s, not pending: %w: %w", it.ID, st,
-				loop.ErrNotReady, &loop.TransitionError{TaskID: it.ID, From: st, To: loop.StatusInProgress})
-		}
-		if it.Phase {
-			return loop.Task{}, fmt.Errorf("progress: claim task %s: it is a phase with tasks under it; claim one of them: %w",
-				it.ID, loop.ErrNotReady)
+		if why := s.notReady(d, it); why != "" {
+			if st := s.status(d, it); st != loop.StatusPending {
+				return loop.Task{}, fmt.Errorf("progress: claim task %s: %s: %w: %w", it.ID, why,
+					loop.ErrNotReady, &loop.TransitionError{TaskID: it.ID, From: st, To: loop.StatusInProgress})
+			}
+			return loop.Task{}, fmt.Errorf("progress: claim task %s: %s: %w", it.ID, why, loop.ErrNotReady)
 		}
 	}
 	s.claims[it.ID] = claim{agent: p.Agent, at: now, expires: now.Add(p.Lease)}
@@ -416,9 +436,10 @@ func (s *Store) RenewLease(ctx context.Context, id, agent string, lease time.Dur
 	return nil
 }
 
-// transition checks that task id may move from its status to to, with the
-// one exception that makes the agent's own tick count: a claimed box the
-// agent ticked in the file may still be completed (and only completed).
+// transition checks that task id is in_progress, the only status Complete,
+// Fail and Release move a task from, and returns its item. One exception
+// makes the agent's own tick count: a claimed box the agent ticked in the
+// file may still be completed (and only completed).
 func (s *Store) transition(d *Doc, id string, to loop.Status) (Item, error) {
 	it, err := s.get(d, id)
 	if err != nil {
@@ -428,7 +449,7 @@ func (s *Store) transition(d *Doc, id string, to loop.Status) (Item, error) {
 	if to == loop.StatusDone && !it.Phase && it.Checked && s.hasClaim(id) {
 		from = loop.StatusInProgress
 	}
-	if it.Phase || !loop.CanTransition(from, to) {
+	if from != loop.StatusInProgress {
 		return Item{}, &loop.TransitionError{TaskID: id, From: from, To: to}
 	}
 	return it, nil
@@ -459,7 +480,8 @@ func (s *Store) Complete(ctx context.Context, id, summary string) error {
 // Fail implements loop.TaskStore: the box stays unticked but is not offered
 // again in this run, and the failure is recorded in Recent Attempts (an
 // atomic write; the oldest attempts past KeepAttempts are dropped). Its
-// phase reads as failed.
+// phase fails too, so the phase's other boxes are not offered either, as
+// under a failed parent in the task graph.
 func (s *Store) Fail(ctx context.Context, id, reason string) error {
 	d, now, err := s.begin(ctx)
 	if err != nil {
@@ -485,6 +507,10 @@ func (s *Store) Fail(ctx context.Context, id, reason string) error {
 	delete(s.claims, id)
 	s.failed[id] = true
 	s.logLocked(now, id, loop.LogFail, reason)
+	if p := it.Parent; p != "" && !s.failed[p] {
+		s.failed[p] = true
+		s.logLocked(now, p, loop.LogFail, "child task "+id+" failed")
+	}
 	return nil
 }
 
@@ -536,7 +562,8 @@ func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]strin
 }
 
 // Retry implements loop.TaskStore: an in_progress or failed box becomes
-// pending (offered again) with RetryCount+1.
+// pending (offered again) with RetryCount+1. Retrying a failed phase makes
+// its pending boxes ready again; retrying a box leaves its phase failed.
 func (s *Store) Retry(ctx context.Context, id, reason string) error {
 	d, now, err := s.begin(ctx)
 	if err != nil {
@@ -547,7 +574,7 @@ func (s *Store) Retry(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return err
 	}
-	if st := s.status(d, it); it.Phase || (st != loop.StatusInProgress && st != loop.StatusFailed) {
+	if st := s.status(d, it); st != loop.StatusInProgress && st != loop.StatusFailed {
 		return &loop.TransitionError{TaskID: id, From: st, To: loop.StatusPending}
 	}
 	if reason == "" {
