@@ -149,6 +149,9 @@ func usageLimit(s *Session, now time.Time) *loop.UsageLimit {
 		r := *s.Rejected
 		ul = &r
 	}
+	if r := s.Result; r != nil && r.IsError && r.UsageLimit != nil && ul == nil {
+		ul = &loop.UsageLimit{}
+	}
 	if r := s.Result; r != nil && r.IsError {
 		if m := legacyLimitRE.FindStringSubmatch(r.Text); m != nil {
 			if ul == nil {

@@ -45,6 +45,8 @@ func TestClassifyFixtures(t *testing.T) {
 		{file: "multi_step_failing_cmd", wantClass: loop.ClassSuccess, wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
 		// is_error with exit 0 is still an error.
 		{file: "recorded_voxi_cli-2.1.200_misc_lines", wantClass: loop.ClassAgentError},
+		{file: "usage_limit_oauth", end: Ending{ExitCode: 1}, wantClass: loop.ClassUsageLimit,
+			wantText: "You've hit your 5-hour limit · resets 6:30pm (UTC)", wantReset: time.Unix(1784399400, 0).UTC()},
 		{file: "recorded_spindrift_issue1539_session_limit", end: Ending{ExitCode: 1}, wantClass: loop.ClassUsageLimit,
 			wantText: "You've hit your session limit · resets 6:30pm (UTC)", wantReset: time.Unix(1784399400, 0).UTC()},
 	}

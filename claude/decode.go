@@ -131,6 +131,7 @@ type fields struct {
 	result, isError, numTurns, durationMS, costUSD, usage         []byte
 	terminalReason, apiErrorStatus, errs, status                  []byte
 	errorStatus, errorName, attempt, maxRetries, retryDelayMS     []byte
+	apiError                                                      []byte
 }
 
 func (f *fields) set(key, val []byte) {
@@ -179,6 +180,8 @@ func (f *fields) set(key, val []byte) {
 		f.maxRetries = val
 	case "retry_delay_ms":
 		f.retryDelayMS = val
+	case "api_error":
+		f.apiError = val
 	}
 }
 
@@ -510,6 +513,11 @@ func (d *Decoder) result(f *fields, sessionID string) {
 				res.Usage.CacheWriteTokens = jsonInt(v)
 			}
 		})
+	}
+	if jsonString(f.apiError) == "usage_limit_reached" {
+		// Newer releases name the limit in a field: no need to read the
+		// text to know, only to learn the reset time.
+		res.UsageLimit = &loop.UsageLimit{Message: res.Text}
 	}
 	text := res.Text
 	if text == "" && len(f.errs) > 0 && f.errs[0] == '[' {
