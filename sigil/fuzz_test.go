@@ -59,6 +59,7 @@ func FuzzParse(f *testing.F) {
 		if !strings.Contains(text, got.VerifyReason) {
 			t.Fatalf("verify reason %q not in text", got.VerifyReason)
 		}
+		checkReference(t, text)
 		// Spans are ordered, disjoint and inside the text.
 		prev := 0
 		for _, s := range quotedSpans(text) {
@@ -68,5 +69,36 @@ func FuzzParse(f *testing.F) {
 			prev = s.end
 		}
 		_ = RalphDone(text)
+	})
+}
+
+// tokens is the alphabet of FuzzParseTokens: the pieces sigils and markdown
+// quoting are made of, so that random input reaches the interesting cases
+// far more often than random bytes do.
+var tokens = []string{
+	"<task-done>", "</task-done>", "<task-failed>", "</task-failed>",
+	"<promise>", "</promise>", "COMPLETE", "FAILURE",
+	"<next-model>", "</next-model>", "opus", "haiku",
+	"<verify-pass/>", "<verify-pass>", "</verify-pass>",
+	"<verify-fail>", "</verify-fail>", "<verify-fail/>",
+	"t-1", "t-2", " ", "\n", "\n\n", "\t", "<", ">", "/",
+	"`", "``", "```", "~~~", "\\", "```\n", "~~~~\n", "\n```\n", "    ",
+	"RALPH_DONE", "x",
+}
+
+// FuzzParseTokens checks Parse against the reference on texts assembled
+// from tokens, each input byte choosing one.
+func FuzzParseTokens(f *testing.F) {
+	f.Add([]byte{0, 18, 1})
+	f.Add([]byte{27, 0, 18, 1, 27, 0, 19, 1})
+	f.Add([]byte{34, 0, 18, 1, 34, 0, 19, 1})
+	f.Add([]byte{15, 29, 16, 29, 16, 27, 14})
+	f.Add([]byte{32, 28, 0, 18, 28, 1, 28, 21, 27, 24})
+	f.Fuzz(func(t *testing.T, choice []byte) {
+		var b strings.Builder
+		for _, c := range choice {
+			b.WriteString(tokens[int(c)%len(tokens)])
+		}
+		checkReference(t, b.String())
 	})
 }
