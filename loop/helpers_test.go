@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
 func writeFile(t *testing.T, root, rel, content string) {
@@ -15,4 +17,9 @@ func writeFile(t *testing.T, root, rel, content string) {
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func looptestRunner(t *testing.T) *looptest.FakeRunner {
+	t.Helper()
+	return looptest.NewFakeRunner(t).Always(agent(done, ""))
 }
