@@ -495,7 +495,9 @@ func TestAtomicWrite(t *testing.T) {
 		{"Fail", func() error { return s.Fail(ctx, "add-a-makefile", "boom") }},
 		{"AppendIteration", func() error { return s.AppendIteration(ctx, IterationRow{Iteration: 1}) }},
 		{"AddAttempt", func() error { return s.AddAttempt(ctx, Attempt{Iteration: 1}) }},
-		{"ReplaceDocument", func() error { return s.ReplaceDocument(ctx, strings.Replace(twoPhases, "In Progress", "RALPH_DONE", 1)) }},
+		{"ReplaceDocument", func() error {
+			return s.ReplaceDocument(ctx, strings.Replace(twoPhases, "In Progress", "RALPH_DONE", 1))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tmpContent = ""
