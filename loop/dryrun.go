@@ -60,15 +60,7 @@ func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error
 		if err != nil {
 			return plan, err
 		}
-		var s *stop
-		switch {
-		case c.Total() == 0:
-			s = stopWith(OutcomeNoPlan, "nothing to do: the plan is empty")
-		case c.Resolved():
-			s = completeStop(c)
-		default:
-			s = stopWith(OutcomeBlocked, "blocked: %d tasks remain but none is ready", c.Open()+c.InProgress)
-		}
+		s := terminalStop(c)
 		plan.Outcome, plan.Message = s.outcome, s.message
 		return plan, nil
 	}

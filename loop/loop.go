@@ -309,7 +309,7 @@ func (r *run) limitCheck(remaining int) *stop {
 	if remaining < 0 {
 		return stopWith(OutcomeLimitReached, "iteration limit reached (%d); tasks remain", r.cfg.MaxIterations)
 	}
-	return stopWith(OutcomeLimitReached, "iteration limit reached (%d); %d %s remain", r.cfg.MaxIterations, remaining, plural(remaining, "task", "tasks"))
+	return stopWith(OutcomeLimitReached, "iteration limit reached (%d); %s", r.cfg.MaxIterations, remain(remaining))
 }
 
 func completeStop(c Counts) *stop {
@@ -325,6 +325,11 @@ func (r *run) terminal(ctx context.Context) *stop {
 	if err != nil {
 		return r.storeErr(ctx, err)
 	}
+	return terminalStop(c)
+}
+
+// terminalStop says why nothing is ready, from the scope's counts.
+func terminalStop(c Counts) *stop {
 	switch {
 	case c.Total() == 0:
 		return stopWith(OutcomeNoPlan, "nothing to do: the plan is empty")
@@ -332,8 +337,16 @@ func (r *run) terminal(ctx context.Context) *stop {
 		return completeStop(c)
 	default:
 		n := c.Open() + c.InProgress
-		return stopWith(OutcomeBlocked, "blocked: %d %s remain but none is ready", n, plural(n, "task", "tasks"))
+		return stopWith(OutcomeBlocked, "blocked: %s but none is ready", remain(n))
 	}
+}
+
+// remain is "1 task remains" or "N tasks remain".
+func remain(n int) string {
+	if n == 1 {
+		return "1 task remains"
+	}
+	return fmt.Sprintf("%d tasks remain", n)
 }
 
 func plural(n int, one, many string) string {
@@ -458,7 +471,7 @@ func (r *run) handle(ctx context.Context, n int, task Task, res RunResult) (Iter
 	if sig.Complete {
 		c, err := r.store.Counts(ctx, r.cfg.Scope)
 		if err == nil && !c.Resolved() {
-			r.note.notice(n, "agent said COMPLETE but %d tasks remain; going on", c.Open()+c.InProgress)
+			r.note.notice(n, "agent said COMPLETE but %s; going on", remain(c.Open()+c.InProgress))
 		}
 	}
 	return status, why, nil

@@ -161,7 +161,7 @@ func TestRunOutcomes(t *testing.T) {
 				return looptest.NewFakeRunner(t).Always(agent(done, ""))
 			},
 			want: result{Outcome: loop.OutcomeLimitReached, Exit: 0, Iterations: 2, Statuses: map[string]loop.Status{"a": D, "b": D, "c": P}},
-			msg:  "1 task remain",
+			msg:  "iteration limit reached (2); 1 task remains",
 		},
 		{
 			name:   "once runs one iteration",

@@ -19,7 +19,7 @@ func SessionLogPath(logDir, session string) string {
 // session header, a header and a footer per iteration (mode, task, start;
 // end, duration, model, cost, turns, status), the notices and waits in
 // between, and a closing summary (iterations, successes, failures,
-// duration, cost, exit reason, exit code). Agent events are not written;
+// duration, cost, outcome, exit reason, exit code). Agent events are not written;
 // the raw stream of each session has them.
 //
 // Write errors are kept: the first one is returned by Close, and nothing is
@@ -104,7 +104,7 @@ func (l *SessionLog) Observe(n Note) {
 		l.printf("[%s] %s\n", n.At.Format(logTime), n.Message)
 	case NoteSessionEnd:
 		r := n.Report
-		l.printf("\n=== session summary ===\niterations: %d\nsuccesses: %d\nfailures: %d\nduration: %s\ncost: $%.4f\nexit reason: %s: %s\nexit code: %d\n",
+		l.printf("\n=== session summary ===\niterations: %d\nsuccesses: %d\nfailures: %d\nduration: %s\ncost: $%.4f\noutcome: %s\nexit reason: %s\nexit code: %d\n",
 			r.Iterations, r.Successes, r.Failures, r.Duration.Round(time.Millisecond), r.CostUSD, r.Outcome, r.Message, r.ExitCode())
 	}
 	if l.err == nil {
