@@ -34,12 +34,14 @@
 // closer lies in code is not a sigil.
 //
 // Simplifications of CommonMark, chosen because agent text is not a
-// document and a simple rule is easier to predict: fences are recognised at
-// any indentation (a fence nested in a list item is still code, and a
-// deeply indented fence line is code either way); indented code blocks,
-// block quotes, HTML comments and other block structure are not recognised
-// (an indented tag is prose: nested list items are indented too); only
-// blank lines and fences end a paragraph for inline code.
+// document and a simple rule is easier to predict: a fence is recognised at
+// any indentation and after block quote markers ('>') and one list item
+// marker ("- ", "1. "), so a fence nested in a list or a quote is still code
+// (a deeply indented fence line is code either way), and it stays open until
+// its closing fence even past the end of that list or quote; indented code
+// blocks and HTML comments are not recognised (an indented tag is prose:
+// nested list items are indented too); a tag in a block quote is prose;
+// only blank lines and fences end a paragraph for inline code.
 //
 // # Form of a tag
 //

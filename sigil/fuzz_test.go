@@ -83,7 +83,7 @@ var tokens = []string{
 	"<verify-fail>", "</verify-fail>", "<verify-fail/>",
 	"t-1", "t-2", " ", "\n", "\n\n", "\t", "<", ">", "/",
 	"`", "``", "```", "~~~", "\\", "```\n", "~~~~\n", "\n```\n", "    ",
-	"RALPH_DONE", "x",
+	"RALPH_DONE", "x", "- ", "> ", "1. ",
 }
 
 // FuzzParseTokens checks Parse against the reference on texts assembled

@@ -85,10 +85,11 @@ type fence struct {
 }
 
 // openingFence reports whether line opens a fenced code block: optional
-// indentation, then three or more backticks or tildes; a backtick fence's
-// info string may not contain a backtick (such a line is inline code).
+// indentation, block quote markers and one list item marker, then three or
+// more backticks or tildes; a backtick fence's info string may not contain a
+// backtick (such a line is inline code).
 func openingFence(line string) (fence, bool) {
-	line = strings.TrimLeft(line, " \t")
+	line = skipListMarker(skipQuoteMarkers(line))
 	if len(line) < 3 || (line[0] != '`' && line[0] != '~') {
 		return fence{}, false
 	}
@@ -100,12 +101,47 @@ func openingFence(line string) (fence, bool) {
 	return fence{char: c, n: n}, true
 }
 
-// closedBy reports whether line closes f: optional indentation, a run of f's
-// character at least as long as f, then only whitespace.
+// closedBy reports whether line closes f: optional indentation and block
+// quote markers, a run of f's character at least as long as f, then only
+// whitespace.
 func (f fence) closedBy(line string) bool {
-	line = strings.TrimLeft(line, " \t")
+	line = skipQuoteMarkers(line)
 	n := runLen(line, 0, f.char)
 	return n >= f.n && isBlank(line[n:])
+}
+
+// skipQuoteMarkers strips leading whitespace and block quote markers ('>')
+// from line.
+func skipQuoteMarkers(line string) string {
+	for {
+		line = strings.TrimLeft(line, " \t")
+		if !strings.HasPrefix(line, ">") {
+			return line
+		}
+		line = line[1:]
+	}
+}
+
+// skipListMarker strips one list item marker ("- ", "* ", "+ ", "1. ",
+// "1) ") and the whitespace after it from line, if line starts with one.
+func skipListMarker(line string) string {
+	i := 0
+	switch {
+	case line != "" && strings.IndexByte("-*+", line[0]) >= 0:
+		i = 1
+	default:
+		for i < len(line) && i < 9 && '0' <= line[i] && line[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(line) || (line[i] != '.' && line[i] != ')') {
+			return line
+		}
+		i++
+	}
+	if i == len(line) || (line[i] != ' ' && line[i] != '\t') {
+		return line
+	}
+	return strings.TrimLeft(line[i:], " \t")
 }
 
 // runLen returns how many bytes equal to c start at s[i].

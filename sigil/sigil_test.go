@@ -143,6 +143,31 @@ func TestParse(t *testing.T) {
 		{name: "tag on the fence info line", text: "```<task-done>t-1</task-done>\n```", want: Result{}},
 		{name: "indented fence", text: "- step\n    ```\n    <task-done>t-1</task-done>\n    ```\n", want: Result{}},
 		{
+			name: "fence opened on a list item line",
+			text: "1. Run:\n- ```sh\n  <task-done>t-1</task-done>\n  ```\n<task-done>t-2</task-done>",
+			want: Result{Done: []string{"t-2"}},
+		},
+		{
+			name: "fence opened on an ordered list item line",
+			text: "12) ~~~\n<task-done>t-1</task-done>\n~~~\n<task-done>t-2</task-done>",
+			want: Result{Done: []string{"t-2"}},
+		},
+		{
+			name: "fence in a block quote",
+			text: "> ```\n> <task-done>t-1</task-done>\n> ```\n<task-done>t-2</task-done>",
+			want: Result{Done: []string{"t-2"}},
+		},
+		{
+			name: "list marker needs a space",
+			text: "-```\n<task-done>t-1</task-done>\n",
+			want: Result{Done: []string{"t-1"}},
+		},
+		{
+			name: "tag in a block quote is prose",
+			text: "> <task-done>t-1</task-done>",
+			want: Result{Done: []string{"t-1"}},
+		},
+		{
 			name: "tag after a closed fence counts",
 			text: "```\n<task-done>t-1</task-done>\n```\n<task-done>t-2</task-done>",
 			want: Result{Done: []string{"t-2"}},
