@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,17 @@ func initHarness(t *testing.T) *harness {
 	h := newHarness(t)
 	h.ok("init")
 	return h
+}
+
+// clone returns a harness on a copy of h's project, for tests that each
+// need the same starting point and would be slow to build it every time.
+func (h *harness) clone(t *testing.T) *harness {
+	t.Helper()
+	c := &harness{t: t, dir: t.TempDir(), clock: h.clock, env: maps.Clone(h.env), stdin: h.stdin}
+	if err := os.CopyFS(c.dir, os.DirFS(h.dir)); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func (h *harness) config(stdout, stderr *bytes.Buffer) appConfig {
