@@ -283,7 +283,7 @@ func (d *Doc) parseStatus() {
 		if d.Status == "" {
 			d.Status = t
 		}
-		if t == "RALPH_DONE" {
+		if isRalphDone(t) {
 			d.Done = true
 		}
 	}
@@ -563,6 +563,10 @@ func isSeparatorRow(cells []string) bool {
 	}
 	return true
 }
+
+// isRalphDone is sigil.RalphDone for one line that is not in a code fence:
+// RALPH_DONE alone, surrounding whitespace allowed.
+func isRalphDone(line string) bool { return strings.TrimSpace(line) == "RALPH_DONE" }
 
 // iterationHeading parses "Iteration <n>" (case-insensitive; anything after
 // the number, like a date, is allowed).

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ralph-dev/ralph/sigil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -581,4 +583,15 @@ func bigFile(phases, tasks int) []byte {
 		fmt.Fprintf(&b, "| %d | 2026-01-29T10:00:00Z | 1m0s | 1 | ok |\n", i)
 	}
 	return b.Bytes()
+}
+
+// TestRalphDoneAgreesWithSigil checks the per-line rule against package
+// sigil, which the loop uses on agent text.
+func TestRalphDoneAgreesWithSigil(t *testing.T) {
+	for _, line := range []string{"RALPH_DONE", "  RALPH_DONE\t", "RALPH_DONE.", "ralph_done", "**RALPH_DONE**",
+		"`RALPH_DONE`", "RALPH_DONE RALPH_DONE", "x RALPH_DONE", ""} {
+		if got, want := isRalphDone(line), sigil.RalphDone(line); got != want {
+			t.Errorf("isRalphDone(%q) = %v, sigil.RalphDone = %v", line, got, want)
+		}
+	}
 }

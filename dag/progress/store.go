@@ -44,6 +44,9 @@ type Store struct {
 	path   string
 	now    func() time.Time
 	rename func(oldpath, newpath string) error // os.Rename; tests inject failures
+	// beforeCheck, if set, runs in write just before the file is read
+	// again; tests use it to edit the file under a write.
+	beforeCheck func()
 
 	mu      sync.Mutex
 	claims  map[string]claim
@@ -139,6 +142,9 @@ func (s *Store) write(d *Doc, change func(*Doc) ([]byte, error)) error {
 		}
 		if bytes.Equal(out, d.src) {
 			return nil
+		}
+		if s.beforeCheck != nil {
+			s.beforeCheck()
 		}
 		now, err := os.ReadFile(s.path)
 		if err != nil {

@@ -626,3 +626,41 @@ func BenchmarkAppendIteration(b *testing.B) {
 		}
 	}
 }
+
+// TestWriteSeesConcurrentEdit edits the file between the store's read and
+// its write: the write is redone on the new content, so the edit is kept;
+// an editor that never stops gets ErrConflict and the file is left alone.
+func TestWriteSeesConcurrentEdit(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openStore(t, twoPhases)
+	if _, err := s.Claim(ctx, loop.ClaimParams{Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	edits := 0
+	s.beforeCheck = func() {
+		if edits == 0 {
+			s.edit(t, "The user's own section.", "The user's own section, edited during the write.")
+		}
+		edits++
+	}
+	if err := s.Complete(ctx, "add-a-makefile", ""); err != nil {
+		t.Fatal(err)
+	}
+	c := s.content(t)
+	if !strings.Contains(c, "- [x] Add a Makefile") || !strings.Contains(c, "edited during the write.") {
+		t.Errorf("the tick or the concurrent edit was lost:\n%s", c)
+	}
+
+	n := 0
+	s.beforeCheck = func() {
+		n++
+		s.edit(t, "Intro the user wrote", "Intro the user wrote"+strings.Repeat("!", n))
+	}
+	err := s.AddAttempt(ctx, Attempt{Iteration: 1})
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("error = %v, want ErrConflict", err)
+	}
+	if d, _ := s.Doc(ctx); len(d.Attempts) != 0 {
+		t.Error("the attempt was written despite the conflict")
+	}
+}
