@@ -1,9 +1,103 @@
-// Package loop holds ralph's domain: tasks and their statuses, the TaskStore
-// and Runner seams that backends implement, and (in later work) the build
-// loop's state machine, prompts, strategies and gates.
+// Package loop holds ralph's domain and its build loop: tasks and their
+// statuses, the TaskStore and Runner seams that backends implement, the
+// loop's state machine, prompts, model strategies, verification, gates and
+// the session log.
 //
 // loop imports only the standard library, package sigil and looplab/fsm:
 // embedding it never drags in SQLite or process code. The SQLite task graph
 // lives in package dag, the Claude Code runner in package claude, and fakes
 // for tests in package looptest.
+//
+// # Running the loop
+//
+// Run(ctx, cfg, store, runner) runs DESIGN §3 until an Outcome ends it and
+// returns a Report; Outcome.ExitCode (and Report.ExitCode) is the DESIGN §6
+// exit code, so the CLI maps nothing itself. DryRun says what the next
+// iteration would do without doing it. Start a Config from DefaultConfig:
+// MaxRetries 0 really means no retries and Timeout 0 no wall-clock limit.
+//
+// The machine (States, StateEvents, Diagram) is starting → running →
+// iteration_complete → running …, ending in done (Complete,
+// CompleteWithFailures, LimitReached: Outcome.Succeeded) or failed (every
+// other outcome). The goroutine calling Run owns it; events are fired with
+// a context detached from cancellation (looplab/fsm wedges on a cancelled
+// one) and the loop checks ctx itself between steps.
+//
+// # Decisions where DESIGN is silent or leaves a choice
+//
+//   - Errors. Run returns a non-nil error exactly when the outcome is
+//     OutcomeError (exit 1): a bad Config (ErrConfig), a prompt override
+//     that does not load (ErrPrompt), a store error, a Runner error (the
+//     agent could not be started at all, e.g. ErrAgentNotFound: retrying
+//     would not help, so it is not agent trouble), or a panicking Observer.
+//     Every other ending, cancellation included, is an outcome with a nil
+//     error and a one-line Report.Message.
+//   - No task left in_progress. The loop claims with cfg.AgentID; on every
+//     return path it releases its claim and then calls ReleaseAgent for
+//     that agent, with context.WithoutCancel and a 10 s timeout. A panic in
+//     the store or the runner is let through after that clean-up. A panic
+//     in an Observer (in any goroutine: observers also get agent events
+//     from the runner's reader) is recovered: the run is cancelled, claims
+//     are released and Run returns *ObserverPanicError. Observer calls are
+//     serialised by the loop.
+//   - Claiming. The loop claims with an id-less Claim in scope (atomic:
+//     the store picks the first ready task), so racing loops never fight
+//     over one id; ErrNoReadyTask leads to the terminal checks.
+//   - Task trouble (no sigil, wrong id, verify fail) goes through
+//     TaskStore.Retry: the claim is released, RetryCount+1 is stored (so
+//     the breaker survives restarts) and the reason is logged; the next
+//     prompt shows it. A task whose RetryCount already equals MaxRetries is
+//     failed instead: at most 1+MaxRetries runs.
+//   - Agent and gate trouble are counted in two separate streaks; a clean
+//     agent session resets the agent streak, a passing gate the gate
+//     streak. Troubled iterations count against MaxIterations.
+//   - Gates run only when the agent reported its task done (and the
+//     verifier passed): tests first, then the commit. Gate trouble releases
+//     the claim (no retry counted on the task). The test command is
+//     Config.TestCmd, else the one AGENTS.md names (TestCommandFromAgents:
+//     a "test: <cmd>" line, or the first fenced block under a heading
+//     starting with "Test"); none means no test gate. Hooks run on commit.
+//   - <promise>FAILURE</promise> ends the run (exit 7). The claimed task is
+//     released, unless the same text also says <task-failed> or
+//     <task-done> for it, which are applied first.
+//   - If the agent moved its task itself (`ralph task done` inside the
+//     session), the loop leaves the store's state as it is.
+//   - The task summary logged on completion is the agent's final text
+//     without sigils, on one line, at most 500 bytes (its end).
+//   - Verification: the verifier uses the iteration's strategy model, runs
+//     under the same iteration number, and records a receipt of mode
+//     "verify". Verifier crashes are agent trouble; a verifier usage limit
+//     is a wait (the claim is released and the iteration redone).
+//   - Usage limits: a wait never counts as an iteration; consecutive waits
+//     may together last at most MaxWait, beyond which the run ends as with
+//     the stop policy (OutcomeUsageLimit). The reset time is formatted in
+//     the zone the runner gave it.
+//   - MaxCost counts the cost of this run's sessions only.
+//   - Model strategies: fixed without a model is sonnet; a model with a
+//     strategy other than fixed is a configuration error. cost-optimized
+//     reads "error signals" as a retried task or a fail, retry, release or
+//     lease-expired entry among the task's last 5 log entries, and "3+
+//     clean completions" as the last three iterations of this run.
+//     escalate climbs one rung per troubled iteration and resets to the
+//     hinted model's rung after a hinted iteration. A hint is spent by the
+//     next session that actually runs (a usage-limit wait keeps it).
+//   - Peek mode (ClaimAgent) shows PeekLimit (10) claimable tasks. Nothing
+//     claimable is OutcomeComplete (exit 0), even with blocked or failed
+//     tasks, as DESIGN §5 says. A peek error spends the iteration. After a
+//     clean session, tasks the agent still holds are failed with
+//     ReasonSessionExited; after agent trouble they are released instead
+//     (agent trouble never fails a task). Gates run after every clean
+//     session; the commit title lists the shown tasks that are now done.
+//   - Blocked: nothing ready in scope and something still open or held by
+//     another agent. A loop does not wait for other agents' work.
+//   - Logs: the session log (SessionLog, DESIGN §7) is written when
+//     Config.SessionLog is set, at <LogDir>/<Session>.log; raw streams go
+//     to <LogDir>/<Session>/iter-<n>.ndjson (iter-<n>-verify.ndjson for the
+//     verifier) when Config.RawLogs is set. Session names are
+//     session-YYYYMMDD-HHMMSS in UTC.
+//   - Prompts: build.md, verify.md and peek.md are embedded and can be
+//     overridden by <root>/.ralph/prompts/<name>.md. Overrides are checked
+//     when the run starts: a field that PromptData does not have, at any
+//     depth the checker can follow (with, range, $), is an error naming it,
+//     and missingkey=error is set for the rest.
 package loop
