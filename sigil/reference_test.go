@@ -1,6 +1,7 @@
 package sigil
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,8 +151,14 @@ func checkReference(t *testing.T, text string) {
 			got[i] = true
 		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("quotedSpans(%q) differs from the reference (-ref +fast):\n%s", text, diff)
+	// slices.Equal first: cmp.Diff on long []bool is slow, and the fuzzers
+	// call this for every input.
+	if !slices.Equal(want, got) {
+		i := 0
+		for want[i] == got[i] {
+			i++
+		}
+		t.Fatalf("quotedSpans(%q): byte %d quoted=%v, reference says %v", text, i, got[i], want[i])
 	}
 	if diff := cmp.Diff(refParse(text), Parse(text)); diff != "" {
 		t.Fatalf("Parse(%q) differs from the reference (-ref +fast):\n%s", text, diff)

@@ -121,6 +121,11 @@ func TestParse(t *testing.T) {
 			want: Result{Done: []string{"t-1"}},
 		},
 		{
+			name: "unclosed verify fail before a fence keeps the fence quoted",
+			text: "<verify-fail>hmm\n```\n<task-done>t-1</task-done>\n```\n<task-done>t-2</task-done>",
+			want: Result{Done: []string{"t-2"}},
+		},
+		{
 			name: "last verify fail reason wins",
 			text: "<verify-fail>first</verify-fail> <verify-fail>second</verify-fail>",
 			want: Result{VerifyFail: true, VerifyReason: "second"},
@@ -379,6 +384,7 @@ func TestQuotedSpans(t *testing.T) {
 		{name: "long runs", text: strings.Repeat("`", 20) + "x" + strings.Repeat("`", 20) + " " + strings.Repeat("`", 17), want: []string{strings.Repeat("`", 20) + "x" + strings.Repeat("`", 20)}},
 		{name: "span after the table is filled", text: "`` ` x ` ``", want: []string{"`` ` x ` ``"}},
 		{name: "table answers a later opener", text: "``` a ` b ` c `` d", want: []string{"` b `"}},
+		{name: "table finds a near closer", text: "``x```\n<```\n", want: []string{"```\n<```"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
