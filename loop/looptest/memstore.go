@@ -30,20 +30,32 @@ var (
 type MemStore struct {
 	now func() time.Time
 
-	mu         sync.Mutex
-	seq        int64                 // last insertion number handed out
-	tasks      map[string]*memTask   // by id
-	order      []*memTask            // insertion order
-	children   map[string][]*memTask // parent id -> children, insertion order
-	dependents map[string][]*memTask // blocker id -> tasks it blocks
-	features   map[string]loop.Feature
-	receipts   []loop.Receipt // oldest first
+	mu       sync.Mutex
+	seq      int64               // last insertion number handed out
+	tasks    map[string]*memTask // by id
+	order    []*memTask          // insertion order
+	features map[string]loop.Feature
+	receipts []loop.Receipt // oldest first
+
+	// Indexes kept on every write (see memindex.go), so that reads and
+	// claims do not scan the plan.
+	ready   []*memTask            // the ready tasks, in claim order
+	claimed map[*memTask]struct{} // the in_progress tasks
+	counts  loop.Counts           // tasks by status
 }
 
+// memTask is a task with direct links to its neighbours and its readiness
+// inputs.
 type memTask struct {
-	task loop.Task
-	seq  int64
-	logs []loop.LogEntry
+	task       loop.Task
+	seq        int64
+	logs       []loop.LogEntry
+	parent     *memTask
+	children   []*memTask // insertion order
+	blockers   []*memTask // task.BlockedBy, resolved
+	dependents []*memTask // tasks this one blocks
+	unmet      int        // blockers not done
+	inReady    bool       // in MemStore.ready
 }
 
 // NewMemStore returns an empty store whose clock is now (nil: time.Now).
@@ -55,11 +67,10 @@ func NewMemStore(now func() time.Time) *MemStore {
 		now = time.Now
 	}
 	return &MemStore{
-		now:        now,
-		tasks:      make(map[string]*memTask),
-		children:   make(map[string][]*memTask),
-		dependents: make(map[string][]*memTask),
-		features:   make(map[string]loop.Feature),
+		now:      now,
+		tasks:    make(map[string]*memTask),
+		features: make(map[string]loop.Feature),
+		claimed:  make(map[*memTask]struct{}),
 	}
 }
 
@@ -140,22 +151,28 @@ func (s *MemStore) Add(tasks ...loop.Task) error {
 		}
 	}
 	// Old tasks cannot point at new ones, so any cycle passes through the
-	// batch: walk parents and blockers from each new task.
-	edges := func(id string) []string {
+	// batch: walk parents and blockers from the new tasks.
+	edges := func(id string, visit func(string) bool) bool {
 		t, ok := batch[id]
 		if !ok {
 			t = &s.tasks[id].task
 		}
-		out := slices.Clone(t.BlockedBy)
-		if t.ParentID != "" {
-			out = append(out, t.ParentID)
+		if t.ParentID != "" && visit(t.ParentID) {
+			return true
 		}
-		return out
+		for _, b := range t.BlockedBy {
+			if visit(b) {
+				return true
+			}
+		}
+		return false
 	}
-	for _, t := range prepared {
-		if path := findCycle(t.ID, edges); path != nil {
-			return fmt.Errorf("looptest: add task %s: parents and blockers form a cycle %v", t.ID, path)
-		}
+	starts := make([]string, len(prepared))
+	for i, t := range prepared {
+		starts[i] = t.ID
+	}
+	if path := findCycle(starts, edges); path != nil {
+		return fmt.Errorf("looptest: add task %s: parents and blockers form a cycle %v", path[0], path)
 	}
 
 	for _, t := range prepared {
@@ -167,40 +184,16 @@ func (s *MemStore) Add(tasks ...loop.Task) error {
 	for _, t := range prepared {
 		mt := s.tasks[t.ID]
 		if t.ParentID != "" {
-			s.children[t.ParentID] = append(s.children[t.ParentID], mt)
+			mt.parent = s.tasks[t.ParentID]
+			mt.parent.children = append(mt.parent.children, mt)
 		}
 		for _, b := range t.BlockedBy {
-			s.dependents[b] = append(s.dependents[b], mt)
+			blocker := s.tasks[b]
+			mt.blockers = append(mt.blockers, blocker)
+			blocker.dependents = append(blocker.dependents, mt)
 		}
 	}
-	return nil
-}
-
-// findCycle returns a path from start back to start following edges, or nil.
-func findCycle(start string, edges func(string) []string) []string {
-	seen := map[string]bool{}
-	var path []string
-	var walk func(id string) bool
-	walk = func(id string) bool {
-		path = append(path, id)
-		for _, next := range edges(id) {
-			if next == start {
-				path = append(path, next)
-				return true
-			}
-			if !seen[next] {
-				seen[next] = true
-				if walk(next) {
-					return true
-				}
-			}
-		}
-		path = path[:len(path)-1]
-		return false
-	}
-	if walk(start) {
-		return path
-	}
+	s.indexAdded(s.order[len(s.order)-len(prepared):])
 	return nil
 }
 
@@ -220,7 +213,8 @@ func (s *MemStore) AddDependency(ctx context.Context, blocked, blocker string) e
 	if err != nil {
 		return err
 	}
-	if _, err := s.getLocked(blocker); err != nil {
+	b, err := s.getLocked(blocker)
+	if err != nil {
 		return err
 	}
 	if blocked == blocker {
@@ -229,23 +223,32 @@ func (s *MemStore) AddDependency(ctx context.Context, blocked, blocker string) e
 	if slices.Contains(t.task.BlockedBy, blocker) {
 		return nil
 	}
-	edges := func(id string) []string {
+	edges := func(id string, visit func(string) bool) bool {
 		mt := s.tasks[id]
-		out := slices.Clone(mt.task.BlockedBy)
-		if id == blocked {
-			out = append(out, blocker)
+		if id == blocked && visit(blocker) {
+			return true
 		}
-		if mt.task.ParentID != "" {
-			out = append(out, mt.task.ParentID)
+		if mt.parent != nil && visit(mt.parent.task.ID) {
+			return true
 		}
-		return out
+		for _, b := range mt.blockers {
+			if visit(b.task.ID) {
+				return true
+			}
+		}
+		return false
 	}
-	if path := findCycle(blocked, edges); path != nil {
+	if path := findCycle([]string{blocked}, edges); path != nil {
 		return fmt.Errorf("looptest: %s blocked by %s would form a cycle %v", blocked, blocker, path)
 	}
 	t.task.BlockedBy = append(t.task.BlockedBy, blocker)
 	t.task.UpdatedAt = now
-	s.dependents[blocker] = append(s.dependents[blocker], t)
+	t.blockers = append(t.blockers, b)
+	b.dependents = append(b.dependents, t)
+	if b.task.Status != loop.StatusDone {
+		t.unmet++
+		s.refresh(t)
+	}
 	return nil
 }
 
@@ -316,17 +319,17 @@ func (s *MemStore) begin(ctx context.Context) (time.Time, error) {
 // recoverLocked returns every in_progress task whose lease has run out (now
 // at or past LeaseExpiresAt) to pending.
 func (s *MemStore) recoverLocked(now time.Time) {
-	for _, mt := range s.order {
-		t := &mt.task
-		if t.Status != loop.StatusInProgress || t.LeaseExpiresAt.IsZero() || now.Before(t.LeaseExpiresAt) {
-			continue
+	var expired []*memTask
+	for mt := range s.claimed {
+		if exp := mt.task.LeaseExpiresAt; !exp.IsZero() && !now.Before(exp) {
+			expired = append(expired, mt)
 		}
+	}
+	slices.SortFunc(expired, func(a, b *memTask) int { return cmp.Compare(a.seq, b.seq) })
+	for _, mt := range expired {
 		msg := fmt.Sprintf("lease of %s expired at %s; returned to pending",
-			t.ClaimedBy, t.LeaseExpiresAt.UTC().Format(time.RFC3339))
-		t.Status = loop.StatusPending
-		clearClaim(t)
-		t.UpdatedAt = now
-		mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: loop.LogLeaseExpired, Message: msg})
+			mt.task.ClaimedBy, mt.task.LeaseExpiresAt.UTC().Format(time.RFC3339))
+		s.setStatus(now, mt, loop.StatusPending, loop.LogLeaseExpired, msg)
 	}
 }
 
@@ -352,11 +355,12 @@ func (s *MemStore) inScope(t *memTask, scope loop.Scope) bool {
 	if scope.TaskID == "" {
 		return true
 	}
-	if len(s.children[scope.TaskID]) == 0 {
-		return t.task.ID == scope.TaskID
+	root := s.tasks[scope.TaskID]
+	if len(root.children) == 0 {
+		return t == root
 	}
-	for p := t.task.ParentID; p != ""; p = s.tasks[p].task.ParentID {
-		if p == scope.TaskID {
+	for p := t.parent; p != nil; p = p.parent {
+		if p == root {
 			return true
 		}
 	}
@@ -372,40 +376,49 @@ func (s *MemStore) checkScope(scope loop.Scope) error {
 	return nil
 }
 
+// isReady reports whether t can be claimed.
+func (s *MemStore) isReady(t *memTask) bool {
+	if t.task.Status != loop.StatusPending || len(t.children) > 0 {
+		return false
+	}
+	if t.parent != nil && t.parent.task.Status == loop.StatusFailed {
+		return false
+	}
+	return t.unmet == 0
+}
+
 // notReady returns why t cannot be claimed, or "" when it is ready.
 func (s *MemStore) notReady(t *memTask) string {
 	if t.task.Status != loop.StatusPending {
 		return fmt.Sprintf("status is %s, not pending", t.task.Status)
 	}
-	if n := len(s.children[t.task.ID]); n > 0 {
+	if n := len(t.children); n > 0 {
 		return fmt.Sprintf("it has %d child tasks; claim a leaf", n)
 	}
-	if p := t.task.ParentID; p != "" && s.tasks[p].task.Status == loop.StatusFailed {
-		return fmt.Sprintf("parent %s is failed", p)
+	if t.parent != nil && t.parent.task.Status == loop.StatusFailed {
+		return fmt.Sprintf("parent %s is failed", t.parent.task.ID)
 	}
-	for _, b := range t.task.BlockedBy {
-		if st := s.tasks[b].task.Status; st != loop.StatusDone {
-			return fmt.Sprintf("blocked by %s (%s)", b, st)
+	for _, b := range t.blockers {
+		if st := b.task.Status; st != loop.StatusDone {
+			return fmt.Sprintf("blocked by %s (%s)", b.task.ID, st)
 		}
 	}
 	return ""
 }
 
-// readyLocked returns the ready tasks in scope in claim order.
+// readyLocked returns the ready tasks in scope in claim order, at most
+// limit (<= 0: all).
 func (s *MemStore) readyLocked(scope loop.Scope, limit int) []*memTask {
-	var ready []*memTask
-	for _, mt := range s.order {
-		if s.inScope(mt, scope) && s.notReady(mt) == "" {
-			ready = append(ready, mt)
+	var out []*memTask
+	for _, mt := range s.ready {
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		if s.inScope(mt, scope) {
+			out = append(out, mt)
 		}
 	}
-	// s.order is insertion order, so a stable sort by priority gives
-	// priority ascending, then insertion order.
-	slices.SortStableFunc(ready, func(a, b *memTask) int { return cmp.Compare(a.task.Priority, b.task.Priority) })
-	if limit > 0 && len(ready) > limit {
-		ready = ready[:limit]
-	}
-	return ready
+	return out
 }
 
 // Get implements loop.TaskStore.
@@ -449,13 +462,22 @@ func (s *MemStore) Active(ctx context.Context, scope loop.Scope) ([]loop.Task, e
 	if err := s.checkScope(scope); err != nil {
 		return nil, err
 	}
-	var out []loop.Task
-	for _, mt := range s.order {
-		if mt.task.Status == loop.StatusInProgress && s.inScope(mt, scope) {
-			out = append(out, mt.snapshot())
+	var active []*memTask
+	for mt := range s.claimed {
+		if s.inScope(mt, scope) {
+			active = append(active, mt)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b loop.Task) int { return a.ClaimedAt.Compare(b.ClaimedAt) })
+	slices.SortFunc(active, func(a, b *memTask) int {
+		if c := a.task.ClaimedAt.Compare(b.task.ClaimedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	out := make([]loop.Task, len(active))
+	for i, mt := range active {
+		out[i] = mt.snapshot()
+	}
 	return out, nil
 }
 
@@ -468,22 +490,13 @@ func (s *MemStore) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, e
 	if err := s.checkScope(scope); err != nil {
 		return loop.Counts{}, err
 	}
+	if scope == (loop.Scope{}) {
+		return s.counts, nil
+	}
 	var c loop.Counts
 	for _, mt := range s.order {
-		if !s.inScope(mt, scope) {
-			continue
-		}
-		switch mt.task.Status {
-		case loop.StatusPending:
-			c.Pending++
-		case loop.StatusInProgress:
-			c.InProgress++
-		case loop.StatusDone:
-			c.Done++
-		case loop.StatusFailed:
-			c.Failed++
-		case loop.StatusBlocked:
-			c.Blocked++
+		if s.inScope(mt, scope) {
+			count(&c, mt.task.Status, 1)
 		}
 	}
 	return c, nil
@@ -530,13 +543,10 @@ func (s *MemStore) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, er
 			return loop.Task{}, fmt.Errorf("looptest: claim task %s: %s: %w", p.TaskID, why, loop.ErrNotReady)
 		}
 	}
-	t := &mt.task
-	t.Status = loop.StatusInProgress
-	t.ClaimedBy = p.Agent
-	t.ClaimedAt = now
-	t.LeaseExpiresAt = now.Add(p.Lease)
-	t.UpdatedAt = now
-	mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: loop.LogClaim, Message: "claimed by " + p.Agent})
+	s.setStatus(now, mt, loop.StatusInProgress, loop.LogClaim, "claimed by "+p.Agent)
+	mt.task.ClaimedBy = p.Agent
+	mt.task.ClaimedAt = now
+	mt.task.LeaseExpiresAt = now.Add(p.Lease)
 	return mt.snapshot(), nil
 }
 
@@ -595,7 +605,7 @@ func (s *MemStore) move(ctx context.Context, id string, from, to loop.Status, ki
 // setStatus moves mt to status without checking the machine: the callers
 // are explicit moves already checked, and auto-transitions.
 func (s *MemStore) setStatus(now time.Time, mt *memTask, to loop.Status, kind, message string) {
-	mt.task.Status = to
+	s.changeStatus(mt, to)
 	if to != loop.StatusInProgress {
 		clearClaim(&mt.task)
 	}
@@ -617,20 +627,13 @@ func (s *MemStore) cascadeDone(now time.Time, mt *memTask) {
 	for len(queue) > 0 {
 		done := queue[0]
 		queue = queue[1:]
-		for _, d := range s.dependents[done.task.ID] {
-			if d.task.Status == loop.StatusBlocked && s.blockersDone(d) {
+		for _, d := range done.dependents {
+			if d.task.Status == loop.StatusBlocked && d.unmet == 0 {
 				s.setStatus(now, d, loop.StatusPending, loop.LogUnblock, "all blockers done")
 			}
 		}
-		p := done.task.ParentID
-		if p == "" {
-			continue
-		}
-		parent := s.tasks[p]
-		if parent.task.Status == loop.StatusDone {
-			continue
-		}
-		if !s.childrenDone(p) {
+		parent := done.parent
+		if parent == nil || parent.task.Status == loop.StatusDone || !childrenDone(parent) {
 			continue
 		}
 		s.setStatus(now, parent, loop.StatusDone, loop.LogDone, "all child tasks done")
@@ -638,17 +641,8 @@ func (s *MemStore) cascadeDone(now time.Time, mt *memTask) {
 	}
 }
 
-func (s *MemStore) blockersDone(mt *memTask) bool {
-	for _, b := range mt.task.BlockedBy {
-		if s.tasks[b].task.Status != loop.StatusDone {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *MemStore) childrenDone(id string) bool {
-	for _, c := range s.children[id] {
+func childrenDone(mt *memTask) bool {
+	for _, c := range mt.children {
 		if c.task.Status != loop.StatusDone {
 			return false
 		}
@@ -663,8 +657,7 @@ func (s *MemStore) Fail(ctx context.Context, id, reason string) error {
 		reason = "failed"
 	}
 	return s.move(ctx, id, loop.StatusInProgress, loop.StatusFailed, loop.LogFail, reason, func(now time.Time, mt *memTask) {
-		for p := mt.task.ParentID; p != ""; p = s.tasks[p].task.ParentID {
-			parent := s.tasks[p]
+		for parent := mt.parent; parent != nil; parent = parent.parent {
 			if parent.task.Status != loop.StatusFailed {
 				s.setStatus(now, parent, loop.StatusFailed, loop.LogFail, "child task "+mt.task.ID+" failed")
 			}
@@ -696,12 +689,17 @@ func (s *MemStore) ReleaseAgent(ctx context.Context, agent, reason string) ([]st
 	if reason == "" {
 		reason = "released"
 	}
-	var ids []string
-	for _, mt := range s.order {
-		if mt.task.Status == loop.StatusInProgress && mt.task.ClaimedBy == agent {
-			s.setStatus(now, mt, loop.StatusPending, loop.LogRelease, reason)
-			ids = append(ids, mt.task.ID)
+	var held []*memTask
+	for mt := range s.claimed {
+		if mt.task.ClaimedBy == agent {
+			held = append(held, mt)
 		}
+	}
+	slices.SortFunc(held, func(a, b *memTask) int { return cmp.Compare(a.seq, b.seq) })
+	var ids []string
+	for _, mt := range held {
+		s.setStatus(now, mt, loop.StatusPending, loop.LogRelease, reason)
+		ids = append(ids, mt.task.ID)
 	}
 	return ids, nil
 }
