@@ -121,8 +121,8 @@ func TestParse(t *testing.T) {
 			want: Result{Done: []string{"t-1"}},
 		},
 		{
-			name: "unclosed verify fail before a fence keeps the fence quoted",
-			text: "<verify-fail>hmm\n```\n<task-done>t-1</task-done>\n```\n<task-done>t-2</task-done>",
+			name: "unclosed verify fail keeps later code quoted",
+			text: "<verify-fail>hmm\n```\n<task-done>t-1</task-done>\n```\n`</verify-fail>`\n<task-done>t-2</task-done>",
 			want: Result{Done: []string{"t-2"}},
 		},
 		{
