@@ -190,16 +190,7 @@ func buildContext(ctx context.Context, store TaskStore, root string, task Task, 
 		}
 		d.Blockers = append(d.Blockers, bc)
 	}
-	if task.RetryCount > 0 {
-		r := &RetryContext{Count: task.RetryCount, MaxRetries: maxRetries}
-		for i := len(logs) - 1; i >= 0; i-- {
-			if k := logs[i].Kind; k == LogRetry || k == LogFail || k == LogRelease {
-				r.Reason = logs[i].Message
-				break
-			}
-		}
-		d.Retry = r
-	}
+	d.Retry = retryContext(task, maxRetries, logs)
 	skills, err := FindSkills(root)
 	if err != nil {
 		return d, err
@@ -216,6 +207,33 @@ func buildContext(ctx context.Context, store TaskStore, root string, task Task, 
 		}
 	}
 	return d, nil
+}
+
+// retryContext tells the agent about earlier attempts: always for a task
+// retried before (with the latest retry, fail or release reason), and for a
+// task whose last attempt was released (gate or agent trouble, an expired
+// lease) without counting a retry.
+func retryContext(task Task, maxRetries int, logs []LogEntry) *RetryContext {
+	if task.RetryCount > 0 {
+		r := &RetryContext{Count: task.RetryCount, MaxRetries: maxRetries}
+		for i := len(logs) - 1; i >= 0; i-- {
+			if k := logs[i].Kind; k == LogRetry || k == LogFail || k == LogRelease {
+				r.Reason = logs[i].Message
+				break
+			}
+		}
+		return r
+	}
+	for i := len(logs) - 1; i >= 0; i-- {
+		switch logs[i].Kind {
+		case LogClaim:
+			continue
+		case LogRelease, LogLeaseExpired:
+			return &RetryContext{MaxRetries: maxRetries, Reason: logs[i].Message}
+		}
+		break
+	}
+	return nil
 }
 
 // readOptional reads a file relative to root; a missing or unreadable file

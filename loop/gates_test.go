@@ -163,3 +163,25 @@ func TestTestCommandFromAgents(t *testing.T) {
 		t.Errorf("no AGENTS.md: %q, %v", got, err)
 	}
 }
+
+// The next attempt learns why the gate failed, output included.
+func TestGateFailureReachesNextPrompt(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	cfg := testConfig(t)
+	marker := filepath.Join(cfg.Root, "failed-once")
+	cfg.TestCmd = "if [ -e " + marker + " ]; then exit 0; fi; touch " + marker + "; echo 'FAIL: TestLogin (want 200, got 500)'; exit 1"
+	runner := looptest.NewFakeRunner(t).Always(agent(done, ""))
+	rep, err := loop.Run(t.Context(), cfg, store, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != loop.OutcomeComplete || runner.Calls() != 2 {
+		t.Fatalf("outcome %s after %d runs: %s", rep.Outcome, runner.Calls(), rep.Message)
+	}
+	second := runner.Requests()[1].Prompt
+	for _, s := range []string{"An earlier attempt did not finish", "test gate failed", "FAIL: TestLogin (want 200, got 500)"} {
+		if !strings.Contains(second, s) {
+			t.Errorf("second prompt lacks %q:\n%s", s, second)
+		}
+	}
+}

@@ -52,6 +52,9 @@ const releaseTimeout = 10 * time.Second
 // summaryLimit caps the summary the loop logs when it completes a task.
 const summaryLimit = 500
 
+// gateDetailLimit caps the gate failure (with output) logged on release.
+const gateDetailLimit = 1500
+
 // Reasons written to task logs.
 const (
 	ReasonSessionExited = "session exited without completing task"
@@ -106,6 +109,9 @@ type run struct {
 	held string
 	// limited is the verifier's usage-limited result, for the wait.
 	limited RunResult
+	// gateDetail is the last gate failure with its output's tail: the
+	// release reason the next attempt's prompt shows.
+	gateDetail string
 }
 
 // stop ends the loop with an outcome.
@@ -141,9 +147,8 @@ func (r *run) exec(parent context.Context) (Report, error) {
 			return r.report, err
 		}
 		defer slog.Close()
-		obs = MultiObserver(slog, obs)
 	}
-	r.note = &notifier{obs: obs, cancel: cancel, base: Note{Session: cfg.Session, Mode: cfg.Mode}, now: cfg.Now}
+	r.note = &notifier{log: slog, obs: obs, cancel: cancel, base: Note{Session: cfg.Session, Mode: cfg.Mode}, now: cfg.Now}
 
 	// A panic in the store or the runner goes through, but only after the
 	// claims are released.
@@ -396,7 +401,7 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	}
 	r.consumeHint(hinted)
 
-	status, why, s := r.handle(ctx, n, task, res)
+	status, why, s := r.handle(ctx, n, model, task, res)
 	if status == IterUsageLimit && s == nil {
 		r.endIteration(n, task, model, IterUsageLimit, why)
 		return false, r.usageLimit(ctx, r.limited)
@@ -446,7 +451,7 @@ func (r *run) endIteration(n int, task Task, model string, status IterationStatu
 }
 
 // handle is steps 7–8 for a finished session of a loop-claimed task.
-func (r *run) handle(ctx context.Context, n int, task Task, res RunResult) (IterationStatus, string, *stop) {
+func (r *run) handle(ctx context.Context, n int, model string, task Task, res RunResult) (IterationStatus, string, *stop) {
 	if res.Class == ClassCancelled || ctx.Err() != nil {
 		return IterCancelled, "", r.checkCancel(ctx)
 	}
@@ -461,7 +466,7 @@ func (r *run) handle(ctx context.Context, n int, task Task, res RunResult) (Iter
 	if sig.NextModel != "" {
 		r.hint = sig.NextModel
 	}
-	status, why, s := r.handleTask(ctx, n, task, res, sig)
+	status, why, s := r.handleTask(ctx, n, model, task, res, sig)
 	if s != nil {
 		return status, why, s
 	}
@@ -478,7 +483,7 @@ func (r *run) handle(ctx context.Context, n int, task Task, res RunResult) (Iter
 }
 
 // handleTask applies the task sigil (or its absence) to the claimed task.
-func (r *run) handleTask(ctx context.Context, n int, task Task, res RunResult, sig sigil.Result) (IterationStatus, string, *stop) {
+func (r *run) handleTask(ctx context.Context, n int, model string, task Task, res RunResult, sig sigil.Result) (IterationStatus, string, *stop) {
 	// The agent may have moved the task itself through `ralph task …`.
 	cur, err := r.store.Get(ctx, task.ID)
 	if err != nil {
@@ -495,7 +500,7 @@ func (r *run) handleTask(ctx context.Context, n int, task Task, res RunResult, s
 
 	switch {
 	case sig.TaskDone(task.ID):
-		return r.taskDone(ctx, n, task, res)
+		return r.taskDone(ctx, n, model, task, res)
 	case sig.TaskFailed(task.ID):
 		why := "agent reported the task failed: " + excerpt(res.Text, 300)
 		if err := r.store.Fail(ctx, task.ID, why); err != nil {
@@ -534,9 +539,9 @@ func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus
 }
 
 // taskDone verifies (if enabled), runs the gates and completes the task.
-func (r *run) taskDone(ctx context.Context, n int, task Task, res RunResult) (IterationStatus, string, *stop) {
+func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res RunResult) (IterationStatus, string, *stop) {
 	if r.cfg.Verify {
-		v, why, s := r.verify(ctx, n, task, res.Text)
+		v, why, s := r.verify(ctx, n, model, task, res.Text)
 		switch {
 		case s != nil:
 			return IterAgentTrouble, why, s
@@ -549,7 +554,7 @@ func (r *run) taskDone(ctx context.Context, n int, task Task, res RunResult) (It
 		}
 	}
 	if status, why, s := r.gates(ctx, n, task.Title); status != "" {
-		r.releaseHeld(ctx, why)
+		r.releaseHeld(ctx, r.gateDetail)
 		return status, why, s
 	}
 	if err := r.store.Complete(ctx, task.ID, summary(res.Text)); err != nil {
@@ -569,6 +574,7 @@ func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, 
 		}
 		r.gateStreak++
 		why := firstLine(err.Error())
+		r.gateDetail = excerptLines(err.Error(), gateDetailLimit)
 		if r.gateStreak >= 1+r.cfg.MaxRetries {
 			return st, why, stopWith(o, "%s (%d %s in a row)", why, r.gateStreak, plural(r.gateStreak, "time", "times"))
 		}
@@ -606,7 +612,7 @@ const (
 
 // verify runs the verifier session. On trouble or a usage limit it has
 // released the claim already.
-func (r *run) verify(ctx context.Context, n int, task Task, agentText string) (verdict, string, *stop) {
+func (r *run) verify(ctx context.Context, n int, model string, task Task, agentText string) (verdict, string, *stop) {
 	data := PromptData{Task: task, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin, AgentText: agentText}
 	if task.ParentID != "" {
 		if p, err := r.store.Get(ctx, task.ParentID); err == nil {
@@ -617,7 +623,6 @@ func (r *run) verify(ctx context.Context, n int, task Task, agentText string) (v
 	if err != nil {
 		return verdictTrouble, "", internal(err)
 	}
-	model := r.strategy.Model(ModelChoice{Iteration: n, Task: task, History: r.history})
 	res, s := r.runAgent(ctx, n, model, prompt, task, true)
 	if s != nil {
 		return verdictTrouble, "", s
@@ -746,8 +751,10 @@ func (r *run) env(n int, taskID string) []string {
 		"RALPH_AGENT_ID="+r.cfg.AgentID,
 		"RALPH_ITERATION="+strconv.Itoa(n),
 		"RALPH_DIR="+r.cfg.Root,
-		"RALPH_BIN="+r.cfg.RalphBin,
 	)
+	if r.cfg.RalphBin != "" {
+		env = append(env, "RALPH_BIN="+r.cfg.RalphBin)
+	}
 	if taskID != "" {
 		env = append(env, "RALPH_TASK_ID="+taskID)
 	}
@@ -906,6 +913,23 @@ var sigilTags = regexp.MustCompile(`<(?:task-done|task-failed|promise|next-model
 // text without sigils, on one line.
 func summary(text string) string {
 	return excerpt(sigilTags.ReplaceAllString(text, " "), summaryLimit)
+}
+
+// excerptLines keeps the first line and the end of s, at most n bytes.
+func excerptLines(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	head := firstLine(s)
+	if len(head) >= n {
+		return head[:n]
+	}
+	i := len(s) - (n - len(head))
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return head + "\n…" + s[i:]
 }
 
 func firstLine(s string) string {

@@ -92,7 +92,9 @@ func (e *ObserverPanicError) Error() string {
 // notifier serialises calls to the Observer and turns a panic into a
 // recorded error and a cancellation of the run.
 type notifier struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// log is the session log: it gets every note, even after obs panicked.
+	log      *SessionLog
 	obs      Observer
 	panicked *ObserverPanicError
 	cancel   func()
@@ -101,19 +103,22 @@ type notifier struct {
 }
 
 func (n *notifier) send(note Note) {
-	if n.obs == nil {
+	if n.obs == nil && n.log == nil {
 		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.panicked != nil {
-		return // one panic stops the run; later notes are dropped
-	}
 	if note.At.IsZero() {
 		note.At = n.now()
 	}
 	note.Session = n.base.Session
 	note.Mode = n.base.Mode
+	if n.log != nil {
+		n.log.Observe(note)
+	}
+	if n.obs == nil || n.panicked != nil {
+		return // after a panic, the observer gets nothing more
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			n.panicked = &ObserverPanicError{Value: v, Stack: debug.Stack()}

@@ -36,7 +36,8 @@ type PromptData struct {
 	Parent *Task
 	// Blockers are the task's done blockers with their latest log message.
 	Blockers []BlockerContext
-	// Retry is set when the task has been retried before.
+	// Retry is set when the task has been retried before, or its last
+	// attempt was released.
 	Retry *RetryContext
 	// Skills found under <root>/.ralph/skills/*/SKILL.md.
 	Skills []Skill
@@ -58,9 +59,11 @@ type BlockerContext struct {
 	Summary string
 }
 
-// RetryContext tells the agent it is retrying.
+// RetryContext tells the agent that an earlier attempt did not succeed.
 type RetryContext struct {
-	// Count is the task's RetryCount; MaxRetries the configured limit.
+	// Count is the task's RetryCount (0 when the last attempt was released
+	// without counting a retry: gate or agent trouble); MaxRetries the
+	// configured limit.
 	Count      int
 	MaxRetries int
 	// Reason is the latest fail, retry or release reason in the task's log.

@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -341,4 +342,86 @@ func TestEmbeddedPromptsLoad(t *testing.T) {
 	if diff := cmp.Diff([]string{"build", "verify", "peek"}, loop.PromptNames()); diff != "" {
 		t.Error(diff)
 	}
+}
+
+func TestAgentEventsReachObserver(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	cfg := testConfig(t)
+	rec := &recorder{}
+	cfg.Observer = rec
+	events := []loop.Event{{Kind: loop.EventInit, Model: "sonnet"}, {Kind: loop.EventToolUse, Tool: "Bash", Input: "go test ./..."}}
+	runner := looptest.NewFakeRunner(t).ThenStep(looptest.Step{Events: events, Result: looptest.Result(done("a"))})
+	if _, err := loop.Run(t.Context(), cfg, store, runner); err != nil {
+		t.Fatal(err)
+	}
+	var got []loop.Event
+	for _, n := range rec.kind(loop.NoteAgentEvent) {
+		if n.Iteration != 1 {
+			t.Errorf("agent event under iteration %d", n.Iteration)
+		}
+		got = append(got, n.AgentEvent)
+	}
+	if diff := cmp.Diff(events, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if n := len(rec.kind(loop.NoteReceipt)); n != 1 {
+		t.Errorf("%d receipts observed, want 1", n)
+	}
+}
+
+// The session log is written in full even when the user's observer panics.
+func TestSessionLogSurvivesObserverPanic(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	cfg := testConfig(t)
+	cfg.SessionLog = true
+	cfg.Observer = loop.ObserverFunc(func(n loop.Note) {
+		if n.Kind == loop.NoteIterationStart {
+			panic("observer bug")
+		}
+	})
+	runner := looptest.NewFakeRunner(nil).Always(agent(done, ""))
+	rep, err := loop.Run(t.Context(), cfg, store, runner)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	data, err := os.ReadFile(loop.SessionLogPath(cfg.Root+"/.ralph/logs", rep.Session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "exit code: 1") || !strings.Contains(string(data), "observer panicked: observer bug") {
+		t.Errorf("session log lacks the summary:\n%s", data)
+	}
+}
+
+func TestPeekModeRenewsTheAgentsClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newStore(t, tasks("a")...)
+		cfg := testConfig(t)
+		cfg.ClaimMode = loop.ClaimAgent
+		cfg.Lease = 3 * time.Minute
+		runner := looptest.NewFakeRunner(t).ThenFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+			task, err := store.Claim(ctx, loop.ClaimParams{Agent: envOf(req, "RALPH_AGENT_ID"), Lease: 3 * time.Minute})
+			if err != nil {
+				return loop.RunResult{}, err
+			}
+			time.Sleep(10 * time.Minute) // synctest: fake time
+			if err := store.Complete(ctx, task.ID, "ok"); err != nil {
+				return loop.RunResult{}, err
+			}
+			return looptest.Result("done"), nil
+		})
+		rep, err := loop.Run(t.Context(), cfg, store, runner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Outcome != loop.OutcomeComplete {
+			t.Errorf("outcome %s (%s), want complete", rep.Outcome, rep.Message)
+		}
+		logs, _ := store.Logs(t.Context(), "a")
+		for _, e := range logs {
+			if e.Kind == loop.LogLeaseExpired {
+				t.Errorf("lease expired during the session: %+v", e)
+			}
+		}
+	})
 }
