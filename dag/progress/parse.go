@@ -611,6 +611,12 @@ func splitLines(data []byte) ([]line, error) {
 		lines = append(lines, line{start: start, end: e, next: next, text: string(data[start:e])})
 		start = next
 	}
+	if len(lines) > 0 {
+		// A byte order mark (some Windows editors write one) is not text.
+		// The first line is the title, never a box, so its offsets do not
+		// matter.
+		lines[0].text = strings.TrimPrefix(lines[0].text, "\ufeff")
+	}
 	fenceLine := -1
 	var fence string // the opening fence run, "```" or "~~~~"…
 	inComment := false

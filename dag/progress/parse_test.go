@@ -162,6 +162,18 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+func TestParseByteOrderMark(t *testing.T) {
+	src := []byte("\ufeff# Progress: bom\n## Tasks\n- [ ] a\n")
+	d := mustParse(t, src)
+	out, err := d.tick("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("\ufeff# Progress: bom\n## Tasks\n- [x] a\n", string(out)); diff != "" {
+		t.Errorf("tick (-want +got):\n%s", diff)
+	}
+}
+
 // TestParseDone covers where RALPH_DONE counts.
 func TestParseDone(t *testing.T) {
 	const head = "# Progress: x\n"

@@ -1,0 +1,60 @@
+package progress
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// FuzzParse checks, for any input that parses, that every edit ralph makes
+// gives a document that parses again with the same tasks (ticked where
+// ticked), and that Checklist never panics.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.md"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("# Progress: x\n## Tasks\n- [ ] a"))
+	ignore := cmpopts.IgnoreUnexported(Item{})
+	f.Fuzz(func(t *testing.T, src []byte) {
+		_, _ = Checklist(src)
+		d, err := Parse(src)
+		if err != nil {
+			return
+		}
+		reparse := func(what string, out []byte, want []Item) *Doc {
+			t.Helper()
+			nd, err := Parse(out)
+			if err != nil {
+				t.Fatalf("%s made the document unparsable: %v\n%q", what, err, out)
+			}
+			if diff := cmp.Diff(want, nd.Items, ignore, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%s changed the tasks (-want +got):\n%s\n%q", what, diff, out)
+			}
+			return nd
+		}
+		reparse("appendIteration", d.appendIteration(IterationRow{Iteration: 1, Started: time.Unix(0, 0).UTC(), Notes: "n"}), d.Items)
+		nd := reparse("addAttempt", d.addAttempt(Attempt{Iteration: 2, Tried: "t\nu", Result: "r"}, KeepAttempts), d.Items)
+		if len(nd.Attempts) > KeepAttempts && len(d.Attempts) < KeepAttempts {
+			t.Fatalf("addAttempt left %d attempts", len(nd.Attempts))
+		}
+		want := append([]Item(nil), d.Items...)
+		for i, it := range d.Items {
+			if it.Phase {
+				continue
+			}
+			out, err := d.tick(it.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[i].Checked = true
+			d = reparse("tick "+it.ID, out, want)
+		}
+	})
+}
