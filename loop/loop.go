@@ -122,8 +122,6 @@ type stop struct {
 	resetsAt time.Time
 }
 
-func (s *stop) Error() string { return s.message }
-
 func stopWith(o Outcome, format string, args ...any) *stop {
 	return &stop{outcome: o, message: fmt.Sprintf(format, args...)}
 }
@@ -138,6 +136,12 @@ func (r *run) exec(parent context.Context) (Report, error) {
 	cfg := r.cfg
 	r.report = Report{Session: cfg.Session, AgentID: cfg.AgentID, StartedAt: cfg.Now(), Remaining: -1}
 	obs := cfg.Observer
+	// Prompts and the test command are read first: a bad override is an
+	// error that leaves no trace, not even a log.
+	if s := r.load(); s != nil {
+		r.report.Outcome, r.report.Message = s.outcome, s.message
+		return r.report, s.err
+	}
 	var slog *SessionLog
 	if cfg.SessionLog {
 		var err error
@@ -212,9 +216,8 @@ func (r *run) loop(ctx context.Context) *stop {
 	}
 }
 
-// prepare loads prompts and checks the gates before the first iteration;
-// nothing is changed when it fails.
-func (r *run) prepare(ctx context.Context) *stop {
+// load reads the prompt templates and the test command.
+func (r *run) load() *stop {
 	names := []string{PromptBuild}
 	if r.cfg.ClaimMode == ClaimAgent {
 		names = []string{PromptPeek}
@@ -238,6 +241,12 @@ func (r *run) prepare(ctx context.Context) *stop {
 		}
 		r.testCmd = c
 	}
+	return nil
+}
+
+// prepare checks the commit gate and makes the raw log directory before
+// the first iteration.
+func (r *run) prepare(ctx context.Context) *stop {
 	if r.cfg.Commit {
 		if err := checkGitRepo(ctx, r.cfg.Root); err != nil {
 			return stopWith(OutcomeGitFailed, "%v", err)

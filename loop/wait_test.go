@@ -303,6 +303,7 @@ func TestPromptOverride(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newStore(t, tasks("a")...)
 			cfg := testConfig(t)
+			cfg.SessionLog, cfg.RawLogs = true, true
 			writeFile(t, cfg.Root, ".ralph/prompts/build.md", tt.text)
 			runner := looptest.NewFakeRunner(nil).Always(agent(done, ""))
 			rep, err := loop.Run(t.Context(), cfg, store, runner)
@@ -312,6 +313,9 @@ func TestPromptOverride(t *testing.T) {
 				}
 				if rep.ExitCode() != 1 || runner.Calls() != 0 || statuses(t, store)["a"] != loop.StatusPending {
 					t.Errorf("a bad override changed something: exit %d, %d runs", rep.ExitCode(), runner.Calls())
+				}
+				if _, err := os.Stat(cfg.Root + "/.ralph/logs"); !os.IsNotExist(err) {
+					t.Errorf("a bad override left logs behind: %v", err)
 				}
 				return
 			}
