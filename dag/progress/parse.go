@@ -380,6 +380,9 @@ func collectItems(lines []line, from, to int, progressFile bool) ([]Item, error)
 
 // cutID splits an explicit id marker "<!-- id: X -->" off the end of text.
 func cutID(text string, line int) (string, string, error) {
+	if !strings.HasSuffix(strings.TrimRight(text, " \t"), "-->") {
+		return text, "", nil // the common case, without the regexp
+	}
 	loc := idMarker.FindStringSubmatchIndex(text)
 	if loc == nil {
 		return text, "", nil
