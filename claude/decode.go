@@ -60,6 +60,25 @@ type Decoder struct {
 	events []loop.Event      // reused by each Decode
 	tools  map[string]string // tool_use id → tool name, to name tool results
 	eof    bool
+	at     time.Time // the current line's time stamp
+
+	// The current line's message, read in the same pass as the line.
+	blocks   []contentBlock
+	msgModel []byte
+
+	// Every line repeats the session id and most repeat the model: the
+	// last ones are kept to save an allocation per line.
+	sessionID, model string
+}
+
+// intern returns the string of the raw JSON string val, reusing *last
+// when it is the same.
+func intern(last *string, val []byte) string {
+	if len(val) >= 2 && val[0] == '"' && string(val[1:len(val)-1]) == *last {
+		return *last
+	}
+	*last = jsonString(val)
+	return *last
 }
 
 // readerSize is the bufio.Reader's buffer: most lines fit, so they are
@@ -67,8 +86,9 @@ type Decoder struct {
 const readerSize = 64 << 10
 
 // longKeep is the largest long-line buffer kept between lines; a bigger one
-// (a 60 MB tool result) is dropped so that memory stays flat.
-const longKeep = 1 << 20
+// (a 60 MB tool result) is dropped so that memory stays flat; smaller ones
+// are reused, so that long lines do not churn the heap.
+const longKeep = 16 << 20
 
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
@@ -127,11 +147,11 @@ func (d *Decoder) readLine() ([]byte, error) {
 
 // fields holds the raw values of the top-level keys the decoder looks at.
 type fields struct {
-	typ, subtype, sessionID, model, message, event, rateLimitInfo []byte
-	result, isError, numTurns, durationMS, costUSD, usage         []byte
-	terminalReason, apiErrorStatus, errs, status                  []byte
-	errorStatus, errorName, attempt, maxRetries, retryDelayMS     []byte
-	apiError                                                      []byte
+	typ, subtype, sessionID, model, event, rateLimitInfo      []byte
+	result, isError, numTurns, durationMS, costUSD, usage     []byte
+	terminalReason, apiErrorStatus, errs, status              []byte
+	errorStatus, errorName, attempt, maxRetries, retryDelayMS []byte
+	apiError                                                  []byte
 }
 
 func (f *fields) set(key, val []byte) {
@@ -144,8 +164,6 @@ func (f *fields) set(key, val []byte) {
 		f.sessionID = val
 	case "model":
 		f.model = val
-	case "message":
-		f.message = val
 	case "event":
 		f.event = val
 	case "rate_limit_info":
@@ -189,9 +207,25 @@ func (f *fields) set(key, val []byte) {
 // Raw is raw itself, and its Events are reused by the next call.
 func (d *Decoder) DecodeLine(raw []byte) Line {
 	d.events = d.events[:0]
+	if d.Now != nil {
+		d.at = d.Now()
+	} else {
+		d.at = time.Now()
+	}
 	line := Line{Raw: raw}
 	var f fields
-	end, err := eachField(raw, f.set)
+	d.blocks, d.msgModel = d.blocks[:0], nil
+	end, err := walkObject(raw, 0, func(key []byte, i int) (int, error) {
+		if string(key) == "message" {
+			return d.parseMessage(raw, i)
+		}
+		end, err := skipValue(raw, i)
+		if err != nil {
+			return 0, err
+		}
+		f.set(key, raw[i:end])
+		return end, nil
+	})
 	if err == nil && skipWS(raw, end) != len(raw) {
 		err = errSyntax
 	}
@@ -204,16 +238,16 @@ func (d *Decoder) DecodeLine(raw []byte) Line {
 		line.Events = d.events
 		return line
 	}
-	line.Type = jsonString(f.typ)
-	sessionID := jsonString(f.sessionID)
+	line.Type = lineType(f.typ)
+	sessionID := intern(&d.sessionID, f.sessionID)
 	switch line.Type {
 	case TypeSystem:
 		line.Subtype = jsonString(f.subtype)
 		d.system(&f, line.Subtype, sessionID)
 	case TypeAssistant:
-		d.assistant(f.message, sessionID)
+		d.assistant(sessionID)
 	case TypeUser:
-		d.user(f.message, sessionID)
+		d.user(sessionID)
 	case TypeStreamEvent:
 		if len(f.event) > 0 {
 			_, _ = eachField(f.event, func(k, v []byte) {
@@ -233,12 +267,30 @@ func (d *Decoder) DecodeLine(raw []byte) Line {
 }
 
 func (d *Decoder) event(ev loop.Event) loop.Event {
-	if d.Now != nil {
-		ev.At = d.Now()
-	} else {
-		ev.At = time.Now()
-	}
+	ev.At = d.at
 	return ev
+}
+
+// lineType returns the line's type, without allocating for the known ones.
+func lineType(val []byte) string {
+	if len(val) < 2 || val[0] != '"' {
+		return jsonString(val)
+	}
+	switch t := val[1 : len(val)-1]; string(t) {
+	case TypeSystem:
+		return TypeSystem
+	case TypeAssistant:
+		return TypeAssistant
+	case TypeUser:
+		return TypeUser
+	case TypeStreamEvent:
+		return TypeStreamEvent
+	case TypeRateLimit:
+		return TypeRateLimit
+	case TypeResult:
+		return TypeResult
+	}
+	return jsonString(val)
 }
 
 func (d *Decoder) emit(ev loop.Event) { d.events = append(d.events, d.event(ev)) }
@@ -274,56 +326,92 @@ func rawNumber(val []byte) string {
 	return string(val)
 }
 
-// assistant emits one event per content block of an assistant message.
-func (d *Decoder) assistant(msg []byte, sessionID string) {
-	if len(msg) == 0 {
-		return
+// contentBlock holds the raw fields of one content block of a message.
+type contentBlock struct {
+	typ, text, thinking, name, id, input, toolUseID, content, isError []byte
+}
+
+// parseMessage reads the message object at b[i] in the line's own pass:
+// its content blocks go to d.blocks and its model to d.msgModel.
+func (d *Decoder) parseMessage(b []byte, i int) (int, error) {
+	if b[i] != '{' {
+		return skipValue(b, i)
 	}
-	var content, model []byte
-	_, _ = eachField(msg, func(k, v []byte) {
-		switch string(k) {
+	return walkObject(b, i, func(key []byte, i int) (int, error) {
+		switch string(key) {
 		case "content":
-			content = v
-		case "model":
-			model = v
-		}
-	})
-	modelName := jsonString(model)
-	if len(content) == 0 || content[0] != '[' {
-		return
-	}
-	_ = eachElem(content, func(block []byte) {
-		var typ, text, thinking, name, id, input []byte
-		_, _ = eachField(block, func(k, v []byte) {
-			switch string(k) {
-			case "type":
-				typ = v
-			case "text":
-				text = v
-			case "thinking":
-				thinking = v
-			case "name":
-				name = v
-			case "id":
-				id = v
-			case "input":
-				input = v
+			if b[i] == '[' {
+				return walkArray(b, i, func(i int) (int, error) { return d.parseBlock(b, i) })
 			}
-		})
-		switch jsonString(typ) {
+		case "model":
+			end, err := skipValue(b, i)
+			if err == nil {
+				d.msgModel = b[i:end]
+			}
+			return end, err
+		}
+		return skipValue(b, i)
+	})
+}
+
+// parseBlock reads one content block at b[i].
+func (d *Decoder) parseBlock(b []byte, i int) (int, error) {
+	if b[i] != '{' {
+		return skipValue(b, i)
+	}
+	var cb contentBlock
+	end, err := walkObject(b, i, func(key []byte, i int) (int, error) {
+		end, err := skipValue(b, i)
+		if err != nil {
+			return 0, err
+		}
+		v := b[i:end]
+		switch string(key) {
+		case "type":
+			cb.typ = v
 		case "text":
-			d.emit(loop.Event{Kind: loop.EventText, SessionID: sessionID, Model: modelName, Text: jsonString(text)})
+			cb.text = v
 		case "thinking":
-			d.emit(loop.Event{Kind: loop.EventThinking, SessionID: sessionID, Model: modelName, Text: jsonString(thinking)})
-		case "tool_use":
-			tool := jsonString(name)
+			cb.thinking = v
+		case "name":
+			cb.name = v
+		case "id":
+			cb.id = v
+		case "input":
+			cb.input = v
+		case "tool_use_id":
+			cb.toolUseID = v
+		case "content":
+			cb.content = v
+		case "is_error":
+			cb.isError = v
+		}
+		return end, nil
+	})
+	if err == nil {
+		d.blocks = append(d.blocks, cb)
+	}
+	return end, err
+}
+
+// assistant emits one event per content block of an assistant message.
+func (d *Decoder) assistant(sessionID string) {
+	modelName := intern(&d.model, d.msgModel)
+	for _, b := range d.blocks {
+		switch string(b.typ) {
+		case `"text"`:
+			d.emit(loop.Event{Kind: loop.EventText, SessionID: sessionID, Model: modelName, Text: jsonString(b.text)})
+		case `"thinking"`:
+			d.emit(loop.Event{Kind: loop.EventThinking, SessionID: sessionID, Model: modelName, Text: jsonString(b.thinking)})
+		case `"tool_use"`:
+			tool := jsonString(b.name)
 			if len(d.tools) > 4096 { // a bound, in case results never come
 				clear(d.tools)
 			}
-			d.tools[jsonString(id)] = tool
-			d.emit(loop.Event{Kind: loop.EventToolUse, SessionID: sessionID, Model: modelName, Tool: tool, Input: keyArgument(tool, input)})
+			d.tools[jsonString(b.id)] = tool
+			d.emit(loop.Event{Kind: loop.EventToolUse, SessionID: sessionID, Model: modelName, Tool: tool, Input: keyArgument(tool, b.input)})
 		}
-	})
+	}
 }
 
 // keyArguments names, per tool, the input field that best says what the
@@ -368,42 +456,17 @@ func keyArgument(tool string, input []byte) string {
 }
 
 // user emits an event for every tool_result block of a user message.
-func (d *Decoder) user(msg []byte, sessionID string) {
-	if len(msg) == 0 {
-		return
-	}
-	var content []byte
-	_, _ = eachField(msg, func(k, v []byte) {
-		if string(k) == "content" {
-			content = v
+func (d *Decoder) user(sessionID string) {
+	for _, b := range d.blocks {
+		if string(b.typ) != `"tool_result"` {
+			continue
 		}
-	})
-	if len(content) == 0 || content[0] != '[' {
-		return
-	}
-	_ = eachElem(content, func(block []byte) {
-		var typ, toolUseID, body, isError []byte
-		_, _ = eachField(block, func(k, v []byte) {
-			switch string(k) {
-			case "type":
-				typ = v
-			case "tool_use_id":
-				toolUseID = v
-			case "content":
-				body = v
-			case "is_error":
-				isError = v
-			}
-		})
-		if jsonString(typ) != "tool_result" {
-			return
-		}
-		id := jsonString(toolUseID)
+		id := jsonString(b.toolUseID)
 		tool := d.tools[id]
 		delete(d.tools, id)
 		d.emit(loop.Event{Kind: loop.EventToolResult, SessionID: sessionID, Tool: tool,
-			Text: toolOutput(body), IsError: jsonBool(isError)})
-	})
+			Text: toolOutput(b.content), IsError: jsonBool(b.isError)})
+	}
 }
 
 // toolOutput returns a tool_result's content, a string or a list of text

@@ -39,8 +39,9 @@ type Formatter struct {
 	// Thinking shows the agent's reasoning (dimmed) when set.
 	Thinking bool
 
-	mu sync.Mutex
-	w  io.Writer
+	mu       sync.Mutex
+	w        io.Writer
+	lastText string // the last assistant text shown, not to repeat it as an error
 }
 
 // NewFormatter returns a Formatter writing to w, with colour when w is a
@@ -80,6 +81,7 @@ func (f *Formatter) Event(ev loop.Event) {
 	case loop.EventText:
 		if text := strings.TrimRight(ev.Text, "\n "); text != "" {
 			f.printf("%s\n", text)
+			f.lastText = ev.Text
 		}
 	case loop.EventThinking:
 		if f.Thinking && strings.TrimSpace(ev.Text) != "" {
@@ -114,7 +116,9 @@ func (f *Formatter) Event(ev loop.Event) {
 			f.printf("%s\n", f.style(ansiYellow, "! usage limit near: "+ev.Text))
 		}
 	case loop.EventResult:
-		if ev.IsError && ev.Text != "" {
+		// An API error comes as a synthetic assistant text and again as the
+		// result: once is enough.
+		if ev.IsError && ev.Text != "" && ev.Text != f.lastText {
 			f.printf("%s\n", f.style(ansiRed, "x agent error: "+firstLine(ev.Text)))
 		}
 	case loop.EventMalformed:
@@ -130,9 +134,13 @@ func (f *Formatter) Footer(res loop.RunResult) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	u := res.Usage
-	line := fmt.Sprintf("-- %s · %d turns · %d in / %d out tokens (cache %d read, %d write) · $%.4f · %s",
-		res.Duration.Round(100*time.Millisecond), res.Turns, u.InputTokens, u.OutputTokens,
-		u.CacheReadTokens, u.CacheWriteTokens, res.CostUSD, Describe(res))
+	turns := "turns"
+	if res.Turns == 1 {
+		turns = "turn"
+	}
+	line := fmt.Sprintf("-- %s · %d %s · %d in / %d out tokens (cache %d read, %d write) · $%.4f · %s",
+		res.Duration.Round(100*time.Millisecond), res.Turns, turns, u.InputTokens, u.OutputTokens,
+		u.CacheReadTokens, u.CacheWriteTokens, res.CostUSD, shorten(Describe(res), argWidth))
 	code := ansiGreen
 	if !res.OK() {
 		code = ansiRed

@@ -39,6 +39,14 @@ func skipWS(b []byte, i int) int {
 // (which must be '"').
 func skipString(b []byte, i int) (int, error) {
 	i++
+	// Keys and short values end before bytes.IndexByte's setup pays off.
+	for k, n := i, min(len(b), i+16); k < n; k++ {
+		if c := b[k]; c == '"' {
+			return k + 1, nil
+		} else if c == '\\' {
+			break
+		}
+	}
 	for {
 		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
@@ -172,44 +180,48 @@ func skipContainer(b []byte, i int) (int, error) {
 	return i, nil
 }
 
-// eachField calls fn for every member of the object that starts at or after
-// obj[0], with the raw key (without quotes) and the raw value, and returns
-// the index just after the object's closing brace.
-func eachField(obj []byte, fn func(key, val []byte)) (int, error) {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
+// walkObject walks the object that starts at or after b[i], calling fn
+// with each member's raw key (without quotes) and the index where its value
+// starts; fn returns the index just after the value (skipValue, or a parser
+// of its own, so that nested values are read in the same pass). It returns
+// the index just after the closing brace.
+func walkObject(b []byte, i int, fn func(key []byte, i int) (int, error)) (int, error) {
+	i = skipWS(b, i)
+	if i >= len(b) || b[i] != '{' {
 		return 0, errSyntax
 	}
-	i = skipWS(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
 	for {
-		if i >= len(obj) || obj[i] != '"' {
+		if i >= len(b) || b[i] != '"' {
 			return 0, errSyntax
 		}
-		kEnd, err := skipString(obj, i)
+		kEnd, err := skipString(b, i)
 		if err != nil {
 			return 0, err
 		}
-		key := obj[i+1 : kEnd-1]
-		i = skipWS(obj, kEnd)
-		if i >= len(obj) || obj[i] != ':' {
+		key := b[i+1 : kEnd-1]
+		i = skipWS(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
 			return 0, errSyntax
 		}
-		vStart := skipWS(obj, i+1)
-		vEnd, err := skipValue(obj, vStart)
+		vStart := skipWS(b, i+1)
+		if vStart >= len(b) {
+			return 0, errSyntax
+		}
+		vEnd, err := fn(key, vStart)
 		if err != nil {
 			return 0, err
 		}
-		fn(key, obj[vStart:vEnd])
-		i = skipWS(obj, vEnd)
-		if i >= len(obj) {
+		i = skipWS(b, vEnd)
+		if i >= len(b) {
 			return 0, errSyntax
 		}
-		switch obj[i] {
+		switch b[i] {
 		case ',':
-			i = skipWS(obj, i+1)
+			i = skipWS(b, i+1)
 		case '}':
 			return i + 1, nil
 		default:
@@ -218,35 +230,65 @@ func eachField(obj []byte, fn func(key, val []byte)) (int, error) {
 	}
 }
 
-// eachElem calls fn for every element of the array arr.
-func eachElem(arr []byte, fn func(val []byte)) error {
-	i := skipWS(arr, 0)
-	if i >= len(arr) || arr[i] != '[' {
-		return errSyntax
+// walkArray walks the array that starts at or after b[i] as walkObject
+// walks an object.
+func walkArray(b []byte, i int, fn func(i int) (int, error)) (int, error) {
+	i = skipWS(b, i)
+	if i >= len(b) || b[i] != '[' {
+		return 0, errSyntax
 	}
-	i = skipWS(arr, i+1)
-	if i < len(arr) && arr[i] == ']' {
-		return nil
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
 	}
 	for {
-		vEnd, err := skipValue(arr, i)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		vEnd, err := fn(i)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		fn(arr[skipWS(arr, i):vEnd])
-		i = skipWS(arr, vEnd)
-		if i >= len(arr) {
-			return errSyntax
+		i = skipWS(b, vEnd)
+		if i >= len(b) {
+			return 0, errSyntax
 		}
-		switch arr[i] {
+		switch b[i] {
 		case ',':
-			i = skipWS(arr, i+1)
+			i = skipWS(b, i+1)
 		case ']':
-			return nil
+			return i + 1, nil
 		default:
-			return errSyntax
+			return 0, errSyntax
 		}
 	}
+}
+
+// eachField calls fn for every member of the object that starts at or after
+// obj[0], with the raw key (without quotes) and the raw value, and returns
+// the index just after the object's closing brace.
+func eachField(obj []byte, fn func(key, val []byte)) (int, error) {
+	return walkObject(obj, 0, func(key []byte, i int) (int, error) {
+		end, err := skipValue(obj, i)
+		if err != nil {
+			return 0, err
+		}
+		fn(key, obj[i:end])
+		return end, nil
+	})
+}
+
+// eachElem calls fn for every element of the array arr.
+func eachElem(arr []byte, fn func(val []byte)) error {
+	_, err := walkArray(arr, 0, func(i int) (int, error) {
+		end, err := skipValue(arr, i)
+		if err != nil {
+			return 0, err
+		}
+		fn(arr[i:end])
+		return end, nil
+	})
+	return err
 }
 
 // jsonString decodes a raw JSON string value; anything else gives "".

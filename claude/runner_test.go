@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeAgentEnv); mode != "" {
 		os.Exit(fakeAgent(mode))
 	}
+	if n, err := strconv.ParseInt(os.Getenv(decodeChildEnv), 10, 64); err == nil && n > 0 {
+		os.Exit(decodeMemoryChild(n))
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,0 +1,108 @@
+// Package claude runs Claude Code — or any program that speaks its
+// stream-json — as a loop.Runner: it builds the arguments and environment,
+// spawns the agent in its own process group, parses its NDJSON stream into
+// typed loop.Events, writes the raw stream to the iteration's log, enforces
+// the wall-clock and idle timeouts, stops the whole group on every exit,
+// classifies how the session ended, and renders a terminal view.
+//
+// The pieces can be used on their own: LookPath, Args and Env say how the
+// agent is started; a Decoder parses a stream from any io.Reader (tests and
+// benchmarks need no process); Session and Classify turn events into a
+// loop.RunResult; a Formatter prints events for people.
+//
+// # Decisions where DESIGN.md is silent
+//
+// Starting the agent. The executable is --claude PATH, else $RALPH_CLAUDE,
+// else `claude` on PATH (LookPath); a missing one is loop.ErrAgentNotFound
+// with a hint on how to install or name it, returned before anything runs.
+// The arguments are `-p --verbose --output-format stream-json
+// --no-session-persistence --model M`, then `--system-prompt-file F` (the
+// system prompt is written to a temporary file, removed after the run: a
+// 1 MB prompt never meets argv limits), then `--dangerously-skip-permissions`
+// when sandboxed or `--allowedTools=A,B` (with "=": the option is variadic
+// and would swallow what follows), then `--max-turns N` when set. The user
+// prompt is written to standard input, which is then closed.
+//
+// Environment. ralph's own environment, then RunRequest.Env on top (a later
+// entry wins), without CLAUDECODE (Claude Code refuses to nest) and without
+// ANTHROPIC_API_KEY unless RunRequest.UseAPIKey — even when RunRequest.Env
+// names it — plus IS_SANDBOX=1 when sandboxed (as root the CLI refuses to
+// skip permissions otherwise). APIKeyNotice gives the once-per-run notice
+// the CLI prints about the key, kept or removed.
+//
+// Process hygiene. The agent leads its own process group (Setpgid). On
+// cancel, wall timeout or idle timeout the group gets SIGTERM, then SIGKILL
+// after Runner.Grace (default 5 s). After any exit of the agent, the rest of
+// its group (shells, MCP servers) gets the same treatment; when nothing is
+// left — the usual case — this costs one kill(2). Zombies left to an init
+// that does not reap them count as gone (checked in /proc). cmd.WaitDelay is
+// the grace period, and reading the stream gives up 2 s after the group is
+// gone, in case a process that left the group (setsid) still holds the pipe.
+// The idle timeout counts from the start and is reset by every byte on
+// standard output (not standard error: a process that only complains is
+// stuck). Standard error is drained concurrently; its last 8 KiB go to
+// RunResult.Stderr and each line to an EventStderr. RunResult.Duration is
+// the wall time ralph measured, not the agent's duration_ms.
+//
+// Events. OnEvent is called in stream order; stderr lines come from another
+// goroutine, but calls never overlap. One stream line gives zero or more
+// events: an assistant message one per content block (text, thinking,
+// tool_use), a user message one per tool_result (named after its tool_use,
+// IsError from the block), system lines EventInit or EventSystem (Subtype
+// api_retry, status, compact_boundary, …, Text a summary where there is
+// one), rate_limit_event an EventRateLimit (Subtype the status, UsageLimit
+// with resetsAt and the limit's type, utilization as an integer percentage
+// or a fraction), result an EventResult whose Result holds the line's
+// fields. stream_event lines (partial messages) and unknown types give no
+// event; Decoder.Decode still returns them as a Line with their type and raw
+// bytes. Unknown fields are ignored. A line that is not a JSON object gives
+// an EventMalformed quoting its first 200 bytes, and the stream goes on. A
+// tool's output is cut to ToolOutputLimit (8 KiB) in its event; a tool call
+// carries its key argument (Bash command, file path, pattern, URL) or, for
+// other tools, its JSON input cut to 512 bytes. EventResult's Text is the
+// result text, or the joined "errors" when there is none (for display);
+// RunResult.Text, the only text sigils are read from, is the result's text,
+// else the last assistant text — except for an error result, whose empty
+// text is not replaced by the agent's chatter.
+//
+// Parsing. Lines are read with a bufio.Reader of 64 KiB, so most are parsed
+// where they lie; longer ones (any length) are gathered in a buffer that is
+// reused up to 16 MiB and dropped above, so memory stays flat over long
+// streams. Instead of encoding/json, a small structural scanner reads each
+// line in one pass, skipping strings with bytes.IndexByte and picking out
+// only the fields ralph reads. It checks structure (brackets, quotes,
+// colons, commas, literals), which is what tells a truncated or garbled
+// line from a good one; it does not check UTF-8 or number grammar. Key
+// order is free.
+//
+// Classification (Classify), from structured fields only, never from tool
+// output, first match wins:
+//
+//   - cancelled / timeout / idle_timeout: ralph stopped the agent. A cancel
+//     also covers an agent that exits on its own while ctx is cancelled
+//     without a clean result (Claude Code exits 0 with
+//     error_during_execution on SIGINT).
+//   - usage_limit: a rejected rate_limit_event; or an error result with
+//     api_error "usage_limit_reached"; or a 429 error result whose text says
+//     a limit was hit ("You've hit your session limit · resets 6:30pm
+//     (UTC)"); or the legacy "Claude AI usage limit reached|<epoch>". The
+//     reset time comes from resetsAt, else the epoch, else the "resets
+//     <time> (<zone>)" text (the next such time after now; an unknown zone
+//     or format leaves it zero, and the loop waits its default).
+//   - crashed: no result line, whatever the exit code.
+//   - success: a result without is_error, and exit code 0.
+//   - max_turns: subtype error_max_turns or terminal_reason max_turns.
+//   - auth: api_error_status 401 or 403.
+//   - api_error: api_error_status 408, 429 or 5xx (529 included), or
+//     terminal_reason api_error without a status (a timed-out request).
+//   - agent_error: anything else — is_error even with exit 0, another 4xx
+//     (an unknown model), a non-zero exit after a good result.
+//
+// Terminal view (Formatter): assistant text as is; tool calls as
+// "> Tool key-argument" on one line; failed tools in red with their first
+// five lines; API retries, near or hit usage limits, malformed lines and
+// stderr lines as notices; an error result once (not when the same text was
+// just shown); and Footer's line with duration, turns, tokens, cost and how
+// the run ended. Colour only when the writer is a terminal and NO_COLOR is
+// unset; piped output is plain lines.
+package claude
