@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralph-dev/ralph/loop"
 )
 
 // KeepAttempts is how many Recent Attempts blocks ralph keeps: adding one
@@ -85,7 +87,7 @@ func (d *Doc) lastContent(from, to int) int {
 func (d *Doc) tick(id string) ([]byte, error) {
 	it, ok := d.item(id)
 	if !ok || it.Phase {
-		return nil, fmt.Errorf("progress: no box with id %q", id)
+		return nil, fmt.Errorf("progress: task %s: no box with that id: %w", id, loop.ErrNotFound)
 	}
 	if it.Checked {
 		return d.src, nil

@@ -664,3 +664,25 @@ func TestWriteSeesConcurrentEdit(t *testing.T) {
 		t.Error("the attempt was written despite the conflict")
 	}
 }
+
+// TestCompleteAfterConcurrentRemoval removes the claimed box while Complete
+// writes: the redone write finds no box and reports ErrNotFound.
+func TestCompleteAfterConcurrentRemoval(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openStore(t, twoPhases)
+	if _, err := s.Claim(ctx, loop.ClaimParams{Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	s.beforeCheck = func() {
+		s.beforeCheck = nil
+		s.edit(t, "- [ ] Add a Makefile\n  with test and lint targets\n", "")
+	}
+	err := s.Complete(ctx, "add-a-makefile", "")
+	if !errors.Is(err, loop.ErrNotFound) {
+		t.Errorf("error = %v, want ErrNotFound", err)
+	}
+	want := strings.Replace(twoPhases, "- [ ] Add a Makefile\n  with test and lint targets\n", "", 1)
+	if diff := cmp.Diff(want, s.content(t)); diff != "" {
+		t.Errorf("file (-want +got):\n%s", diff)
+	}
+}
