@@ -416,6 +416,10 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 		return false, r.usageLimit(ctx, r.limited)
 	}
 	r.waited = 0
+	if status != IterAgentTrouble {
+		// The agent (and the verifier, if any) ran cleanly.
+		r.agentStreak = 0
+	}
 	r.report.Iterations = n
 	if status.Success() {
 		r.report.Successes++
@@ -469,7 +473,6 @@ func (r *run) handle(ctx context.Context, n int, model string, task Task, res Ru
 		r.releaseHeld(ctx, "agent trouble: "+why)
 		return IterAgentTrouble, why, r.agentTrouble(why)
 	}
-	r.agentStreak = 0
 
 	sig := sigil.Parse(res.Text)
 	if sig.NextModel != "" {

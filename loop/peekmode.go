@@ -61,6 +61,9 @@ func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
 	r.consumeHint(hinted)
 
 	status, why, s := r.handlePeek(ctx, n, res, claimable)
+	if status != IterAgentTrouble {
+		r.agentStreak = 0
+	}
 	r.report.Iterations = n
 	if status.Success() {
 		r.report.Successes++
@@ -79,7 +82,6 @@ func (r *run) handlePeek(ctx context.Context, n int, res RunResult, claimable []
 		r.releaseAgent(ctx, "agent trouble: "+why)
 		return IterAgentTrouble, why, r.agentTrouble(why)
 	}
-	r.agentStreak = 0
 	status, why := IterSessionOK, ""
 	if left := r.agentTasks(ctx); len(left) > 0 {
 		for _, id := range left {

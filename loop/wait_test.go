@@ -298,6 +298,10 @@ func TestPromptOverride(t *testing.T) {
 		{name: "unknown variable inside range", text: "{{range .Blockers}}{{.Summry}}{{end}}", wantErr: "unknown variable .Summry"},
 		{name: "dollar reaches the root", text: "{{range .Skills}}{{$.Task.ID}}:{{.Name}}{{end}}{{$.Task.ID}}", prompt: "a"},
 		{name: "parse error names the file", text: "{{.Task.ID", wantErr: "build.md"},
+		{name: "with over dollar", text: "{{with $.Task}}{{.Titel}}{{end}}", wantErr: "unknown variable .Titel"},
+		{name: "with over dot", text: "{{with .}}{{.Task.ID}}{{end}}", prompt: "a"},
+		{name: "a variable's fields are not checked", text: "{{$t := .Task}}{{$t.ID}}", prompt: "a"},
+		{name: "a field of a non-struct", text: "{{.Iteration.Foo}}", wantErr: "unknown variable .Iteration.Foo"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
