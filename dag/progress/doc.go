@@ -31,6 +31,10 @@
 //     ErrNotProgressFile): an unclosed fence would silently hide every box
 //     after it. Any other level-1 or level-2 heading starts a section of the
 //     user's own, which ralph never reads or changes.
+//   - Headings are ATX headings ("## Tasks"; up to three spaces before,
+//     closing "#"s allowed); setext headings (text over "---") are not
+//     recognised. A UTF-8 byte order mark before the title is allowed, and
+//     CRLF line endings are kept.
 //   - Lines inside fenced code blocks (``` or ~~~) and HTML comments
 //     (<!-- … --> starting a line) count for nothing: no boxes, headings or
 //     RALPH_DONE there.
@@ -117,8 +121,12 @@
 //     Retry of the phase makes its boxes ready again.
 //   - Release, ReleaseAgent, Retry, SetVerification, AddLog and Logs act on
 //     memory only; task logs are not written to the file.
-//   - Done: RALPH_DONE in Status, or at least one box and every box ticked.
-//     A file without boxes is not done; Counts shows an empty plan.
+//   - Done(ctx): RALPH_DONE in Status, or at least one box and every box
+//     ticked. A file without boxes is not done; Counts shows an empty plan.
+//     RALPH_DONE changes neither Counts nor Ready (they count boxes, and
+//     lying about them would mislead `ralph status`): a loop driving a
+//     progress file asks Done before each iteration and ends the run as
+//     complete when it says so.
 //   - AppendIteration appends a row to the Iteration Log table (creating the
 //     table, or the section at the end of the file) and, in the same write,
 //     trims Recent Attempts to the last KeepAttempts (the agent may have
