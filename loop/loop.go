@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -49,6 +50,9 @@ func (s IterationStatus) Success() bool {
 // with a context that is no longer cancelled.
 const releaseTimeout = 10 * time.Second
 
+// minRenewInterval bounds how often leases are renewed, whatever the lease.
+const minRenewInterval = 10 * time.Millisecond
+
 // summaryLimit caps the summary the loop logs when it completes a task.
 const summaryLimit = 500
 
@@ -73,11 +77,12 @@ const (
 // left in_progress under cfg.AgentID: the claim is released with a fresh,
 // non-cancelled context.
 func Run(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Report, error) {
+	auto := cfg.Session == ""
 	strat, err := cfg.normalize()
 	if err != nil {
 		return Report{Outcome: OutcomeError, Message: err.Error(), Remaining: -1}, err
 	}
-	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine()}
+	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto}
 	r.receipts, _ = store.(ReceiptStore)
 	return r.exec(ctx)
 }
@@ -109,6 +114,8 @@ type run struct {
 	held string
 	// limited is the verifier's usage-limited result, for the wait.
 	limited RunResult
+	// autoSession is set when the session name came from the clock.
+	autoSession bool
 	// gateDetail is the last gate failure with its output's tail: the
 	// release reason the next attempt's prompt shows.
 	gateDetail string
@@ -142,6 +149,11 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		r.report.Outcome, r.report.Message = s.outcome, s.message
 		return r.report, s.err
 	}
+	if r.autoSession && (cfg.SessionLog || cfg.RawLogs) {
+		r.uniqueSession()
+		cfg = r.cfg
+		r.report.Session = cfg.Session
+	}
 	var slog *SessionLog
 	if cfg.SessionLog {
 		var err error
@@ -174,6 +186,21 @@ func (r *run) exec(parent context.Context) (Report, error) {
 	rep := r.report
 	r.note.send(Note{Kind: NoteSessionEnd, Report: &rep})
 	return r.report, s.err
+}
+
+// uniqueSession adds "-2", "-3", … to a clock-made session name whose log
+// or raw-log directory exists already (two runs started in the same second), so that no run
+// overwrites another's log.
+func (r *run) uniqueSession() {
+	base := r.cfg.Session
+	for i := 2; ; i++ {
+		_, errLog := os.Stat(SessionLogPath(r.cfg.LogDir, r.cfg.Session))
+		_, errDir := os.Stat(filepath.Join(r.cfg.LogDir, r.cfg.Session))
+		if errors.Is(errLog, fs.ErrNotExist) && errors.Is(errDir, fs.ErrNotExist) {
+			return
+		}
+		r.cfg.Session = fmt.Sprintf("%s-%d", base, i)
+	}
 }
 
 // loop runs the checks and iterations; it returns why it stopped.
@@ -779,7 +806,7 @@ func (r *run) renewLeases(ctx context.Context, n int, taskID string) (stop func(
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(r.cfg.Lease / 3)
+		t := time.NewTicker(max(r.cfg.Lease/3, minRenewInterval))
 		defer t.Stop()
 		for {
 			select {

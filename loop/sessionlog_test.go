@@ -73,3 +73,22 @@ func TestSessionLogSummaryFields(t *testing.T) {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 }
+
+// Two runs started in the same second keep separate logs.
+func TestSessionNamesDoNotCollide(t *testing.T) {
+	clock := looptest.NewClock(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+	cfg := testConfig(t)
+	cfg.Now, cfg.Session, cfg.SessionLog, cfg.RawLogs = clock.Now, "", true, true
+	var sessions []string
+	for range 3 {
+		rep, err := loop.Run(t.Context(), cfg, newStore(t), looptest.NewFakeRunner(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, rep.Session)
+	}
+	want := []string{"session-20261122-080000", "session-20261122-080000-2", "session-20261122-080000-3"}
+	if diff := cmp.Diff(want, sessions); diff != "" {
+		t.Errorf("sessions (-want +got):\n%s", diff)
+	}
+}
