@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,7 +28,7 @@ const claudeVersion = "2.1.330"
 // realClaude returns the pinned Claude Code binary: $RALPH_TEST_CLAUDE, else
 // <module root>/.cache/claude/node_modules/.bin/claude. Missing, it fails
 // the test in CI and skips it elsewhere, saying how to install it.
-func realClaude(t *testing.T) string {
+func realClaude(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("RALPH_TEST_CLAUDE"); p != "" {
 		return p
@@ -109,7 +110,7 @@ type reply struct {
 
 // fakeAPI is a scripted Messages API.
 type fakeAPI struct {
-	t      *testing.T
+	t      testing.TB
 	script func(apiRequest) reply
 	url    string
 
@@ -120,7 +121,7 @@ type fakeAPI struct {
 	done     chan struct{} // closed at the end of the test: stalls give up
 }
 
-func newFakeAPI(t *testing.T, script func(apiRequest) reply) *fakeAPI {
+func newFakeAPI(t testing.TB, script func(apiRequest) reply) *fakeAPI {
 	t.Helper()
 	f := &fakeAPI{t: t, script: script, stalled: make(chan struct{}), done: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -250,7 +251,7 @@ func (f *fakeAPI) requestsSeen() []apiRequest {
 
 // e2eRequest returns a request for a hermetic run of the real CLI against
 // the fake API: throwaway HOME and TMPDIR, no telemetry, no retries.
-func e2eRequest(t *testing.T, api *fakeAPI) loop.RunRequest {
+func e2eRequest(t testing.TB, api *fakeAPI) loop.RunRequest {
 	t.Helper()
 	home := t.TempDir()
 	return loop.RunRequest{
@@ -487,4 +488,61 @@ func TestE2EBigSystemPrompt(t *testing.T) {
 	if gotSystem < len(big) {
 		t.Errorf("system prompt in the request: %d bytes, want at least %d", gotSystem, len(big))
 	}
+}
+
+// BenchmarkRunOverhead measures ralph's own time around one real CLI run
+// (a Bash tool call, then the final text, against the fake API), from
+// marks inside Run: before the agent is started (temporary system prompt
+// file, log file, pipes, arguments, environment) and after it exits
+// (reaping the group, draining the stream, classifying). Parsing and
+// logging run while the agent runs, on another goroutine, so they add to
+// the wall time only if they fall behind. Metrics: the CLI's own time per
+// run (spawn to exit), ralph's time per run, and ralph's share in percent.
+// bare-ms/op is the same CLI run with plain os/exec, stdout discarded, for
+// comparison (interleaved with the measured runs; noisy on a shared
+// machine).
+func BenchmarkRunOverhead(b *testing.B) {
+	path := realClaude(b)
+	api := newFakeAPI(b, func(r apiRequest) reply {
+		if r.toolResults() == 0 {
+			return reply{Blocks: []block{
+				{Text: "I'll run a command."},
+				{Tool: "Bash", Input: map[string]any{"command": "echo hello > out.txt", "description": "Write out.txt"}},
+			}, Stop: "tool_use"}
+		}
+		return reply{Blocks: []block{{Text: "<task-done>t-1</task-done>"}}, Stop: "end_turn"}
+	})
+	var marks map[string]time.Time
+	r := &Runner{Path: path, Grace: 2 * time.Second}
+	r.trace = func(stage string) { marks[stage] = time.Now() }
+
+	var agent, own, bare time.Duration
+	runs := 0
+	for b.Loop() {
+		// The same session without ralph: plain os/exec.
+		req := e2eRequest(b, api)
+		cmd := exec.Command(path, Args(req, "")...)
+		cmd.Dir, cmd.Env = req.Dir, Env(os.Environ(), req)
+		cmd.Stdin, cmd.Stdout = strings.NewReader(req.Prompt), io.Discard
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("bare run: %v", err)
+		}
+		bare += time.Since(t0)
+
+		req = e2eRequest(b, api)
+		req.SystemPrompt = "You are a careful engineer."
+		marks = map[string]time.Time{}
+		res, err := r.Run(b.Context(), req)
+		if err != nil || res.Class != loop.ClassSuccess {
+			b.Fatalf("run: %v %s", err, Describe(res))
+		}
+		agent += marks["exited"].Sub(marks["spawn"])
+		own += marks["spawn"].Sub(marks["enter"]) + marks["return"].Sub(marks["exited"])
+		runs++
+	}
+	b.ReportMetric(float64(agent.Milliseconds())/float64(runs), "agent-ms/op")
+	b.ReportMetric(float64(own.Microseconds())/float64(runs), "ralph-µs/op")
+	b.ReportMetric(100*float64(own)/float64(agent), "overhead-%")
+	b.ReportMetric(float64(bare.Milliseconds())/float64(runs), "bare-ms/op")
 }

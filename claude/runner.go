@@ -43,6 +43,17 @@ type Runner struct {
 	// Now is the clock for event times and usage-limit resets; nil means
 	// time.Now.
 	Now func() time.Time
+
+	// trace, when set (by the overhead benchmark), is told when Run
+	// reaches each stage: "enter", "spawn" (just before the agent is
+	// started), "started", "exited" (the agent exited on its own), "return".
+	trace func(stage string)
+}
+
+func (r *Runner) mark(stage string) {
+	if r.trace != nil {
+		r.trace(stage)
+	}
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -199,6 +210,8 @@ const (
 // one at a time (stderr lines come from their own goroutine, but calls never
 // overlap).
 func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	r.mark("enter")
+	defer r.mark("return")
 	path := r.Path
 	if path == "" {
 		var err error
@@ -264,6 +277,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// copy after this long.
 	cmd.WaitDelay = grace
 
+	r.mark("spawn")
 	start := time.Now()
 	err = cmd.Start()
 	outW.Close()
@@ -275,6 +289,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		return loop.RunResult{}, fmt.Errorf("claude: start %s: %w", path, err)
 	}
 	pgid := cmd.Process.Pid
+	r.mark("started")
 
 	var emitMu sync.Mutex
 	emit := func(ev loop.Event) {
@@ -324,7 +339,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	go func() { waitDone <- cmd.Wait() }()
 
 	reason := r.supervise(ctx, req, src, waitDone)
-	if reason != stopNone { // the agent is still running
+	if reason == stopNone {
+		r.mark("exited")
+	} else { // the agent is still running
 		// SIGTERM the group, SIGKILL after the grace period.
 		signalGroup(pgid, syscall.SIGTERM)
 		select {
