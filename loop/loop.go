@@ -593,7 +593,11 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 		}
 	}
 	if status, why, s := r.gates(ctx, n, task.Title); status != "" {
-		r.releaseHeld(ctx, r.gateDetail)
+		reason := r.gateDetail
+		if status == IterCancelled {
+			reason = reasonStopped
+		}
+		r.releaseHeld(ctx, reason)
 		return status, why, s
 	}
 	if err := r.store.Complete(ctx, task.ID, summary(res.Text)); err != nil {
