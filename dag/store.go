@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -91,6 +92,14 @@ type Store struct {
 	db   *sql.DB
 	path string
 	busy time.Duration
+
+	// stmts caches prepared statements by query text: parsing SQL costs
+	// more than running these small queries. database/sql prepares each
+	// once per connection.
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+
+	wlock *writeLock
 }
 
 // Options tune Open.
@@ -171,7 +180,9 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 		return nil, fmt.Errorf("dag: %s: %w", path, err)
 	}
 	s.db = db
+	s.wlock = newWriteLock(abs)
 	if err := s.migrate(ctx); err != nil {
+		s.wlock.close()
 		db.Close()
 		return nil, err
 	}
@@ -221,11 +232,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil || version == len(ms) {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.begin(ctx)
 	if err != nil {
-		return s.dbErr(err)
+		return err
 	}
-	defer tx.Rollback()
+	defer end()
 	// Read again under the write lock: another process may have migrated.
 	if version, err = s.header(ctx, tx); err != nil || version == len(ms) {
 		return err
@@ -270,7 +281,35 @@ func (s *Store) tooNew(have, want int) error {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
+	err := s.db.Close()
+	s.wlock.close()
+	return err
+}
+
+// stmt returns the cached prepared statement for q.
+func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sql.Stmt{}
+	}
+	s.stmts[q] = st
+	return st, nil
+}
 
 // Path returns the database file's path as given to Open.
 func (s *Store) Path() string { return s.path }
@@ -284,7 +323,7 @@ func (s *Store) dbErr(err error) error {
 	}
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return fmt.Errorf("%w (%s; gave up after waiting %s)", ErrLocked, s.path, s.busy)
+		return s.lockedErr()
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 		return fmt.Errorf("%w: %s is corrupt or not a database (%v)", ErrNotADatabase, s.path, err)
 	}
@@ -305,18 +344,61 @@ type txn struct {
 	ctx context.Context
 	tx  *sql.Tx
 	now int64
+	s   *Store
+}
+
+// prep returns q prepared for this transaction, from the store's cache.
+func (t *txn) prep(q string) (*sql.Stmt, error) {
+	st, err := t.s.stmt(t.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx.StmtContext(t.ctx, st), nil
 }
 
 func (t *txn) exec(q string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(t.ctx, q, args...)
+	st, err := t.prep(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(t.ctx, args...)
 }
 
 func (t *txn) query(q string, args ...any) (*sql.Rows, error) {
-	return t.tx.QueryContext(t.ctx, q, args...)
+	st, err := t.prep(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(t.ctx, args...)
 }
 
 func (t *txn) row(q string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(t.ctx, q, args...)
+	st, err := t.prep(q)
+	if err != nil {
+		// A *sql.Row cannot be built with an error; let the transaction
+		// report it.
+		return t.tx.QueryRowContext(t.ctx, q, args...)
+	}
+	return st.QueryRowContext(t.ctx, args...)
+}
+
+// begin takes the write lock and starts an immediate transaction; end
+// rolls it back if it was not committed and releases the lock.
+func (s *Store) begin(ctx context.Context) (tx *sql.Tx, end func(), err error) {
+	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err = s.db.BeginTx(ctx, nil)
+	if err != nil {
+		release()
+		return nil, nil, s.dbErr(err)
+	}
+	return tx, func() { tx.Rollback(); release() }, nil
+}
+
+func (s *Store) lockedErr() error {
+	return fmt.Errorf("%w (%s; gave up after waiting %s)", ErrLocked, s.path, s.busy)
 }
 
 // write runs fn in one BEGIN IMMEDIATE transaction, after returning expired
@@ -325,12 +407,12 @@ func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.begin(ctx)
 	if err != nil {
-		return s.dbErr(err)
+		return err
 	}
-	defer tx.Rollback()
-	t := &txn{ctx: ctx, tx: tx, now: s.now()}
+	defer end()
+	t := &txn{ctx: ctx, tx: tx, now: s.now(), s: s}
 	if _, err := t.recoverExpired(); err != nil {
 		return s.dbErr(err)
 	}
@@ -363,7 +445,7 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 		return s.dbErr(err)
 	}
 	defer tx.Rollback()
-	if err := fn(&txn{ctx: ctx, tx: tx, now: s.now()}); err != nil {
+	if err := fn(&txn{ctx: ctx, tx: tx, now: s.now(), s: s}); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -375,11 +457,13 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 // recoverIfAny takes the write lock only when some lease has expired: a
 // cheap indexed look-up keeps reads from serialising behind writers.
 func (s *Store) recoverIfAny(ctx context.Context) error {
-	var n int
-	err := s.db.QueryRowContext(ctx,
-		`SELECT count(*) FROM (SELECT 1 FROM tasks WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1)`,
-		s.now()).Scan(&n)
+	st, err := s.stmt(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_status
+			WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1)`)
 	if err != nil {
+		return s.dbErr(err)
+	}
+	var n int
+	if err := st.QueryRowContext(ctx, s.now()).Scan(&n); err != nil {
 		return s.dbErr(err)
 	}
 	if n == 0 {
@@ -395,12 +479,12 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.begin(ctx)
 	if err != nil {
-		return nil, s.dbErr(err)
+		return nil, err
 	}
-	defer tx.Rollback()
-	t := &txn{ctx: ctx, tx: tx, now: s.now()}
+	defer end()
+	t := &txn{ctx: ctx, tx: tx, now: s.now(), s: s}
 	ids, err := t.recoverExpired()
 	if err != nil {
 		return nil, s.dbErr(err)
@@ -412,7 +496,7 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]string, error) {
 }
 
 func (t *txn) recoverExpired() ([]string, error) {
-	rows, err := t.query(`SELECT id, claimed_by, lease_expires_at FROM tasks
+	rows, err := t.query(`SELECT id, claimed_by, lease_expires_at FROM tasks INDEXED BY tasks_status
 		WHERE status = 'in_progress' AND lease_expires_at <= ? ORDER BY lease_expires_at, seq`, t.now)
 	if err != nil {
 		return nil, err

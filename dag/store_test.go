@@ -40,6 +40,18 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// newTestStore opens a fresh database in a temporary directory, closed when
+// the test ends.
+func newTestStore(t testing.TB, now func() time.Time) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "progress.db"), Options{Now: now})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // dump returns every row of every table, in a stable order, so that a test
 // can check that a failed call left the database exactly as it was.
 func dump(t testing.TB, s *Store) []string {

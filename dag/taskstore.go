@@ -2,6 +2,7 @@ package dag
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,7 +34,7 @@ func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.
 		if limit <= 0 {
 			limit = -1
 		}
-		out, err = t.list(`SELECT `+taskCols+` FROM tasks WHERE `+readyCond+` AND `+cond+
+		out, err = t.list(`SELECT `+taskCols+` FROM `+readyFrom(scope)+` WHERE `+readyCond+` AND `+cond+
 			` ORDER BY priority, seq LIMIT ?`, append(args, limit)...)
 		return err
 	})
@@ -108,7 +109,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			if err != nil {
 				return err
 			}
-			ids, err := t.ids(`SELECT id FROM tasks WHERE `+readyCond+` AND `+cond+
+			ids, err := t.ids(`SELECT id FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+` AND `+cond+
 				` ORDER BY priority, seq LIMIT 1`, args...)
 			if err != nil {
 				return err
@@ -120,19 +121,21 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 		} else if err := t.checkReady(id); err != nil {
 			return err
 		}
-		res, err := t.exec(`UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
-			lease_expires_at = ?, updated_at = ? WHERE id = ? AND `+readyCond,
-			p.Agent, t.now, t.now+int64(lease), t.now, id)
+		// The claim itself is not logged: the task's latest log entry is
+		// what its dependents see as its summary.
+		var err error
+		task, err = scanTask(t.row(`UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
+			lease_expires_at = ?, updated_at = ? WHERE id = ? AND `+readyCond+` RETURNING `+taskCols,
+			p.Agent, t.now, t.now+int64(lease), t.now, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %s", loop.ErrNotReady, id) // not reachable under the write lock
+		}
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("%w: %s", loop.ErrNotReady, id) // not reachable under the write lock
-		}
-		if err := t.log(id, loop.LogClaim, "claimed by "+p.Agent); err != nil {
-			return err
-		}
-		task, err = t.get(id)
+		ts := []loop.Task{task}
+		err = t.fillBlockers(ts)
+		task = ts[0]
 		return err
 	})
 	return task, err

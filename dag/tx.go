@@ -20,6 +20,19 @@ const taskCols = `id, title, description, status, priority, coalesce(parent_id, 
 // SQLite uses them.
 const readyCond = `status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0`
 
+// readyFrom names the table of a ready query with the partial index that
+// serves it: without statistics SQLite would rather pick tasks_status and
+// sort, which costs a scan of every pending task.
+func readyFrom(scope loop.Scope) string {
+	switch {
+	case scope.Feature != "":
+		return "tasks INDEXED BY tasks_ready_feature"
+	case scope.TaskID != "":
+		return "tasks"
+	}
+	return "tasks INDEXED BY tasks_ready"
+}
+
 type scanner interface{ Scan(dest ...any) error }
 
 func scanTask(r scanner) (loop.Task, error) {

@@ -42,8 +42,8 @@ CREATE INDEX tasks_ready_feature ON tasks (feature, priority, seq)
 CREATE INDEX tasks_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
 CREATE INDEX tasks_status ON tasks (status);
 CREATE INDEX tasks_feature_status ON tasks (feature, status) WHERE feature IS NOT NULL;
-CREATE INDEX tasks_lease ON tasks (lease_expires_at) WHERE status = 'in_progress';
-CREATE INDEX tasks_claimed_by ON tasks (claimed_by) WHERE status = 'in_progress';
+-- tasks_status also finds the few in_progress tasks (leases, agents): an
+-- index of their own would cost every claim and completion more page writes.
 
 -- blocked waits for blocker; seq keeps the order the dependencies were added.
 CREATE TABLE deps (

@@ -1,0 +1,147 @@
+package dag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+var (
+	templatesMu sync.Mutex
+	templates   = map[int]string{} // size -> database file built once per run
+	templateDir string
+)
+
+// benchStore returns a store over a fresh copy of a database holding
+// fixture(n); the fixture is imported once per size and copied after that.
+func benchStore(b *testing.B, n int) *Store {
+	b.Helper()
+	templatesMu.Lock()
+	path, ok := templates[n]
+	if !ok {
+		if templateDir == "" {
+			dir, err := os.MkdirTemp("", "dag-bench-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			templateDir = dir
+		}
+		path = filepath.Join(templateDir, fmt.Sprintf("fixture-%d.db", n))
+		s, err := Open(context.Background(), path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Import(context.Background(), fixture(n)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		templates[n] = path
+	}
+	templatesMu.Unlock()
+	dst := filepath.Join(b.TempDir(), "progress.db")
+	copyFile(b, path, dst)
+	s, err := OpenExisting(b.Context(), dst, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func copyFile(b *testing.B, src, dst string) {
+	b.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+var sizes = []int{10_000, 100_000}
+
+func BenchmarkReady(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s := benchStore(b, n)
+			for b.Loop() {
+				ts, err := s.Ready(b.Context(), loop.Scope{}, 10)
+				if err != nil || len(ts) != 10 {
+					b.Fatalf("Ready: %d tasks, %v", len(ts), err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkClaimComplete(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s := benchStore(b, n)
+			for b.Loop() {
+				task, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-bench"})
+				if errors.Is(err, loop.ErrNoReadyTask) {
+					b.Fatalf("the %d-task fixture ran out of ready tasks; use a smaller -benchtime", n)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Complete(b.Context(), task.ID, "ok"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkImport(b *testing.B) {
+	tasks := fixture(100_000)
+	b.Run("100000", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			path := filepath.Join(b.TempDir(), "progress.db")
+			s, err := Open(b.Context(), path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, err := s.Import(b.Context(), tasks); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			s.Close()
+			b.StartTimer()
+		}
+	})
+}
+
+// BenchmarkClaimProcesses reports the aggregate claims/s of 8 processes
+// claiming and completing from one 10,000-task database at once (run it
+// with -benchtime=1x: each round spawns the processes).
+func BenchmarkClaimProcesses(b *testing.B) {
+	var rate float64
+	for b.Loop() {
+		rate = claimProcesses(b, 8, 10_000)
+	}
+	b.ReportMetric(rate, "claims/s")
+}

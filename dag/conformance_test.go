@@ -1,0 +1,35 @@
+package dag
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
+)
+
+func seedStore(t *testing.T, seeds []looptest.Seed, now func() time.Time) loop.TaskStore {
+	t.Helper()
+	s := newTestStore(t, now)
+	batch := make([]ImportTask, len(seeds))
+	features := map[string]bool{}
+	for i, sd := range seeds {
+		if sd.Feature != "" && !features[sd.Feature] {
+			features[sd.Feature] = true
+			if _, err := s.AddFeature(t.Context(), FeatureParams{Name: sd.Feature}); err != nil {
+				t.Fatalf("AddFeature: %v", err)
+			}
+		}
+		batch[i] = ImportTask{Line: i + 1, ID: sd.ID, Title: sd.Title, Description: sd.Description,
+			Priority: sd.Priority, ParentID: sd.ParentID, BlockedBy: sd.BlockedBy, Status: sd.Status,
+			Feature: sd.Feature}
+	}
+	if _, err := s.Import(t.Context(), batch); err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	looptest.TestTaskStore(t, seedStore)
+}
