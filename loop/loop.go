@@ -208,7 +208,7 @@ func (r *run) loop(ctx context.Context) *stop {
 	if s := r.prepare(ctx); s != nil {
 		return s
 	}
-	if s := r.fire(ctx, EventStart); s != nil {
+	if s := r.fire(ctx, StateEventStart); s != nil {
 		return s
 	}
 	for {
@@ -231,13 +231,13 @@ func (r *run) loop(ctx context.Context) *stop {
 		if !counted {
 			continue // a usage-limit wait: same iteration again
 		}
-		if s := r.fire(ctx, EventIterate); s != nil {
+		if s := r.fire(ctx, StateEventIterate); s != nil {
 			return s
 		}
 		if s := r.exitChecks(ctx); s != nil {
 			return s
 		}
-		if s := r.fire(ctx, EventNext); s != nil {
+		if s := r.fire(ctx, StateEventNext); s != nil {
 			return s
 		}
 	}
@@ -317,9 +317,9 @@ func (r *run) fire(ctx context.Context, ev StateEvent) *stop {
 
 // fireEnd moves the machine to done or failed after the outcome is known.
 func (r *run) fireEnd(ctx context.Context) {
-	ev := EventAbort
+	ev := StateEventAbort
 	if r.report.Outcome.Succeeded() {
-		ev = EventFinish
+		ev = StateEventFinish
 	}
 	if r.m.f.Can(string(ev)) {
 		r.fire(ctx, ev)

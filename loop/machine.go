@@ -30,32 +30,32 @@ type StateEvent string
 
 // The events of the build loop's machine.
 const (
-	// EventStart: the run's checks passed; the first iteration begins.
-	EventStart StateEvent = "start"
-	// EventIterate: an iteration ran its agent and handled the outcome.
-	EventIterate StateEvent = "iterate"
-	// EventNext: the exit checks found more to do; the next iteration begins.
-	EventNext StateEvent = "next"
-	// EventFinish: the run ended with an outcome that Outcome.Succeeded
+	// StateEventStart: the run's checks passed; the first iteration begins.
+	StateEventStart StateEvent = "start"
+	// StateEventIterate: an iteration ran its agent and handled the outcome.
+	StateEventIterate StateEvent = "iterate"
+	// StateEventNext: the exit checks found more to do; the next iteration begins.
+	StateEventNext StateEvent = "next"
+	// StateEventFinish: the run ended with an outcome that Outcome.Succeeded
 	// reports (Complete, CompleteWithFailures, LimitReached).
-	EventFinish StateEvent = "finish"
-	// EventAbort: the run ended with any other outcome.
-	EventAbort StateEvent = "abort"
+	StateEventFinish StateEvent = "finish"
+	// StateEventAbort: the run ended with any other outcome.
+	StateEventAbort StateEvent = "abort"
 )
 
 // StateEvents lists every event of the machine.
 func StateEvents() []StateEvent {
-	return []StateEvent{EventStart, EventIterate, EventNext, EventFinish, EventAbort}
+	return []StateEvent{StateEventStart, StateEventIterate, StateEventNext, StateEventFinish, StateEventAbort}
 }
 
 func machineEvents() fsm.Events {
 	live := []string{string(StateStarting), string(StateRunning), string(StateIterationComplete)}
 	return fsm.Events{
-		{Name: string(EventStart), Src: []string{string(StateStarting)}, Dst: string(StateRunning)},
-		{Name: string(EventIterate), Src: []string{string(StateRunning)}, Dst: string(StateIterationComplete)},
-		{Name: string(EventNext), Src: []string{string(StateIterationComplete)}, Dst: string(StateRunning)},
-		{Name: string(EventFinish), Src: live, Dst: string(StateDone)},
-		{Name: string(EventAbort), Src: live, Dst: string(StateFailed)},
+		{Name: string(StateEventStart), Src: []string{string(StateStarting)}, Dst: string(StateRunning)},
+		{Name: string(StateEventIterate), Src: []string{string(StateRunning)}, Dst: string(StateIterationComplete)},
+		{Name: string(StateEventNext), Src: []string{string(StateIterationComplete)}, Dst: string(StateRunning)},
+		{Name: string(StateEventFinish), Src: live, Dst: string(StateDone)},
+		{Name: string(StateEventAbort), Src: live, Dst: string(StateFailed)},
 	}
 }
 

@@ -433,3 +433,16 @@ func TestPeekModeRenewsTheAgentsClaims(t *testing.T) {
 		}
 	})
 }
+
+func TestMultiObserver(t *testing.T) {
+	var got []string
+	obs := loop.MultiObserver(
+		loop.ObserverFunc(func(n loop.Note) { got = append(got, "first:"+n.Message) }),
+		nil,
+		loop.ObserverFunc(func(n loop.Note) { got = append(got, "second:"+n.Message) }),
+	)
+	obs.Observe(loop.Note{Kind: loop.NoteNotice, Message: "hi"})
+	if diff := cmp.Diff([]string{"first:hi", "second:hi"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
