@@ -94,6 +94,7 @@ func TestBadInput(t *testing.T) {
 		{"import unknown parent", []string{"task", "import", "@orphan.jsonl"}, "line 2"},
 		{"import duplicate of an existing task", []string{"task", "import", "@dup.jsonl"}, "line 1"},
 		{"import cycle", []string{"task", "import", "@cycle.jsonl"}, "cycle"},
+		{"import parent loop", []string{"task", "import", "@parents.jsonl"}, "line "},
 		{"import garbage", []string{"task", "import", "@garbage.txt"}, "neither JSON Lines nor a markdown checklist"},
 		// Features.
 		{"feature bad name", []string{"feature", "add", "../evil"}, `feature name "../evil"`},
@@ -101,11 +102,12 @@ func TestBadInput(t *testing.T) {
 		{"feature spec missing", []string{"feature", "add", "new", "--spec", "/nonexistent/spec.md"}, "no such file or directory"},
 	}
 	files := map[string]string{
-		"bad.jsonl":    `{"id":"n1","title":"ok"}` + "\n" + `{"id":"n2","title":"ok"}` + "\n" + `{"id":"n3",` + "\n",
-		"orphan.jsonl": `{"id":"n1","title":"ok"}` + "\n" + `{"id":"n2","title":"child","parent":"missing"}` + "\n",
-		"dup.jsonl":    `{"id":"a","title":"again"}` + "\n",
-		"cycle.jsonl":  `{"id":"n1","title":"x","blocked_by":["n2"]}` + "\n" + `{"id":"n2","title":"y","blocked_by":["n1"]}` + "\n",
-		"garbage.txt":  "just some words\n",
+		"bad.jsonl":     `{"id":"n1","title":"ok"}` + "\n" + `{"id":"n2","title":"ok"}` + "\n" + `{"id":"n3",` + "\n",
+		"orphan.jsonl":  `{"id":"n1","title":"ok"}` + "\n" + `{"id":"n2","title":"child","parent":"missing"}` + "\n",
+		"dup.jsonl":     `{"id":"a","title":"again"}` + "\n",
+		"cycle.jsonl":   `{"id":"n1","title":"x","blocked_by":["n2"]}` + "\n" + `{"id":"n2","title":"y","blocked_by":["n1"]}` + "\n",
+		"garbage.txt":   "just some words\n",
+		"parents.jsonl": `{"id":"n1","title":"x","parent":"n2"}` + "\n" + `{"id":"n2","title":"y","parent":"n1"}` + "\n",
 	}
 	seed := seeded(t)
 	for name, content := range files {

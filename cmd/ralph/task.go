@@ -455,7 +455,7 @@ func taskImport(cfg appConfig) storeAction {
 		if len(tasks) == 0 {
 			return nothingToDo("%s: no tasks to import", name)
 		}
-		n, err := st.Import(c.Context, tasks)
+		n, err := st.Import(c.Context, parentsFirst(tasks))
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -475,4 +475,37 @@ func taskExport(cfg appConfig) storeAction {
 		}
 		return dag.WriteJSONL(cfg.stdout, tasks)
 	}
+}
+
+// parentsFirst returns tasks reordered so that a parent in the batch comes
+// before its children, and otherwise in file order: a file may name a
+// parent further down (a plan often lists the epic last), and the store
+// inserts in order. Leaves keep their relative order, so the claim order
+// of equal priorities is the file's. A parent loop is left for the store
+// to report.
+func parentsFirst(tasks []dag.ImportTask) []dag.ImportTask {
+	index := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		if _, dup := index[t.ID]; !dup {
+			index[t.ID] = i
+		}
+	}
+	out := make([]dag.ImportTask, 0, len(tasks))
+	state := make([]uint8, len(tasks)) // 0 new, 1 visiting, 2 placed
+	var place func(i int)
+	place = func(i int) {
+		if state[i] != 0 {
+			return
+		}
+		state[i] = 1
+		if j, ok := index[tasks[i].ParentID]; ok && tasks[i].ParentID != "" {
+			place(j)
+		}
+		state[i] = 2
+		out = append(out, tasks[i])
+	}
+	for i := range tasks {
+		place(i)
+	}
+	return out
 }
