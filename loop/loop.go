@@ -61,8 +61,10 @@ const gateDetailLimit = 1500
 
 // Reasons written to task logs.
 const (
+	// ReasonSessionExited fails a task a peek-mode session left behind.
 	ReasonSessionExited = "session exited without completing task"
-	reasonStopped       = "loop stopped"
+	// ReasonLoopStopped releases the claims a run holds when it returns.
+	ReasonLoopStopped = "loop stopped"
 )
 
 // Run runs the build loop until an outcome of DESIGN §3 ends it and returns
@@ -595,7 +597,7 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 	if status, why, s := r.gates(ctx, n, task.Title); status != "" {
 		reason := r.gateDetail
 		if status == IterCancelled {
-			reason = reasonStopped
+			reason = ReasonLoopStopped
 		}
 		r.releaseHeld(ctx, reason)
 		return status, why, s
@@ -894,10 +896,10 @@ func (r *run) releaseHeld(ctx context.Context, reason string) {
 // releaseAll is the guarantee: on the way out, nothing stays in_progress
 // under this agent.
 func (r *run) releaseAll(ctx context.Context) {
-	r.releaseHeld(ctx, reasonStopped)
+	r.releaseHeld(ctx, ReasonLoopStopped)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	ids, err := r.store.ReleaseAgent(rctx, r.cfg.AgentID, reasonStopped)
+	ids, err := r.store.ReleaseAgent(rctx, r.cfg.AgentID, ReasonLoopStopped)
 	if err != nil {
 		r.note.notice(r.report.Iterations, "could not release the claims of %s: %v", r.cfg.AgentID, err)
 	} else if len(ids) > 0 {

@@ -119,7 +119,8 @@ const cleanStreakForHaiku = 3
 const recentLogWindow = 5
 
 // costOptimized: opus when the task's recent log shows trouble (a fail,
-// retry, release or expired lease) or it has been retried; haiku after 3+
+// retry, expired lease, or a release other than ReasonLoopStopped) or it has
+// been retried; haiku after 3+
 // clean completions in a row in this run; sonnet otherwise.
 func costOptimized(c ModelChoice) string {
 	if c.Task.RetryCount > 0 || errorSignals(c.TaskLogs) {
@@ -139,8 +140,13 @@ func errorSignals(logs []LogEntry) bool {
 	start := max(0, len(logs)-recentLogWindow)
 	for _, e := range logs[start:] {
 		switch e.Kind {
-		case LogFail, LogRetry, LogRelease, LogLeaseExpired:
+		case LogFail, LogRetry, LogLeaseExpired:
 			return true
+		case LogRelease:
+			// A run that was stopped (Ctrl-C) is no sign of trouble.
+			if e.Message != ReasonLoopStopped {
+				return true
+			}
 		}
 	}
 	return false

@@ -39,6 +39,8 @@ func TestStrategies(t *testing.T) {
 		{"cost-optimized: opus on error signals in the task log", "cost-optimized", "",
 			loop.ModelChoice{Iteration: 4, History: history(done, done, done),
 				TaskLogs: []loop.LogEntry{{Kind: loop.LogClaim}, {Kind: loop.LogRelease, Message: "agent trouble"}}}, "opus"},
+		{"cost-optimized: a stopped run is no error signal", "cost-optimized", "",
+			loop.ModelChoice{Iteration: 1, TaskLogs: []loop.LogEntry{{Kind: loop.LogClaim}, {Kind: loop.LogRelease, Message: loop.ReasonLoopStopped}}}, "sonnet"},
 		{"cost-optimized: opus on a retried task", "cost-optimized", "",
 			loop.ModelChoice{Iteration: 2, Task: loop.Task{RetryCount: 1}}, "opus"},
 		{"cost-optimized: old signals outside the window are ignored", "cost-optimized", "",
