@@ -75,7 +75,8 @@ type Config struct {
 	Strategy string
 	// CustomStrategy, if set, replaces Model and Strategy.
 	CustomStrategy Strategy
-	// Verify runs a read-only verifier session after each task-done.
+	// Verify runs a read-only verifier session after each task-done. It
+	// needs ClaimLoop.
 	Verify bool
 	// MaxRetries is how often a task may be retried after task trouble, and
 	// how many agent or gate failures in a row are tolerated. Negative is
@@ -197,6 +198,9 @@ func (c *Config) normalize() (Strategy, error) {
 	case ClaimLoop, ClaimAgent:
 	default:
 		return bad("claim mode %q (want loop or agent)", c.ClaimMode)
+	}
+	if c.ClaimMode == ClaimAgent && c.Verify {
+		return bad("verify needs the loop to claim (claim mode loop): in peek mode the agent claims and closes tasks itself")
 	}
 	switch c.OnUsageLimit {
 	case "":

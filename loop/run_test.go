@@ -517,6 +517,7 @@ func TestConfigErrorsChangeNothing(t *testing.T) {
 		{"model with a non-fixed strategy", func(c *loop.Config) { c.Strategy, c.Model = "escalate", "opus" }, "only fixed takes a model"},
 		{"feature and task", func(c *loop.Config) { c.Scope = loop.Scope{Feature: "f", TaskID: "t"} }, "not both"},
 		{"plan mode", func(c *loop.Config) { c.Mode = loop.ModePlan }, "mode build only"},
+		{"verify in peek mode", func(c *loop.Config) { c.ClaimMode, c.Verify = loop.ClaimAgent, true }, "verify needs the loop to claim"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
