@@ -88,6 +88,8 @@
 //     ReasonSessionExited; after agent trouble they are released instead
 //     (agent trouble never fails a task). Gates run after every clean
 //     session; the commit title lists the shown tasks that are now done.
+//     Verify is refused in peek mode (a configuration error): the agent
+//     closes its tasks itself, so there is no point to check before.
 //   - Blocked: nothing ready in scope and something still open or held by
 //     another agent. A loop does not wait for other agents' work.
 //   - Logs: the session log (SessionLog, DESIGN §7) is written when
