@@ -22,6 +22,9 @@ type jsonlTask struct {
 	Parent      *string  `json:"parent"`
 	BlockedBy   []string `json:"blocked_by"`
 	Status      string   `json:"status"`
+	// Feature is not one of DESIGN's keys: it is written only when set,
+	// so that export → import keeps a task's feature.
+	Feature string `json:"feature,omitempty"`
 }
 
 // beadsIssue is the part of a beads (`bd export`) issue line that maps onto
@@ -48,12 +51,15 @@ type beadsDependency struct {
 // ReadJSONL reads tasks in JSON Lines, one task a line, numbering each
 // ImportTask with its line (from 1). Blank lines are skipped.
 //
-// A line is either ralph's format — exactly the keys id, title,
-// description, priority, parent, blocked_by, status; an unknown key is an
-// error, so a typo cannot silently drop data — or a beads issue as written
+// A line is either ralph's format — the keys id, title, description,
+// priority, parent, blocked_by, status and, optionally, feature; an unknown
+// key is an error, so a typo cannot silently drop data — or a beads issue
+// as written
 // by `bd export` (recognised by beads-only keys such as dependencies or
 // issue_type), mapped as follows: status open → pending, in_progress →
-// pending, blocked → blocked, closed → done (other statuses are an error);
+// pending, blocked and deferred → blocked, closed → done, tombstone (a
+// deleted issue) → skipped, with the references other issues make to it
+// (other statuses are an error);
 // priority kept (both are "lower first"); a "blocks" dependency →
 // blocked_by; a "parent-child" dependency → parent; design, acceptance
 // criteria and notes are appended to the description under headings;
@@ -69,6 +75,7 @@ type beadsDependency struct {
 func ReadJSONL(r io.Reader) ([]ImportTask, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var tasks []ImportTask
+	var deleted map[string]bool // beads tombstones
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -76,16 +83,57 @@ func ReadJSONL(r io.Reader) ([]ImportTask, error) {
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			t, perr := parseLine(trimmed)
-			if perr != nil {
+			switch {
+			case errors.Is(perr, errTombstone):
+				if deleted == nil {
+					deleted = map[string]bool{}
+				}
+				deleted[tombstoneID(trimmed)] = true
+			case perr != nil:
 				return nil, fmt.Errorf("line %d: %w", n, perr)
+			default:
+				t.Line = n
+				tasks = append(tasks, t)
 			}
-			t.Line = n
-			tasks = append(tasks, t)
 		}
 		if err != nil { // io.EOF
-			return tasks, nil
+			return dropDeleted(tasks, deleted), nil
 		}
 	}
+}
+
+// errTombstone marks a beads line of a deleted issue, which is skipped.
+var errTombstone = errors.New("deleted beads issue")
+
+func tombstoneID(line []byte) string {
+	var v struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(line, &v) // parsed once already
+	return strings.TrimSpace(v.ID)
+}
+
+// dropDeleted removes the references tasks make to deleted beads issues.
+func dropDeleted(tasks []ImportTask, deleted map[string]bool) []ImportTask {
+	if len(deleted) == 0 {
+		return tasks
+	}
+	for i := range tasks {
+		t := &tasks[i]
+		if deleted[t.ParentID] {
+			t.ParentID = ""
+		}
+		if len(t.BlockedBy) > 0 {
+			kept := t.BlockedBy[:0:0]
+			for _, b := range t.BlockedBy {
+				if !deleted[b] {
+					kept = append(kept, b)
+				}
+			}
+			t.BlockedBy = kept
+		}
+	}
+	return tasks
 }
 
 func parseLine(line []byte) (ImportTask, error) {
@@ -135,6 +183,7 @@ func fromJSONL(jt jsonlTask) (ImportTask, error) {
 		Description: jt.Description,
 		Priority:    DefaultPriority,
 		BlockedBy:   jt.BlockedBy,
+		Feature:     strings.TrimSpace(jt.Feature),
 	}
 	if jt.Priority != nil {
 		t.Priority = *jt.Priority
@@ -209,10 +258,14 @@ func parseBeads(line []byte) (t ImportTask, ok bool, err error) {
 		t.Status = loop.StatusPending
 	case "blocked":
 		t.Status = loop.StatusBlocked
+	case "deferred":
+		t.Status = loop.StatusBlocked
 	case "closed":
 		t.Status = loop.StatusDone
+	case "tombstone":
+		return ImportTask{}, true, errTombstone
 	default:
-		return ImportTask{}, true, fmt.Errorf("beads issue %s: status %q has no ralph equivalent (want open, in_progress, blocked or closed)", t.ID, bi.Status)
+		return ImportTask{}, true, fmt.Errorf("beads issue %s: status %q has no ralph equivalent (want open, in_progress, blocked, deferred, closed or tombstone)", t.ID, bi.Status)
 	}
 	for _, d := range bi.Dependencies {
 		if d.IssueID != "" && d.IssueID != bi.ID {
@@ -247,8 +300,9 @@ func beadsDescription(bi beadsIssue) string {
 
 // WriteJSONL writes tasks in ralph's JSON Lines format, one a line, with
 // the keys in the order id, title, description, priority, parent,
-// blocked_by, status; parent is null when the task has none and blocked_by
-// is [] when it has no blockers. ReadJSONL reads it back unchanged.
+// blocked_by, status, and feature only for a task that has one; parent is
+// null when the task has none and blocked_by is [] when it has no
+// blockers. ReadJSONL reads it back unchanged.
 func WriteJSONL(w io.Writer, tasks []ImportTask) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
@@ -261,6 +315,7 @@ func WriteJSONL(w io.Writer, tasks []ImportTask) error {
 			Priority:    &t.Priority,
 			BlockedBy:   t.BlockedBy,
 			Status:      string(t.Status),
+			Feature:     t.Feature,
 		}
 		if t.ParentID != "" {
 			jt.Parent = &t.ParentID

@@ -32,7 +32,7 @@ func TestReadJSONL(t *testing.T) {
 {"id":"d","title":"Fourth","status":"done"}
 {"id":"e","title":"Fifth","status":"failed"}
 {"id":"f","title":"Sixth","status":"blocked"}
-{"id":"g","title":"Seventh","status":"closed"}`,
+{"id":"g","title":"Seventh","status":"closed","feature":"auth"}`,
 			want: []dag.ImportTask{
 				{Line: 1, ID: "a", Title: "First", Description: "d", Priority: 1, BlockedBy: []string{"b"}, Status: loop.StatusPending},
 				{Line: 3, ID: "b", Title: "Second", Priority: dag.DefaultPriority, Status: loop.StatusPending},
@@ -40,7 +40,7 @@ func TestReadJSONL(t *testing.T) {
 				{Line: 5, ID: "d", Title: "Fourth", Priority: dag.DefaultPriority, Status: loop.StatusDone},
 				{Line: 6, ID: "e", Title: "Fifth", Priority: dag.DefaultPriority, Status: loop.StatusFailed},
 				{Line: 7, ID: "f", Title: "Sixth", Priority: dag.DefaultPriority, Status: loop.StatusBlocked},
-				{Line: 8, ID: "g", Title: "Seventh", Priority: dag.DefaultPriority, Status: loop.StatusDone},
+				{Line: 8, ID: "g", Title: "Seventh", Priority: dag.DefaultPriority, Status: loop.StatusDone, Feature: "auth"},
 			},
 		},
 		{
@@ -48,13 +48,16 @@ func TestReadJSONL(t *testing.T) {
 			input: `{"id":"bd-1","title":"Epic","description":"big","status":"open","priority":1,"issue_type":"epic","created_at":"2025-10-01T10:00:00Z","labels":["x"]}
 {"id":"bd-1.1","title":"Child","status":"closed","priority":0,"issue_type":"task","design":"use a map","acceptance_criteria":"tests pass","dependencies":[{"issue_id":"bd-1.1","depends_on_id":"bd-1","type":"parent-child"},{"issue_id":"bd-1.1","depends_on_id":"bd-3","type":"blocks"},{"issue_id":"bd-1.1","depends_on_id":"bd-4","type":"related"}]}
 {"id":"bd-3","title":"Blocker","status":"in_progress","issue_type":"bug","dependencies":[{"depends_on_id":"bd-4","type":"blocks"},{"issue_id":"bd-9","depends_on_id":"bd-3","type":"blocks"}]}
-{"id":"bd-4","title":"Waiting","status":"blocked","priority":4,"issue_type":"task","notes":"ask Bob"}`,
+{"id":"bd-4","title":"Waiting","status":"blocked","priority":4,"issue_type":"task","notes":"ask Bob"}
+{"id":"bd-5","title":"Gone","status":"tombstone","issue_type":"task"}
+{"id":"bd-6","title":"Later","status":"deferred","issue_type":"task","dependencies":[{"depends_on_id":"bd-5","type":"blocks"},{"depends_on_id":"bd-4","type":"blocks"},{"depends_on_id":"bd-5","type":"parent-child"}]}`,
 			want: []dag.ImportTask{
 				{Line: 1, ID: "bd-1", Title: "Epic", Description: "big", Priority: 1, Status: loop.StatusPending},
 				{Line: 2, ID: "bd-1.1", Title: "Child", Description: "## Design\n\nuse a map\n\n## Acceptance criteria\n\ntests pass",
 					Priority: 0, ParentID: "bd-1", BlockedBy: []string{"bd-3"}, Status: loop.StatusDone},
 				{Line: 3, ID: "bd-3", Title: "Blocker", Priority: dag.DefaultPriority, BlockedBy: []string{"bd-4"}, Status: loop.StatusPending},
 				{Line: 4, ID: "bd-4", Title: "Waiting", Description: "## Notes\n\nask Bob", Priority: 4, Status: loop.StatusBlocked},
+				{Line: 6, ID: "bd-6", Title: "Later", Priority: dag.DefaultPriority, BlockedBy: []string{"bd-4"}, Status: loop.StatusBlocked},
 			},
 		},
 	}
@@ -89,8 +92,8 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"missing title", `{"id":"b","title":"  "}`, "line 1: task b: missing title"},
 		{"empty blocker", `{"id":"b","title":"x","blocked_by":[""]}`, "line 1: task b: empty id in blocked_by"},
 		{"bad status", `{"id":"b","title":"x","status":"doing"}`, `line 1: unknown status "doing" (want pending, in_progress, done, failed or blocked)`},
-		{"beads bad status", `{"id":"bd-1","title":"x","status":"tombstone","issue_type":"task"}`,
-			`line 1: beads issue bd-1: status "tombstone" has no ralph equivalent (want open, in_progress, blocked or closed)`},
+		{"beads bad status", `{"id":"bd-1","title":"x","status":"pinned","issue_type":"task"}`,
+			`line 1: beads issue bd-1: status "pinned" has no ralph equivalent (want open, in_progress, blocked, deferred, closed or tombstone)`},
 		{"beads two parents", `{"id":"bd-1","title":"x","dependencies":[{"depends_on_id":"p","type":"parent-child"},{"depends_on_id":"q","type":"parent-child"}]}`,
 			"line 1: beads issue bd-1: two parents (p and q)"},
 		{"beads wrong type", `{"id":"bd-1","title":"x","issue_type":"task","priority":"p1"}`,
@@ -112,14 +115,14 @@ func TestReadJSONLErrors(t *testing.T) {
 func TestWriteJSONL(t *testing.T) {
 	tasks := []dag.ImportTask{
 		{ID: "a", Title: "First <b>&", Description: "line1\nline2", Priority: 1, Status: loop.StatusPending},
-		{ID: "b", Title: "Second", Priority: 0, ParentID: "a", BlockedBy: []string{"c", "d"}, Status: loop.StatusDone},
+		{ID: "b", Title: "Second", Priority: 0, ParentID: "a", BlockedBy: []string{"c", "d"}, Status: loop.StatusDone, Feature: "auth"},
 	}
 	var buf bytes.Buffer
 	if err := dag.WriteJSONL(&buf, tasks); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"id":"a","title":"First <b>&","description":"line1\nline2","priority":1,"parent":null,"blocked_by":[],"status":"pending"}
-{"id":"b","title":"Second","description":"","priority":0,"parent":"a","blocked_by":["c","d"],"status":"done"}
+{"id":"b","title":"Second","description":"","priority":0,"parent":"a","blocked_by":["c","d"],"status":"done","feature":"auth"}
 `
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Fatalf("WriteJSONL (-want +got):\n%s", diff)

@@ -90,18 +90,22 @@
 // error names the line.
 //
 // The JSON Lines format is dag.ReadJSONL's: ralph's own keys (id, title,
-// description, priority, parent, blocked_by, status), strictly, or a beads
-// issue as `bd export` writes it, recognised by its dependencies or
-// issue_type keys. From beads, id, title, description and priority (0-4,
-// lower first in both) map as they are; status open and in_progress become
-// pending, blocked stays blocked, closed becomes done, other statuses
-// (tombstone, deferred, …) are refused; a "blocks" dependency becomes
-// blocked_by and a "parent-child" one the parent; design, acceptance
-// criteria and notes are appended to the description under headings.
-// Dropped: issue_type, labels, assignee, comments, external refs,
-// timestamps (tasks are created at import time, in file order), and the
-// "related" and "discovered-from" dependencies. `task export` writes
-// ralph's format, which imports back unchanged.
+// description, priority, parent, blocked_by, status), strictly, plus an
+// optional feature key that export writes only for tasks that have a
+// feature, so that export → import keeps it; or a beads issue as `bd
+// export` writes it, recognised by its dependencies or issue_type keys.
+// From beads, id, title, description and priority (0-4, lower first in
+// both) map as they are; status open and in_progress become pending,
+// blocked and deferred become blocked, closed becomes done, a tombstone
+// (deleted issue) is skipped along with the references to it, and other
+// statuses are refused; a "blocks" dependency becomes blocked_by and a
+// "parent-child" one the parent; design, acceptance criteria and notes are
+// appended to the description under headings. Dropped: issue_type, labels,
+// assignee, comments, external refs, timestamps (tasks are created at
+// import time, in file order), and the "related" and "discovered-from"
+// dependencies. A parent named further down the file than its children is
+// moved before them. `task export` writes ralph's format, which imports
+// back unchanged.
 //
 // # Features
 //

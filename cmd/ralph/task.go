@@ -26,7 +26,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					&cli.StringFlag{Name: "description", Aliases: []string{"d"}, Usage: "the task's description, `TEXT`"},
 					&cli.StringFlag{Name: "parent", Usage: "the parent task's `ID`"},
 					&cli.IntFlag{Name: "priority", Aliases: []string{"p"}, Value: dag.DefaultPriority, Usage: "priority `N`: lower is claimed first"},
-					&cli.StringSliceFlag{Name: "blocked-by", Usage: "a task `ID` that must be done first (repeat for more)"},
+					&cli.StringSliceFlag{Name: "blocked-by", Usage: "a task `ID` that must be done first (repeat, or separate ids with commas)"},
 					&cli.StringFlag{Name: "feature", Usage: "the feature `NAME` the task belongs to (see 'ralph feature add')"},
 					&cli.StringFlag{Name: "id", Usage: "the new task's `ID` (default: generated)"},
 				},

@@ -296,15 +296,16 @@ func TestImportExport(t *testing.T) {
 	h.write("plan.jsonl", `{"id":"a","title":"First","description":"d","priority":1,"parent":null,"blocked_by":["b"],"status":"pending"}
 {"id":"b","title":"Second","parent":""}
 {"id":"c","title":"Third","parent":"a","status":"done"}
-{"id":"d","title":"Fourth","status":"in_progress"}
+{"id":"d","title":"Fourth","status":"in_progress","feature":"auth"}
 `)
+	h.ok("feature", "add", "auth")
 	if diff := cmp.Diff("imported 4 tasks\n", h.ok("task", "import", h.dir+"/plan.jsonl")); diff != "" {
 		t.Errorf("import (-want +got):\n%s", diff)
 	}
 	want := `{"id":"a","title":"First","description":"d","priority":1,"parent":null,"blocked_by":["b"],"status":"pending"}
 {"id":"b","title":"Second","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
 {"id":"c","title":"Third","description":"","priority":2,"parent":"a","blocked_by":[],"status":"done"}
-{"id":"d","title":"Fourth","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+{"id":"d","title":"Fourth","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending","feature":"auth"}
 `
 	exported := h.ok("task", "export")
 	if diff := cmp.Diff(want, exported); diff != "" {
@@ -313,6 +314,7 @@ func TestImportExport(t *testing.T) {
 
 	// Round trip through standard input into a fresh project.
 	h2 := initHarness(t)
+	h2.ok("feature", "add", "auth")
 	h2.stdin = exported
 	h2.ok("task", "import", "-")
 	if diff := cmp.Diff(want, h2.ok("task", "export")); diff != "" {
