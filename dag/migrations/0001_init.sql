@@ -18,7 +18,8 @@ CREATE TABLE tasks (
 	status              TEXT NOT NULL DEFAULT 'pending'
 		CHECK (status IN ('pending', 'in_progress', 'done', 'failed', 'blocked')),
 	priority            INTEGER NOT NULL,
-	parent_id           TEXT REFERENCES tasks (id),
+	-- Deferred: an import may name a parent that comes later in the batch.
+	parent_id           TEXT REFERENCES tasks (id) DEFERRABLE INITIALLY DEFERRED,
 	feature             TEXT REFERENCES features (name),
 	claimed_by          TEXT NOT NULL DEFAULT '',
 	claimed_at          INTEGER NOT NULL DEFAULT 0,
