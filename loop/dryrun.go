@@ -1,6 +1,9 @@
 package loop
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // DryRunPlan is what a run would do next, without doing it.
 type DryRunPlan struct {
@@ -33,6 +36,9 @@ func (p DryRunPlan) ExitCode() int {
 // writes no log, and only reads the store and the prompt files. A bad
 // Config or a prompt override that does not load is an error, as in Run.
 func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error) {
+	if store == nil {
+		return DryRunPlan{}, fmt.Errorf("%w: DryRun needs a store", ErrConfig)
+	}
 	strat, err := cfg.normalize()
 	if err != nil {
 		return DryRunPlan{}, err

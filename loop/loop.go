@@ -79,6 +79,10 @@ const (
 // left in_progress under cfg.AgentID: the claim is released with a fresh,
 // non-cancelled context.
 func Run(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Report, error) {
+	if store == nil || runner == nil {
+		err := fmt.Errorf("%w: Run needs a store and a runner", ErrConfig)
+		return Report{Outcome: OutcomeError, Message: err.Error(), Remaining: -1}, err
+	}
 	auto := cfg.Session == ""
 	strat, err := cfg.normalize()
 	if err != nil {

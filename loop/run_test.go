@@ -539,6 +539,19 @@ func TestConfigErrorsChangeNothing(t *testing.T) {
 	}
 }
 
+func TestNilSeams(t *testing.T) {
+	cfg := testConfig(t)
+	if _, err := loop.Run(t.Context(), cfg, nil, looptest.NewFakeRunner(nil)); !errors.Is(err, loop.ErrConfig) {
+		t.Errorf("nil store: %v", err)
+	}
+	if _, err := loop.Run(t.Context(), cfg, newStore(t), nil); !errors.Is(err, loop.ErrConfig) {
+		t.Errorf("nil runner: %v", err)
+	}
+	if _, err := loop.DryRun(t.Context(), cfg, nil); !errors.Is(err, loop.ErrConfig) {
+		t.Errorf("dry run, nil store: %v", err)
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	want := map[loop.Outcome]int{
 		loop.OutcomeComplete: 0, loop.OutcomeLimitReached: 0, loop.OutcomeError: 1, loop.OutcomeNoPlan: 2,
