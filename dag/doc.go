@@ -1,4 +1,85 @@
 // Package dag is ralph's task graph: a SQLite database (modernc.org/sqlite,
-// pure Go) holding tasks, their dependencies, parents, logs, features and
-// iteration receipts. Store implements loop.TaskStore.
+// pure Go, no cgo) holding tasks, their dependencies and parents, task
+// logs, features and iteration receipts. Store implements loop.TaskStore,
+// loop.FeatureStore and loop.ReceiptStore; the status machine and the
+// auto-transitions are those of DESIGN §2.
+//
+// # The file
+//
+// Every connection sets busy_timeout (Options.BusyTimeout, 5 s by
+// default), journal_mode=WAL, foreign_keys=ON, synchronous=NORMAL (the
+// usual WAL setting: a commit survives a crash of the process; fsyncs
+// happen at checkpoints) and _txlock=immediate, so every write transaction
+// is BEGIN IMMEDIATE and takes the write lock before it reads. Reads run
+// in deferred (snapshot) transactions and never wait for writers.
+//
+// The schema is embedded (migrations/NNNN_name.sql) and versioned with
+// PRAGMA user_version; Open applies the missing migrations in one
+// immediate transaction, so processes opening a new file at once apply each
+// exactly once. The file is marked with PRAGMA application_id "RALP". Open
+// refuses, with an error naming the path and changing nothing: a file of a
+// newer schema (ErrSchemaTooNew); a corrupt file, a file that is not
+// SQLite, another application's SQLite database (ErrNotADatabase). An
+// existing file is inspected over a plain connection before the WAL pragma
+// can touch it. A write that cannot get the lock within the busy timeout
+// fails with ErrLocked ("database is locked by another process …"), never
+// with SQLite's bare SQLITE_BUSY.
+//
+// Writers of one database are ordered by a lock of their own before SQLite
+// sees them: a semaphore inside the process and flock(2) on <db>-lock
+// between processes (where the platform has flock). SQLite's busy handler
+// polls with sleeps of 1, 2, 5, 10 … ms, so under contention the lock sat
+// idle while every waiter slept; the kernel queue hands it over at once.
+// Programs that do not take it (the sqlite3 shell) still meet SQLite's own
+// locking, so correctness never depends on it.
+//
+// # Readiness is kept on write
+//
+// A task is ready when it is pending, has no children, its parent is not
+// failed and every blocker is done. Each task row stores unmet_blockers
+// (blockers not done), child_count and parent_failed, updated in the
+// transaction that changes them; a partial index over exactly those
+// conditions, ordered by (priority, seq), makes the first ready task the
+// first index entry at any plan size. The ready queries name that index
+// (INDEXED BY): without statistics SQLite preferred the status index and a
+// sort. Insertion order is an integer sequence (seq), never a timestamp.
+// Times are stored as Unix nanoseconds.
+//
+// # Decisions where DESIGN is silent
+//
+//   - Generated ids are "t-<n>", n the next insertion number, skipping any
+//     id in use (imported ids may look the same).
+//   - A task waits for its blockers and for its children (a parent is done
+//     only when they are), so a cycle is any loop in that waits-for graph:
+//     a task blocked by its own ancestor is refused with ErrCycle like a
+//     plain dependency cycle. A self-dependency is a cycle too.
+//   - Done (auto-transition): dependents lose an unmet blocker; an
+//     explicitly blocked dependent with none left becomes pending (logged
+//     "unblock"); a parent whose children are all done becomes done (logged
+//     "done: all children done"), recursively upward. An in_progress parent
+//     is left to its holder. RemoveDependency does not unblock: only a
+//     blocker becoming done does.
+//   - Fail: ancestors become failed (logged "child X failed") up to the
+//     first that is already failed or done.
+//   - Reset: failed → pending, RetryCount unchanged; each failed ancestor
+//     that has no other failed child goes back to pending too (it failed
+//     only because of this task). Retry (the loop's) leaves ancestors alone,
+//     as loop.TaskStore says.
+//   - A claim is not logged: a task's latest log entry is what dependents
+//     see as its summary, and the claim lives in claimed_by/claimed_at.
+//   - Claim of a named task that is not pending fails with an error that
+//     wraps both loop.ErrNotReady and the *loop.TransitionError.
+//   - Expired leases are recovered at the start of every write transaction
+//     (inside it), and by reads when an indexed look-up finds one; each is
+//     logged as kind lease-expired naming the old holder.
+//   - Add refuses a done parent (a done task takes no new subtasks), blank
+//     titles, and ids with spaces or control characters.
+//   - Import keeps statuses (in_progress becomes pending), computes
+//     readiness from them, writes no log entries, requires named features
+//     to exist, and names the input line of the first offending task.
+//     Tasks without an id get generated ones.
+//   - Feature names must be usable as directory names; spec and plan paths
+//     are stored as given (the CLI fills in the defaults).
+//   - SetVerification accepts "pass", "fail" or "" (clear).
+//   - Receipts come back newest first by insertion.
 package dag
