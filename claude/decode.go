@@ -309,8 +309,20 @@ func (d *Decoder) system(f *fields, subtype, sessionID string) {
 		ev.Kind = loop.EventInit
 		ev.Model = jsonString(f.model)
 	case "api_retry":
-		ev.Text = fmt.Sprintf("API error %s %s; retry %d/%d in %dms",
-			rawNumber(f.errorStatus), jsonString(f.errorName), jsonInt(f.attempt), jsonInt(f.maxRetries), jsonInt(f.retryDelayMS))
+		// Built by hand: these lines come by the dozen, fmt is slow.
+		b := make([]byte, 0, 64)
+		b = append(b, "API error "...)
+		b = append(b, rawNumber(f.errorStatus)...)
+		b = append(b, ' ')
+		b = append(b, jsonString(f.errorName)...)
+		b = append(b, "; retry "...)
+		b = strconv.AppendInt(b, jsonInt(f.attempt), 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, jsonInt(f.maxRetries), 10)
+		b = append(b, " in "...)
+		b = strconv.AppendInt(b, jsonInt(f.retryDelayMS), 10)
+		b = append(b, "ms"...)
+		ev.Text = string(b)
 		ev.IsError = true
 	case "status":
 		ev.Text = jsonString(f.status)

@@ -2,7 +2,9 @@ package claude
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -35,18 +37,39 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
+// Bytes of a uint64, for scanning strings eight bytes at a time.
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+	quotes   = '"' * lowBits
+	escapes  = '\\' * lowBits
+)
+
+// zeroBytes has the high bit set in the first zero byte of x (and maybe in
+// later ones); zero when x has none.
+func zeroBytes(x uint64) uint64 { return (x - lowBits) &^ x & highBits }
+
 // skipString returns the index just after the string that opens at b[i]
 // (which must be '"').
 func skipString(b []byte, i int) (int, error) {
 	i++
-	// Keys and short values end before bytes.IndexByte's setup pays off.
-	for k, n := i, min(len(b), i+16); k < n; k++ {
-		if c := b[k]; c == '"' {
-			return k + 1, nil
-		} else if c == '\\' {
+	// Keys and short values end before bytes.IndexByte's setup pays off:
+	// look for the closing quote (or a backslash) eight bytes at a time
+	// over the first 64 bytes.
+	k := i
+	for lim := min(len(b)-8, i+64); k <= lim; k += 8 {
+		x := binary.LittleEndian.Uint64(b[k:])
+		if m := zeroBytes(x^quotes) | zeroBytes(x^escapes); m != 0 {
+			j := k + bits.TrailingZeros64(m)/8
+			if b[j] == '"' {
+				return j + 1, nil
+			}
+			k = i // a backslash: the careful loop below, from the start
 			break
 		}
 	}
+	// From here on, b[i:k] holds neither quotes nor backslashes.
+	i = k
 	for {
 		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
@@ -172,7 +195,12 @@ func skipContainer(b []byte, i int) (int, error) {
 			continue
 		}
 		var err error
-		if i, err = skipValue(b, i); err != nil {
+		if c == '"' {
+			i, err = skipString(b, i)
+		} else {
+			i, err = skipValue(b, i)
+		}
+		if err != nil {
 			return 0, err
 		}
 		state, first = wantComma, false
