@@ -472,3 +472,45 @@ func TestImportParentAfterChild(t *testing.T) {
 		t.Errorf("export (-want +got):\n%s", diff)
 	}
 }
+
+// BenchmarkPeek runs `ralph task peek -n 10` in-process on a plan of 10,000
+// tasks shaped like scripts/bench-peek.sh's (30% with a blocker, 10% with a
+// parent, priorities 0..4): the CLI's share of the whole-process figure.
+func BenchmarkPeek(b *testing.B) {
+	dir := b.TempDir()
+	var plan strings.Builder
+	rnd := uint64(42)
+	next := func(n uint64) uint64 { // xorshift: reproducible, no math/rand state
+		rnd ^= rnd << 13
+		rnd ^= rnd >> 7
+		rnd ^= rnd << 17
+		return rnd % n
+	}
+	const n = 10000
+	for i := 1; i <= n; i++ {
+		blk, par := "", "null"
+		if i > 1 && next(10) < 3 {
+			blk = fmt.Sprintf(`"t%d"`, 1+next(uint64(i-1)))
+		}
+		if i < n && next(10) < 1 {
+			par = fmt.Sprintf(`"t%d"`, uint64(i+1)+next(uint64(n-i)))
+		}
+		fmt.Fprintf(&plan, `{"id":"t%d","title":"Task %d","priority":%d,"parent":%s,"blocked_by":[%s]}`+"\n", i, i, next(5), par, blk)
+	}
+	var out, errb strings.Builder
+	cfg := appConfig{stdout: &out, stderr: &errb, stdin: strings.NewReader(plan.String()), getenv: func(string) string { return "" }, now: time.Now}
+	for _, args := range [][]string{{"init"}, {"task", "import", "-"}} {
+		if code := runApp(b.Context(), newAppConfig(cfg), append([]string{"ralph", "--dir", dir}, args...), &errb); code != 0 {
+			b.Fatalf("ralph %v: exit %d: %s", args, code, errb.String())
+		}
+	}
+	for b.Loop() {
+		out.Reset()
+		if code := runApp(b.Context(), newAppConfig(cfg), []string{"ralph", "--dir", dir, "task", "peek", "-n", "10"}, &errb); code != 0 {
+			b.Fatalf("peek: exit %d: %s", code, errb.String())
+		}
+	}
+	if !strings.Contains(out.String(), "# Claimable tasks (10)") {
+		b.Fatalf("peek printed:\n%s", out.String())
+	}
+}
