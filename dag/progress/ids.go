@@ -1,7 +1,6 @@
 package progress
 
 import (
-	"slices"
 	"strconv"
 	"unicode"
 )
@@ -52,7 +51,7 @@ func assignIDs(items []Item) error {
 // dropping markdown punctuation: "Add `--dry-run` to **build**" →
 // "add-dry-run-to-build". An empty result becomes "task".
 func slug(text string) string {
-	var b []rune
+	b := make([]rune, 0, min(len(text), maxSlug+1))
 	dash := false
 	for _, r := range text {
 		switch {
@@ -67,12 +66,15 @@ func slug(text string) string {
 		default:
 			dash = true
 		}
+		if len(b) > maxSlug {
+			break
+		}
 	}
 	if len(b) > maxSlug {
 		b = b[:maxSlug]
 		// Cut at a word boundary when one is not too far back.
-		if i := slices.Index(reverse(b), '-'); i >= 0 && i < maxSlug/2 {
-			b = b[:len(b)-i-1]
+		if i := lastIndex(b, '-'); i >= maxSlug/2 {
+			b = b[:i]
 		}
 	}
 	if len(b) == 0 {
@@ -81,8 +83,11 @@ func slug(text string) string {
 	return string(b)
 }
 
-func reverse(r []rune) []rune {
-	out := slices.Clone(r)
-	slices.Reverse(out)
-	return out
+func lastIndex(rs []rune, r rune) int {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i] == r {
+			return i
+		}
+	}
+	return -1
 }

@@ -598,20 +598,18 @@ func sectionNamed(text string) (Section, bool) {
 // blocks and HTML comments. A fence that is never closed is an error: it
 // would silently hide every box after it.
 func splitLines(data []byte) ([]line, error) {
-	var lines []line
-	for start := 0; start < len(data); {
-		end, next := len(data), len(data)
-		for j := start; j < len(data); j++ {
-			if data[j] == '\n' {
-				end, next = j, j+1
-				break
-			}
+	text := string(data) // one copy; every line's text is a slice of it
+	lines := make([]line, 0, strings.Count(text, "\n")+1)
+	for start := 0; start < len(text); {
+		end, next := len(text), len(text)
+		if i := strings.IndexByte(text[start:], '\n'); i >= 0 {
+			end, next = start+i, start+i+1
 		}
 		e := end
-		if e > start && data[e-1] == '\r' {
+		if e > start && text[e-1] == '\r' {
 			e--
 		}
-		lines = append(lines, line{start: start, end: e, next: next, text: string(data[start:e])})
+		lines = append(lines, line{start: start, end: e, next: next, text: text[start:e]})
 		start = next
 	}
 	if len(lines) > 0 {
