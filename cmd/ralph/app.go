@@ -26,6 +26,8 @@ const (
 	exitOK      = 0
 	exitError   = 1
 	exitNothing = 2
+	// exitInterrupted: SIGINT or SIGTERM stopped the command (DESIGN §6).
+	exitInterrupted = 130
 )
 
 // exitError carries an exit code other than 1 up to run. Its message, if
@@ -81,6 +83,10 @@ func runApp(ctx context.Context, app *cli.App, args []string, stderr io.Writer) 
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {
 		return exitOK
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		fmt.Fprintln(stderr, "ralph: interrupted")
+		return exitInterrupted
 	}
 	if msg := oneLine(err.Error()); msg != "" {
 		fmt.Fprintf(stderr, "ralph: %s\n", msg)

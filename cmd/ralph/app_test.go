@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -33,7 +34,9 @@ func TestReorderArgs(t *testing.T) {
 		{"global flag at the end with positional", `task show t1 --dir=/x`, `--dir=/x task show -- t1`},
 		{"unknown flag stays with the command", `task add x --bogus y`, `task add --bogus -- x y`},
 		{"unknown subcommand", `task frob x`, `task -- frob x`},
-		{"help command untouched", `help task`, `help task`},
+		{"help command", `help task add`, `task add --help`},
+		{"help subcommand", `task help dep`, `task dep --help`},
+		{"bare help", `help`, `--help`},
 		{"help flag", `task add --help`, `task add --help`},
 		{"version", `--version`, `--version`},
 		{"feature add", `feature add auth --spec s.md --plan p.md`, `feature add --spec s.md --plan p.md -- auth`},
@@ -119,5 +122,17 @@ func TestOneLine(t *testing.T) {
 		if diff := cmp.Diff(tt.want, oneLine(tt.in)); diff != "" {
 			t.Errorf("oneLine(%q) (-want +got):\n%s", tt.in, diff)
 		}
+	}
+}
+
+func TestInterrupted(t *testing.T) {
+	h := initHarness(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out, errb bytes.Buffer
+	code := runApp(ctx, newAppConfig(h.config(&out, &errb)), []string{"ralph", "--dir", h.dir, "task", "list"}, &errb)
+	got := result{code: code, stdout: out.String(), stderr: errb.String()}
+	if diff := cmp.Diff(result{code: 130, stderr: "ralph: interrupted\n"}, got, cmp.AllowUnexported(result{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

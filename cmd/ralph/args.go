@@ -20,8 +20,8 @@ import (
 // (so `ralph task list --dir X` works too); an unknown flag stays where cli
 // will report it. Everything after a "--" is positional, as is "-" (stdin).
 // A "--" is put before the positionals so that one starting with "-" cannot
-// be taken for a flag. The help command and anything that does not resolve
-// to a command is passed through unchanged.
+// be taken for a flag. "help" in place of a command asks for the help of
+// the command named after it.
 func reorderArgs(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -70,8 +70,12 @@ func reorderArgs(app *cli.App, args []string) []string {
 			}
 		default:
 			if len(positionals) == 0 {
-				if a == "help" || a == "h" {
-					return args // cli's own help command: leave it be
+				if a == "help" && findCommand(subs(), a) == nil {
+					// "ralph help task add" and "ralph task help add"
+					// mean "ralph task add --help".
+					again := append([]string{}, args[:i+1]...)
+					again = append(again, rest[i+1:]...)
+					return reorderArgs(app, append(again, "--help"))
 				}
 				if sub := findCommand(subs(), a); sub != nil {
 					levels = append(levels, level{name: a, cmd: sub})

@@ -8,7 +8,7 @@
 // Every command other than build, plan and prompt exits 0 on success, 1 on
 // an error (bad usage included) and 2 when there was nothing to do: `task
 // claim` with no id and nothing ready, and `task import` of a file with no
-// tasks. Errors are one line on stderr, "ralph: <message>"; the package
+// tasks; 130 when SIGINT or SIGTERM cancelled it. Errors are one line on stderr, "ralph: <message>"; the package
 // prefixes of library errors ("loop: ", "dag: ") are dropped from the
 // message. Only run maps errors to exit codes: urfave/cli's exit handler is
 // disabled, and every command reports a bad flag as a one-line usage error
@@ -19,7 +19,8 @@
 // Flags may come before or after positional arguments, and the global --dir
 // may come after the command (`ralph task list --dir X`): reorderArgs
 // rewrites the command line into the order urfave/cli v2 parses, keeping
-// each flag with its value; "--" ends the flags as usual. The project is
+// each flag with its value; "--" ends the flags as usual. `ralph help task
+// add` and `ralph task help add` are `ralph task add --help`. The project is
 // the directory named by --dir, else the working directory; ralph does not
 // search parent directories. Every command but init needs .ralph/ there and
 // says "no ralph project in DIR (run 'ralph init')" otherwise; no command
