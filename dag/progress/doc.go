@@ -155,8 +155,24 @@
 // # Checklists
 //
 // Checklist returns the phases and boxes of a progress file, or of any
-// markdown checklist (boxes grouped under the nearest heading of any level,
-// any heading text), as Items in file order with Parent links and ids. The CLI maps them to task
-// imports: phases become parent tasks, checked boxes done tasks, and file
-// order the insertion order at equal priority, which is the ready order.
+// markdown checklist (boxes grouped under the nearest heading of any level
+// and any text; "Phase N: name" headings are named and numbered as in a
+// progress file), as Items in file order with Parent links and ids. The
+// CLI maps them to task imports: phases become parent tasks, checked boxes
+// done tasks, explicit ids the task ids, and file order the insertion order
+// at equal priority, which is the ready order.
+//
+// # Cost
+//
+// Every Store call reads and parses the whole file; writes also fsync. On a
+// 55 KB file with 50 phases and 1000 boxes (the benchmarks' bigFile), on a
+// shared, loaded 2-core Xeon, the medians of five runs of
+//
+//	go test -run '^$' -bench . -benchtime 2s -count 5 -benchmem ./dag/progress/
+//
+// were: Parse 1.7 ms (4207 allocs), Store.Ready 3.7 ms, and
+// Store.AppendIteration 14.8 ms (an atomic, fsynced write). Runs spread
+// widely (Parse 1.3–2.5 ms) as other builds shared the machine. An
+// iteration lasts minutes, so none of this matters at the sizes progress
+// files have.
 package progress
