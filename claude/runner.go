@@ -219,6 +219,13 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 			return loop.RunResult{}, err
 		}
 	}
+	if req.Dir != "" {
+		// Checked here so that a bad directory is not taken for a missing
+		// agent (both fail Start with ENOENT).
+		if fi, err := os.Stat(req.Dir); err != nil || !fi.IsDir() {
+			return loop.RunResult{}, fmt.Errorf("claude: working directory %q is not a directory", req.Dir)
+		}
+	}
 	if ctx.Err() != nil {
 		return loop.RunResult{Class: loop.ClassCancelled, IsError: true, ExitCode: -1}, nil
 	}

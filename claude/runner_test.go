@@ -468,6 +468,14 @@ func TestRunNotStarted(t *testing.T) {
 			t.Fatal("Run succeeded with a log path under a file")
 		}
 	})
+	t.Run("missing working directory is not a missing agent", func(t *testing.T) {
+		req := fakeRequest(t, "echo")
+		req.Dir = filepath.Join(req.Dir, "nope")
+		_, err := testRunner(t).Run(t.Context(), req)
+		if err == nil || errors.Is(err, loop.ErrAgentNotFound) || !strings.Contains(err.Error(), "working directory") {
+			t.Fatalf("err = %v, want a working directory error", err)
+		}
+	})
 	t.Run("context already cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
