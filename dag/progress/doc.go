@@ -54,9 +54,10 @@
 //     would make a parentless task after a phase impossible to write.)
 //   - RALPH_DONE counts only alone on a line (after trimming) of the Status
 //     section; in a task's text, in another section, in code or in a
-//     comment it does not. (This is sigil's RalphDone rule, applied per
-//     line of one section; package sigil is not imported so the rule holds
-//     on exactly the lines the parser kept.)
+//     comment it does not. (This is sigil.RalphDone's rule applied to each
+//     line of one section; a test checks that the two agree. Package sigil
+//     is not imported: DESIGN's package map has this package import loop
+//     only.)
 //   - Recent Attempts blocks are the "### Iteration <n>" headings of that
 //     section, each up to the next "###" heading or the section's end.
 //     "Tried:", "Result:" and "Next:" bullets are read (case-insensitive,
@@ -117,8 +118,10 @@
 //     last AppendIteration row of this run). As in the task graph, the
 //     failure fails the phase, whose other boxes are then not offered
 //     either: later tasks of a phase usually build on earlier ones. The loop
-//     goes on with other phases. Retry of the box makes it pending again;
-//     Retry of the phase makes its boxes ready again.
+//     goes on with other phases; if the failed phase still has unticked
+//     boxes when nothing else is ready, the run ends blocked, as over the
+//     task graph. Retry of the box makes it pending again; Retry of the
+//     phase makes its boxes ready again.
 //   - Release, ReleaseAgent, Retry, SetVerification, AddLog and Logs act on
 //     memory only; task logs are not written to the file.
 //   - Done(ctx): RALPH_DONE in Status, or at least one box and every box
