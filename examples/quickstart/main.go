@@ -107,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "quickstart:", err)
 	}
-	fmt.Fprintf(stdout, "\n%s after %d iterations (%s): %s\n", report.Outcome, report.Iterations, report.Counts, report.Message)
+	fmt.Fprintf(stdout, "\n%s after %d iterations (%s)\n", report.Message, report.Iterations, report.Counts)
 	tasks, err := store.List(ctx, dag.ListParams{})
 	if err == nil {
 		for _, t := range tasks {
