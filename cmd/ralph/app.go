@@ -30,7 +30,7 @@ const (
 	exitInterrupted = 130
 )
 
-// exitError carries an exit code other than 1 up to run. Its message, if
+// codedError carries an exit code other than 1 up to run. Its message, if
 // not empty, is printed like any error.
 type codedError struct {
 	code int
@@ -46,7 +46,7 @@ func nothingToDo(format string, a ...any) error {
 	return &codedError{code: exitNothing, err: fmt.Errorf(format, a...)}
 }
 
-// usageErrorf is a bad command line: exit 1, with a hint to the help.
+// usageError is a bad command line: exit 1, with a hint to the help.
 type usageError struct {
 	cmd string // "ralph task add"
 	err error

@@ -8,11 +8,12 @@
 // Every command other than build, plan and prompt exits 0 on success, 1 on
 // an error (bad usage included) and 2 when there was nothing to do: `task
 // claim` with no id and nothing ready, and `task import` of a file with no
-// tasks; 130 when SIGINT or SIGTERM cancelled it. Errors are one line on stderr, "ralph: <message>"; the package
-// prefixes of library errors ("loop: ", "dag: ") are dropped from the
-// message. Only run maps errors to exit codes: urfave/cli's exit handler is
-// disabled, and every command reports a bad flag as a one-line usage error
-// instead of printing its help.
+// tasks; and 130 when SIGINT or SIGTERM cancelled it. Errors are one line
+// on stderr, "ralph: <message>"; the package prefixes of library errors
+// ("loop: ", "dag: ") are dropped from the message. Only run maps errors
+// to exit codes: urfave/cli's exit handler is disabled, and every command
+// reports a bad flag as a one-line usage error instead of printing its
+// help.
 //
 // # Command lines
 //

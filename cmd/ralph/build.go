@@ -1,0 +1,410 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ralph-dev/ralph/claude"
+	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/dag/progress"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// buildCommand is `ralph build`: the build loop of DESIGN §3 over the task
+// graph, or over a markdown progress file with --progress. The policy is
+// package loop's; this file turns flags into a loop.Config, opens the store,
+// prints the run and maps its Report to the exit code.
+func buildCommand(cfg appConfig) *cli.Command {
+	return &cli.Command{
+		Name:      "build",
+		Usage:     "run the agent in a loop, one task an iteration, until the plan is done",
+		UsageText: "ralph build [options]",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "max-iterations", Value: loop.DefaultMaxIterations, Usage: "stop after `N` iterations"},
+			&cli.BoolFlag{Name: "once", Usage: "run a single iteration"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "show the next task, the model and the prompt source; run nothing, change nothing"},
+			&cli.StringFlag{Name: "feature", Usage: "work only on the tasks of feature `F`"},
+			&cli.StringFlag{Name: "task", Usage: "work only on task `ID` (or, if it has subtasks, on them)"},
+			&cli.StringFlag{Name: "model", Usage: "model `M` (opus, sonnet, haiku or a full id); without --strategy it means --strategy fixed"},
+			&cli.StringFlag{Name: "strategy", Usage: "model strategy `S`: " + strings.Join(loop.StrategyNames(), ", "), DefaultText: "fixed with --model, else cost-optimized"},
+			&cli.BoolFlag{Name: "verify", Usage: "check every finished task with a read-only verifier session"},
+			&cli.IntFlag{Name: "max-retries", Value: loop.DefaultMaxRetries, Usage: "retries of a task, and agent or gate failures in a row tolerated, `N`"},
+			&cli.DurationFlag{Name: "timeout", Value: loop.DefaultTimeout, Usage: "wall-clock limit of one agent session, a `DURATION` (0: none)"},
+			&cli.DurationFlag{Name: "idle-timeout", Value: loop.DefaultIdleTimeout, Usage: "stop a session that prints nothing for this `DURATION` (0: never)"},
+			&cli.StringFlag{Name: "claim", Value: string(loop.ClaimLoop), Usage: "who claims tasks: `loop`, or agent (peek mode: the agent claims with 'ralph task claim')"},
+			&cli.DurationFlag{Name: "lease", Value: loop.DefaultLease, Usage: "claim lease, renewed while the agent works, a `DURATION`"},
+			&cli.StringFlag{Name: "progress", Usage: "work through the markdown progress `FILE` instead of the task database"},
+			&cli.StringFlag{Name: "test-cmd", Usage: "test gate: shell command `C` run after each finished task", DefaultText: "the test command AGENTS.md names, if any"},
+			&cli.BoolFlag{Name: "commit", Usage: "commit all changes after each finished task (needs a git repository)"},
+			&cli.Float64Flag{Name: "max-cost", Usage: "stop before an iteration once this run has spent `USD` (0: no budget)"},
+			&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `wait` for the reset or stop (exit 10)"},
+			&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
+			&cli.BoolFlag{Name: "use-api-key", Usage: "keep ANTHROPIC_API_KEY in the agent's environment (per-token billing)"},
+			&cli.StringFlag{Name: "claude", Usage: "the agent executable `PATH`", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
+		},
+		Action: func(c *cli.Context) error { return build(c, cfg) },
+	}
+}
+
+// build is the action of `ralph build`.
+func build(c *cli.Context, cfg appConfig) error {
+	if _, err := args(c, 0, 0, ""); err != nil {
+		return err
+	}
+	usage := func(format string, a ...any) error {
+		return &usageError{cmd: "ralph build", err: fmt.Errorf(format, a...)}
+	}
+	feature, taskID, progressFile := strings.TrimSpace(c.String("feature")), strings.TrimSpace(c.String("task")), c.String("progress")
+	switch {
+	case feature != "" && taskID != "":
+		return usage("--feature and --task cannot be used together")
+	case progressFile != "" && feature != "":
+		return usage("--feature needs the task database; a progress file has no features")
+	case progressFile != "" && c.String("claim") == string(loop.ClaimAgent):
+		return usage("--claim agent needs the task database (the agent claims with 'ralph task claim'), not --progress")
+	}
+
+	p, err := projectRoot(c)
+	if err != nil {
+		return err
+	}
+	lc := loop.DefaultConfig(p.root)
+	lc.Scope = loop.Scope{Feature: feature, TaskID: taskID}
+	lc.MaxIterations = c.Int("max-iterations")
+	lc.Once = c.Bool("once")
+	lc.Model = strings.TrimSpace(c.String("model"))
+	lc.Strategy = strings.TrimSpace(c.String("strategy"))
+	lc.Verify = c.Bool("verify")
+	lc.MaxRetries = c.Int("max-retries")
+	lc.Timeout = c.Duration("timeout")
+	lc.IdleTimeout = c.Duration("idle-timeout")
+	lc.ClaimMode = loop.ClaimMode(c.String("claim"))
+	lc.Lease = c.Duration("lease")
+	lc.TestCmd = strings.TrimSpace(c.String("test-cmd"))
+	lc.Commit = c.Bool("commit")
+	lc.MaxCost = c.Float64("max-cost")
+	lc.OnUsageLimit = loop.UsageLimitPolicy(c.String("on-usage-limit"))
+	lc.MaxWait = c.Duration("max-wait")
+	lc.UseAPIKey = c.Bool("use-api-key")
+	lc.Now = cfg.now
+	lc.LogDir = filepath.Join(p.ralph, "logs")
+	// --max-wait 0 would mean the default to the loop; for a user it means
+	// "do not wait".
+	if c.IsSet("max-wait") && lc.MaxWait == 0 {
+		lc.OnUsageLimit = loop.UsageLimitStop
+	}
+
+	store, closeStore, err := openBuildStore(c, cfg, p, progressFile)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	if feature != "" {
+		if fstore, ok := store.(loop.FeatureStore); ok {
+			if _, err := fstore.Feature(c.Context, feature); err != nil {
+				return err
+			}
+		}
+	}
+
+	if c.Bool("dry-run") {
+		return dryRun(c.Context, cfg, lc, store)
+	}
+
+	// The agent must exist before anything is claimed.
+	explicit := c.String("claude")
+	if explicit == "" {
+		explicit = cfg.getenv(claude.EnvClaude)
+	}
+	agent, err := claude.LookPath(explicit)
+	if err != nil {
+		return err
+	}
+	if lc.RalphBin, err = ralphBin(); err != nil {
+		if lc.ClaimMode == loop.ClaimAgent {
+			return fmt.Errorf("peek mode needs the path of the ralph binary for the agent: %w", err)
+		}
+		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
+	}
+
+	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), lc.UseAPIKey); notice != "" {
+		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
+	}
+
+	var runner loop.Runner = &claude.Runner{Path: agent}
+	view := newBuildView(cfg.stdout)
+	obs := []loop.Observer{view}
+	if ps, ok := store.(*progressStore); ok {
+		runner = &documentRunner{Runner: runner, store: ps.Store, warn: view.warn}
+		obs = append(obs, &progressLog{store: ps.Store, warn: view.warn})
+	}
+	lc.Observer = loop.MultiObserver(obs...)
+
+	rep, err := loop.Run(c.Context, lc, store, runner)
+	if err != nil {
+		if errors.Is(err, loop.ErrConfig) {
+			return usage("%s", strings.TrimPrefix(err.Error(), "loop: "))
+		}
+		return err
+	}
+	if path := loop.SessionLogPath(lc.LogDir, rep.Session); rep.Session != "" {
+		if _, err := os.Stat(path); err == nil {
+			fmt.Fprintf(cfg.stdout, "session log: %s\n", p.rel(path))
+		}
+	}
+	return outcomeError(rep.Outcome, rep.ExitCode(), rep.Message, progressFile != "", cfg.stdout)
+}
+
+// outcomeError prints the closing line of a run or a dry run and returns the
+// error that carries its exit code: a successful outcome (exit 0) is a line on
+// stdout, any other is "ralph: <message>" on stderr with its code.
+func outcomeError(o loop.Outcome, code int, msg string, progressMode bool, stdout io.Writer) error {
+	if o == loop.OutcomeNoPlan {
+		if progressMode {
+			msg += " (the progress file has no '- [ ]' task)"
+		} else {
+			msg += " (run 'ralph plan' first, or add tasks with 'ralph task add')"
+		}
+	}
+	if code == exitOK {
+		fmt.Fprintln(stdout, msg)
+		return nil
+	}
+	return &codedError{code: code, err: errors.New(msg)}
+}
+
+// openBuildStore opens the task graph of the project, or the progress file.
+// Nothing to work on is exit 2: no .ralph/ (with a hint to init), no
+// database, no progress file.
+func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile string) (loop.TaskStore, func(), error) {
+	if progressFile != "" {
+		st, err := progress.Open(progressFile, progress.Options{Now: cfg.now})
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nothingToDo("progress file %s not found", progressFile)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return &progressStore{Store: st}, func() {}, nil
+	}
+	if fi, err := os.Stat(p.ralph); err != nil || !fi.IsDir() {
+		return nil, nil, nothingToDo("no ralph project in %s (run 'ralph init', then 'ralph plan')", p.root)
+	}
+	st, err := dag.OpenExisting(c.Context, p.dbPath(), cfg.storeOptions())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nothingToDo("no task database at %s (run 'ralph init')", p.dbPath())
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// progressStore is the progress-file store as the loop sees it. It is a
+// distinct type so that build can tell the two modes apart.
+type progressStore struct {
+	*progress.Store
+}
+
+// dryRun prints what the next iteration would do (DESIGN §8, "Dry run").
+func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskStore) error {
+	plan, err := loop.DryRun(ctx, lc, store)
+	if err != nil {
+		if errors.Is(err, loop.ErrConfig) {
+			return &usageError{cmd: "ralph build", err: errors.New(strings.TrimPrefix(err.Error(), "loop: "))}
+		}
+		return err
+	}
+	if plan.Outcome != "" {
+		_, progressMode := store.(*progressStore)
+		return outcomeError(plan.Outcome, plan.ExitCode(), plan.Message, progressMode, cfg.stdout)
+	}
+	w := cfg.stdout
+	label := "next task"
+	if lc.ClaimMode == loop.ClaimAgent {
+		label = "first claimable task (the agent picks)"
+	}
+	fmt.Fprintf(w, "%s: %s %s\n", label, plan.TaskID, plan.Title)
+	fmt.Fprintf(w, "model: %s\n", plan.Model)
+	fmt.Fprintf(w, "prompt: %s (%s)\n", plan.PromptName, plan.PromptSource)
+	return nil
+}
+
+// ralphBin is the absolute path of the running binary, for RALPH_BIN.
+func ralphBin() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(exe)
+}
+
+// apiKeyEnv is the part of ralph's environment APIKeyNotice looks at, read
+// through the app's getenv.
+func apiKeyEnv(cfg appConfig) []string {
+	if v := cfg.getenv(claude.EnvAPIKey); v != "" {
+		return []string{claude.EnvAPIKey + "=" + v}
+	}
+	return nil
+}
+
+// buildView is the live terminal view of a run: a header per iteration,
+// the agent's events through claude.Formatter, a footer per agent session,
+// waits and the loop's notices.
+type buildView struct {
+	w    io.Writer
+	view *claude.Formatter
+}
+
+func newBuildView(w io.Writer) *buildView {
+	return &buildView{w: w, view: claude.NewFormatter(w)}
+}
+
+func (v *buildView) warn(format string, a ...any) {
+	fmt.Fprintf(v.w, "note: "+format+"\n", a...)
+}
+
+// Observe implements loop.Observer. The loop serialises the calls.
+func (v *buildView) Observe(n loop.Note) {
+	switch n.Kind {
+	case loop.NoteIterationStart:
+		if n.Task.ID != "" {
+			fmt.Fprintf(v.w, "\n== iteration %d · %s %s · model %s\n", n.Iteration, n.Task.ID, n.Task.Title, n.Model)
+		} else {
+			fmt.Fprintf(v.w, "\n== iteration %d · peek mode · model %s\n", n.Iteration, n.Model)
+		}
+	case loop.NoteAgentEvent:
+		v.view.Event(n.AgentEvent)
+	case loop.NoteReceipt:
+		if r := n.Receipt; r != nil {
+			if r.Mode == string(loop.ModeVerify) {
+				fmt.Fprintf(v.w, "-- verifier: %s\n", orDash(r.Verdict))
+			}
+			v.view.Footer(receiptResult(*r))
+		}
+	case loop.NoteIterationEnd:
+		if n.Status == loop.IterUsageLimit {
+			return // the wait note says it
+		}
+		line := fmt.Sprintf("== iteration %d: %s", n.Iteration, n.Status)
+		if n.Message != "" {
+			line += ": " + oneLine(n.Message)
+		}
+		fmt.Fprintln(v.w, line)
+	case loop.NoteWait:
+		fmt.Fprintf(v.w, "usage limit reached; waiting until %s (%s)\n", n.Until.Format(time.RFC3339), n.Wait.Round(time.Second))
+	case loop.NoteNotice:
+		v.warn("%s", oneLine(n.Message))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// receiptResult is the RunResult the footer needs, rebuilt from a receipt
+// (the loop reports receipts, not results).
+func receiptResult(r loop.Receipt) loop.RunResult {
+	return loop.RunResult{
+		Duration: r.Duration,
+		Turns:    r.Turns,
+		CostUSD:  r.CostUSD,
+		Usage: loop.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+			CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens},
+		Class: loop.ErrorClass(r.ExitReason),
+	}
+}
+
+// progressLog keeps a progress file's own log (DESIGN §5, progress-file
+// mode): after every iteration a row in the Iteration Log table, which also
+// trims Recent Attempts to the last five, and, for an iteration that did not
+// finish its task, an attempt block saying why. Failed tasks are not given a
+// block here: the store writes one when the task fails.
+type progressLog struct {
+	store   *progress.Store
+	warn    func(format string, a ...any)
+	started map[int]time.Time
+}
+
+// Observe implements loop.Observer.
+func (l *progressLog) Observe(n loop.Note) {
+	switch n.Kind {
+	case loop.NoteIterationStart:
+		if l.started == nil {
+			l.started = map[int]time.Time{}
+		}
+		l.started[n.Iteration] = n.At
+	case loop.NoteIterationEnd:
+		if n.Status == loop.IterUsageLimit {
+			return // a wait, not an iteration
+		}
+		// The loop's own context may be cancelled (SIGINT); the record of
+		// the iteration is still written.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		started := l.started[n.Iteration]
+		delete(l.started, n.Iteration)
+		tried := n.Task.Title
+		if n.Task.ID != "" {
+			tried += " (" + n.Task.ID + ")"
+		}
+		if !n.Status.Success() && n.Status != loop.IterTaskFailed {
+			result := string(n.Status)
+			if n.Message != "" {
+				result += ": " + oneLine(n.Message)
+			}
+			a := progress.Attempt{Iteration: n.Iteration, Tried: tried, Result: result, Next: "the task is offered again"}
+			if err := l.store.AddAttempt(ctx, a); err != nil {
+				l.warn("could not add to Recent Attempts: %v", err)
+			}
+		}
+		row := progress.IterationRow{Iteration: n.Iteration, Started: started, Duration: n.At.Sub(started), Notes: tried + ": " + string(n.Status)}
+		if started.IsZero() {
+			row.Duration = 0
+		}
+		if n.Status.Success() {
+			row.TasksCompleted = 1
+		}
+		if err := l.store.AppendIteration(ctx, row); err != nil {
+			l.warn("could not add to the Iteration Log: %v", err)
+		}
+	}
+}
+
+// documentRunner lets a progress-file agent answer with the whole updated
+// document (DESIGN §8): when a clean session's final text is a progress
+// file, it is validated and written over the file before the loop looks at
+// the task. A document that drops tasks or does not parse is refused, with a
+// note, and the file is left alone.
+type documentRunner struct {
+	loop.Runner
+	store *progress.Store
+	warn  func(format string, a ...any)
+}
+
+func (r *documentRunner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	res, err := r.Runner.Run(ctx, req)
+	if err != nil || !res.OK() {
+		return res, err
+	}
+	text := strings.TrimLeft(res.Text, " \t\r\n\ufeff")
+	if !strings.HasPrefix(text, "# Progress:") {
+		return res, nil
+	}
+	if err := r.store.ReplaceDocument(ctx, text); err != nil {
+		r.warn("the agent's updated progress file was not written: %v", err)
+	}
+	return res, nil
+}
