@@ -125,16 +125,17 @@ func groupAlive(pgid int) bool {
 }
 
 // reapGroup stops what is left of the process group pgid once its leader
-// has exited: SIGTERM, then SIGKILL if something is still there after
-// grace. It returns at once when the group is already empty, which is the
-// common case.
-func reapGroup(pgid int, grace time.Duration) {
+// has exited: SIGTERM (unless termed: it was sent already), then SIGKILL if
+// something is still there at killAt. It returns at once when the group is
+// already empty, which is the common case.
+func reapGroup(pgid int, killAt time.Time, termed bool) {
 	if !groupAlive(pgid) {
 		return
 	}
-	signalGroup(pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
+	if !termed {
+		signalGroup(pgid, syscall.SIGTERM)
+	}
+	for time.Now().Before(killAt) {
 		time.Sleep(10 * time.Millisecond)
 		if !groupAlive(pgid) {
 			return

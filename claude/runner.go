@@ -346,21 +346,27 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	go func() { waitDone <- cmd.Wait() }()
 
 	reason := r.supervise(ctx, req, src, waitDone)
-	if reason == stopNone {
-		r.mark("exited")
-	} else { // the agent is still running
-		// SIGTERM the group, SIGKILL after the grace period.
+	termed := reason != stopNone
+	killAt := time.Now().Add(grace) // when what is left of the group gets SIGKILL
+	if termed {
+		// The agent is still running: SIGTERM the group, SIGKILL after
+		// the grace period.
 		signalGroup(pgid, syscall.SIGTERM)
+		t := time.NewTimer(grace)
 		select {
 		case <-waitDone:
-		case <-time.After(grace):
+			t.Stop()
+		case <-t.C:
 			signalGroup(pgid, syscall.SIGKILL)
 			<-waitDone
 		}
+	} else {
+		r.mark("exited")
 	}
 	// The agent has exited; now its group: shells, MCP servers and whatever
-	// else it started must not outlive it.
-	reapGroup(pgid, grace)
+	// else it started must not outlive it. The grace period is not granted
+	// twice.
+	reapGroup(pgid, killAt, termed)
 
 	select {
 	case <-streamDone:

@@ -106,6 +106,12 @@ func fakeAgent(mode string) int {
 		spawnGrandchild()
 		time.Sleep(time.Hour)
 		return 0
+	case "stubborn-grandchild":
+		// Stops on SIGTERM, but its grandchild does not.
+		out(fakeInit)
+		spawnGrandchild()
+		time.Sleep(time.Hour)
+		return 0
 	case "exit-leaving-child":
 		out(fakeInit)
 		spawnGrandchild()
@@ -344,6 +350,7 @@ func TestRunProcessHygiene(t *testing.T) {
 		wantKinds   []loop.EventKind
 		maxElapsed  time.Duration
 		grandchild  bool
+		grace       time.Duration // instead of the default 500 ms
 	}{
 		{
 			name: "hang with a grandchild: wall timeout kills the whole group", mode: "hang",
@@ -358,6 +365,15 @@ func TestRunProcessHygiene(t *testing.T) {
 		{
 			name: "hang with a grandchild: cancel", mode: "hang", cancelAfter: true,
 			wantClass: loop.ClassCancelled, maxElapsed: grace + margin, grandchild: true,
+		},
+		{
+			// The grace period runs once for the whole group: the
+			// grandchild gets SIGKILL 2 s after the SIGTERM, not 2 s after
+			// the agent's exit.
+			name: "timeout with a grandchild that outlives SIGTERM", mode: "stubborn-grandchild",
+			edit:      func(r *loop.RunRequest) { r.Timeout = 300 * time.Millisecond },
+			grace:     2 * time.Second,
+			wantClass: loop.ClassTimeout, maxElapsed: 300*time.Millisecond + 3*time.Second, grandchild: true,
 		},
 		{
 			name: "normal exit leaving a grandchild: it is stopped too", mode: "exit-leaving-child",
@@ -410,8 +426,12 @@ func TestRunProcessHygiene(t *testing.T) {
 					once.Do(cancel)
 				}
 			}
+			runner := testRunner(t)
+			if tt.grace != 0 {
+				runner.Grace = tt.grace
+			}
 			start := time.Now()
-			res, err := testRunner(t).Run(ctx, req)
+			res, err := runner.Run(ctx, req)
 			elapsed := time.Since(start)
 			if err != nil {
 				t.Fatal(err)
