@@ -137,6 +137,8 @@ func newAppConfig(cfg appConfig) *cli.App {
 			initCommand(cfg),
 			taskCommand(cfg),
 			featureCommand(cfg),
+			buildCommand(cfg),
+			statusCommand(cfg),
 		},
 		HideHelpCommand: true,
 		// Only run maps errors to exit codes; the default handler would

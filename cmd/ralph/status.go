@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// statusReceipts is how many of the latest receipts `ralph status` shows.
+const statusReceipts = 10
+
+func statusCommand(cfg appConfig) *cli.Command {
+	return &cli.Command{
+		Name:   "status",
+		Usage:  "show the plan's counts, active claims, the last iterations and the cost so far",
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: withStore(cfg, status(cfg)),
+	}
+}
+
+// statusJSON is `ralph status --json`. The keys are stable: counts has the
+// keys of `task plan-status --json`; receipts are the latest ones, newest
+// first; total_cost_usd and sessions cover every receipt the database holds.
+type statusJSON struct {
+	Counts       countsJSON    `json:"counts"`
+	Active       []claimJSON   `json:"active"`
+	Receipts     []receiptJSON `json:"receipts"`
+	Sessions     int           `json:"sessions"`
+	TotalCostUSD float64       `json:"total_cost_usd"`
+}
+
+// claimJSON is an active claim. lease_age_seconds is how long ago the claim
+// was taken (as `task peek` shows it), lease_left_seconds how long the lease
+// still runs unless renewed (negative: expired; the next store call returns
+// the task to pending).
+type claimJSON struct {
+	ID               string  `json:"id"`
+	Title            string  `json:"title"`
+	ClaimedBy        string  `json:"claimed_by"`
+	ClaimedAt        string  `json:"claimed_at"`
+	LeaseExpiresAt   string  `json:"lease_expires_at"`
+	LeaseAgeSeconds  float64 `json:"lease_age_seconds"`
+	LeaseLeftSeconds float64 `json:"lease_left_seconds"`
+}
+
+// receiptJSON is one agent session's receipt.
+type receiptJSON struct {
+	Session          string  `json:"session"`
+	Iteration        int     `json:"iteration"`
+	Mode             string  `json:"mode"`
+	TaskID           string  `json:"task_id"`
+	Model            string  `json:"model"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	StartedAt        string  `json:"started_at"`
+	DurationSeconds  float64 `json:"duration_seconds"`
+	Turns            int     `json:"turns"`
+	ExitReason       string  `json:"exit_reason"`
+	Verdict          string  `json:"verdict"`
+}
+
+func status(cfg appConfig) storeAction {
+	return func(c *cli.Context, _ project, st *dag.Store) error {
+		if _, err := args(c, 0, 0, ""); err != nil {
+			return err
+		}
+		ctx := c.Context
+		counts, err := st.Counts(ctx, loop.Scope{})
+		if err != nil {
+			return err
+		}
+		active, err := st.Active(ctx, loop.Scope{})
+		if err != nil {
+			return err
+		}
+		all, err := st.Receipts(ctx, 0)
+		if err != nil {
+			return err
+		}
+		var total float64
+		for _, r := range all {
+			total += r.CostUSD
+		}
+		latest := all[:min(len(all), statusReceipts)]
+		now := cfg.now()
+		if c.Bool("json") {
+			return writeJSON(cfg.stdout, toStatusJSON(counts, active, latest, len(all), total, now))
+		}
+		return writeStatusText(cfg.stdout, counts, active, latest, len(all), total, now)
+	}
+}
+
+func toStatusJSON(counts loop.Counts, active []loop.Task, latest []loop.Receipt, n int, total float64, now time.Time) statusJSON {
+	s := statusJSON{Counts: toCountsJSON(counts), Active: []claimJSON{}, Receipts: []receiptJSON{}, Sessions: n, TotalCostUSD: total}
+	for _, t := range active {
+		s.Active = append(s.Active, claimJSON{
+			ID: t.ID, Title: t.Title, ClaimedBy: t.ClaimedBy,
+			ClaimedAt: jsonTime(t.ClaimedAt), LeaseExpiresAt: jsonTime(t.LeaseExpiresAt),
+			LeaseAgeSeconds:  seconds(now.Sub(t.ClaimedAt)),
+			LeaseLeftSeconds: seconds(t.LeaseExpiresAt.Sub(now)),
+		})
+	}
+	for _, r := range latest {
+		s.Receipts = append(s.Receipts, receiptJSON{
+			Session: r.Session, Iteration: r.Iteration, Mode: r.Mode, TaskID: r.TaskID, Model: r.Model,
+			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+			CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens,
+			CostUSD: r.CostUSD, StartedAt: jsonTime(r.StartedAt), DurationSeconds: seconds(r.Duration),
+			Turns: r.Turns, ExitReason: r.ExitReason, Verdict: r.Verdict,
+		})
+	}
+	return s
+}
+
+// seconds is d in seconds, to the millisecond.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// writeStatusText prints the status for people: the plan-status line, the
+// active claims with their age and lease, the latest receipts oldest first
+// (so the newest is next to the prompt), and the cost.
+func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest []loop.Receipt, n int, total float64, now time.Time) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "plan: %s\n", counts)
+	if len(active) == 0 {
+		fmt.Fprintln(bw, "\nactive: none")
+	} else {
+		fmt.Fprintf(bw, "\nactive (%d):\n", len(active))
+		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+		for _, t := range active {
+			lease := "lease expired"
+			if left := t.LeaseExpiresAt.Sub(now); left > 0 {
+				lease = "lease " + age(left) + " left"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tclaimed %s ago, %s\n", t.ID, oneLine(t.Title), t.ClaimedBy, age(now.Sub(t.ClaimedAt)), lease)
+		}
+		tw.Flush()
+	}
+	if len(latest) == 0 {
+		fmt.Fprintln(bw, "\nlast iterations: none yet")
+	} else {
+		fmt.Fprintf(bw, "\nlast iterations (%d of %d):\n", len(latest), n)
+		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STARTED\tSESSION\tITER\tMODE\tTASK\tMODEL\tTURNS\tDURATION\tCOST\tENDED")
+		for i := len(latest) - 1; i >= 0; i-- {
+			r := latest[i]
+			ended := r.ExitReason
+			if r.Verdict != "" {
+				ended += " (verify " + r.Verdict + ")"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n",
+				r.StartedAt.UTC().Format(time.RFC3339), r.Session, r.Iteration, r.Mode, orDash(r.TaskID), orDash(r.Model),
+				r.Turns, r.Duration.Round(100*time.Millisecond), r.CostUSD, orDash(ended))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(bw, "\ncost so far: $%.4f over %d agent %s\n", total, n, "session"+plural(n))
+	return bw.Flush()
+}
+
+// age is a duration for people: "45s", "3m", "2h05m", "3d4h".
+func age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	default:
+		return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+	}
+}
