@@ -82,14 +82,16 @@
 // # import and export
 //
 // `task import FILE` (or "-" for standard input) reads JSON Lines when the
-// first non-blank character is "{", and a markdown checklist otherwise:
-// "- [ ] item" lines become tasks ("- [x]" done), a heading with items
-// under it (a phase) becomes their parent, an item indented under another
-// becomes its child, indented prose under an item is its description, and
-// the log sections of a ralph progress file are skipped; ids are
-// generated as t-<n>; no dependencies are implied (file order is claim
-// order at equal priority). Everything is added in one transaction, and an
-// error names the line.
+// first non-blank character is "{", and a markdown checklist otherwise,
+// read by progress.Checklist exactly as `ralph build --progress` reads a
+// progress file: "- [ ] item" lines become tasks ("- [x]" done), a heading
+// with boxes under it (a phase) becomes their parent (done when all its
+// boxes are), indented prose under a box is its description. Ids are the
+// checklist's, derived from the text ("phase-1", "add-ci") or given as
+// "<!-- id: X -->", so importing the same list twice is refused rather than
+// duplicated. No dependencies are implied: file order is claim order at
+// equal priority. Everything is added in one transaction, and an error
+// names the line.
 //
 // The JSON Lines format is dag.ReadJSONL's: ralph's own keys (id, title,
 // description, priority, parent, blocked_by, status), strictly, plus an

@@ -448,7 +448,7 @@ func taskImport(cfg appConfig) storeAction {
 		} else {
 			name = "standard input"
 		}
-		tasks, err := readTasks(c, st, in)
+		tasks, err := readTasks(in)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

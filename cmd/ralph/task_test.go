@@ -324,7 +324,7 @@ func TestImportExport(t *testing.T) {
 
 func TestImportChecklist(t *testing.T) {
 	h := initHarness(t)
-	h.add("Already there") // t-1 is taken
+	h.add("Already there")
 	h.write("progress.md", `# Progress: shop
 
 ## Status
@@ -335,7 +335,7 @@ In Progress
 - [x] Create the repo
 - [ ] Add CI
   runs go test
-  - [ ] Nested step
+  - [ ] Nested step <!-- id: T-9 -->
 
 ### Phase 2: Build
 - [x] Cart
@@ -348,16 +348,22 @@ In Progress
 		t.Errorf("import (-want +got):\n%s", diff)
 	}
 	want := `{"id":"t-1","title":"Already there","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
-{"id":"t-2","title":"Phase 1: Setup","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
-{"id":"t-3","title":"Create the repo","description":"","priority":2,"parent":"t-2","blocked_by":[],"status":"done"}
-{"id":"t-4","title":"Add CI","description":"runs go test","priority":2,"parent":"t-2","blocked_by":[],"status":"pending"}
-{"id":"t-5","title":"Nested step","description":"","priority":2,"parent":"t-4","blocked_by":[],"status":"pending"}
-{"id":"t-6","title":"Phase 2: Build","description":"","priority":2,"parent":null,"blocked_by":[],"status":"done"}
-{"id":"t-7","title":"Cart","description":"","priority":2,"parent":"t-6","blocked_by":[],"status":"done"}
-{"id":"t-8","title":"Checkout","description":"","priority":2,"parent":"t-6","blocked_by":[],"status":"done"}
+{"id":"phase-1","title":"Setup","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+{"id":"create-the-repo","title":"Create the repo","description":"","priority":2,"parent":"phase-1","blocked_by":[],"status":"done"}
+{"id":"add-ci","title":"Add CI","description":"runs go test","priority":2,"parent":"phase-1","blocked_by":[],"status":"pending"}
+{"id":"T-9","title":"Nested step","description":"","priority":2,"parent":"phase-1","blocked_by":[],"status":"pending"}
+{"id":"phase-2","title":"Build","description":"","priority":2,"parent":null,"blocked_by":[],"status":"done"}
+{"id":"cart","title":"Cart","description":"","priority":2,"parent":"phase-2","blocked_by":[],"status":"done"}
+{"id":"checkout","title":"Checkout","description":"","priority":2,"parent":"phase-2","blocked_by":[],"status":"done"}
 `
 	if diff := cmp.Diff(want, h.ok("task", "export")); diff != "" {
 		t.Errorf("export (-want +got):\n%s", diff)
+	}
+	// The ids come from the text: importing the same list again is refused
+	// as a whole, naming the first line that clashes.
+	r := h.run("task", "import", h.dir+"/progress.md")
+	if r.code != 1 || !strings.Contains(r.stderr, "line 7") || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("second import = %+v, want exit 1 naming line 7 and the duplicate id", r)
 	}
 }
 
