@@ -70,9 +70,10 @@ func benchDecode(b *testing.B, corpus []byte) {
 	b.SetBytes(int64(len(corpus)))
 	b.ReportAllocs()
 	r := bytes.NewReader(corpus)
+	dec := NewDecoder(r)
 	for b.Loop() {
 		r.Reset(corpus)
-		dec := NewDecoder(r)
+		dec.Reset(r)
 		var sess Session
 		for {
 			line, err := dec.Decode()

@@ -65,6 +65,7 @@ type Decoder struct {
 	// The current line's message, read in the same pass as the line.
 	blocks   []contentBlock
 	msgModel []byte
+	scratch  []byte // tool output being unescaped
 
 	// Every line repeats the session id and most repeat the model: the
 	// last ones are kept to save an allocation per line.
@@ -93,6 +94,15 @@ const longKeep = 16 << 20
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
 	return &Decoder{r: bufio.NewReaderSize(r, readerSize), tools: make(map[string]string)}
+}
+
+// Reset makes d read a new stream from r, keeping its buffers.
+func (d *Decoder) Reset(r io.Reader) {
+	d.r.Reset(r)
+	d.long = d.long[:0]
+	clear(d.tools)
+	d.eof = false
+	d.sessionID, d.model = "", ""
 }
 
 // Decode reads and decodes the next non-blank line. It returns io.EOF after
@@ -477,23 +487,28 @@ func (d *Decoder) user(sessionID string) {
 		tool := d.tools[id]
 		delete(d.tools, id)
 		d.emit(loop.Event{Kind: loop.EventToolResult, SessionID: sessionID, Tool: tool,
-			Text: toolOutput(b.content), IsError: jsonBool(b.isError)})
+			Text: d.toolOutput(b.content), IsError: jsonBool(b.isError)})
 	}
 }
 
 // toolOutput returns a tool_result's content, a string or a list of text
 // blocks, cut to ToolOutputLimit bytes.
-func toolOutput(body []byte) string {
+func (d *Decoder) toolOutput(body []byte) string {
 	if len(body) == 0 {
 		return ""
 	}
 	if body[0] == '"' {
-		return jsonStringMax(body, ToolOutputLimit)
+		inner := body[1 : len(body)-1]
+		if bytes.IndexByte(inner, '\\') < 0 {
+			return jsonStringMax(body, ToolOutputLimit) // no escapes: one copy
+		}
+		d.scratch = appendUnescaped(d.scratch[:0], inner, ToolOutputLimit)
+		return string(d.scratch)
 	}
 	if body[0] != '[' {
 		return ""
 	}
-	var out []byte
+	out := d.scratch[:0]
 	_ = eachElem(body, func(block []byte) {
 		left := ToolOutputLimit - len(out)
 		if left <= 0 || len(block) == 0 || block[0] != '{' {
@@ -514,6 +529,7 @@ func toolOutput(body []byte) string {
 		}
 		out = appendUnescaped(out, text[1:len(text)-1], max(left, 0))
 	})
+	d.scratch = out
 	return string(out)
 }
 

@@ -222,6 +222,26 @@ func TestDecodeLines(t *testing.T) {
 	}
 }
 
+// TestDecoderReset: a reset decoder reads the new stream from its start,
+// with nothing left of the old one.
+func TestDecoderReset(t *testing.T) {
+	dec := NewDecoder(strings.NewReader(`{"type":"system","subtype":"init","session_id":"old","model":"m"}` + "\n" + `{"type":"result","partial":`))
+	if _, err := dec.Decode(); err != nil {
+		t.Fatal(err)
+	}
+	dec.Reset(strings.NewReader(`{"type":"result","subtype":"success","result":"new"}`))
+	line, err := dec.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(line.Events) != 1 || line.Events[0].Text != "new" || line.Events[0].SessionID != "" {
+		t.Fatalf("after Reset got %+v", line.Events)
+	}
+	if _, err := dec.Decode(); !errors.Is(err, io.EOF) {
+		t.Fatalf("err = %v, want io.EOF", err)
+	}
+}
+
 // TestDecodeMalformedThenGood: a bad line is reported and skipped; the
 // stream goes on.
 func TestDecodeMalformedThenGood(t *testing.T) {
