@@ -136,12 +136,31 @@ func BenchmarkImport(b *testing.B) {
 }
 
 // BenchmarkClaimProcesses reports the aggregate claims/s of 8 processes
-// claiming and completing from one 10,000-task database at once (run it
+// (and, for comparison, of one process) claiming and completing from one
+// 10,000-task database at once (run it
 // with -benchtime=1x: each round spawns the processes).
 func BenchmarkClaimProcesses(b *testing.B) {
-	var rate float64
-	for b.Loop() {
-		rate = claimProcesses(b, 8, 10_000)
+	for _, procs := range []int{1, 8} {
+		b.Run(strconv.Itoa(procs), func(b *testing.B) {
+			var rate float64
+			for b.Loop() {
+				rate = claimProcesses(b, procs, 10_000)
+			}
+			b.ReportMetric(rate, "claims/s")
+		})
 	}
-	b.ReportMetric(rate, "claims/s")
+}
+
+func BenchmarkCounts(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s := benchStore(b, n)
+			for b.Loop() {
+				c, err := s.Counts(b.Context(), loop.Scope{})
+				if err != nil || c.Total() != n {
+					b.Fatalf("Counts: %+v, %v", c, err)
+				}
+			}
+		})
+	}
 }

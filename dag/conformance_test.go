@@ -27,6 +27,8 @@ func seedStore(t *testing.T, seeds []looptest.Seed, now func() time.Time) loop.T
 	if _, err := s.Import(t.Context(), batch); err != nil {
 		t.Fatalf("Import: %v", err)
 	}
+	// Runs before the store is closed: cleanups run last-registered first.
+	t.Cleanup(func() { checkCounts(t, s) })
 	return s
 }
 

@@ -153,6 +153,7 @@ func TestImport(t *testing.T) {
 			if diff := cmp.Diff(tt.wantState, statuses(t, s)); diff != "" {
 				t.Errorf("statuses (-want +got):\n%s", diff)
 			}
+			checkCounts(t, s)
 		})
 	}
 }
@@ -322,6 +323,7 @@ func TestAutoTransitions(t *testing.T) {
 		if err := s.Reset(ctx, "c"); err != nil {
 			t.Fatal(err)
 		}
+		checkCounts(t, s)
 		if got := statuses(t, s)["root"]; got != loop.StatusPending {
 			t.Errorf("root after Reset(c): %s, want pending", got)
 		}

@@ -198,6 +198,7 @@ func claimProcesses(t testing.TB, procs, n int) float64 {
 	if diff := cmp.Diff(loop.Counts{Done: n}, c); diff != "" {
 		t.Errorf("counts after the run (-want +got):\n%s", diff)
 	}
+	checkCounts(t, s)
 	if last <= first {
 		return 0
 	}

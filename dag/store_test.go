@@ -57,8 +57,8 @@ func newTestStore(t testing.TB, now func() time.Time) *Store {
 func dump(t testing.TB, s *Store) []string {
 	t.Helper()
 	var out []string
-	for _, table := range []string{"features", "tasks", "deps", "task_logs", "receipts"} {
-		rows, err := s.db.QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY rowid")
+	for _, table := range []string{"features", "tasks", "deps", "task_logs", "receipts", "status_counts"} {
+		rows, err := s.db.QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY 1, 2")
 		if err != nil {
 			t.Fatalf("dump %s: %v", table, err)
 		}
@@ -79,6 +79,35 @@ func dump(t testing.TB, s *Store) []string {
 		}
 	}
 	return out
+}
+
+// checkCounts compares the trigger-kept status_counts with the tasks.
+func checkCounts(t testing.TB, s *Store) {
+	t.Helper()
+	read := func(q string) map[string]int {
+		rows, err := s.db.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		m := map[string]int{}
+		for rows.Next() {
+			var feature, status string
+			var n int
+			if err := rows.Scan(&feature, &status, &n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				m[feature+"/"+status] = n
+			}
+		}
+		return m
+	}
+	want := read(`SELECT coalesce(feature, ''), status, count(*) FROM tasks GROUP BY 1, 2`)
+	got := read(`SELECT feature, status, n FROM status_counts`)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status_counts out of step with tasks (-tasks +status_counts):\n%s", diff)
+	}
 }
 
 // mustAdd adds tasks (id, then parent/blockers in params) or fails the test.
@@ -421,6 +450,7 @@ func TestErrorsChangeNothing(t *testing.T) {
 			if diff := cmp.Diff(before, dump(t, s)); diff != "" {
 				t.Errorf("database changed (-before +after):\n%s", diff)
 			}
+			checkCounts(t, s)
 		})
 	}
 }

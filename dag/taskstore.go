@@ -60,11 +60,19 @@ func (s *Store) Active(ctx context.Context, scope loop.Scope) ([]loop.Task, erro
 func (s *Store) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, error) {
 	var c loop.Counts
 	err := s.read(ctx, func(t *txn) error {
-		cond, args, err := t.scopeCond(scope)
-		if err != nil {
-			return err
+		var rows *sql.Rows
+		var err error
+		if scope.TaskID == "" {
+			// Kept by triggers: a few rows at any plan size.
+			rows, err = t.query(`SELECT status, sum(n) FROM status_counts
+				WHERE ?1 = '' OR feature = ?1 GROUP BY status`, scope.Feature)
+		} else {
+			cond, args, cerr := t.scopeCond(scope)
+			if cerr != nil {
+				return cerr
+			}
+			rows, err = t.query(`SELECT status, count(*) FROM tasks WHERE `+cond+` GROUP BY status`, args...)
 		}
-		rows, err := t.query(`SELECT status, count(*) FROM tasks WHERE `+cond+` GROUP BY status`, args...)
 		if err != nil {
 			return err
 		}
@@ -103,33 +111,30 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 	lease := leaseOrDefault(p.Lease)
 	var task loop.Task
 	err := s.write(ctx, func(t *txn) error {
-		id := p.TaskID
-		if id == "" {
-			cond, args, err := t.scopeCond(p.Scope)
+		set := `UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
+			lease_expires_at = ?, updated_at = ? `
+		args := []any{p.Agent, t.now, t.now + int64(lease), t.now}
+		var err error
+		if p.TaskID == "" {
+			// Find and take the first ready task in one statement.
+			cond, cargs, err := t.scopeCond(p.Scope)
 			if err != nil {
 				return err
 			}
-			ids, err := t.ids(`SELECT id FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+` AND `+cond+
-				` ORDER BY priority, seq LIMIT 1`, args...)
-			if err != nil {
-				return err
-			}
-			if len(ids) == 0 {
+			task, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
+				` AND `+cond+` ORDER BY priority, seq LIMIT 1) RETURNING `+taskCols, append(args, cargs...)...))
+			if errors.Is(err, sql.ErrNoRows) {
 				return loop.ErrNoReadyTask
 			}
-			id = ids[0]
-		} else if err := t.checkReady(id); err != nil {
-			return err
+		} else {
+			if err := t.checkReady(p.TaskID); err != nil {
+				return err
+			}
+			task, err = scanTask(t.row(set+`WHERE id = ? AND `+readyCond+` RETURNING `+taskCols,
+				append(args, p.TaskID)...))
 		}
 		// The claim itself is not logged: the task's latest log entry is
 		// what its dependents see as its summary.
-		var err error
-		task, err = scanTask(t.row(`UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
-			lease_expires_at = ?, updated_at = ? WHERE id = ? AND `+readyCond+` RETURNING `+taskCols,
-			p.Agent, t.now, t.now+int64(lease), t.now, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %s", loop.ErrNotReady, id) // not reachable under the write lock
-		}
 		if err != nil {
 			return err
 		}
@@ -206,7 +211,7 @@ func (s *Store) Complete(ctx context.Context, id, summary string) error {
 				return err
 			}
 		}
-		return t.done(id, st.status)
+		return t.done(id, st.parentID, st.status)
 	})
 }
 

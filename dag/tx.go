@@ -21,8 +21,9 @@ const taskCols = `id, title, description, status, priority, coalesce(parent_id, 
 const readyCond = `status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0`
 
 // readyFrom names the table of a ready query with the partial index that
-// serves it: without statistics SQLite would rather pick tasks_status and
-// sort, which costs a scan of every pending task.
+// serves it. Without statistics SQLite has been seen to prefer another
+// index and sort every pending task; naming the index also makes a query
+// that no longer matches the index's WHERE clause fail loudly.
 func readyFrom(scope loop.Scope) string {
 	switch {
 	case scope.Feature != "":
@@ -207,45 +208,44 @@ func (t *txn) transition(id string, to loop.Status, kind, message string) (state
 	return st, nil
 }
 
-// done marks id done (it is in status from) and runs the auto-transitions
-// of DESIGN §2 in this transaction: dependents lose an unmet blocker, and
-// explicitly blocked ones with none left become pending; a parent whose
-// children are all done becomes done, and so on upward.
-func (t *txn) done(id string, from loop.Status) error {
+// done marks id done (it is in status from; parent is its parent or "")
+// and runs the auto-transitions of DESIGN §2 in this transaction:
+// dependents lose an unmet blocker, and explicitly blocked ones with none
+// left become pending; a parent whose children are all done becomes done,
+// and so on upward.
+func (t *txn) done(id, parent string, from loop.Status) error {
 	if err := t.setStatus(id, from, loop.StatusDone); err != nil {
 		return err
 	}
-	for queue := []string{id}; len(queue) > 0; {
+	type item struct{ id, parent string }
+	for queue := []item{{id, parent}}; len(queue) > 0; {
 		x := queue[0]
 		queue = queue[1:]
-		if _, err := t.exec(`UPDATE tasks SET unmet_blockers = unmet_blockers - 1
-			WHERE id IN (SELECT blocked_id FROM deps WHERE blocker_id = ?)`, x); err != nil {
-			return err
-		}
-		unblocked, err := t.ids(`SELECT t.id FROM deps d JOIN tasks t ON t.id = d.blocked_id
-			WHERE d.blocker_id = ? AND t.status = 'blocked' AND t.unmet_blockers = 0 ORDER BY t.seq`, x)
+		unblocked, err := t.ids(`UPDATE tasks SET unmet_blockers = unmet_blockers - 1
+			WHERE id IN (SELECT blocked_id FROM deps WHERE blocker_id = ?)
+			RETURNING CASE WHEN status = 'blocked' AND unmet_blockers = 0 THEN id ELSE '' END`, x.id)
 		if err != nil {
 			return err
 		}
 		for _, u := range unblocked {
+			if u == "" {
+				continue
+			}
 			if err := t.setStatus(u, loop.StatusBlocked, loop.StatusPending); err != nil {
 				return err
 			}
-			if err := t.log(u, loop.LogUnblock, "all blockers done (last: "+x+")"); err != nil {
+			if err := t.log(u, loop.LogUnblock, "all blockers done (last: "+x.id+")"); err != nil {
 				return err
 			}
 		}
-		var parent string
-		if err := t.row(`SELECT coalesce(parent_id, '') FROM tasks WHERE id = ?`, x).Scan(&parent); err != nil {
-			return err
-		}
-		if parent == "" {
+		if x.parent == "" {
 			continue
 		}
-		var status string
+		var status, grand string
 		var open int
-		if err := t.row(`SELECT status, (SELECT count(*) FROM tasks WHERE parent_id = ?1 AND status <> 'done')
-			FROM tasks WHERE id = ?1`, parent).Scan(&status, &open); err != nil {
+		if err := t.row(`SELECT status, coalesce(parent_id, ''),
+			(SELECT count(*) FROM tasks WHERE parent_id = ?1 AND status <> 'done')
+			FROM tasks WHERE id = ?1`, x.parent).Scan(&status, &grand, &open); err != nil {
 			return err
 		}
 		ps := loop.Status(status)
@@ -253,13 +253,13 @@ func (t *txn) done(id string, from loop.Status) error {
 		if open > 0 || ps == loop.StatusDone || ps == loop.StatusInProgress {
 			continue
 		}
-		if err := t.setStatus(parent, ps, loop.StatusDone); err != nil {
+		if err := t.setStatus(x.parent, ps, loop.StatusDone); err != nil {
 			return err
 		}
-		if err := t.log(parent, loop.LogDone, "all children done"); err != nil {
+		if err := t.log(x.parent, loop.LogDone, "all children done"); err != nil {
 			return err
 		}
-		queue = append(queue, parent)
+		queue = append(queue, item{x.parent, grand})
 	}
 	return nil
 }

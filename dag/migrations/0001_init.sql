@@ -41,10 +41,31 @@ CREATE INDEX tasks_ready ON tasks (priority, seq)
 CREATE INDEX tasks_ready_feature ON tasks (feature, priority, seq)
 	WHERE status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0;
 CREATE INDEX tasks_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
-CREATE INDEX tasks_status ON tasks (status);
-CREATE INDEX tasks_feature_status ON tasks (feature, status) WHERE feature IS NOT NULL;
--- tasks_status also finds the few in_progress tasks (leases, agents): an
--- index of their own would cost every claim and completion more page writes.
+-- The few in_progress tasks (leases, active claims, agents). An index over
+-- every status would cost each claim and completion more page writes;
+-- counts come from status_counts instead.
+CREATE INDEX tasks_active ON tasks (status) WHERE status = 'in_progress';
+
+-- Number of tasks by feature ('' for none) and status, kept by triggers so
+-- that Counts reads a handful of rows whatever the plan's size.
+CREATE TABLE status_counts (
+	feature TEXT NOT NULL,
+	status  TEXT NOT NULL,
+	n       INTEGER NOT NULL CHECK (n >= 0),
+	PRIMARY KEY (feature, status)
+) WITHOUT ROWID;
+
+CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
+	INSERT INTO status_counts (feature, status, n) VALUES (coalesce(NEW.feature, ''), NEW.status, 1)
+		ON CONFLICT (feature, status) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER tasks_count_update AFTER UPDATE OF status, feature ON tasks
+WHEN OLD.status IS NOT NEW.status OR OLD.feature IS NOT NEW.feature BEGIN
+	UPDATE status_counts SET n = n - 1 WHERE feature = coalesce(OLD.feature, '') AND status = OLD.status;
+	INSERT INTO status_counts (feature, status, n) VALUES (coalesce(NEW.feature, ''), NEW.status, 1)
+		ON CONFLICT (feature, status) DO UPDATE SET n = n + 1;
+END;
 
 -- blocked waits for blocker; seq keeps the order the dependencies were added.
 CREATE TABLE deps (
