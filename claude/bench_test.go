@@ -22,9 +22,11 @@ import (
 // (init lines, assistant and user lines, partial-message stream events,
 // API retries, results).
 func fixtureCorpus(tb testing.TB) []byte {
-	tb.Helper()
 	files, err := filepath.Glob("testdata/*.ndjson")
 	if err != nil || len(files) == 0 {
+		if tb == nil {
+			panic(fmt.Sprintf("no fixtures: %v", err))
+		}
 		tb.Fatalf("no fixtures: %v", err)
 	}
 	var buf bytes.Buffer
@@ -34,7 +36,7 @@ func fixtureCorpus(tb testing.TB) []byte {
 		}
 		data, err := os.ReadFile(f)
 		if err != nil {
-			tb.Fatal(err)
+			panic(err) // the Glob just found it
 		}
 		buf.Write(data)
 	}
@@ -152,7 +154,8 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 }
 
 // TestDecodeMemoryFlat parses -stream-bytes of stream-json generated on the
-// fly (the tool-heavy corpus and a 4 MB line, round after round) in a child
+// fly (the fixtures, the tool-heavy session and a 1 MB line, round after
+// round) in a child
 // process and checks its peak RSS: memory must not grow with the stream.
 func TestDecodeMemoryFlat(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
@@ -184,8 +187,8 @@ func TestDecodeMemoryFlat(t *testing.T) {
 const decodeChildEnv = "RALPH_DECODE_BYTES"
 
 func decodeMemoryChild(n int64) int {
-	corpus := toolHeavyCorpus(nil)
-	huge := `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"h","content":"` + strings.Repeat("h", 4<<20) + `"}]}}` + "\n"
+	corpus := append(fixtureCorpus(nil), toolHeavyCorpus(nil)...)
+	huge := `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"h","content":"` + strings.Repeat("h", 1<<20) + `"}]}}` + "\n"
 	corpus = append(corpus, huge...)
 	start := time.Now()
 	dec := NewDecoder(&repeatReader{data: corpus, n: n})
