@@ -1,0 +1,579 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// build runs `ralph --dir DIR build --claude AGENT args…` in-process with
+// the real clock (the agent's own `ralph task` calls run in other processes
+// on the real clock too, so leases must agree).
+func (h *harness) build(ctx context.Context, agent string, args ...string) result {
+	h.t.Helper()
+	var out, errb bytes.Buffer
+	cfg := h.config(&out, &errb)
+	cfg.now = time.Now
+	argv := append([]string{"ralph", "--dir", h.dir, "build"}, args...)
+	if agent != "" {
+		argv = append(argv, "--claude", agent)
+	}
+	code := runApp(ctx, newAppConfig(cfg), argv, &errb)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// statuses maps each task id to its status.
+func (h *harness) statuses() map[string]loop.Status {
+	h.t.Helper()
+	out := map[string]loop.Status{}
+	for _, t := range h.dump().Tasks {
+		out[t.ID] = t.Status
+	}
+	return out
+}
+
+// chain adds n tasks, each blocked by the one before: t-1 ← t-2 ← …
+func (h *harness) chain(n int) {
+	h.t.Helper()
+	prev := ""
+	for i := 1; i <= n; i++ {
+		args := []string{"Task " + string(rune('A'+i-1))}
+		if prev != "" {
+			args = append(args, "--blocked-by", prev)
+		}
+		prev = h.add(args...)
+	}
+}
+
+func taskIDs(calls []agentCall) []string {
+	var ids []string
+	for _, c := range calls {
+		ids = append(ids, c.Env["RALPH_TASK_ID"])
+	}
+	return ids
+}
+
+func models(calls []agentCall) []string {
+	var m []string
+	for _, c := range calls {
+		m = append(m, modelArg(c.Args))
+	}
+	return m
+}
+
+const done = "Done. <task-done>{task}</task-done>"
+
+// TestBuildOutcomes runs `ralph build` against the scripted agent for each
+// outcome of DESIGN §6 and checks the exit code, the message, the plan
+// afterwards and what the agent was asked.
+func TestBuildOutcomes(t *testing.T) {
+	t.Parallel()
+	type check func(t *testing.T, h *harness, r result, calls []agentCall)
+	tests := []struct {
+		name  string
+		tasks int // a chain of this many tasks
+		setup func(t *testing.T, h *harness)
+		steps []agentStep
+		args  []string
+		// agent replaces the fake agent's path when set.
+		agent string
+		code  int
+		// out and errOut must appear in stdout and stderr.
+		out, errOut string
+		want        map[string]loop.Status
+		check       check
+	}{
+		{
+			name: "happy chain", tasks: 3, steps: []agentStep{{Text: done, Cost: 0.01}},
+			code: 0, out: "complete: all 3 tasks done",
+			want: map[string]loop.Status{"t-1": "done", "t-2": "done", "t-3": "done"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				if diff := cmp.Diff([]string{"t-1", "t-2", "t-3"}, taskIDs(calls)); diff != "" {
+					t.Errorf("tasks run (-want +got):\n%s", diff)
+				}
+				self, _ := os.Executable()
+				agentID := calls[0].Env["RALPH_AGENT_ID"]
+				if !regexp.MustCompile(`^agent-[0-9a-f]{8}$`).MatchString(agentID) {
+					t.Errorf("RALPH_AGENT_ID = %q", agentID)
+				}
+				for i, c := range calls {
+					want := map[string]string{"RALPH_AGENT_ID": agentID, "RALPH_BIN": self, "RALPH_DIR": h.dir,
+						"RALPH_ITERATION": string(rune('1' + i)), "RALPH_TASK_ID": taskIDs(calls)[i]}
+					if diff := cmp.Diff(want, c.Env); diff != "" {
+						t.Errorf("session %d environment (-want +got):\n%s", i+1, diff)
+					}
+					if !slices.Contains(c.Args, "--dangerously-skip-permissions") || modelArg(c.Args) != "sonnet" {
+						t.Errorf("session %d args %q", i+1, c.Args)
+					}
+				}
+				if !strings.Contains(r.stdout, "== iteration 2 · t-2 Task B · model sonnet") {
+					t.Errorf("no iteration header in the view:\n%s", r.stdout)
+				}
+				// The raw stream of every iteration is kept.
+				logs, _ := filepath.Glob(filepath.Join(h.dir, ".ralph", "logs", "session-*", "iter-*.ndjson"))
+				if len(logs) != 3 {
+					t.Errorf("raw logs %q, want 3", logs)
+				}
+			},
+		},
+		{
+			name: "no sigil is retried then failed", tasks: 1, steps: []agentStep{{Text: "I worked on it."}},
+			args: []string{"--max-retries", "1"},
+			code: 8, errOut: "ralph: complete: 0 done, 1 failed",
+			want: map[string]loop.Status{"t-1": "failed"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				if len(calls) != 2 {
+					t.Errorf("%d sessions, want 2 (1 + --max-retries)", len(calls))
+				}
+				if !strings.Contains(calls[1].Prompt, "without a task sigil") {
+					t.Errorf("the retry's prompt does not say why:\n%s", calls[1].Prompt)
+				}
+			},
+		},
+		{
+			name: "wrong id", tasks: 1, steps: []agentStep{{Text: "<task-done>t-99</task-done>"}},
+			args: []string{"--max-retries", "0"},
+			code: 8, errOut: "1 failed",
+			want: map[string]loop.Status{"t-1": "failed"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				logs := h.dump().Logs["t-1"]
+				if last := logs[len(logs)-1]; !strings.Contains(last.Message, "wrong task id: expected t-1, got t-99") {
+					t.Errorf("last log %+v", last)
+				}
+			},
+		},
+		{
+			name: "task failed with dependents is blocked", tasks: 2, steps: []agentStep{{Text: "Cannot. <task-failed>{task}</task-failed>"}},
+			code: 6, errOut: "ralph: blocked: 1 task remains but none is ready",
+			want: map[string]loop.Status{"t-1": "failed", "t-2": "pending"},
+		},
+		{
+			name: "FAILURE", tasks: 2, steps: []agentStep{{Text: "The spec contradicts itself. <promise>FAILURE</promise>"}},
+			code: 7, errOut: "the agent declared FAILURE",
+			want: map[string]loop.Status{"t-1": "pending", "t-2": "pending"},
+		},
+		{
+			name: "agent crashes beyond retries", tasks: 1, steps: []agentStep{{Crash: true}},
+			args: []string{"--max-retries", "1"},
+			code: 4, want: map[string]loop.Status{"t-1": "pending"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				if len(calls) != 2 {
+					t.Errorf("%d sessions, want 2", len(calls))
+				}
+				if got := h.dump().Tasks[0].RetryCount; got != 0 {
+					t.Errorf("agent trouble counted %d retries on the task", got)
+				}
+			},
+		},
+		{
+			name: "hang past --timeout", tasks: 1, steps: []agentStep{{Hang: true}},
+			args: []string{"--timeout", "1s", "--max-retries", "0"},
+			code: 4, errOut: "timeout",
+			want: map[string]loop.Status{"t-1": "pending"},
+		},
+		{
+			name: "once", tasks: 2, steps: []agentStep{{Text: done}},
+			args: []string{"--once"},
+			code: 0, out: "iteration limit reached (1); 1 task remains",
+			want: map[string]loop.Status{"t-1": "done", "t-2": "pending"},
+		},
+		{
+			name: "verify fails then passes", tasks: 1,
+			steps: []agentStep{{Text: done}, {Text: "<verify-fail>no tests for it</verify-fail>"}, {Text: done}, {Text: "<verify-pass/>"}},
+			args:  []string{"--verify"},
+			code:  0, out: "-- verifier: fail",
+			want: map[string]loop.Status{"t-1": "done"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				if len(calls) != 4 {
+					t.Fatalf("%d sessions, want 4", len(calls))
+				}
+				for _, i := range []int{1, 3} {
+					if !slices.Contains(calls[i].Args, "--allowedTools=Bash,Read,Glob,Grep") {
+						t.Errorf("verifier %d args %q", i, calls[i].Args)
+					}
+				}
+				if !strings.Contains(calls[2].Prompt, "no tests for it") {
+					t.Errorf("the retry's prompt lacks the verifier's reason:\n%s", calls[2].Prompt)
+				}
+				if got := h.dump().Tasks[0]; got.RetryCount != 1 || got.VerificationStatus != "pass" {
+					t.Errorf("task %+v", got)
+				}
+			},
+		},
+		{
+			name: "next-model hint", tasks: 3,
+			steps: []agentStep{{Text: done + " <next-model>opus</next-model>"}, {Text: done}},
+			args:  []string{"--model", "haiku"},
+			code:  0,
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				if diff := cmp.Diff([]string{"haiku", "opus", "haiku"}, models(calls)); diff != "" {
+					t.Errorf("--model per session (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
+			name: "peek mode", tasks: 2,
+			steps: []agentStep{{Sh: `id=$("$RALPH_BIN" task claim) && "$RALPH_BIN" task done "$id" --summary "did $id"`, Text: "Claimed and finished a task."}},
+			args:  []string{"--claim", "agent"},
+			code:  0, out: "complete: all 2 tasks done",
+			want: map[string]loop.Status{"t-1": "done", "t-2": "done"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				if len(calls) != 2 {
+					t.Fatalf("%d sessions, want 2", len(calls))
+				}
+				if !strings.HasPrefix(calls[0].Prompt, "/ralph-build") || !strings.Contains(calls[0].Prompt, "t-1") {
+					t.Errorf("peek prompt:\n%s", calls[0].Prompt)
+				}
+				if id := calls[0].Env["RALPH_TASK_ID"]; id != "" {
+					t.Errorf("RALPH_TASK_ID = %q in peek mode", id)
+				}
+				if logs := h.dump().Logs["t-2"]; logs[len(logs)-1].Message != "did t-2" {
+					t.Errorf("t-2 log %+v", logs)
+				}
+			},
+		},
+		{
+			name: "peek mode fails what the session left", tasks: 1,
+			steps: []agentStep{{Sh: `"$RALPH_BIN" task claim`, Text: "Claimed it, then stopped."}},
+			args:  []string{"--claim", "agent"},
+			code:  8,
+			want:  map[string]loop.Status{"t-1": "failed"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				logs := h.dump().Logs["t-1"]
+				if last := logs[len(logs)-1]; last.Message != loop.ReasonSessionExited {
+					t.Errorf("last log %+v", last)
+				}
+			},
+		},
+		{
+			name: "test gate", tasks: 1, steps: []agentStep{{Text: done}},
+			args: []string{"--test-cmd", "false", "--max-retries", "0"},
+			code: 3, errOut: "test",
+			want: map[string]loop.Status{"t-1": "pending"},
+		},
+		{
+			name: "commit outside a git repository", tasks: 1, steps: []agentStep{{Text: done}},
+			args: []string{"--commit"},
+			code: 5, errOut: "git",
+			want: map[string]loop.Status{"t-1": "pending"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				if len(calls) != 0 {
+					t.Errorf("%d sessions ran; want none", len(calls))
+				}
+			},
+		},
+		{
+			name: "commit in a git repository", tasks: 2, steps: []agentStep{{Sh: "echo work > {task}.txt", Text: done}},
+			setup: func(t *testing.T, h *harness) {
+				for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+					cmd := exec.CommandContext(t.Context(), "git", args...)
+					cmd.Dir = h.dir
+					if out, err := cmd.CombinedOutput(); err != nil {
+						t.Fatalf("git %s: %v\n%s", args, err, out)
+					}
+				}
+			},
+			args: []string{"--commit"},
+			code: 0,
+			want: map[string]loop.Status{"t-1": "done", "t-2": "done"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				cmd := exec.CommandContext(t.Context(), "git", "log", "--format=%s")
+				cmd.Dir = h.dir
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := "build: iteration 2 - Task B\nbuild: iteration 1 - Task A\n"
+				if diff := cmp.Diff(want, string(out)); diff != "" {
+					t.Errorf("git log (-want +got):\n%s", diff)
+				}
+				cmd = exec.CommandContext(t.Context(), "git", "ls-files", ".ralph")
+				cmd.Dir = h.dir
+				if out, _ := cmd.Output(); len(out) != 0 {
+					t.Errorf(".ralph was committed: %s", out)
+				}
+			},
+		},
+		{
+			name: "max cost", tasks: 3, steps: []agentStep{{Text: done, Cost: 0.6}},
+			args: []string{"--max-cost", "1"},
+			code: 9, errOut: "cost budget exhausted",
+			want: map[string]loop.Status{"t-1": "done", "t-2": "done", "t-3": "pending"},
+		},
+		{
+			name: "agent missing", tasks: 1,
+			agent: "/nonexistent/claude",
+			code:  1, errOut: "/nonexistent/claude",
+			want: map[string]loop.Status{"t-1": "pending"},
+		},
+		{
+			name: "feature and task", tasks: 1, args: []string{"--feature", "x", "--task", "t-1"},
+			code: 1, errOut: "--feature and --task cannot be used together",
+		},
+		{
+			name: "bad strategy", tasks: 1, args: []string{"--strategy", "cheapest"},
+			code: 1, errOut: "see 'ralph build --help'",
+		},
+		{
+			name: "task scope", tasks: 3, steps: []agentStep{{Text: done}}, args: []string{"--task", "t-1"},
+			code: 0, out: "complete: all 1 task done",
+			want: map[string]loop.Status{"t-1": "done", "t-2": "pending", "t-3": "pending"},
+		},
+		{
+			name: "empty plan", code: 2, errOut: "run 'ralph plan' first",
+		},
+	}
+	base := initHarness(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := base.clone(t)
+			h.chain(tc.tasks)
+			if tc.setup != nil {
+				tc.setup(t, h)
+			}
+			steps := tc.steps
+			if steps == nil {
+				steps = []agentStep{{Text: done}}
+			}
+			agent, script := fakeAgentPath(t, steps...)
+			if tc.agent != "" {
+				agent = tc.agent
+			}
+			r := h.build(t.Context(), agent, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stdout, tc.out) || !strings.Contains(r.stderr, tc.errOut) {
+				t.Fatalf("exit %d, want %d (stdout should have %q, stderr %q)\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, tc.out, tc.errOut, r.stdout, r.stderr)
+			}
+			if tc.want != nil {
+				if diff := cmp.Diff(tc.want, h.statuses()); diff != "" {
+					t.Errorf("statuses (-want +got):\n%s", diff)
+				}
+			}
+			for _, task := range h.dump().Tasks {
+				if task.Status == loop.StatusInProgress {
+					t.Errorf("task %s left in_progress", task.ID)
+				}
+			}
+			calls := agentCalls(t, script)
+			if tc.steps == nil && len(calls) > 0 {
+				t.Errorf("%d agent sessions ran; want none", len(calls))
+			}
+			if tc.check != nil {
+				tc.check(t, h, r, calls)
+			}
+		})
+	}
+}
+
+// TestBuildNothingToDo: build and its dry run exit 2 with a hint when there
+// is no project, no database or no progress file, and create nothing.
+func TestBuildNothingToDo(t *testing.T) {
+	t.Parallel()
+	agent, script := fakeAgentPath(t, agentStep{Text: done})
+	tests := []struct {
+		name   string
+		setup  func(h *harness)
+		args   []string
+		errOut string
+	}{
+		{name: "no project", errOut: "(run 'ralph init', then 'ralph plan')"},
+		{name: "no project, dry run", args: []string{"--dry-run"}, errOut: "run 'ralph init'"},
+		{name: "no database", setup: func(h *harness) { h.write(".ralph/prompts/.keep", "") }, errOut: "no task database"},
+		{name: "progress file missing", args: []string{"--progress", "nope.md"}, errOut: "progress file nope.md not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			before := h.files()
+			r := h.build(t.Context(), agent, tc.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.errOut) || r.stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 saying %q", r.code, r.stdout, r.stderr, tc.errOut)
+			}
+			if diff := cmp.Diff(before, h.files()); diff != "" {
+				t.Errorf("files changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+	if calls := agentCalls(t, script); len(calls) != 0 {
+		t.Errorf("%d agent sessions ran", len(calls))
+	}
+}
+
+// TestBuildDryRun: --dry-run prints the next task, the model and the prompt
+// source, starts no agent and changes neither the database nor any file.
+func TestBuildDryRun(t *testing.T) {
+	t.Parallel()
+	h := initHarness(t)
+	h.chain(2)
+	h.write(".ralph/prompts/build.md", "Work on {{.Task.ID}}: {{.Task.Title}}\n")
+	agent, script := fakeAgentPath(t, agentStep{Text: done})
+	db, files := h.dump(), h.files()
+	r := h.build(t.Context(), agent, "--dry-run", "--model", "opus")
+	want := "next task: t-1 Task A\nmodel: opus\nprompt: build (" + filepath.Join(h.dir, ".ralph", "prompts", "build.md") + ")\n"
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if diff := cmp.Diff(want, r.stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(db, h.dump()); diff != "" {
+		t.Errorf("database changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(files, h.files()); diff != "" {
+		t.Errorf("files changed (-before +after):\n%s", diff)
+	}
+	if calls := agentCalls(t, script); len(calls) != 0 {
+		t.Errorf("%d agent sessions ran", len(calls))
+	}
+
+	empty := initHarness(t)
+	if r := empty.build(t.Context(), agent, "--dry-run"); r.code != 2 || !strings.Contains(r.stderr, "the plan is empty") {
+		t.Errorf("dry run of an empty plan: exit %d, stderr %q; want 2", r.code, r.stderr)
+	}
+}
+
+// TestBuildInterrupt cancels the run while the agent works, as SIGINT does
+// through main's context: exit 130, the agent stopped, its claim released
+// with a log entry, and the session summary written.
+func TestBuildInterrupt(t *testing.T) {
+	t.Parallel()
+	h := initHarness(t)
+	h.chain(2)
+	agent, script := fakeAgentPath(t, agentStep{Hang: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// Cancel once the agent has started (it records the call first).
+		for ctx.Err() == nil {
+			if _, err := os.Stat(script + ".calls"); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	r := h.build(ctx, agent)
+	if r.code != 130 || !strings.Contains(r.stderr, "ralph: interrupted") {
+		t.Fatalf("exit %d, stderr %q; want 130", r.code, r.stderr)
+	}
+	if diff := cmp.Diff(map[string]loop.Status{"t-1": "pending", "t-2": "pending"}, h.statuses()); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if logs := h.dump().Logs["t-1"]; len(logs) == 0 || logs[len(logs)-1].Kind != loop.LogRelease {
+		t.Errorf("t-1's log %+v; want a release last", logs)
+	}
+	log := readSessionLog(t, h)
+	for _, want := range []string{"status: cancelled", "outcome: cancelled", "exit code: 130"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("session log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// readSessionLog returns the only session log of the project.
+func readSessionLog(t *testing.T, h *harness) string {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(h.dir, ".ralph", "logs", "session-*.log"))
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("session logs %q, %v; want one", logs, err)
+	}
+	b, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestBuildSessionLog checks the session log of DESIGN §7: a header and a
+// footer per iteration and the session summary.
+func TestBuildSessionLog(t *testing.T) {
+	t.Parallel()
+	h := initHarness(t)
+	h.chain(2)
+	agent, _ := fakeAgentPath(t, agentStep{Text: "Forgot the sigil."}, agentStep{Text: done, Cost: 0.25})
+	r := h.build(t.Context(), agent, "--model", "haiku")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	log := readSessionLog(t, h)
+	if !strings.Contains(r.stdout, "session log: .ralph/logs/session-") {
+		t.Errorf("stdout does not name the session log:\n%s", r.stdout)
+	}
+	// Times and durations vary: check the fields in order.
+	want := []string{
+		"# ralph session session-", "started: ", "mode: build",
+		"=== iteration 1 ===", "mode: build", "task: t-1 Task A", "start: ",
+		"--- iteration 1 end ---", "end: ", "duration: ", "model: haiku", "cost: $0.0000", "turns: 2", "status: no_sigil",
+		"=== iteration 2 ===", "task: t-1 Task A",
+		"--- iteration 2 end ---", "cost: $0.2500", "status: done",
+		"=== iteration 3 ===", "task: t-2 Task B", "status: done",
+		"=== session summary ===", "iterations: 3", "successes: 2", "failures: 1", "duration: ", "cost: $0.5000",
+		"outcome: complete", "exit reason: complete: all 2 tasks done", "exit code: 0",
+	}
+	rest := log
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("session log lacks %q after the fields before it:\n%s", w, log)
+		}
+		rest = rest[i+len(w):]
+	}
+}
+
+// TestBuildUsageLimitStop: a rejected usage limit with --on-usage-limit stop
+// ends the run with exit 10 and the reset time; the claim is released and no
+// retry is counted.
+func TestBuildUsageLimitStop(t *testing.T) {
+	t.Parallel()
+	h := initHarness(t)
+	h.chain(1)
+	resets := time.Now().Add(3 * time.Hour).Truncate(time.Second)
+	agent, _ := fakeAgentPath(t, agentStep{UsageLimit: resets.Unix()})
+	r := h.build(t.Context(), agent, "--on-usage-limit", "stop")
+	const prefix = "ralph: usage limit reached; resets at "
+	if r.code != 10 || !strings.HasPrefix(r.stderr, prefix) {
+		t.Fatalf("exit %d, stderr %q; want 10 and %q", r.code, r.stderr, prefix)
+	}
+	got, err := time.Parse(time.RFC3339, strings.TrimSpace(strings.TrimPrefix(r.stderr, prefix)))
+	if err != nil || !got.Equal(resets) {
+		t.Errorf("reset time %v (%v), want %v", got, err, resets)
+	}
+	task := h.dump().Tasks[0]
+	if task.Status != loop.StatusPending || task.RetryCount != 0 {
+		t.Errorf("task %+v; want pending without a retry", task)
+	}
+}
+
+// TestBuildAPIKeyNotice: the notice about ANTHROPIC_API_KEY is printed once
+// per run, on stderr, whether the key is kept or removed.
+func TestBuildAPIKeyNotice(t *testing.T) {
+	t.Parallel()
+	base := initHarness(t)
+	base.chain(2)
+	base.env["ANTHROPIC_API_KEY"] = "sk-test"
+	agent, _ := fakeAgentPath(t, agentStep{Text: done})
+	for _, args := range [][]string{nil, {"--use-api-key"}} {
+		h := base.clone(t)
+		r := h.build(t.Context(), agent, args...)
+		if r.code != 0 {
+			t.Fatalf("%q: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+		if n := strings.Count(r.stderr, "ANTHROPIC_API_KEY"); n != 1 || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%q: stderr %q; want one notice line", args, r.stderr)
+		}
+	}
+}
