@@ -457,7 +457,7 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 // recoverIfAny takes the write lock only when some lease has expired: a
 // cheap indexed look-up keeps reads from serialising behind writers.
 func (s *Store) recoverIfAny(ctx context.Context) error {
-	st, err := s.stmt(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_status
+	st, err := s.stmt(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_active
 			WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1)`)
 	if err != nil {
 		return s.dbErr(err)
@@ -496,8 +496,8 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]string, error) {
 }
 
 func (t *txn) recoverExpired() ([]string, error) {
-	rows, err := t.query(`SELECT id, claimed_by, lease_expires_at FROM tasks INDEXED BY tasks_status
-		WHERE status = 'in_progress' AND lease_expires_at <= ? ORDER BY lease_expires_at, seq`, t.now)
+	rows, err := t.query(`SELECT id, claimed_by, lease_expires_at FROM tasks INDEXED BY tasks_active
+		WHERE status = 'in_progress' AND lease_expires_at <= ? ORDER BY seq`, t.now)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 package dag
 
 import (
+	"cmp"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,32 +130,52 @@ func (t *txn) fillBlockers(ts []loop.Task) error {
 	for i, task := range ts {
 		idx[task.ID] = i
 	}
+	// The look-ups by id read the covering unique index and sort the few
+	// rows here; asking SQLite for ORDER BY seq costs a temporary b-tree.
 	var rows *sql.Rows
 	var err error
-	if len(ts) <= 200 {
+	switch {
+	case len(ts) == 1:
+		rows, err = t.query(`SELECT seq, blocked_id, blocker_id FROM deps WHERE blocked_id = ?`, ts[0].ID)
+	case len(ts) <= 200:
 		args := make([]any, len(ts))
 		for i, task := range ts {
 			args[i] = task.ID
 		}
-		rows, err = t.query(`SELECT blocked_id, blocker_id FROM deps WHERE blocked_id IN (`+
-			placeholders(len(ts))+`) ORDER BY seq`, args...)
-	} else {
-		rows, err = t.query(`SELECT blocked_id, blocker_id FROM deps ORDER BY seq`)
+		rows, err = t.query(`SELECT seq, blocked_id, blocker_id FROM deps WHERE blocked_id IN (`+
+			placeholders(len(ts))+`)`, args...)
+	default:
+		rows, err = t.query(`SELECT seq, blocked_id, blocker_id FROM deps`)
 	}
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	type dep struct {
+		seq     int64
+		task    int
+		blocker string
+	}
+	var deps []dep
 	for rows.Next() {
-		var blocked, blocker string
-		if err := rows.Scan(&blocked, &blocker); err != nil {
+		var d dep
+		var blocked string
+		if err := rows.Scan(&d.seq, &blocked, &d.blocker); err != nil {
 			return err
 		}
 		if i, ok := idx[blocked]; ok {
-			ts[i].BlockedBy = append(ts[i].BlockedBy, blocker)
+			d.task = i
+			deps = append(deps, d)
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	slices.SortFunc(deps, func(a, b dep) int { return cmp.Compare(a.seq, b.seq) })
+	for _, d := range deps {
+		ts[d.task].BlockedBy = append(ts[d.task].BlockedBy, d.blocker)
+	}
+	return nil
 }
 
 func placeholders(n int) string {
@@ -221,20 +243,27 @@ func (t *txn) done(id, parent string, from loop.Status) error {
 	for queue := []item{{id, parent}}; len(queue) > 0; {
 		x := queue[0]
 		queue = queue[1:]
-		unblocked, err := t.ids(`UPDATE tasks SET unmet_blockers = unmet_blockers - 1
-			WHERE id IN (SELECT blocked_id FROM deps WHERE blocker_id = ?)
-			RETURNING CASE WHEN status = 'blocked' AND unmet_blockers = 0 THEN id ELSE '' END`, x.id)
+		// Most tasks block nothing: one index look-up, then a point update
+		// per dependent (an UPDATE … WHERE id IN (subquery) builds a
+		// temporary table every time).
+		dependents, err := t.ids(`SELECT blocked_id FROM deps WHERE blocker_id = ? ORDER BY seq`, x.id)
 		if err != nil {
 			return err
 		}
-		for _, u := range unblocked {
-			if u == "" {
-				continue
-			}
-			if err := t.setStatus(u, loop.StatusBlocked, loop.StatusPending); err != nil {
+		for _, d := range dependents {
+			var status string
+			var unmet int
+			if err := t.row(`UPDATE tasks SET unmet_blockers = unmet_blockers - 1 WHERE id = ?
+				RETURNING status, unmet_blockers`, d).Scan(&status, &unmet); err != nil {
 				return err
 			}
-			if err := t.log(u, loop.LogUnblock, "all blockers done (last: "+x.id+")"); err != nil {
+			if loop.Status(status) != loop.StatusBlocked || unmet > 0 {
+				continue
+			}
+			if err := t.setStatus(d, loop.StatusBlocked, loop.StatusPending); err != nil {
+				return err
+			}
+			if err := t.log(d, loop.LogUnblock, "all blockers done (last: "+x.id+")"); err != nil {
 				return err
 			}
 		}
