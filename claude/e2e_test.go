@@ -519,9 +519,15 @@ func BenchmarkRunOverhead(b *testing.B) {
 	var agent, own, bare time.Duration
 	runs := 0
 	for b.Loop() {
-		// The same session without ralph: plain os/exec.
+		// The same session without ralph: plain os/exec, the same
+		// arguments and system prompt file, stdout discarded.
 		req := e2eRequest(b, api)
-		cmd := exec.Command(path, Args(req, "")...)
+		req.SystemPrompt = "You are a careful engineer."
+		spFile := filepath.Join(b.TempDir(), "system.md")
+		if err := os.WriteFile(spFile, []byte(req.SystemPrompt), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(path, Args(req, spFile)...)
 		cmd.Dir, cmd.Env = req.Dir, Env(os.Environ(), req)
 		cmd.Stdin, cmd.Stdout = strings.NewReader(req.Prompt), io.Discard
 		t0 := time.Now()
