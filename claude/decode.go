@@ -161,7 +161,7 @@ type fields struct {
 	result, isError, numTurns, durationMS, costUSD, usage     []byte
 	terminalReason, apiErrorStatus, errs, status              []byte
 	errorStatus, errorName, attempt, maxRetries, retryDelayMS []byte
-	apiError                                                  []byte
+	apiError, compactMeta                                     []byte
 }
 
 func (f *fields) set(key, val []byte) {
@@ -210,6 +210,8 @@ func (f *fields) set(key, val []byte) {
 		f.retryDelayMS = val
 	case "api_error":
 		f.apiError = val
+	case "compact_metadata", "compactMetadata":
+		f.compactMeta = val
 	}
 }
 
@@ -336,8 +338,35 @@ func (d *Decoder) system(f *fields, subtype, sessionID string) {
 		ev.IsError = true
 	case "status":
 		ev.Text = jsonString(f.status)
+	case "compact_boundary":
+		ev.Text = compactText(f.compactMeta)
 	}
 	d.emit(ev)
+}
+
+// compactText describes a compact boundary from its metadata (snake_case
+// in the stream, camelCase in session files: both are read).
+func compactText(meta []byte) string {
+	var trigger string
+	var pre int64
+	if len(meta) > 0 && meta[0] == '{' {
+		_, _ = eachField(meta, func(k, v []byte) {
+			switch string(k) {
+			case "trigger":
+				trigger = jsonString(v)
+			case "pre_tokens", "preTokens":
+				pre = jsonInt(v)
+			}
+		})
+	}
+	text := "context compacted"
+	switch {
+	case trigger != "" && pre > 0:
+		text += " (" + trigger + ", " + strconv.FormatInt(pre, 10) + " tokens before)"
+	case trigger != "":
+		text += " (" + trigger + ")"
+	}
+	return text
 }
 
 // rawNumber renders a numeric field as written ("null" or absent gives "?").

@@ -191,7 +191,12 @@ func TestDecodeLines(t *testing.T) {
 		{
 			name: "last line without a newline",
 			in:   `{"type":"system","subtype":"compact_boundary"}`,
-			want: []goldenEvent{{Line: 1, Type: "system", Subtype: "compact_boundary", Kind: loop.EventSystem}},
+			want: []goldenEvent{{Line: 1, Type: "system", Subtype: "compact_boundary", Kind: loop.EventSystem, Text: "context compacted"}},
+		},
+		{
+			name: "compact boundary with its metadata",
+			in:   `{"type":"system","subtype":"compact_boundary","session_id":"s","compact_metadata":{"trigger":"auto","pre_tokens":155025}}`,
+			want: []goldenEvent{{Line: 1, Type: "system", Subtype: "compact_boundary", Kind: loop.EventSystem, SessionID: "s", Text: "context compacted (auto, 155025 tokens before)"}},
 		},
 		{name: "garbage", in: `not json at all`, wantErr: true},
 		{name: "truncated object", in: `{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]`, wantErr: true},

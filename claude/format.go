@@ -106,7 +106,7 @@ func (f *Formatter) Event(ev loop.Event) {
 		case "api_retry":
 			f.printf("%s\n", f.style(ansiYellow, "! "+ev.Text))
 		case "compact_boundary":
-			f.printf("%s\n", f.style(ansiDim, "(context compacted)"))
+			f.printf("%s\n", f.style(ansiDim, "("+ev.Text+")"))
 		}
 	case loop.EventRateLimit:
 		switch ev.Subtype {
