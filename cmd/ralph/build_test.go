@@ -577,3 +577,74 @@ func TestBuildAPIKeyNotice(t *testing.T) {
 		}
 	}
 }
+
+const progressDoc = `# Progress: Shop
+
+## Status
+In Progress
+
+## Tasks
+### Phase 1: Backend
+- [ ] Add the cart
+- [ ] Add checkout
+
+## Recent Attempts
+
+## Iteration Log
+| Iteration | Started | Duration | Tasks Completed | Notes |
+|-----------|---------|----------|-----------------|-------|
+`
+
+// TestBuildProgressFile runs build over a markdown progress file, without
+// a ralph project: the first box is finished by sigil (after one session
+// that forgot it), the second by the agent answering with the whole updated
+// document. Every box ends ticked, each iteration has its Iteration Log row,
+// and the forgotten sigil is in Recent Attempts.
+func TestBuildProgressFile(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	path := h.write("progress.md", progressDoc)
+	agent, script := fakeAgentPath(t,
+		agentStep{Text: "Worked on the cart."},
+		agentStep{Text: done},
+		// The agent reads the file and answers with it, its box ticked.
+		agentStep{Sh: `sed 's/- \[ \] Add checkout/- [x] Add checkout/' progress.md`, Text: "{sh}"},
+	)
+	r := h.build(t.Context(), agent, "--progress", path)
+	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 2 tasks done") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if diff := cmp.Diff([]string{"add-the-cart", "add-the-cart", "add-checkout"}, taskIDs(agentCalls(t, script))); diff != "" {
+		t.Errorf("tasks run (-want +got):\n%s", diff)
+	}
+	got := h.read("progress.md")
+	for _, want := range []string{
+		"- [x] Add the cart\n- [x] Add checkout\n",
+		"### Iteration 1\n- Tried: Add the cart (add-the-cart)\n- Result: no_sigil: the agent ended without a task sigil\n",
+		"\n| 1 |", "\n| 2 |", "\n| 3 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress file lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "### Iteration"); n != 1 {
+		t.Errorf("%d Recent Attempts blocks, want 1:\n%s", n, got)
+	}
+}
+
+// TestBuildProgressFileRefusesLostTasks: an agent's updated document that
+// drops a box is not written; the run goes on from the file as it was.
+func TestBuildProgressFileRefusesLostTasks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	path := h.write("progress.md", progressDoc)
+	truncated := strings.Replace(progressDoc, "- [ ] Add checkout\n", "", 1)
+	agent, _ := fakeAgentPath(t, agentStep{Text: truncated})
+	r := h.build(t.Context(), agent, "--progress", path, "--once")
+	if r.code != 0 || !strings.Contains(r.stdout, "note: the agent's updated progress file was not written") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := h.read("progress.md"); !strings.Contains(got, "- [ ] Add the cart\n- [ ] Add checkout\n") {
+		t.Errorf("boxes changed:\n%s", got)
+	}
+}

@@ -41,7 +41,7 @@ type agentScript struct {
 }
 
 // agentStep is one scripted session. "{task}" in Text and Sh stands for
-// $RALPH_TASK_ID.
+// $RALPH_TASK_ID, and "{sh}" in Text for the output of Sh.
 type agentStep struct {
 	// Sh runs first, with sh -c in the project; $RALPH_BIN in it is ralph.
 	// Its output is the session's tool result.
@@ -129,10 +129,12 @@ func fakeAgent(script string, args []string, stdin io.Reader, stdout, stderr io.
 		time.Sleep(time.Hour)
 		return 0
 	}
+	var out []byte
 	if step.Sh != "" {
 		cmd := exec.Command("sh", "-c", expand(step.Sh))
 		cmd.Env = append(withoutEnv(os.Environ(), envFakeAgent), envAsRalph+"=1")
-		out, err := cmd.CombinedOutput()
+		var err error
+		out, err = cmd.CombinedOutput()
 		emit(assistant(session, map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": expand(step.Sh)}}))
 		emit(map[string]any{"type": "user", "session_id": session, "message": map[string]any{"role": "user",
 			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": string(out), "is_error": err != nil}}}})
@@ -150,7 +152,7 @@ func fakeAgent(script string, args []string, stdin io.Reader, stdout, stderr io.
 			"num_turns": 1, "duration_ms": 5, "total_cost_usd": 0})
 		return 1
 	}
-	text := expand(step.Text)
+	text := strings.ReplaceAll(expand(step.Text), "{sh}", string(out))
 	emit(assistant(session, map[string]any{"type": "text", "text": text}))
 	emit(map[string]any{"type": "result", "subtype": "success", "is_error": step.IsError, "session_id": session,
 		"result": text, "num_turns": 2, "duration_ms": 20, "total_cost_usd": step.Cost,

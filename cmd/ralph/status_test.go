@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// record stores receipts in the project's database, as a run would.
+func (h *harness) record(receipts ...loop.Receipt) {
+	h.t.Helper()
+	st, err := dag.OpenExisting(h.t.Context(), filepath.Join(h.dir, ".ralph", "progress.db"), dag.Options{Now: func() time.Time { return h.clock }})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer st.Close()
+	for _, r := range receipts {
+		if err := st.RecordReceipt(h.t.Context(), r); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// statusProject is a project with a done task, a claimed one (claimed at
+// t0, looked at five minutes later), an open one, and three receipts.
+func statusProject(t *testing.T) *harness {
+	t.Helper()
+	h := initHarness(t)
+	h.chain(1)
+	h.add("Login form")
+	h.add("Logout")
+	h.ok("task", "claim", "t-1", "--agent", "agent-00000001")
+	h.ok("task", "done", "t-1")
+	h.ok("task", "claim", "t-2", "--agent", "agent-0000000a")
+	s := "session-20260102-030000"
+	h.record(
+		loop.Receipt{Session: s, Iteration: 1, Mode: "build", TaskID: "t-1", Model: "claude-sonnet-4-5", InputTokens: 1200, OutputTokens: 80,
+			CostUSD: 0.25, StartedAt: t0.Add(-time.Hour), Duration: 90 * time.Second, Turns: 7, ExitReason: "success"},
+		loop.Receipt{Session: s, Iteration: 1, Mode: "verify", TaskID: "t-1", Model: "claude-sonnet-4-5",
+			CostUSD: 0.05, StartedAt: t0.Add(-58 * time.Minute), Duration: 20 * time.Second, Turns: 2, ExitReason: "success", Verdict: "pass"},
+		loop.Receipt{Session: s, Iteration: 2, Mode: "build", TaskID: "t-2", Model: "claude-opus-4-1",
+			CostUSD: 1, StartedAt: t0.Add(-50 * time.Minute), Duration: 3 * time.Minute, Turns: 12, ExitReason: "crashed"},
+	)
+	h.clock = t0.Add(5 * time.Minute)
+	return h
+}
+
+func TestStatusText(t *testing.T) {
+	h := statusProject(t)
+	want := `plan: open=1 active=1 done=1 failed=0 blocked=0 total=3
+
+active (1):
+  t-2  Login form  agent-0000000a  claimed 5m ago, lease 10m left
+
+last iterations (3 of 3):
+  STARTED               SESSION                  ITER  MODE    TASK  MODEL              TURNS  DURATION  COST     ENDED
+  2026-01-02T02:04:05Z  session-20260102-030000  1     build   t-1   claude-sonnet-4-5  7      1m30s     $0.2500  success
+  2026-01-02T02:06:05Z  session-20260102-030000  1     verify  t-1   claude-sonnet-4-5  2      20s       $0.0500  success (verify pass)
+  2026-01-02T02:14:05Z  session-20260102-030000  2     build   t-2   claude-opus-4-1    12     3m0s      $1.0000  crashed
+
+cost so far: $1.3000 over 3 agent sessions
+`
+	if diff := cmp.Diff(want, h.ok("status")); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatusJSON(t *testing.T) {
+	h := statusProject(t)
+	var got map[string]any
+	if err := json.Unmarshal([]byte(h.ok("status", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"counts": map[string]any{"open": 1.0, "active": 1.0, "done": 1.0, "failed": 0.0, "blocked": 0.0, "total": 3.0},
+		"active": []any{map[string]any{
+			"id": "t-2", "title": "Login form", "claimed_by": "agent-0000000a",
+			"claimed_at": "2026-01-02T03:04:05Z", "lease_expires_at": "2026-01-02T03:19:05Z",
+			"lease_age_seconds": 300.0, "lease_left_seconds": 600.0,
+		}},
+		"sessions":       3.0,
+		"total_cost_usd": 1.3,
+	}
+	receipts, _ := got["receipts"].([]any)
+	delete(got, "receipts")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status --json (-want +got):\n%s", diff)
+	}
+	// Newest first, every receipt field under its key.
+	if len(receipts) != 3 {
+		t.Fatalf("%d receipts, want 3", len(receipts))
+	}
+	wantFirst := map[string]any{
+		"session": "session-20260102-030000", "iteration": 2.0, "mode": "build", "task_id": "t-2", "model": "claude-opus-4-1",
+		"input_tokens": 0.0, "output_tokens": 0.0, "cache_read_tokens": 0.0, "cache_write_tokens": 0.0,
+		"cost_usd": 1.0, "started_at": "2026-01-02T02:14:05Z", "duration_seconds": 180.0, "turns": 12.0,
+		"exit_reason": "crashed", "verdict": "",
+	}
+	if diff := cmp.Diff(wantFirst, receipts[0]); diff != "" {
+		t.Errorf("newest receipt (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatusEmptyProject(t *testing.T) {
+	h := initHarness(t)
+	want := "plan: open=0 active=0 done=0 failed=0 blocked=0 total=0\n\nactive: none\n\nlast iterations: none yet\n\ncost so far: $0.0000 over 0 agent sessions\n"
+	if diff := cmp.Diff(want, h.ok("status")); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	wantJSON := `{
+  "counts": {
+    "open": 0,
+    "active": 0,
+    "done": 0,
+    "failed": 0,
+    "blocked": 0,
+    "total": 0
+  },
+  "active": [],
+  "receipts": [],
+  "sessions": 0,
+  "total_cost_usd": 0
+}
+`
+	if diff := cmp.Diff(wantJSON, h.ok("status", "--json")); diff != "" {
+		t.Errorf("status --json (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatusErrors(t *testing.T) {
+	h := newHarness(t)
+	if r := h.run("status"); r.code != 1 || !strings.Contains(r.stderr, "run 'ralph init'") {
+		t.Errorf("status without a project: exit %d, stderr %q", r.code, r.stderr)
+	}
+	h = initHarness(t)
+	if r := h.run("status", "extra"); r.code != 1 || !strings.Contains(r.stderr, "ralph status --help") {
+		t.Errorf("status with an argument: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestStatusAfterBuild: a real run's receipts and cost show in status.
+func TestStatusAfterBuild(t *testing.T) {
+	t.Parallel()
+	h := initHarness(t)
+	h.chain(2)
+	agent, _ := fakeAgentPath(t, agentStep{Text: done, Cost: 0.125})
+	if r := h.build(t.Context(), agent); r.code != 0 {
+		t.Fatalf("build: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var got statusJSON
+	if err := json.Unmarshal([]byte(h.ok("status", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Sessions != 2 || got.TotalCostUSD != 0.25 || got.Counts.Done != 2 || len(got.Active) != 0 {
+		t.Errorf("status after the run: %+v", got)
+	}
+	var tasks []string
+	for _, r := range got.Receipts {
+		tasks = append(tasks, r.TaskID+"/"+r.ExitReason)
+	}
+	if diff := cmp.Diff([]string{"t-2/success", "t-1/success"}, tasks); diff != "" {
+		t.Errorf("receipts, newest first (-want +got):\n%s", diff)
+	}
+}
