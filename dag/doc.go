@@ -41,9 +41,13 @@
 // transaction that changes them; a partial index over exactly those
 // conditions, ordered by (priority, seq), makes the first ready task the
 // first index entry at any plan size. The ready queries name that index
-// (INDEXED BY): without statistics SQLite preferred the status index and a
-// sort. Insertion order is an integer sequence (seq), never a timestamp.
-// Times are stored as Unix nanoseconds.
+// (INDEXED BY): without statistics SQLite has preferred other indexes and
+// a sort. Counts by status (and feature) live in a small table kept by
+// triggers, so Counts reads a handful of rows at any plan size and no index
+// over every status makes each claim and completion write more pages; a
+// partial index finds the few in_progress tasks. Insertion order is an
+// integer sequence (seq), never a timestamp. Times are stored as Unix
+// nanoseconds.
 //
 // # Decisions where DESIGN is silent
 //

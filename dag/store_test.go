@@ -454,3 +454,44 @@ func TestErrorsChangeNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteLockBetweenStores holds the writers' lock of one Store while
+// another Store of the same file (as another process would) writes: the
+// write waits for the busy timeout, then fails with ErrLocked; a cancelled
+// context ends the wait early; once released, writes go through.
+func TestWriteLockBetweenStores(t *testing.T) {
+	if !flockSupported {
+		t.Skip("no flock(2) on this platform: writers are ordered by SQLite alone")
+	}
+	path := filepath.Join(t.TempDir(), "progress.db")
+	holder, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	other, err := Open(t.Context(), path, Options{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	release, err := holder.wlock.acquire(t.Context(), time.Second, holder.lockedErr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Add(t.Context(), AddParams{Title: "x"}); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Add while another store holds the lock: %v, want ErrLocked naming %s", err, path)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go cancel()
+	other.busy = time.Minute
+	if _, err := other.Add(ctx, AddParams{Title: "x"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Add with a cancelled context while locked: %v, want context.Canceled", err)
+	}
+	release()
+	if _, err := other.Add(t.Context(), AddParams{Title: "x"}); err != nil {
+		t.Errorf("Add after the lock was released: %v", err)
+	}
+	if got := statuses(t, holder); len(got) != 1 {
+		t.Errorf("tasks = %v, want exactly the one added after the release", got)
+	}
+}
