@@ -140,10 +140,10 @@ func fakeAgent(mode string) int {
 		out(fakeResult("fine anyway"))
 		return 0
 	case "drip":
-		// Output every 50 ms for about 1 s: an idle timeout of 300 ms
-		// must not fire.
+		// Output every 50 ms for about 2 s: an idle timeout of 1 s must
+		// not fire.
 		out(fakeInit)
-		for i := range 20 {
+		for i := range 40 {
 			time.Sleep(50 * time.Millisecond)
 			out(`{"type":"system","subtype":"status","status":"tick %d"}`, i)
 		}
@@ -354,13 +354,13 @@ func TestRunProcessHygiene(t *testing.T) {
 	}{
 		{
 			name: "hang with a grandchild: wall timeout kills the whole group", mode: "hang",
-			edit:      func(r *loop.RunRequest) { r.Timeout = 300 * time.Millisecond },
-			wantClass: loop.ClassTimeout, maxElapsed: 300*time.Millisecond + grace + margin, grandchild: true,
+			edit:      func(r *loop.RunRequest) { r.Timeout = time.Second },
+			wantClass: loop.ClassTimeout, maxElapsed: time.Second + grace + margin, grandchild: true,
 		},
 		{
 			name: "hang with a grandchild: idle timeout", mode: "hang",
-			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 300 * time.Millisecond },
-			wantClass: loop.ClassIdleTimeout, maxElapsed: 300*time.Millisecond + grace + margin, grandchild: true,
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = time.Second },
+			wantClass: loop.ClassIdleTimeout, maxElapsed: time.Second + grace + margin, grandchild: true,
 		},
 		{
 			name: "hang with a grandchild: cancel", mode: "hang", cancelAfter: true,
@@ -371,9 +371,9 @@ func TestRunProcessHygiene(t *testing.T) {
 			// grandchild gets SIGKILL 2 s after the SIGTERM, not 2 s after
 			// the agent's exit.
 			name: "timeout with a grandchild that outlives SIGTERM", mode: "stubborn-grandchild",
-			edit:      func(r *loop.RunRequest) { r.Timeout = 300 * time.Millisecond },
+			edit:      func(r *loop.RunRequest) { r.Timeout = time.Second },
 			grace:     2 * time.Second,
-			wantClass: loop.ClassTimeout, maxElapsed: 300*time.Millisecond + 3*time.Second, grandchild: true,
+			wantClass: loop.ClassTimeout, maxElapsed: time.Second + 3*time.Second, grandchild: true,
 		},
 		{
 			name: "normal exit leaving a grandchild: it is stopped too", mode: "exit-leaving-child",
@@ -395,14 +395,16 @@ func TestRunProcessHygiene(t *testing.T) {
 			wantKinds: []loop.EventKind{loop.EventInit, loop.EventMalformed, loop.EventMalformed, loop.EventResult}, maxElapsed: margin,
 		},
 		{
+			// The idle timeout (1 s) is shorter than the run (2 s) but
+			// longer than any gap in its output (50 ms).
 			name: "slow drip: the idle timeout does not fire while output flows", mode: "drip",
-			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 300 * time.Millisecond },
-			wantClass: loop.ClassSuccess, wantText: "dripped", maxElapsed: 1*time.Second + margin,
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 1 * time.Second },
+			wantClass: loop.ClassSuccess, wantText: "dripped", maxElapsed: 2*time.Second + margin,
 		},
 		{
 			name: "endless drip: the wall timeout still fires", mode: "drip-forever",
-			edit:      func(r *loop.RunRequest) { r.IdleTimeout, r.Timeout = 300*time.Millisecond, 700*time.Millisecond },
-			wantClass: loop.ClassTimeout, maxElapsed: 700*time.Millisecond + margin,
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout, r.Timeout = 2*time.Second, 1*time.Second },
+			wantClass: loop.ClassTimeout, maxElapsed: 1*time.Second + margin,
 		},
 		{
 			name: "silence: the idle timeout fires", mode: "silent",
