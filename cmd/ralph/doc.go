@@ -119,4 +119,75 @@
 // already there are kept unless a copy was asked for), then records the
 // feature with paths relative to the project root. If recording fails, the
 // files it created are removed.
+//
+// # build
+//
+// `ralph build` only wires: flags become a loop.Config, the store is the
+// task graph (or the progress file of --progress), the runner is
+// claude.Runner, and the exit code is the Report's (loop.Report.ExitCode);
+// no policy of DESIGN §3 or §6 is re-derived here. The checks come in this
+// order: the command line (a usage error, exit 1: --feature with --task,
+// --progress with --feature or --claim agent, a bad --strategy, --claim or
+// --on-usage-limit); the store (exit 2 with a hint: no .ralph/ — "run
+// 'ralph init', then 'ralph plan'" —, no database, no progress file); a
+// --feature that does not exist (exit 1); then, except for --dry-run, the
+// agent (--claude PATH, else $RALPH_CLAUDE, else claude on PATH; not found
+// is exit 1 before anything is claimed). An empty plan is the loop's
+// NoPlan, exit 2, with "run 'ralph plan' first" added to its message.
+//
+// Output. The live view goes to stdout: a header per iteration ("==
+// iteration N · ID title · model M"), the agent's events through
+// claude.Formatter (colour only on a terminal and without NO_COLOR), a
+// footer per agent session rebuilt from its receipt, the verifier's verdict,
+// usage-limit waits, the loop's notices ("note: …"), how each iteration
+// ended, then "session log: PATH". The closing line is the Report's message:
+// on stdout for an exit-0 outcome (complete, iteration limit with "N tasks
+// remain"), as "ralph: <message>" on stderr for every other outcome, like
+// any error ("ralph: usage limit reached; resets at <RFC 3339 time>",
+// "ralph: interrupted" with exit 130). The notice about ANTHROPIC_API_KEY
+// (claude.APIKeyNotice) is printed once per run on stderr, before the first
+// iteration. stdout is for following the run; scripts read the exit code.
+//
+// Environment and logs. RALPH_BIN is os.Executable made absolute (peek mode
+// refuses to start without it; otherwise a warning); RALPH_DIR is the
+// project root; the agent id is the loop's, fresh per run. The session log
+// and the raw stream of every session are always written, under
+// <root>/.ralph/logs. --max-wait 0 means "do not wait" (the stop policy),
+// not the loop's default. Cancelling the context (SIGINT, SIGTERM in main)
+// is the loop's OutcomeCancelled: the agent's group is stopped, claims are
+// released, the summary is written, exit 130.
+//
+// --dry-run prints "next task: ID title" (in peek mode "first claimable
+// task (the agent picks): …"), "model: M" and "prompt: NAME (SOURCE)",
+// starts no agent, needs none installed, and writes nothing; with nothing
+// to run it prints the loop's reason like a run would (exit 2 for an empty
+// plan, 0 otherwise).
+//
+// --progress FILE is relative to the working directory, like every file
+// argument, and needs no `ralph init` (logs still go to <root>/.ralph/logs;
+// receipts are not stored, so `ralph status` does not show such runs). A
+// final text that is a whole progress file (it starts "# Progress:") is
+// handed to progress.Store.ReplaceDocument before the loop looks at the
+// task; a document that drops boxes or does not parse is refused with a
+// note and the file is left as it was. After every iteration that counts
+// (not a usage-limit wait) a row goes to the Iteration Log, which trims
+// Recent Attempts to five; an iteration that neither finished nor failed
+// its task also adds an attempt block saying why (a failed task gets its
+// block from the store).
+//
+// # status
+//
+// `ralph status` shows the whole plan's counts (the plan-status line),
+// the active claims with holder, lease age (since the claim, as in `task
+// peek`) and lease time left, the latest 10 receipts (oldest first, so the
+// newest is nearest the prompt) and the cost of every receipt in the
+// database. `--json` prints {counts, active, receipts, sessions,
+// total_cost_usd}: counts has the keys of `plan-status --json`; active
+// entries have id, title, claimed_by, claimed_at, lease_expires_at,
+// lease_age_seconds and lease_left_seconds (negative once expired);
+// receipts, newest first, have session, iteration, mode, task_id, model,
+// input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+// cost_usd, started_at, duration_seconds, turns, exit_reason and verdict;
+// sessions counts every receipt (verifier sessions included) and
+// total_cost_usd sums them. Arrays are [] when empty.
 package main
