@@ -272,6 +272,14 @@ func e2eRequest(t testing.TB, api *fakeAPI) loop.RunRequest {
 			"CLAUDE_CODE_MAX_RETRIES=0",
 			"HOME=" + home,
 			"TMPDIR=" + home,
+			"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+			// Whatever the developer's shell holds must not reach the run.
+			"CLAUDE_CODE_OAUTH_TOKEN=",
+			"ANTHROPIC_AUTH_TOKEN=",
+			"ANTHROPIC_MODEL=",
+			"ANTHROPIC_CUSTOM_HEADERS=",
+			"CLAUDE_CODE_USE_BEDROCK=",
+			"CLAUDE_CODE_USE_VERTEX=",
 		},
 	}
 }
