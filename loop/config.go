@@ -13,8 +13,8 @@ import (
 // Mode labels a run in receipts, logs and commit messages.
 type Mode string
 
-// The modes. Run implements ModeBuild; the others label receipts written
-// by other commands and by the verifier session.
+// The modes. Run implements ModeBuild, Plan ModePlan and RunPrompt
+// ModePrompt; ModeVerify labels the verifier session's receipts.
 const (
 	ModeBuild  Mode = "build"
 	ModePlan   Mode = "plan"
@@ -62,11 +62,13 @@ const (
 type Config struct {
 	// Root is the project root; .ralph/ lives under it. Required.
 	Root string
-	// Mode labels the run; empty means ModeBuild, the only mode Run takes.
+	// Mode labels the run; empty means ModeBuild, the only mode Run takes
+	// (Plan and RunPrompt set their own).
 	Mode Mode
 	// Scope limits the tasks worked on (whole plan, a feature, a task).
 	Scope Scope
-	// MaxIterations bounds the iterations (0: DefaultMaxIterations).
+	// MaxIterations bounds the iterations (0: DefaultMaxIterations, or
+	// DefaultPlanIterations in plan mode).
 	MaxIterations int
 	// Once runs a single iteration (MaxIterations 1).
 	Once bool
@@ -153,9 +155,13 @@ func DefaultConfig(root string) Config {
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("loop: invalid configuration")
 
-// normalize fills the defaults of zero fields and checks the rest. It
-// returns the strategy to use.
-func (c *Config) normalize() (Strategy, error) {
+// normalize fills the defaults of zero fields and checks the rest of a
+// build run's Config. It returns the strategy to use.
+func (c *Config) normalize() (Strategy, error) { return c.normalizeFor(ModeBuild) }
+
+// normalizeFor is normalize for a run of the given mode: Run passes
+// ModeBuild, Plan ModePlan, RunPrompt ModePrompt.
+func (c *Config) normalizeFor(mode Mode) (Strategy, error) {
 	bad := func(format string, args ...any) (Strategy, error) {
 		return nil, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
 	}
@@ -168,8 +174,16 @@ func (c *Config) normalize() (Strategy, error) {
 	if c.Mode == "" {
 		c.Mode = ModeBuild
 	}
-	if c.Mode != ModeBuild {
-		return bad("mode %q: the build loop runs mode build only", c.Mode)
+	if c.Mode != mode {
+		if mode == ModeBuild {
+			return bad("mode %q: the build loop runs mode build only (plan mode is Plan, prompt mode RunPrompt)", c.Mode)
+		}
+		return bad("mode %q: this entry point runs mode %s only", c.Mode, mode)
+	}
+	if mode != ModeBuild {
+		if s := c.checkOtherMode(); s != "" {
+			return bad("%s", s)
+		}
 	}
 	if c.Scope.Feature != "" && c.Scope.TaskID != "" {
 		return bad("scope takes a feature or a task, not both")
@@ -179,8 +193,11 @@ func (c *Config) normalize() (Strategy, error) {
 	}
 	if c.MaxIterations == 0 {
 		c.MaxIterations = DefaultMaxIterations
+		if c.Mode == ModePlan {
+			c.MaxIterations = DefaultPlanIterations
+		}
 	}
-	if c.Once {
+	if c.Once || c.Mode == ModePrompt {
 		c.MaxIterations = 1
 	}
 	if c.MaxRetries < 0 {

@@ -34,7 +34,7 @@ const (
 	IterNoChange      IterationStatus = "nothing_changed"    // gate trouble: commits on, nothing changed
 	IterFailure       IterationStatus = "failure"            // <promise>FAILURE</promise>
 	IterCancelled     IterationStatus = "cancelled"          // the run was cancelled mid-iteration
-	IterSessionOK     IterationStatus = "session_ok"         // peek mode: the session ran and left nothing held
+	IterSessionOK     IterationStatus = "session_ok"         // peek mode: the session ran and left nothing held; plan and prompt mode: it ran cleanly
 	IterSessionLeft   IterationStatus = "session_left_tasks" // peek mode: tasks left in_progress were failed
 	IterPeekError     IterationStatus = "peek_error"         // peek mode: the store could not be read
 	IterAlreadyClosed IterationStatus = "already_closed"     // the agent itself moved the task out of in_progress
@@ -125,6 +125,11 @@ type run struct {
 	// gateDetail is the last gate failure with its output's tail: the
 	// release reason the next attempt's prompt shows.
 	gateDetail string
+	// iter is the iteration under way, for the store's own bookkeeping
+	// (IterationRecorder); plan and adhoc hold plan and prompt mode state.
+	iter  iterState
+	plan  planState
+	adhoc promptState
 }
 
 // stop ends the loop with an outcome.
@@ -217,6 +222,9 @@ func (r *run) loop(ctx context.Context) *stop {
 	if s := r.fire(ctx, StateEventStart); s != nil {
 		return s
 	}
+	if s := r.finishedCheck(ctx); s != nil {
+		return s
+	}
 	for {
 		if s := r.checkCancel(ctx); s != nil {
 			return s
@@ -226,9 +234,14 @@ func (r *run) loop(ctx context.Context) *stop {
 		}
 		var s *stop
 		var counted bool
-		if r.cfg.ClaimMode == ClaimAgent {
+		switch {
+		case r.cfg.Mode == ModePlan:
+			counted, s = r.planIteration(ctx)
+		case r.cfg.Mode == ModePrompt:
+			counted, s = r.promptIteration(ctx)
+		case r.cfg.ClaimMode == ClaimAgent:
 			counted, s = r.peekIteration(ctx)
-		} else {
+		default:
 			counted, s = r.iteration(ctx)
 		}
 		if s != nil {
@@ -252,7 +265,12 @@ func (r *run) loop(ctx context.Context) *stop {
 // load reads the prompt templates and the test command.
 func (r *run) load() *stop {
 	names := []string{PromptBuild}
-	if r.cfg.ClaimMode == ClaimAgent {
+	switch {
+	case r.cfg.Mode == ModePlan:
+		names = []string{PromptPlan}
+	case r.cfg.Mode == ModePrompt:
+		names = []string{PromptAdHoc}
+	case r.cfg.ClaimMode == ClaimAgent:
 		names = []string{PromptPeek}
 	}
 	if r.cfg.Verify {
@@ -265,6 +283,9 @@ func (r *run) load() *stop {
 			return internal(err)
 		}
 		r.prompts[n] = p
+	}
+	if r.cfg.Mode != ModeBuild {
+		return nil // plan and prompt mode have no test gate
 	}
 	r.testCmd = r.cfg.TestCmd
 	if r.testCmd == "" {
@@ -334,6 +355,15 @@ func (r *run) fireEnd(ctx context.Context) {
 
 // exitChecks is step 9: the plan is resolved, or the iteration limit hit.
 func (r *run) exitChecks(ctx context.Context) *stop {
+	switch r.cfg.Mode {
+	case ModePlan:
+		return r.planExitChecks(ctx)
+	case ModePrompt:
+		return r.promptExit()
+	}
+	if s := r.finishedCheck(ctx); s != nil {
+		return s
+	}
 	c, err := r.store.Counts(ctx, r.cfg.Scope)
 	if err != nil {
 		if r.cfg.ClaimMode == ClaimAgent && ctx.Err() == nil {
@@ -424,14 +454,14 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	if err != nil {
 		return false, r.storeErr(ctx, err)
 	}
-	data.Iteration, data.AgentID, data.RalphBin = n, r.cfg.AgentID, r.cfg.RalphBin
+	data.Mode, data.Iteration, data.AgentID, data.RalphBin = ModeBuild, n, r.cfg.AgentID, r.cfg.RalphBin
 	prompt, err := r.prompts[PromptBuild].Render(data)
 	if err != nil {
 		return false, internal(err)
 	}
 	model, hinted := r.pickModel(ModelChoice{Iteration: n, Task: task, TaskLogs: logs, History: r.history})
 
-	r.note.send(Note{Kind: NoteIterationStart, Iteration: n, Task: task, Model: model})
+	r.beginIteration(ctx, n, task, model)
 	res, s := r.runAgent(ctx, n, model, prompt, task, false)
 	if s != nil {
 		return false, s
@@ -494,6 +524,9 @@ func attemptResult(s IterationStatus) AttemptResult {
 
 func (r *run) endIteration(n int, task Task, model string, status IterationStatus, why string) {
 	r.note.send(Note{Kind: NoteIterationEnd, Iteration: n, Task: task, Model: model, Status: status, Message: why})
+	if status != IterUsageLimit {
+		r.recordIteration(n, task, model, status, why)
+	}
 }
 
 // handle is steps 7–8 for a finished session of a loop-claimed task.
@@ -662,7 +695,7 @@ const (
 // verify runs the verifier session. On trouble or a usage limit it has
 // released the claim already.
 func (r *run) verify(ctx context.Context, n int, model string, task Task, agentText string) (verdict, string, *stop) {
-	data := PromptData{Task: task, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin, AgentText: agentText}
+	data := PromptData{Mode: ModeVerify, Task: task, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin, AgentText: agentText}
 	if task.ParentID != "" {
 		if p, err := r.store.Get(ctx, task.ParentID); err == nil {
 			data.Parent = &p

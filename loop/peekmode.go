@@ -27,7 +27,7 @@ func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
 		}
 		// A peek error is transient: the iteration is spent, the loop goes on.
 		why := "peek failed: " + firstLine(err.Error())
-		r.note.send(Note{Kind: NoteIterationStart, Iteration: n})
+		r.beginIteration(ctx, n, Task{}, "")
 		r.report.Iterations = n
 		r.report.Failures++
 		r.endIteration(n, Task{}, "", IterPeekError, why)
@@ -38,13 +38,13 @@ func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
 	}
 
 	prompt, err := r.prompts[PromptPeek].Render(PromptData{
-		Peek: peek.String(), Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
+		Mode: ModeBuild, Peek: peek.String(), Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
 	})
 	if err != nil {
 		return false, internal(err)
 	}
 	model, hinted := r.pickModel(ModelChoice{Iteration: n, History: r.history})
-	r.note.send(Note{Kind: NoteIterationStart, Iteration: n, Model: model})
+	r.beginIteration(ctx, n, Task{}, model)
 	res, s := r.runAgent(ctx, n, model, prompt, Task{}, false)
 	if s != nil {
 		return false, s

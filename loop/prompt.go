@@ -22,15 +22,24 @@ const (
 	PromptBuild  = "build"  // one loop-claimed task
 	PromptVerify = "verify" // the verifier session
 	PromptPeek   = "peek"   // peek mode: "/ralph-build <peek markdown>"
+	PromptPlan   = "plan"   // plan mode: turn the specs into tasks
+	PromptAdHoc  = "prompt" // prompt mode: wraps the ad-hoc prompt file ({{.Prompt}})
 )
 
 // PromptNames lists the prompt templates.
-func PromptNames() []string { return []string{PromptBuild, PromptVerify, PromptPeek} }
+func PromptNames() []string {
+	return []string{PromptBuild, PromptVerify, PromptPeek, PromptPlan, PromptAdHoc}
+}
 
 // PromptData is what prompt templates see. Override templates may use any
 // field; naming one that does not exist is an error when the template is
-// loaded, not halfway through a run.
+// loaded, not halfway through a run. The package doc's "Prompt templates"
+// section lists which fields each mode fills.
 type PromptData struct {
+	// Mode is the run's mode: build, verify, plan or prompt (peek mode's
+	// sessions are build).
+	Mode Mode
+	// Task is the claimed task (build and verify prompts; zero otherwise).
 	Task Task
 	// Parent is the task's parent, nil when it has none.
 	Parent *Task
@@ -51,6 +60,18 @@ type PromptData struct {
 	Peek string
 	// AgentText is the working agent's final text (verify prompt only).
 	AgentText string
+	// Specs are the spec files the plan is made from (plan prompt only):
+	// <root>/specs/*.md, or the spec of the feature being planned.
+	Specs []SpecFile
+	// Prompt is the text of the ad-hoc prompt file (prompt mode only).
+	Prompt string
+}
+
+// SpecFile is one spec the plan prompt shows.
+type SpecFile struct {
+	// Path is the file's path relative to the project root, with slashes.
+	Path    string
+	Content string
 }
 
 // BlockerContext is a done blocker and its latest log message.

@@ -347,7 +347,7 @@ func TestEmbeddedPromptsLoad(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if diff := cmp.Diff([]string{"build", "verify", "peek"}, loop.PromptNames()); diff != "" {
+	if diff := cmp.Diff([]string{"build", "verify", "peek", "plan", "prompt"}, loop.PromptNames()); diff != "" {
 		t.Error(diff)
 	}
 }

@@ -1,0 +1,263 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ralph-dev/ralph/sigil"
+)
+
+// SpecsDir is where plan mode looks for specs: <root>/specs/*.md.
+const SpecsDir = "specs"
+
+// NoSpecsHint says where specs go; plan mode's no-specs message ends with it.
+const NoSpecsHint = "write specs in specs/*.md, or give a feature one with 'ralph feature add NAME --spec FILE'"
+
+// planState is what plan mode keeps between iterations.
+type planState struct {
+	specs   []SpecFile
+	feature *FeatureContext
+	// before is the number of tasks in scope when the run started.
+	before int
+	// complete is set when the latest session said COMPLETE.
+	complete bool
+}
+
+// Plan runs the plan loop (`ralph plan`, DESIGN §5): each iteration, an
+// agent session gets the specs — <root>/specs/*.md, or the spec of the
+// feature cfg.Scope.Feature names — and creates tasks through
+// `$RALPH_BIN task add` and `task dep add`, until it says
+// <promise>COMPLETE</promise> or cfg.MaxIterations (0: DefaultPlanIterations)
+// have run. Start cfg from PlanConfig (a DefaultConfig, whose Mode is build,
+// is taken as plan mode too).
+//
+// Outcomes: OutcomeComplete when the agent said COMPLETE and the scope
+// holds at least one task; OutcomeNoPlan (exit 2) when there are no specs
+// (Plan returns at once: no agent runs, no log is written), or when the run
+// ends — by COMPLETE or by the iteration limit — with the scope still
+// empty; OutcomeLimitReached when the limit came first with tasks planned;
+// and, as in Run, OutcomeFailure, OutcomeAgentFailed, OutcomeGitFailed,
+// OutcomeUsageLimit, OutcomeBudgetExhausted, OutcomeCancelled and
+// OutcomeError. The loop claims nothing; there is no test gate, and the
+// commit gate (cfg.Commit) commits "plan: iteration <n> - …" when the
+// session changed files outside .ralph/ (the tasks themselves live in the
+// database, so nothing to commit is no trouble here).
+//
+// Errors are Run's: a non-nil error exactly when the outcome is
+// OutcomeError. A feature scope needs a store that is a FeatureStore, and
+// a feature it knows.
+func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Report, error) {
+	fail := func(err error) (Report, error) {
+		return Report{Outcome: OutcomeError, Message: err.Error(), Remaining: -1}, err
+	}
+	if store == nil || runner == nil {
+		return fail(fmt.Errorf("%w: Plan needs a store and a runner", ErrConfig))
+	}
+	modeConfig(&cfg, ModePlan)
+	auto := cfg.Session == ""
+	strat, err := cfg.normalizeFor(ModePlan)
+	if err != nil {
+		return fail(err)
+	}
+	st := planState{}
+	if name := cfg.Scope.Feature; name != "" {
+		fs, ok := store.(FeatureStore)
+		if !ok {
+			return fail(fmt.Errorf("%w: planning feature %s needs a store that knows features", ErrConfig, name))
+		}
+		f, err := fs.Feature(ctx, name)
+		if err != nil {
+			return fail(err)
+		}
+		st.feature = &FeatureContext{Name: f.Name, Spec: readOptional(cfg.Root, f.SpecPath), Plan: readOptional(cfg.Root, f.PlanPath)}
+		if strings.TrimSpace(st.feature.Spec) != "" {
+			st.specs = []SpecFile{{Path: relSlash(cfg.Root, f.SpecPath), Content: st.feature.Spec}}
+		}
+	} else {
+		if st.specs, err = ReadSpecs(cfg.Root); err != nil {
+			return fail(err)
+		}
+	}
+	if len(st.specs) == 0 {
+		msg := "nothing to plan: no specs in " + filepath.Join(cfg.Root, SpecsDir) + "; " + NoSpecsHint
+		if st.feature != nil {
+			msg = "nothing to plan: feature " + st.feature.Name + " has no spec; " + NoSpecsHint
+		}
+		return Report{Outcome: OutcomeNoPlan, Message: msg, Remaining: -1, AgentID: cfg.AgentID}, nil
+	}
+	c, err := store.Counts(ctx, cfg.Scope)
+	if err != nil {
+		return fail(err)
+	}
+	st.before = c.Total()
+	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto, plan: st}
+	r.receipts, _ = store.(ReceiptStore)
+	return r.exec(ctx)
+}
+
+// ReadSpecs reads <root>/specs/*.md in name order. Files that hold only
+// white space are left out: there is nothing to plan from them. No specs
+// directory is no specs, not an error.
+func ReadSpecs(root string) ([]SpecFile, error) {
+	paths, err := filepath.Glob(filepath.Join(root, SpecsDir, "*.md"))
+	if err != nil {
+		return nil, fmt.Errorf("loop: specs: %w", err)
+	}
+	sort.Strings(paths)
+	var specs []SpecFile
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			continue // a directory named x.md
+		}
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed since the glob, or a dangling symlink
+		}
+		if err != nil {
+			return nil, fmt.Errorf("loop: spec %s: %w", p, err)
+		}
+		if strings.TrimSpace(string(data)) == "" {
+			continue
+		}
+		specs = append(specs, SpecFile{Path: relSlash(root, p), Content: string(data)})
+	}
+	return specs, nil
+}
+
+// relSlash is path relative to root with forward slashes (path itself when
+// it is not under root).
+func relSlash(root, path string) string {
+	if !filepath.IsAbs(path) {
+		return filepath.ToSlash(path)
+	}
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return path
+}
+
+// planIteration is one session of the plan loop. counted is false when a
+// usage limit turned it into a wait.
+func (r *run) planIteration(ctx context.Context) (counted bool, s *stop) {
+	n := r.report.Iterations + 1
+	skills, err := FindSkills(r.cfg.Root)
+	if err != nil {
+		return false, internal(err)
+	}
+	prompt, err := r.prompts[PromptPlan].Render(PromptData{
+		Mode: ModePlan, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
+		Specs: r.plan.specs, Feature: r.plan.feature, Skills: skills,
+	})
+	if err != nil {
+		return false, internal(err)
+	}
+	model, hinted := r.pickModel(ModelChoice{Iteration: n, History: r.history})
+	r.beginIteration(ctx, n, Task{}, model)
+	res, s := r.runAgent(ctx, n, model, prompt, Task{}, false)
+	if s != nil {
+		return false, s
+	}
+	if res.Class == ClassCancelled || ctx.Err() != nil {
+		return false, r.checkCancel(ctx)
+	}
+	if res.Class == ClassUsageLimit {
+		r.endIteration(n, Task{}, model, IterUsageLimit, "")
+		return false, r.usageLimit(ctx, res)
+	}
+	r.waited = 0
+	r.consumeHint(hinted)
+
+	status, why, s := r.handlePlan(ctx, n, res)
+	if status != IterAgentTrouble {
+		r.agentStreak = 0
+	}
+	r.report.Iterations = n
+	if status.Success() {
+		r.report.Successes++
+	} else {
+		r.report.Failures++
+	}
+	r.history = append(r.history, Attempt{Iteration: n, Model: model, Hinted: hinted, Result: attemptResult(status)})
+	r.endIteration(n, Task{}, model, status, why)
+	return true, s
+}
+
+// handlePlan reads a finished plan session: agent trouble, FAILURE, the
+// commit gate, COMPLETE.
+func (r *run) handlePlan(ctx context.Context, n int, res RunResult) (IterationStatus, string, *stop) {
+	r.plan.complete = false
+	if !res.OK() {
+		why := troubleText(res)
+		return IterAgentTrouble, why, r.agentTrouble(why)
+	}
+	sig := sigil.Parse(res.Text)
+	if sig.NextModel != "" {
+		r.hint = sig.NextModel
+	}
+	if sig.Failure {
+		return IterFailure, "", stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
+	}
+	if r.cfg.Commit {
+		if _, err := r.commitChanges(ctx, n, r.planTitle()); err != nil {
+			if ctx.Err() != nil {
+				return IterCancelled, "", r.checkCancel(ctx)
+			}
+			r.note.notice(n, "%v", err)
+			r.gateStreak++
+			why := firstLine(err.Error())
+			if r.gateStreak >= 1+r.cfg.MaxRetries {
+				return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s (%d %s in a row)", why, r.gateStreak, plural(r.gateStreak, "time", "times"))
+			}
+			return IterGitFailed, why, nil
+		}
+		r.gateStreak = 0
+	}
+	r.plan.complete = sig.Complete
+	return IterSessionOK, "", nil
+}
+
+// planTitle names a plan iteration in its commit message.
+func (r *run) planTitle() string {
+	if r.plan.feature != nil {
+		return "plan feature " + r.plan.feature.Name
+	}
+	paths := make([]string, len(r.plan.specs))
+	for i, s := range r.plan.specs {
+		paths[i] = s.Path
+	}
+	title := "plan from " + strings.Join(paths, ", ")
+	if len(title) > 72 {
+		title = fmt.Sprintf("plan from %d specs", len(paths))
+	}
+	return title
+}
+
+// planExitChecks ends the plan loop on COMPLETE or at the iteration limit.
+// Either way, a scope that is still empty is nothing to do (exit 2): the
+// build that follows would find no plan.
+func (r *run) planExitChecks(ctx context.Context) *stop {
+	if !r.plan.complete && r.report.Iterations < r.cfg.MaxIterations {
+		return nil
+	}
+	c, err := r.store.Counts(ctx, r.cfg.Scope)
+	if err != nil {
+		return r.storeErr(ctx, err)
+	}
+	total := c.Total()
+	added := total - r.plan.before
+	planned := fmt.Sprintf("%d %s in the plan (%d added)", total, plural(total, "task", "tasks"), added)
+	switch {
+	case r.plan.complete && total == 0:
+		return stopWith(OutcomeNoPlan, "the agent said planning is complete, but the plan is empty")
+	case r.plan.complete:
+		return stopWith(OutcomeComplete, "planning complete: %s", planned)
+	case total == 0:
+		return stopWith(OutcomeNoPlan, "iteration limit reached (%d) and the plan is still empty", r.cfg.MaxIterations)
+	}
+	return stopWith(OutcomeLimitReached, "iteration limit reached (%d) before the agent said COMPLETE; %s", r.cfg.MaxIterations, planned)
+}

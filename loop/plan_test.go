@@ -1,0 +1,434 @@
+package loop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
+)
+
+// planConfig is a plan config rooted in a fresh temp dir holding one spec,
+// with fixed agent id and session name and no logs.
+func planConfig(t *testing.T) loop.Config {
+	t.Helper()
+	cfg := loop.PlanConfig(t.TempDir())
+	cfg.AgentID = testAgent
+	cfg.Session = "session-test"
+	cfg.SessionLog = false
+	cfg.RawLogs = false
+	writeFile(t, cfg.Root, "specs/auth.md", "# Auth\nUsers log in with a password.\n")
+	return cfg
+}
+
+// planner is a stand-in planning agent: each session adds the tasks named
+// in the next entry of sessions to store (as `$RALPH_BIN task add` would)
+// and answers with the text after the "|" (e.g. "a,b|<promise>COMPLETE</promise>").
+func planner(store *looptest.MemStore, sessions ...string) func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+	i := 0
+	return func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		if i >= len(sessions) {
+			return loop.RunResult{}, fmt.Errorf("planner: no session %d scripted", i+1)
+		}
+		ids, text, _ := strings.Cut(sessions[i], "|")
+		i++
+		for _, id := range strings.Split(ids, ",") {
+			if id == "" {
+				continue
+			}
+			if err := store.Add(loop.Task{ID: id, Title: "Task " + id, Priority: 2, Feature: envOf(req, "TEST_FEATURE")}); err != nil {
+				return loop.RunResult{}, err
+			}
+		}
+		return looptest.Result("Planned. " + text), nil
+	}
+}
+
+const complete = "<promise>COMPLETE</promise>"
+
+func TestPlanOutcomes(t *testing.T) {
+	tests := []struct {
+		name     string
+		max      int      // 0: the default
+		sessions []string // see planner
+		results  []loop.RunResult
+		seed     []loop.Task
+		want     loop.Outcome
+		exit     int
+		iters    int
+		message  string
+		tasks    int
+	}{
+		{name: "tasks added then COMPLETE", sessions: []string{"a,b|" + complete},
+			want: loop.OutcomeComplete, exit: 0, iters: 1, message: "planning complete: 2 tasks in the plan (2 added)", tasks: 2},
+		{name: "two sessions to plan", sessions: []string{"a|more to do", "b,c|" + complete},
+			want: loop.OutcomeComplete, exit: 0, iters: 2, message: "planning complete: 3 tasks in the plan (3 added)", tasks: 3},
+		{name: "COMPLETE with an empty plan is nothing to do", sessions: []string{"|" + complete},
+			want: loop.OutcomeNoPlan, exit: 2, iters: 1, message: "the agent said planning is complete, but the plan is empty"},
+		{name: "COMPLETE over an existing plan that the agent kept", seed: tasks("old"), sessions: []string{"|" + complete},
+			want: loop.OutcomeComplete, exit: 0, iters: 1, message: "planning complete: 1 task in the plan (0 added)", tasks: 1},
+		{name: "limit with tasks planned", max: 2, sessions: []string{"a|", "b|"},
+			want: loop.OutcomeLimitReached, exit: 0, iters: 2, message: "iteration limit reached (2) before the agent said COMPLETE; 2 tasks in the plan (2 added)", tasks: 2},
+		{name: "default limit is five sessions", sessions: []string{"|", "|", "|", "|", "a|"},
+			want: loop.OutcomeLimitReached, exit: 0, iters: loop.DefaultPlanIterations, tasks: 1},
+		{name: "limit with the plan still empty", max: 1, sessions: []string{"|thinking"},
+			want: loop.OutcomeNoPlan, exit: 2, iters: 1, message: "iteration limit reached (1) and the plan is still empty"},
+		{name: "FAILURE", sessions: []string{"a|the specs contradict each other <promise>FAILURE</promise>"},
+			want: loop.OutcomeFailure, exit: 7, iters: 1, tasks: 1},
+		{name: "agent trouble beyond retries", results: []loop.RunResult{
+			looptest.ErrorResult(loop.ClassCrashed, "boom"), looptest.ErrorResult(loop.ClassCrashed, "boom"),
+			looptest.ErrorResult(loop.ClassCrashed, "boom"), looptest.ErrorResult(loop.ClassCrashed, "boom")},
+			want: loop.OutcomeAgentFailed, exit: 4, iters: 4},
+		{name: "agent trouble then a good session", results: []loop.RunResult{looptest.ErrorResult(loop.ClassTimeout, "")},
+			sessions: []string{"a|" + complete}, want: loop.OutcomeComplete, exit: 0, iters: 2, tasks: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, tt.seed...)
+			cfg := planConfig(t)
+			cfg.MaxIterations = tt.max
+			runner := looptest.NewFakeRunner(t, tt.results...)
+			if tt.sessions != nil {
+				runner.Always(planner(store, tt.sessions...))
+			}
+			rep, err := loop.Plan(t.Context(), cfg, store, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type got struct {
+				Outcome    loop.Outcome
+				Exit       int
+				Iterations int
+				Tasks      int
+			}
+			if diff := cmp.Diff(got{tt.want, tt.exit, tt.iters, tt.tasks}, got{rep.Outcome, rep.ExitCode(), rep.Iterations, len(store.Tasks())}); diff != "" {
+				t.Errorf("(-want +got):\n%s\nmessage: %s", diff, rep.Message)
+			}
+			if tt.message != "" && rep.Message != tt.message {
+				t.Errorf("message %q, want %q", rep.Message, tt.message)
+			}
+			if runner.Calls() != tt.iters {
+				t.Errorf("%d sessions, want %d", runner.Calls(), tt.iters)
+			}
+		})
+	}
+}
+
+func TestPlanWithoutSpecs(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+	}{
+		{"no specs directory", nil},
+		{"empty specs directory", map[string]string{"specs/.keep": ""}},
+		{"only blank specs", map[string]string{"specs/a.md": " \n\n"}},
+		{"specs that are not markdown", map[string]string{"specs/a.txt": "a spec"}},
+		{"a markdown file outside specs", map[string]string{"spec.md": "a spec", "docs/specs/a.md": "a spec"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t)
+			cfg := loop.PlanConfig(t.TempDir())
+			for name, content := range tt.files {
+				writeFile(t, cfg.Root, name, content)
+			}
+			runner := looptest.NewFakeRunner(t)
+			rep, err := loop.Plan(t.Context(), cfg, store, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Outcome != loop.OutcomeNoPlan || rep.ExitCode() != 2 {
+				t.Errorf("outcome %s exit %d, want no_plan 2", rep.Outcome, rep.ExitCode())
+			}
+			if !strings.Contains(rep.Message, "specs/*.md") || !strings.Contains(rep.Message, "ralph feature add NAME --spec FILE") {
+				t.Errorf("message %q does not say where specs go", rep.Message)
+			}
+			if runner.Calls() != 0 {
+				t.Errorf("%d sessions ran without specs", runner.Calls())
+			}
+			if _, err := os.Stat(filepath.Join(cfg.Root, ".ralph")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a plan run without specs left .ralph behind (%v)", err)
+			}
+		})
+	}
+}
+
+func TestPlanPromptAndRequest(t *testing.T) {
+	store := newStore(t)
+	cfg := planConfig(t)
+	writeFile(t, cfg.Root, "specs/api.md", "# API\nGET /users lists users.\n")
+	cfg.RalphBin = "/usr/local/bin/ralph"
+	runner := looptest.NewFakeRunner(t).Always(planner(store, "a|"+complete))
+	rep, err := loop.Plan(t.Context(), cfg, store, runner)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("outcome %s (%s), err %v", rep.Outcome, rep.Message, err)
+	}
+	req := runner.Requests()[0]
+	for _, want := range []string{
+		"## specs/api.md\n\n# API\nGET /users lists users.",
+		"## specs/auth.md\n\n# Auth\nUsers log in with a password.",
+		`"$RALPH_BIN" task add`,
+		`"$RALPH_BIN" task dep add BLOCKED BLOCKER`,
+		"<promise>COMPLETE</promise>",
+		"planning session 1",
+	} {
+		if !strings.Contains(req.Prompt, want) {
+			t.Errorf("plan prompt lacks %q:\n%s", want, req.Prompt)
+		}
+	}
+	if strings.Index(req.Prompt, "specs/api.md") > strings.Index(req.Prompt, "specs/auth.md") {
+		t.Error("specs are not in name order")
+	}
+	env := map[string]string{}
+	for _, k := range []string{"RALPH_AGENT_ID", "RALPH_ITERATION", "RALPH_DIR", "RALPH_BIN", "RALPH_TASK_ID"} {
+		env[k] = envOf(req, k)
+	}
+	wantEnv := map[string]string{"RALPH_AGENT_ID": testAgent, "RALPH_ITERATION": "1", "RALPH_DIR": cfg.Root, "RALPH_BIN": "/usr/local/bin/ralph", "RALPH_TASK_ID": ""}
+	if diff := cmp.Diff(wantEnv, env); diff != "" {
+		t.Errorf("agent environment (-want +got):\n%s", diff)
+	}
+	if !req.Sandboxed || req.Dir != cfg.Root {
+		t.Errorf("request sandboxed %v dir %q", req.Sandboxed, req.Dir)
+	}
+	receipts, err := store.Receipts(t.Context(), 0)
+	if err != nil || len(receipts) != 1 || receipts[0].Mode != "plan" || receipts[0].TaskID != "" {
+		t.Errorf("receipts %+v, %v; want one of mode plan without a task", receipts, err)
+	}
+}
+
+func TestPlanFeature(t *testing.T) {
+	store := newStore(t, loop.Task{ID: "other", Title: "Not this feature"})
+	cfg := planConfig(t)
+	writeFile(t, cfg.Root, ".ralph/features/billing/spec.md", "# Billing\nInvoices every month.\n")
+	writeFile(t, cfg.Root, ".ralph/features/billing/plan.md", "Start with the schema.\n")
+	if err := store.AddFeature(loop.Feature{Name: "billing", SpecPath: ".ralph/features/billing/spec.md", PlanPath: ".ralph/features/billing/plan.md"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AddFeature(loop.Feature{Name: "nospec", SpecPath: ".ralph/features/nospec/spec.md"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Scope = loop.Scope{Feature: "billing"}
+	cfg.Env = []string{"TEST_FEATURE=billing"}
+	runner := looptest.NewFakeRunner(t).Always(planner(store, "inv|"+complete))
+	rep, err := loop.Plan(t.Context(), cfg, store, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plan is the feature's: the task outside it does not count.
+	if rep.Outcome != loop.OutcomeComplete || rep.Message != "planning complete: 1 task in the plan (1 added)" {
+		t.Errorf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	prompt := runner.Requests()[0].Prompt
+	for _, want := range []string{"## .ralph/features/billing/spec.md", "Invoices every month.", "Start with the schema.", "--feature billing"} {
+		if !strings.Contains(prompt, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	if strings.Contains(prompt, "specs/auth.md") {
+		t.Error("a feature's plan prompt shows the project's specs too")
+	}
+
+	t.Run("a feature without a spec is nothing to plan", func(t *testing.T) {
+		cfg.Scope = loop.Scope{Feature: "nospec"}
+		runner := looptest.NewFakeRunner(t)
+		rep, err := loop.Plan(t.Context(), cfg, store, runner)
+		if err != nil || rep.Outcome != loop.OutcomeNoPlan || !strings.Contains(rep.Message, "feature nospec has no spec") {
+			t.Errorf("outcome %s (%s), err %v", rep.Outcome, rep.Message, err)
+		}
+	})
+	t.Run("an unknown feature is an error", func(t *testing.T) {
+		cfg.Scope = loop.Scope{Feature: "nope"}
+		rep, err := loop.Plan(t.Context(), cfg, store, looptest.NewFakeRunner(t))
+		if !errors.Is(err, loop.ErrFeatureNotFound) || rep.ExitCode() != 1 {
+			t.Errorf("err %v exit %d, want ErrFeatureNotFound, 1", err, rep.ExitCode())
+		}
+	})
+}
+
+func TestPlanConfigErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		config func(*loop.Config)
+		want   string
+	}{
+		{"verify", func(c *loop.Config) { c.Verify = true }, "verify checks a finished task"},
+		{"peek mode", func(c *loop.Config) { c.ClaimMode = loop.ClaimAgent }, "claim mode agent is for build only"},
+		{"test command", func(c *loop.Config) { c.TestCmd = "go test ./..." }, "no test gate"},
+		{"task scope", func(c *loop.Config) { c.Scope = loop.Scope{TaskID: "a"} }, "takes no task scope"},
+		{"another mode", func(c *loop.Config) { c.Mode = loop.ModePrompt }, "runs mode plan only"},
+		{"negative limit", func(c *loop.Config) { c.MaxIterations = -1 }, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t)
+			cfg := planConfig(t)
+			tt.config(&cfg)
+			runner := looptest.NewFakeRunner(t)
+			rep, err := loop.Plan(t.Context(), cfg, store, runner)
+			if !errors.Is(err, loop.ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want ErrConfig with %q", err, tt.want)
+			}
+			if rep.ExitCode() != 1 || runner.Calls() != 0 {
+				t.Errorf("exit %d after %d sessions, want 1 after 0", rep.ExitCode(), runner.Calls())
+			}
+		})
+	}
+	t.Run("a build config is taken as plan mode", func(t *testing.T) {
+		store := newStore(t)
+		cfg := planConfig(t)
+		cfg.Mode = loop.ModeBuild
+		rep, err := loop.Plan(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(planner(store, "a|"+complete)))
+		if err != nil || rep.Outcome != loop.OutcomeComplete {
+			t.Errorf("outcome %s, err %v", rep.Outcome, err)
+		}
+	})
+	t.Run("Run refuses plan mode", func(t *testing.T) {
+		cfg := planConfig(t)
+		cfg.Mode = loop.ModePlan
+		_, err := loop.Run(t.Context(), cfg, newStore(t), looptest.NewFakeRunner(t))
+		if !errors.Is(err, loop.ErrConfig) || !strings.Contains(err.Error(), "plan mode is Plan") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("nil seams", func(t *testing.T) {
+		if _, err := loop.Plan(t.Context(), planConfig(t), nil, looptest.NewFakeRunner(t)); !errors.Is(err, loop.ErrConfig) {
+			t.Errorf("nil store: %v", err)
+		}
+	})
+}
+
+func TestPlanCommit(t *testing.T) {
+	store := newStore(t)
+	cfg := planConfig(t)
+	gitRepo(t, cfg.Root)
+	git(t, cfg.Root, "add", "specs")
+	git(t, cfg.Root, "commit", "-q", "-m", "specs")
+	cfg.Commit = true
+	cfg.MaxIterations = 3
+	sessions := 0
+	runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		sessions++
+		// Tasks land in the database (.ralph/, never committed); the
+		// second session also writes a planning note.
+		writeFile(t, cfg.Root, ".ralph/progress.db", fmt.Sprint(sessions))
+		if err := store.Add(loop.Task{ID: fmt.Sprint("t", sessions), Title: "t", Priority: 2}); err != nil {
+			return loop.RunResult{}, err
+		}
+		if sessions == 2 {
+			writeFile(t, cfg.Root, "docs/plan-notes.md", "notes\n")
+			return looptest.Result(complete), nil
+		}
+		return looptest.Result("more"), nil
+	})
+	rep, err := loop.Plan(t.Context(), cfg, store, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != loop.OutcomeComplete || rep.Iterations != 2 {
+		t.Errorf("outcome %s after %d: %s", rep.Outcome, rep.Iterations, rep.Message)
+	}
+	log := strings.Split(strings.TrimSpace(git(t, cfg.Root, "log", "--format=%s")), "\n")
+	if diff := cmp.Diff([]string{"plan: iteration 2 - plan from specs/auth.md", "specs", "init"}, log); diff != "" {
+		t.Errorf("commits (-want +got):\n%s", diff)
+	}
+
+	t.Run("outside a git repository", func(t *testing.T) {
+		cfg := planConfig(t)
+		cfg.Commit = true
+		runner := looptest.NewFakeRunner(t)
+		rep, err := loop.Plan(t.Context(), cfg, newStore(t), runner)
+		if err != nil || rep.Outcome != loop.OutcomeGitFailed || rep.ExitCode() != 5 || runner.Calls() != 0 {
+			t.Errorf("outcome %s exit %d after %d sessions, err %v", rep.Outcome, rep.ExitCode(), runner.Calls(), err)
+		}
+	})
+}
+
+func TestPlanPromptOverride(t *testing.T) {
+	tests := []struct {
+		name     string
+		override string
+		want     string // the prompt, or the error's text
+		err      bool
+	}{
+		{"variables of the plan prompt", "{{.Mode}} {{.Iteration}}:{{range .Specs}} {{.Path}}{{end}}", "plan 1: specs/auth.md", false},
+		{"an unknown variable is named", "{{range .Specs}}{{.Body}}{{end}}", "unknown variable .Body", true},
+		{"a task variable is known, if empty", "[{{.Task.ID}}]", "[]", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t)
+			cfg := planConfig(t)
+			writeFile(t, cfg.Root, ".ralph/prompts/plan.md", tt.override)
+			runner := looptest.NewFakeRunner(t).Always(planner(store, "a|"+complete))
+			_, err := loop.Plan(t.Context(), cfg, store, runner)
+			if tt.err {
+				if !errors.Is(err, loop.ErrPrompt) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "plan.md") {
+					t.Errorf("err = %v, want ErrPrompt naming plan.md and %q", err, tt.want)
+				}
+				if runner.Calls() != 0 {
+					t.Error("an agent ran with a broken override")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runner.Requests()[0].Prompt; got != tt.want {
+				t.Errorf("prompt %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanUsageLimitIsAWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newStore(t)
+		cfg := planConfig(t)
+		cfg.MaxIterations = 1
+		runner := looptest.NewFakeRunner(t, looptest.UsageLimited(time.Now().Add(time.Hour))).Always(planner(store, "a|"+complete))
+		began := time.Now()
+		rep, err := loop.Plan(t.Context(), cfg, store, runner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Outcome != loop.OutcomeComplete || rep.Iterations != 1 || runner.Calls() != 2 {
+			t.Errorf("outcome %s, %d iterations, %d sessions; want complete, 1, 2", rep.Outcome, rep.Iterations, runner.Calls())
+		}
+		if waited := time.Since(began); waited != time.Hour {
+			t.Errorf("waited %v, want 1h", waited)
+		}
+	})
+}
+
+func TestPlanSessionLog(t *testing.T) {
+	store := newStore(t)
+	cfg := planConfig(t)
+	cfg.SessionLog, cfg.RawLogs = true, true
+	cfg.LogDir = filepath.Join(cfg.Root, ".ralph", "logs")
+	runner := looptest.NewFakeRunner(t).Always(planner(store, "a|"+complete))
+	rep, err := loop.Plan(t.Context(), cfg, store, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(loop.SessionLogPath(cfg.LogDir, rep.Session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mode: plan\n", "=== iteration 1 ===", "status: session_ok", "outcome: complete", "exit code: 0"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("session log lacks %q:\n%s", want, log)
+		}
+	}
+	if got := runner.Requests()[0].LogPath; got != filepath.Join(cfg.LogDir, rep.Session, "iter-1.ndjson") {
+		t.Errorf("raw log path %q", got)
+	}
+}
