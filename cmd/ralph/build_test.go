@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -458,17 +461,19 @@ func TestBuildInterrupt(t *testing.T) {
 	defer cancel()
 	go func() {
 		// Cancel once the agent has started (it records the call first).
-		for ctx.Err() == nil {
+		defer cancel()
+		for deadline := time.Now().Add(time.Minute); ctx.Err() == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if _, err := os.Stat(script + ".calls"); err == nil {
-				cancel()
 				return
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
 	}()
 	r := h.build(ctx, agent)
 	if r.code != 130 || !strings.Contains(r.stderr, "ralph: interrupted") {
 		t.Fatalf("exit %d, stderr %q; want 130", r.code, r.stderr)
+	}
+	if n := len(agentCalls(t, script)); n != 1 {
+		t.Errorf("%d agent sessions, want the one interrupted", n)
 	}
 	if diff := cmp.Diff(map[string]loop.Status{"t-1": "pending", "t-2": "pending"}, h.statuses()); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
@@ -646,5 +651,68 @@ func TestBuildProgressFileRefusesLostTasks(t *testing.T) {
 	}
 	if got := h.read("progress.md"); !strings.Contains(got, "- [ ] Add the cart\n- [ ] Add checkout\n") {
 		t.Errorf("boxes changed:\n%s", got)
+	}
+}
+
+// TestBinaryBuildSignal sends SIGINT or SIGTERM to a real ralph process
+// while its agent works: main's signal-aware context must stop the agent,
+// release the claim and exit 130.
+func TestBinaryBuildSignal(t *testing.T) {
+	t.Parallel()
+	bin := buildRalph(t)
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			ralph := func(args ...string) *exec.Cmd {
+				cmd := exec.CommandContext(t.Context(), bin, append([]string{"--dir", dir}, args...)...)
+				cmd.Env = withoutEnv(os.Environ(), "RALPH_CLAUDE")
+				return cmd
+			}
+			for _, args := range [][]string{{"init"}, {"task", "add", "Slow task"}} {
+				if out, err := ralph(args...).CombinedOutput(); err != nil {
+					t.Fatalf("ralph %q: %v\n%s", args, err, out)
+				}
+			}
+			agent, script := fakeAgentPath(t, agentStep{Hang: true})
+			cmd := ralph("build", "--claude", agent)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Signal once the agent has started (it records the call first).
+			waitFor(t, "the agent to start", func() bool { return len(agentCalls(t, script)) > 0 })
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "ralph: interrupted") {
+				t.Fatalf("exit %v, stderr %q; want 130", err, errb.String())
+			}
+			list, err := ralph("task", "list", "--json").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tasks []taskJSON
+			if err := json.Unmarshal(list, &tasks); err != nil {
+				t.Fatal(err)
+			}
+			if len(tasks) != 1 || tasks[0].Status != "pending" || tasks[0].ClaimedBy != "" {
+				t.Errorf("tasks after the signal: %+v", tasks)
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds, for at most a minute. It is for
+// waiting on another process, which offers nothing better to wait on.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
