@@ -164,3 +164,31 @@ func BenchmarkCounts(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPeek is what `ralph task peek -n 10` does in its process: open
+// the database, recover expired claims, read the first 10 ready tasks and
+// the active ones, close.
+func BenchmarkPeek(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			path := benchStore(b, n).Path()
+			for b.Loop() {
+				s, err := OpenExisting(b.Context(), path, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.RecoverExpired(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				ready, err := s.Ready(b.Context(), loop.Scope{}, 10)
+				if err != nil || len(ready) != 10 {
+					b.Fatalf("Ready: %d, %v", len(ready), err)
+				}
+				if _, err := s.Active(b.Context(), loop.Scope{}); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+		})
+	}
+}

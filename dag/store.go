@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -163,7 +165,7 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 	// Look at an existing file before the WAL pragma touches it: a foreign
 	// or corrupt file must be left exactly as it was.
 	if err == nil && fi.Size() > 0 {
-		if err := s.inspect(ctx, abs); err != nil {
+		if err := s.precheck(ctx, abs); err != nil {
 			return nil, err
 		}
 	}
@@ -193,6 +195,37 @@ func fileURI(abs string) string {
 	return "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
 }
 
+// precheck refuses foreign, corrupt and too new files before anything
+// writes to them. The 100-byte file header usually decides (and costs no
+// SQLite connection); a file without our application id, or one whose
+// header page may still live in the WAL, gets the full inspection. The
+// header read here can lag the WAL; migrate checks again over the real
+// connection.
+func (s *Store) precheck(ctx context.Context, abs string) error {
+	f, err := os.Open(abs)
+	if err != nil {
+		return fmt.Errorf("dag: %w", err)
+	}
+	var h [100]byte
+	n, err := io.ReadFull(f, h[:])
+	f.Close()
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("dag: %s: %w", s.path, err)
+	}
+	if n < len(h) || string(h[:16]) != "SQLite format 3\x00" {
+		return fmt.Errorf("%w: %s is not a SQLite database", ErrNotADatabase, s.path)
+	}
+	version := int(int32(binary.BigEndian.Uint32(h[60:])))
+	appID := int(int32(binary.BigEndian.Uint32(h[68:])))
+	if appID == applicationID && version >= 0 && version <= SchemaVersion() {
+		return nil
+	}
+	if appID != 0 || version > SchemaVersion() {
+		return s.checkHeader(version, appID, 1)
+	}
+	return s.inspect(ctx, abs)
+}
+
 // inspect reads the header fields of an existing file over a connection
 // that changes nothing, and refuses foreign, corrupt and too new files.
 func (s *Store) inspect(ctx context.Context, abs string) error {
@@ -211,7 +244,7 @@ func (s *Store) inspect(ctx context.Context, abs string) error {
 func (s *Store) checkHeader(version, appID, tables int) error {
 	switch {
 	case appID != 0 && appID != applicationID:
-		return fmt.Errorf("%w: %s belongs to another application (application_id %#x)", ErrNotADatabase, s.path, appID)
+		return fmt.Errorf("%w: %s has application_id %#x, not ralph's (another application's file, or a corrupt one)", ErrNotADatabase, s.path, appID)
 	case version > SchemaVersion():
 		return s.tooNew(version, SchemaVersion())
 	case appID == 0 && tables > 0:
@@ -457,19 +490,25 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 // recoverIfAny takes the write lock only when some lease has expired: a
 // cheap indexed look-up keeps reads from serialising behind writers.
 func (s *Store) recoverIfAny(ctx context.Context) error {
+	n, err := s.countExpired(ctx)
+	if err != nil || n == 0 {
+		return err
+	}
+	return s.write(ctx, func(*txn) error { return nil })
+}
+
+// countExpired says whether some claim's lease has expired (0 or 1).
+func (s *Store) countExpired(ctx context.Context) (int, error) {
 	st, err := s.stmt(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_active
 			WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1)`)
 	if err != nil {
-		return s.dbErr(err)
+		return 0, s.dbErr(err)
 	}
 	var n int
 	if err := st.QueryRowContext(ctx, s.now()).Scan(&n); err != nil {
-		return s.dbErr(err)
+		return 0, s.dbErr(err)
 	}
-	if n == 0 {
-		return nil
-	}
-	return s.write(ctx, func(*txn) error { return nil })
+	return n, nil
 }
 
 // RecoverExpired returns every claim whose lease has expired to pending,
@@ -477,6 +516,10 @@ func (s *Store) recoverIfAny(ctx context.Context) error {
 // recovered ids. Every TaskStore method does this first.
 func (s *Store) RecoverExpired(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Nothing expired (the usual case): no write lock, no transaction.
+	if n, err := s.countExpired(ctx); err != nil || n == 0 {
 		return nil, err
 	}
 	tx, end, err := s.begin(ctx)
