@@ -108,11 +108,18 @@ func build(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	defer closeStore()
+	// A scope that names nothing is bad input: said before the run writes
+	// any log.
 	if feature != "" {
 		if fstore, ok := store.(loop.FeatureStore); ok {
 			if _, err := fstore.Feature(c.Context, feature); err != nil {
 				return err
 			}
+		}
+	}
+	if taskID != "" {
+		if _, err := store.Get(c.Context, taskID); err != nil {
+			return err
 		}
 	}
 

@@ -186,6 +186,33 @@ func TestBuildOutcomes(t *testing.T) {
 			want: map[string]loop.Status{"t-1": "pending"},
 		},
 		{
+			name: "silent past --idle-timeout", tasks: 1, steps: []agentStep{{Hang: true}},
+			args: []string{"--idle-timeout", "300ms", "--max-retries", "0"},
+			code: 4, errOut: "idle",
+			want: map[string]loop.Status{"t-1": "pending"},
+		},
+		{
+			// The wait is not an iteration: --once still finishes the task.
+			name: "usage limit wait", tasks: 1, steps: []agentStep{{UsageLimit: 1}, {Text: done}},
+			args: []string{"--once"},
+			code: 0, out: "usage limit reached; waiting until ",
+			want: map[string]loop.Status{"t-1": "done"},
+			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
+				if len(calls) != 2 || h.dump().Tasks[0].RetryCount != 0 {
+					t.Errorf("%d sessions, task %+v; want 2 sessions and no retry", len(calls), h.dump().Tasks[0])
+				}
+				if !strings.Contains(r.stdout, "complete: all 1 task done") {
+					t.Errorf("stdout:\n%s", r.stdout)
+				}
+			},
+		},
+		{
+			name: "usage limit beyond --max-wait", tasks: 1, steps: []agentStep{{UsageLimit: time.Now().Add(3 * time.Hour).Unix()}},
+			args: []string{"--max-wait", "1h"},
+			code: 10, errOut: "ralph: usage limit reached; resets at ",
+			want: map[string]loop.Status{"t-1": "pending"},
+		},
+		{
 			name: "once", tasks: 2, steps: []agentStep{{Text: done}},
 			args: []string{"--once"},
 			code: 0, out: "iteration limit reached (1); 1 task remains",
@@ -319,14 +346,6 @@ func TestBuildOutcomes(t *testing.T) {
 			agent: "/nonexistent/claude",
 			code:  1, errOut: "/nonexistent/claude",
 			want: map[string]loop.Status{"t-1": "pending"},
-		},
-		{
-			name: "feature and task", tasks: 1, args: []string{"--feature", "x", "--task", "t-1"},
-			code: 1, errOut: "--feature and --task cannot be used together",
-		},
-		{
-			name: "bad strategy", tasks: 1, args: []string{"--strategy", "cheapest"},
-			code: 1, errOut: "see 'ralph build --help'",
 		},
 		{
 			name: "task scope", tasks: 3, steps: []agentStep{{Text: done}}, args: []string{"--task", "t-1"},
@@ -714,5 +733,53 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// TestBuildBadInput: a bad command line or a scope naming nothing is a
+// one-line error, exit 1, and changes nothing: no claim, no log, no file.
+func TestBuildBadInput(t *testing.T) {
+	t.Parallel()
+	base := initHarness(t)
+	base.chain(2)
+	agent, script := fakeAgentPath(t, agentStep{Text: done})
+	tests := []struct {
+		name   string
+		args   []string
+		errOut string
+	}{
+		{"unknown task", []string{"--task", "t-9"}, `no such task: "t-9"`},
+		{"unknown feature", []string{"--feature", "nope"}, `no such feature: "nope"`},
+		{"feature and task", []string{"--feature", "x", "--task", "t-1"}, "--feature and --task cannot be used together"},
+		{"progress and feature", []string{"--progress", "p.md", "--feature", "x"}, "a progress file has no features"},
+		{"progress and peek mode", []string{"--progress", "p.md", "--claim", "agent"}, "--claim agent needs the task database"},
+		{"negative iterations", []string{"--max-iterations", "-1"}, "max iterations -1 is negative (see 'ralph build --help')"},
+		{"bad claim mode", []string{"--claim", "both"}, `claim mode "both"`},
+		{"bad usage-limit policy", []string{"--on-usage-limit", "retry"}, `on-usage-limit "retry"`},
+		{"bad strategy", []string{"--strategy", "cheapest"}, "cheapest"},
+		{"model with a strategy", []string{"--strategy", "escalate", "--model", "opus"}, "see 'ralph build --help'"},
+		{"verify in peek mode", []string{"--claim", "agent", "--verify"}, "verify"},
+		{"not a duration", []string{"--timeout", "soon"}, "soon"},
+		{"positional argument", []string{"t-1"}, "want no arguments"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := base.clone(t)
+			db, files := h.dump(), h.files()
+			r := h.build(t.Context(), agent, tc.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, tc.errOut) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and one line saying %q", r.code, r.stdout, r.stderr, tc.errOut)
+			}
+			if diff := cmp.Diff(db, h.dump()); diff != "" {
+				t.Errorf("database changed (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(files, h.files()); diff != "" {
+				t.Errorf("files changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+	if calls := agentCalls(t, script); len(calls) != 0 {
+		t.Errorf("%d agent sessions ran", len(calls))
 	}
 }
