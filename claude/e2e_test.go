@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -474,6 +476,62 @@ func TestE2EStallAndCancel(t *testing.T) {
 			t.Errorf("took %v to cancel", elapsed)
 		}
 	})
+}
+
+// findProcess returns the pid of a process whose environment holds kv
+// (each test's fake API address is unique), or 0.
+func findProcess(kv string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, v := range strings.Split(string(env), "\x00") {
+			if v == kv {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// TestE2ESIGINT interrupts the real CLI mid-stream with SIGINT, as a
+// terminal would: it exits 0 with error_during_execution, which is an
+// agent error when ralph did not ask for it.
+func TestE2ESIGINT(t *testing.T) {
+	api := newFakeAPI(t, func(apiRequest) reply {
+		return reply{Blocks: []block{{Text: "Partial answer"}, {Text: "never sent"}}, Stop: "end_turn", StallAt: 2}
+	})
+	go func() {
+		select {
+		case <-api.stalled:
+		case <-t.Context().Done():
+			return
+		}
+		// The agent is the process with this test's API address (it runs
+		// no tool while the reply stalls, so it is the only one).
+		for range 100 {
+			if pid := findProcess("ANTHROPIC_BASE_URL=" + api.url); pid != 0 {
+				_ = syscall.Kill(pid, syscall.SIGINT)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	req := e2eRequest(t, api)
+	req.IdleTimeout = 20 * time.Second
+	res, _ := runReal(t, t.Context(), api, req)
+	if res.ExitCode != 0 || res.Subtype != "error_during_execution" {
+		t.Errorf("exit %d, subtype %q: the CLI's SIGINT behaviour changed", res.ExitCode, res.Subtype)
+	}
+	if res.Class != loop.ClassAgentError {
+		t.Errorf("class %s, want agent_error (%s)", res.Class, Describe(res))
+	}
 }
 
 func TestE2EBigSystemPrompt(t *testing.T) {
