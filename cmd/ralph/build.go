@@ -149,12 +149,10 @@ func build(c *cli.Context, cfg appConfig) error {
 
 	var runner loop.Runner = &claude.Runner{Path: agent}
 	view := newBuildView(cfg.stdout)
-	obs := []loop.Observer{view}
 	if ps, ok := store.(*progressStore); ok {
 		runner = &documentRunner{Runner: runner, store: ps.Store, warn: view.warn}
-		obs = append(obs, &progressLog{store: ps.Store, warn: view.warn})
 	}
-	lc.Observer = loop.MultiObserver(obs...)
+	lc.Observer = view
 
 	rep, err := loop.Run(c.Context, lc, store, runner)
 	if err != nil {
@@ -216,11 +214,17 @@ func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile strin
 	return st, func() { st.Close() }, nil
 }
 
-// progressStore is the progress-file store as the loop sees it. It is a
-// distinct type so that build can tell the two modes apart.
+// progressStore is the progress-file store as the loop sees it: the
+// store, which is also a loop.Finisher (RALPH_DONE), plus the
+// loop.IterationRecorder that keeps the file's log.
 type progressStore struct {
 	*progress.Store
 }
+
+var (
+	_ loop.Finisher          = (*progressStore)(nil)
+	_ loop.IterationRecorder = (*progressStore)(nil)
+)
 
 // dryRun prints what the next iteration would do (DESIGN §8, "Dry run").
 func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskStore) error {
@@ -334,60 +338,36 @@ func receiptResult(r loop.Receipt) loop.RunResult {
 	}
 }
 
-// progressLog keeps a progress file's own log (DESIGN §5, progress-file
-// mode): after every iteration a row in the Iteration Log table, which also
-// trims Recent Attempts to the last five, and, for an iteration that did not
-// finish its task, an attempt block saying why. Failed tasks are not given a
-// block here: the store writes one when the task fails.
-type progressLog struct {
-	store   *progress.Store
-	warn    func(format string, a ...any)
-	started map[int]time.Time
-}
-
-// Observe implements loop.Observer.
-func (l *progressLog) Observe(n loop.Note) {
-	switch n.Kind {
-	case loop.NoteIterationStart:
-		if l.started == nil {
-			l.started = map[int]time.Time{}
+// RecordIteration implements loop.IterationRecorder: the progress file's
+// own log (DESIGN §5, progress-file mode). Every iteration that counts gets
+// a row in the Iteration Log table, which also trims Recent Attempts to the
+// last five; an iteration on a task that neither finished nor failed it
+// (no sigil, agent or gate trouble, …) also gets an attempt block saying
+// why. A failed task is not given one here: the store writes its block when
+// the task fails.
+func (s *progressStore) RecordIteration(ctx context.Context, rec loop.IterationRecord) error {
+	tried := rec.Task.Title
+	if rec.Task.ID != "" {
+		tried += " (" + rec.Task.ID + ")"
+	}
+	note := string(rec.Status)
+	if tried != "" {
+		note = tried + ": " + note
+	}
+	if rec.Task.ID != "" && !rec.Status.Success() && rec.Status != loop.IterTaskFailed {
+		result := string(rec.Status)
+		if rec.Reason != "" {
+			result += ": " + oneLine(rec.Reason)
 		}
-		l.started[n.Iteration] = n.At
-	case loop.NoteIterationEnd:
-		if n.Status == loop.IterUsageLimit {
-			return // a wait, not an iteration
-		}
-		// The loop's own context may be cancelled (SIGINT); the record of
-		// the iteration is still written.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		started := l.started[n.Iteration]
-		delete(l.started, n.Iteration)
-		tried := n.Task.Title
-		if n.Task.ID != "" {
-			tried += " (" + n.Task.ID + ")"
-		}
-		if !n.Status.Success() && n.Status != loop.IterTaskFailed {
-			result := string(n.Status)
-			if n.Message != "" {
-				result += ": " + oneLine(n.Message)
-			}
-			a := progress.Attempt{Iteration: n.Iteration, Tried: tried, Result: result, Next: "the task is offered again"}
-			if err := l.store.AddAttempt(ctx, a); err != nil {
-				l.warn("could not add to Recent Attempts: %v", err)
-			}
-		}
-		row := progress.IterationRow{Iteration: n.Iteration, Started: started, Duration: n.At.Sub(started), Notes: tried + ": " + string(n.Status)}
-		if started.IsZero() {
-			row.Duration = 0
-		}
-		if n.Status.Success() {
-			row.TasksCompleted = 1
-		}
-		if err := l.store.AppendIteration(ctx, row); err != nil {
-			l.warn("could not add to the Iteration Log: %v", err)
+		a := progress.Attempt{Iteration: rec.Iteration, Tried: tried, Result: result, Next: "the task is offered again"}
+		if err := s.AddAttempt(ctx, a); err != nil {
+			return err
 		}
 	}
+	return s.AppendIteration(ctx, progress.IterationRow{
+		Iteration: rec.Iteration, Started: rec.Started, Duration: rec.Duration,
+		TasksCompleted: rec.TasksCompleted, Notes: note,
+	})
 }
 
 // documentRunner lets a progress-file agent answer with the whole updated

@@ -783,3 +783,43 @@ func TestBuildBadInput(t *testing.T) {
 		t.Errorf("%d agent sessions ran", len(calls))
 	}
 }
+
+// TestBuildProgressFileRalphDone: RALPH_DONE in the Status section ends the
+// run as complete (exit 0), whether the agent writes it during the run or it
+// is there from the start, with boxes left unticked.
+func TestBuildProgressFileRalphDone(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		doc      string
+		steps    []agentStep
+		sessions int
+	}{
+		{
+			name: "written by the agent", doc: progressDoc, sessions: 1,
+			steps: []agentStep{{Sh: `sed -i 's/^In Progress$/RALPH_DONE/' progress.md`, Text: done}},
+		},
+		{
+			name: "there from the start", doc: strings.Replace(progressDoc, "In Progress", "RALPH_DONE", 1), sessions: 0,
+			steps: []agentStep{{Text: done}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			path := h.write("progress.md", tc.doc)
+			agent, script := fakeAgentPath(t, tc.steps...)
+			r := h.build(t.Context(), agent, "--progress", path)
+			if r.code != 0 || !strings.Contains(r.stdout, "RALPH_DONE") {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			if n := len(agentCalls(t, script)); n != tc.sessions {
+				t.Errorf("%d sessions, want %d", n, tc.sessions)
+			}
+			if got := h.read("progress.md"); !strings.Contains(got, "- [ ] Add checkout") {
+				t.Errorf("progress file:\n%s", got)
+			}
+		})
+	}
+}
