@@ -97,9 +97,98 @@
 //     to <LogDir>/<Session>/iter-<n>.ndjson (iter-<n>-verify.ndjson for the
 //     verifier) when Config.RawLogs is set. Session names are
 //     session-YYYYMMDD-HHMMSS in UTC.
-//   - Prompts: build.md, verify.md and peek.md are embedded and can be
-//     overridden by <root>/.ralph/prompts/<name>.md. Overrides are checked
-//     when the run starts: a field that PromptData does not have, at any
-//     depth the checker can follow (with, range, $), is an error naming it,
-//     and missingkey=error is set for the rest.
+//   - Prompts: build.md, verify.md, peek.md, plan.md and prompt.md are
+//     embedded and can be overridden by <root>/.ralph/prompts/<name>.md.
+//     Overrides are checked when the run starts: a field that PromptData
+//     does not have, at any depth the checker can follow (with, range, $),
+//     is an error naming it, and missingkey=error is set for the rest.
+//   - Stores that keep their own books: a store that is a Finisher (a
+//     progress file: RALPH_DONE, or every box ticked) is asked Done before
+//     the first iteration and after each one, and a true ends the build run
+//     as OutcomeComplete (exit 0) even with tasks open. A store that is an
+//     IterationRecorder gets an IterationRecord after every counted
+//     iteration, in every mode, with TasksCompleted counted from the
+//     store (the agent may finish several tasks in one session); an error
+//     there is a notice, as for receipts.
+//
+// # Plan mode (Plan, `ralph plan [N]`)
+//
+//   - Specs are <root>/specs/*.md in name order (blank files left out), or
+//     with Scope.Feature the feature's spec file only. No specs: Plan
+//     returns OutcomeNoPlan (exit 2) at once with a message naming specs/*.md
+//     and `ralph feature add NAME --spec FILE`; no agent runs, nothing is
+//     written. Specs are read once, when the run starts.
+//   - Each iteration is one session with the plan prompt; the agent adds
+//     tasks with `$RALPH_BIN task add` and `task dep add`. The loop claims
+//     nothing (no RALPH_TASK_ID) and reads only the final text: FAILURE is
+//     exit 7, COMPLETE ends the run after the iteration. Agent trouble and
+//     usage limits are handled as in build mode.
+//   - COMPLETE is believed, since planning has no database truth to check
+//     it against, except that an empty plan is never success: COMPLETE, or
+//     the iteration limit, with no task in scope is OutcomeNoPlan (exit 2,
+//     "nothing to do" for the build that would follow). The limit with
+//     tasks planned is OutcomeLimitReached (exit 0); the message says how
+//     many tasks the plan has and how many this run added.
+//   - MaxIterations 0 is DefaultPlanIterations (5); PlanConfig starts from
+//     it. The model rules are build mode's (no model: cost-optimized, which
+//     is sonnet here).
+//   - No test gate (a configured test command is a configuration error:
+//     planning changes no code), no verify, no peek mode, no task scope.
+//     With Commit, files the session changed outside .ralph/ are committed
+//     as "plan: iteration <n> - plan from specs/a.md, …" (or "plan feature
+//     F"); nothing changed is normal (tasks live in .ralph/), and git
+//     failures are gate trouble as in build mode (exit 5 past the retries).
+//
+// # Prompt mode (RunPrompt, `ralph prompt FILE`)
+//
+//   - One session, iteration 1, with the RALPH_* environment (no
+//     RALPH_TASK_ID), the session log and the raw stream of a build
+//     iteration, and a receipt of mode "prompt" when PromptParams.Receipts
+//     is set. No task, no completion check (sigils are not read), no test
+//     gate, no verify.
+//   - The file is not a template: the prompt.md template (embedded: exactly
+//     "{{.Prompt}}") wraps it, so an override can add a house preamble with
+//     the usual variables while {{ }} in the file reaches the agent as is.
+//   - Agent trouble (crash, is_error, timeout, no result) is exit 4 at once:
+//     re-running a prompt that may have half-applied its changes could apply
+//     them twice. A usage limit waits and runs the prompt again (not a new
+//     iteration), as build mode does; with the stop policy or a reset past
+//     MaxWait it is exit 10. Cancellation is exit 130.
+//   - With Commit: outside a git repository exit 5 before the agent runs;
+//     changes are committed as "prompt: iteration 1 - <title>" (the title
+//     is PromptParams.Title, else the prompt's first non-blank line without
+//     heading marks, at most 72 bytes); nothing changed is a notice, exit 0;
+//     a failing commit is exit 5.
+//
+// # Prompt templates
+//
+// Every template gets a PromptData. What each mode fills:
+//
+//	variable                 build  verify  peek  plan  prompt
+//	.Mode                    build  verify  build plan  prompt
+//	.Iteration .AgentID      yes    yes     yes   yes   yes (1)
+//	.Root .RalphBin          yes    yes     yes   yes   yes
+//	.Task (.ID .Title        yes    yes     -     -     -
+//	  .Description .Priority
+//	  .RetryCount …)
+//	.Parent (a *Task)        yes    yes     -     -     -
+//	.Blockers (.Task         yes    -       -     -     -
+//	  .Summary)
+//	.Retry (.Count           yes    -       -     -     -
+//	  .MaxRetries .Reason)
+//	.Feature (.Name .Spec    yes    -       -     yes   -
+//	  .Plan)
+//	.Specs (.Path .Content)  -      -       -     yes   -
+//	.Skills (.Name           yes    -       -     yes   yes
+//	  .Description .Path)
+//	.Peek                    -      -       yes   -     -
+//	.AgentText               -      yes     -     -     -
+//	.Prompt                  -      -       -     -     yes
+//
+// The spec and plan of a task's feature are .Feature.Spec and
+// .Feature.Plan (contents, empty when the file is missing); in plan mode
+// the specs being planned are .Specs, and .Feature is set with --feature.
+// A field a mode does not fill is its zero value (nil pointers and empty
+// lists are false in {{if}} and {{with}}). A variable PromptData does not
+// have is an error naming it when the override is loaded.
 package loop

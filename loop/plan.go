@@ -162,7 +162,7 @@ func (r *run) planIteration(ctx context.Context) (counted bool, s *stop) {
 	if s != nil {
 		return false, s
 	}
-	if res.Class == ClassCancelled || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return false, r.checkCancel(ctx)
 	}
 	if res.Class == ClassUsageLimit {
