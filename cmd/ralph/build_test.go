@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -821,5 +824,46 @@ func TestBuildProgressFileRalphDone(t *testing.T) {
 				t.Errorf("progress file:\n%s", got)
 			}
 		})
+	}
+}
+
+// BenchmarkBuildOnce measures one `ralph build --once` at 10,000 tasks, in
+// process, against a no-op agent (a shell script that answers the task-done
+// sigil at once): flag parsing, opening the database, the loop's iteration,
+// the agent process, the session and raw logs, the receipt. The agent's
+// process start is not subtracted: ns/op is what a user waits for beyond
+// the agent's own work.
+func BenchmarkBuildOnce(b *testing.B) {
+	dir := b.TempDir()
+	ctx := b.Context()
+	if code := run(ctx, []string{"ralph", "--dir", dir, "init"}, io.Discard, io.Discard); code != 0 {
+		b.Fatalf("init: exit %d", code)
+	}
+	st, err := dag.Open(ctx, filepath.Join(dir, ".ralph", "progress.db"), dag.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tasks := make([]dag.ImportTask, 10_000)
+	for i := range tasks {
+		tasks[i] = dag.ImportTask{ID: fmt.Sprintf("t-%d", i+1), Title: fmt.Sprintf("Task %d", i+1), Priority: 2}
+		if i > 0 && i%10 != 0 {
+			tasks[i].BlockedBy = []string{tasks[i-1].ID}
+		}
+	}
+	if _, err := st.Import(ctx, tasks); err != nil {
+		b.Fatal(err)
+	}
+	st.Close()
+	agent := filepath.Join(b.TempDir(), "agent")
+	script := "#!/bin/sh\ncat >/dev/null\nprintf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"<task-done>%s</task-done>\",\"num_turns\":1,\"total_cost_usd\":0}\\n' \"$RALPH_TASK_ID\"\n"
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"ralph", "--dir", dir, "build", "--once", "--claude", agent}
+	var errb bytes.Buffer
+	for b.Loop() {
+		if code := run(ctx, args, io.Discard, &errb); code != 0 {
+			b.Fatalf("build: exit %d: %s", code, errb.String())
+		}
 	}
 }
