@@ -39,7 +39,8 @@ CREATE TABLE tasks (
 CREATE INDEX tasks_ready ON tasks (priority, seq)
 	WHERE status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0;
 CREATE INDEX tasks_ready_feature ON tasks (feature, priority, seq)
-	WHERE status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0;
+	WHERE status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0
+	AND feature IS NOT NULL;
 CREATE INDEX tasks_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
 -- The few in_progress tasks (leases, active claims, agents). An index over
 -- every status would cost each claim and completion more page writes;
