@@ -32,9 +32,6 @@ const claudeVersion = "2.1.330"
 // the test in CI and skips it elsewhere, saying how to install it.
 func realClaude(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("RALPH_TEST_CLAUDE"); p != "" {
-		return p
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -50,11 +47,30 @@ func realClaude(t testing.TB) string {
 		}
 		root = parent
 	}
-	p := filepath.Join(root, ".cache", "claude", "node_modules", ".bin", "claude")
-	if _, err := os.Stat(p); err != nil {
-		msg := fmt.Sprintf("Claude Code %s not found at %s (or $RALPH_TEST_CLAUDE); install it with: "+
-			"npm install --no-audit --no-fund --loglevel=error --prefix %s @anthropic-ai/claude-code@%s",
+	p := os.Getenv("RALPH_TEST_CLAUDE")
+	if p == "" {
+		p = filepath.Join(root, ".cache", "claude", "node_modules", ".bin", "claude")
+	}
+	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+		msg := fmt.Sprintf("Claude Code %s not found at %s (set RALPH_TEST_CLAUDE, or install it with: "+
+			"npm install --no-audit --no-fund --loglevel=error --prefix %s @anthropic-ai/claude-code@%s)",
 			claudeVersion, p, filepath.Join(root, ".cache", "claude"), claudeVersion)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	versionOnce.Do(func() {
+		out, err := exec.Command(p, "--version").Output()
+		version = strings.TrimSpace(string(out))
+		if err != nil {
+			version = err.Error()
+		}
+	})
+	if !strings.HasPrefix(version, claudeVersion+" ") {
+		// The transcripts and the classification are checked against the
+		// pinned release; another one is not what CI tests.
+		msg := fmt.Sprintf("%s is Claude Code %q, not the pinned %s", p, version, claudeVersion)
 		if os.Getenv("CI") != "" {
 			t.Fatal(msg)
 		}
@@ -62,6 +78,11 @@ func realClaude(t testing.TB) string {
 	}
 	return p
 }
+
+var (
+	versionOnce sync.Once
+	version     string // of the Claude Code under test
+)
 
 // apiRequest is the part of a Messages API request the fake looks at.
 type apiRequest struct {
