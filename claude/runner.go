@@ -208,7 +208,8 @@ const (
 // when the agent could not be started (loop.ErrAgentNotFound, a log file
 // or system prompt file that cannot be written). Events go to req.OnEvent
 // one at a time (stderr lines come from their own goroutine, but calls never
-// overlap).
+// overlap); the stream is not read while OnEvent runs, so it must be quick,
+// or the idle timeout may count its time as the agent's silence.
 func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 	r.mark("enter")
 	defer r.mark("return")
