@@ -176,7 +176,7 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 				features[p.Feature] = ok
 			}
 			if !ok {
-				return fmt.Errorf("%s: feature %q does not exist: %w", p.where(i), p.Feature, loop.ErrFeatureNotFound)
+				return quiet(loop.ErrFeatureNotFound, "%s: feature %q does not exist", p.where(i), p.Feature)
 			}
 		}
 		if p.ParentID != "" {
@@ -189,7 +189,7 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 			} else if e, err := lookup(p.ParentID); err != nil {
 				return err
 			} else if !e.found {
-				return fmt.Errorf("%s: parent %s does not exist: %w", p.where(i), p.ParentID, loop.ErrNotFound)
+				return quiet(loop.ErrNotFound, "%s: parent %s does not exist", p.where(i), p.ParentID)
 			} else {
 				extChildren[p.ParentID]++
 			}
@@ -208,7 +208,7 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 			} else if e, err := lookup(b); err != nil {
 				return err
 			} else if !e.found {
-				return fmt.Errorf("%s: blocker %s does not exist: %w", p.where(i), b, loop.ErrNotFound)
+				return quiet(loop.ErrNotFound, "%s: blocker %s does not exist", p.where(i), b)
 			} else {
 				depsOnExisting = true
 			}
@@ -280,6 +280,21 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 		}
 	}
 	return nil
+}
+
+// quietError reads as its message alone but still matches its sentinel
+// with errors.Is: "line 7: task t-3: parent t-99 does not exist" says all
+// that the sentinel's text would repeat.
+type quietError struct {
+	msg string
+	err error
+}
+
+func (e *quietError) Error() string { return e.msg }
+func (e *quietError) Unwrap() error { return e.err }
+
+func quiet(sentinel error, format string, args ...any) error {
+	return &quietError{msg: fmt.Sprintf(format, args...), err: sentinel}
 }
 
 // findCycle looks for a cycle in a directed graph given as adjacency lists
