@@ -282,19 +282,19 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 	return nil
 }
 
-// quietError reads as its message alone but still matches its sentinel
-// with errors.Is: "line 7: task t-3: parent t-99 does not exist" says all
-// that the sentinel's text would repeat.
+// quietError reads as its message alone but still matches the errors it
+// wraps with errors.Is and errors.As: "line 7: task t-3: parent t-99 does
+// not exist" says all that the sentinel's text would repeat.
 type quietError struct {
-	msg string
-	err error
+	msg  string
+	errs []error
 }
 
-func (e *quietError) Error() string { return e.msg }
-func (e *quietError) Unwrap() error { return e.err }
+func (e *quietError) Error() string   { return e.msg }
+func (e *quietError) Unwrap() []error { return e.errs }
 
 func quiet(sentinel error, format string, args ...any) error {
-	return &quietError{msg: fmt.Sprintf(format, args...), err: sentinel}
+	return &quietError{msg: fmt.Sprintf(format, args...), errs: []error{sentinel}}
 }
 
 // findCycle looks for a cycle in a directed graph given as adjacency lists

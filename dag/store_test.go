@@ -411,7 +411,7 @@ func TestErrorsChangeNothing(t *testing.T) {
 		{"claim a done task", func(s *Store) error {
 			_, err := s.Claim(ctx, loop.ClaimParams{TaskID: "done", Agent: "ag"})
 			return err
-		}, loop.ErrNotReady, nil, "done"},
+		}, loop.ErrNotReady, &te, "is done"},
 		{"claim a task with an open blocker", func(s *Store) error {
 			_, err := s.Claim(ctx, loop.ClaimParams{TaskID: "c", Agent: "ag"})
 			return err

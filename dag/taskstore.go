@@ -117,8 +117,9 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 		var err error
 		if p.TaskID == "" {
 			// Find and take the first ready task in one statement.
-			cond, cargs, err := t.scopeCond(p.Scope)
-			if err != nil {
+			var cond string
+			var cargs []any
+			if cond, cargs, err = t.scopeCond(p.Scope); err != nil {
 				return err
 			}
 			task, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
@@ -156,8 +157,10 @@ func (t *txn) checkReady(id string) error {
 	}
 	switch {
 	case st.status != loop.StatusPending:
-		return fmt.Errorf("%w: task %s is %s: %w", loop.ErrNotReady, id, st.status,
-			&loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusInProgress})
+		return &quietError{
+			msg:  fmt.Sprintf("%v: task %s is %s", loop.ErrNotReady, id, st.status),
+			errs: []error{loop.ErrNotReady, &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusInProgress}},
+		}
 	case st.children > 0:
 		return fmt.Errorf("%w: task %s has %d children; claim those instead", loop.ErrNotReady, id, st.children)
 	case st.pfailed:
