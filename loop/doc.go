@@ -113,8 +113,9 @@
 //
 // # Plan mode (Plan, `ralph plan [N]`)
 //
-//   - Specs are <root>/specs/*.md in name order (blank files left out), or
-//     with Scope.Feature the feature's spec file only. No specs: Plan
+//   - Specs are <root>/specs/*.md in name order, or with Scope.Feature the
+//     feature's spec file only. A spec of blank lines and headings only is
+//     no spec (`ralph feature add F` without --spec writes such a stub). No specs: Plan
 //     returns OutcomeNoPlan (exit 2) at once with a message naming specs/*.md
 //     and `ralph feature add NAME --spec FILE`; no agent runs, nothing is
 //     written. Specs are read once, when the run starts.

@@ -64,32 +64,14 @@ func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repo
 	if err != nil {
 		return fail(err)
 	}
-	st := planState{}
-	if name := cfg.Scope.Feature; name != "" {
-		fs, ok := store.(FeatureStore)
-		if !ok {
-			return fail(fmt.Errorf("%w: planning feature %s needs a store that knows features", ErrConfig, name))
-		}
-		f, err := fs.Feature(ctx, name)
-		if err != nil {
-			return fail(err)
-		}
-		st.feature = &FeatureContext{Name: f.Name, Spec: readOptional(cfg.Root, f.SpecPath), Plan: readOptional(cfg.Root, f.PlanPath)}
-		if strings.TrimSpace(st.feature.Spec) != "" {
-			st.specs = []SpecFile{{Path: relSlash(cfg.Root, f.SpecPath), Content: st.feature.Spec}}
-		}
-	} else {
-		if st.specs, err = ReadSpecs(cfg.Root); err != nil {
-			return fail(err)
-		}
+	specs, feature, err := PlanSpecs(ctx, cfg.Root, cfg.Scope.Feature, store)
+	if errors.Is(err, ErrNoSpecs) {
+		return Report{Outcome: OutcomeNoPlan, Message: strings.TrimPrefix(err.Error(), "loop: "), Remaining: -1, AgentID: cfg.AgentID}, nil
 	}
-	if len(st.specs) == 0 {
-		msg := "nothing to plan: no specs in " + filepath.Join(cfg.Root, SpecsDir) + "; " + NoSpecsHint
-		if st.feature != nil {
-			msg = "nothing to plan: feature " + st.feature.Name + " has no spec; " + NoSpecsHint
-		}
-		return Report{Outcome: OutcomeNoPlan, Message: msg, Remaining: -1, AgentID: cfg.AgentID}, nil
+	if err != nil {
+		return fail(err)
 	}
+	st := planState{specs: specs, feature: feature}
 	c, err := store.Counts(ctx, cfg.Scope)
 	if err != nil {
 		return fail(err)
@@ -100,8 +82,43 @@ func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repo
 	return r.exec(ctx)
 }
 
+// ErrNoSpecs is returned by PlanSpecs when there is nothing to plan from.
+// Its message says where specs go.
+var ErrNoSpecs = errors.New("loop: nothing to plan")
+
+// PlanSpecs returns what plan mode plans from: with feature empty, the
+// specs of ReadSpecs; otherwise the named feature (store must be a
+// FeatureStore that knows it) and its spec file. No spec at all is an
+// error wrapping ErrNoSpecs that names the place specs go; an unknown
+// feature is the store's ErrFeatureNotFound. Plan calls it first; a CLI can
+// call it before it looks for the agent, so that "nothing to plan" comes
+// first.
+func PlanSpecs(ctx context.Context, root, feature string, store TaskStore) ([]SpecFile, *FeatureContext, error) {
+	if feature == "" {
+		specs, err := ReadSpecs(root)
+		if err == nil && len(specs) == 0 {
+			err = fmt.Errorf("%w: no specs in %s; %s", ErrNoSpecs, filepath.Join(root, SpecsDir), NoSpecsHint)
+		}
+		return specs, nil, err
+	}
+	fs, ok := store.(FeatureStore)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: planning feature %s needs a store that knows features", ErrConfig, feature)
+	}
+	f, err := fs.Feature(ctx, feature)
+	if err != nil {
+		return nil, nil, err
+	}
+	fc := &FeatureContext{Name: f.Name, Spec: readOptional(root, f.SpecPath), Plan: readOptional(root, f.PlanPath)}
+	if blankSpec(fc.Spec) {
+		return nil, fc, fmt.Errorf("%w: feature %s has no spec; %s", ErrNoSpecs, feature, NoSpecsHint)
+	}
+	return []SpecFile{{Path: relSlash(root, f.SpecPath), Content: fc.Spec}}, fc, nil
+}
+
 // ReadSpecs reads <root>/specs/*.md in name order. Files that hold only
-// white space are left out: there is nothing to plan from them. No specs
+// blank lines and headings are left out: there is nothing to plan from
+// them. No specs
 // directory is no specs, not an error.
 func ReadSpecs(root string) ([]SpecFile, error) {
 	paths, err := filepath.Glob(filepath.Join(root, SpecsDir, "*.md"))
@@ -121,12 +138,25 @@ func ReadSpecs(root string) ([]SpecFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loop: spec %s: %w", p, err)
 		}
-		if strings.TrimSpace(string(data)) == "" {
+		if blankSpec(string(data)) {
 			continue
 		}
 		specs = append(specs, SpecFile{Path: relSlash(root, p), Content: string(data)})
 	}
 	return specs, nil
+}
+
+// blankSpec reports whether a spec has nothing to plan from: only blank
+// lines and markdown headings, such as the "# Spec: NAME" stub that
+// `ralph feature add` writes without --spec.
+func blankSpec(text string) bool {
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") {
+			return false
+		}
+	}
+	return true
 }
 
 // relSlash is path relative to root with forward slashes (path itself when

@@ -131,6 +131,7 @@ func TestPlanWithoutSpecs(t *testing.T) {
 		{"no specs directory", nil},
 		{"empty specs directory", map[string]string{"specs/.keep": ""}},
 		{"only blank specs", map[string]string{"specs/a.md": " \n\n"}},
+		{"only headings", map[string]string{"specs/a.md": "# Spec: a\n\n## Later\n"}},
 		{"specs that are not markdown", map[string]string{"specs/a.txt": "a spec"}},
 		{"a markdown file outside specs", map[string]string{"spec.md": "a spec", "docs/specs/a.md": "a spec"}},
 	}

@@ -138,6 +138,8 @@ func newAppConfig(cfg appConfig) *cli.App {
 			taskCommand(cfg),
 			featureCommand(cfg),
 			buildCommand(cfg),
+			planCommand(cfg),
+			promptCommand(cfg),
 			statusCommand(cfg),
 		},
 		HideHelpCommand: true,

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ralph-dev/ralph/claude"
+	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// planCommand is `ralph plan [N]`: the plan loop of DESIGN §5. The policy
+// is loop.Plan's; this file turns flags into a loop.Config, opens the task
+// graph, prints the run and maps its Report to the exit code.
+func planCommand(cfg appConfig) *cli.Command {
+	return &cli.Command{
+		Name:      "plan",
+		Usage:     "let the agent turn the specs (specs/*.md, or a feature's spec) into tasks",
+		UsageText: fmt.Sprintf("ralph plan [N] [options]\n\nN bounds the planning sessions (default %d); the run ends sooner when the agent says <promise>COMPLETE</promise>.", loop.DefaultPlanIterations),
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "feature", Usage: "plan feature `F` from its spec (see 'ralph feature add')"},
+			&cli.StringFlag{Name: "model", Usage: "model `M` (opus, sonnet, haiku or a full id); without --strategy it means --strategy fixed"},
+			&cli.StringFlag{Name: "strategy", Usage: "model strategy `S`: " + strings.Join(loop.StrategyNames(), ", "), DefaultText: "fixed with --model, else cost-optimized"},
+			&cli.IntFlag{Name: "max-retries", Value: loop.DefaultMaxRetries, Usage: "agent or git failures in a row tolerated, `N`"},
+			&cli.BoolFlag{Name: "commit", Usage: "commit the files a session changed (the tasks themselves live in .ralph/, never committed)"},
+			&cli.Float64Flag{Name: "max-cost", Usage: "stop before a session once this run has spent `USD` (0: no budget)"},
+		}, agentFlags()...),
+		Action: func(c *cli.Context) error { return plan(c, cfg) },
+	}
+}
+
+// agentFlags are the flags of plan and prompt that shape every agent
+// session (build has the same ones).
+func agentFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "timeout", Value: loop.DefaultTimeout, Usage: "wall-clock limit of one agent session, a `DURATION` (0: none)"},
+		&cli.DurationFlag{Name: "idle-timeout", Value: loop.DefaultIdleTimeout, Usage: "stop a session that prints nothing for this `DURATION` (0: never)"},
+		&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `wait` for the reset or stop (exit 10)"},
+		&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
+		&cli.BoolFlag{Name: "use-api-key", Usage: "keep ANTHROPIC_API_KEY in the agent's environment (per-token billing)"},
+		&cli.StringFlag{Name: "claude", Usage: "the agent executable `PATH`", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
+	}
+}
+
+// agentConfig copies the agentFlags into lc.
+func agentConfig(c *cli.Context, cfg appConfig, p project, lc *loop.Config) {
+	lc.Timeout = c.Duration("timeout")
+	lc.IdleTimeout = c.Duration("idle-timeout")
+	lc.OnUsageLimit = loop.UsageLimitPolicy(c.String("on-usage-limit"))
+	lc.MaxWait = c.Duration("max-wait")
+	// --max-wait 0 would mean the default to the loop; for a user it means
+	// "do not wait" (as in build).
+	if c.IsSet("max-wait") && lc.MaxWait == 0 {
+		lc.OnUsageLimit = loop.UsageLimitStop
+	}
+	lc.UseAPIKey = c.Bool("use-api-key")
+	lc.Now = cfg.now
+	lc.LogDir = filepath.Join(p.ralph, "logs")
+}
+
+// findAgent resolves the agent executable (--claude, $RALPH_CLAUDE, claude
+// on PATH) and prints the API-key notice.
+func findAgent(c *cli.Context, cfg appConfig, useAPIKey bool) (loop.Runner, error) {
+	explicit := c.String("claude")
+	if explicit == "" {
+		explicit = cfg.getenv(claude.EnvClaude)
+	}
+	agent, err := claude.LookPath(explicit)
+	if err != nil {
+		return nil, err
+	}
+	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
+		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
+	}
+	return &claude.Runner{Path: agent}, nil
+}
+
+// plan is the action of `ralph plan`.
+func plan(c *cli.Context, cfg appConfig) error {
+	a, err := args(c, 0, 1, "at most one argument (N)")
+	if err != nil {
+		return err
+	}
+	usage := func(format string, v ...any) error {
+		return &usageError{cmd: "ralph plan", err: fmt.Errorf(format, v...)}
+	}
+	p, err := projectRoot(c)
+	if err != nil {
+		return err
+	}
+	lc := loop.PlanConfig(p.root)
+	if len(a) == 1 {
+		n, err := strconv.Atoi(a[0])
+		if err != nil || n < 1 {
+			return usage("N must be a positive number of sessions, not %q", a[0])
+		}
+		lc.MaxIterations = n
+	}
+	feature := strings.TrimSpace(c.String("feature"))
+	lc.Scope = loop.Scope{Feature: feature}
+	lc.Model = strings.TrimSpace(c.String("model"))
+	lc.Strategy = strings.TrimSpace(c.String("strategy"))
+	lc.MaxRetries = c.Int("max-retries")
+	lc.Commit = c.Bool("commit")
+	lc.MaxCost = c.Float64("max-cost")
+	agentConfig(c, cfg, p, &lc)
+
+	// Nothing to plan comes before anything else: no project, no specs.
+	if fi, err := os.Stat(p.ralph); err != nil || !fi.IsDir() {
+		return nothingToDo("no ralph project in %s (run 'ralph init', then write specs in specs/*.md)", p.root)
+	}
+	st, err := dag.OpenExisting(c.Context, p.dbPath(), cfg.storeOptions())
+	if errors.Is(err, os.ErrNotExist) {
+		return nothingToDo("no task database at %s (run 'ralph init')", p.dbPath())
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, _, err := loop.PlanSpecs(c.Context, p.root, feature, st); err != nil {
+		if errors.Is(err, loop.ErrNoSpecs) {
+			return &codedError{code: exitNothing, err: err}
+		}
+		return err
+	}
+
+	runner, err := findAgent(c, cfg, lc.UseAPIKey)
+	if err != nil {
+		return err
+	}
+	// The planner adds tasks through $RALPH_BIN: without it, it cannot.
+	if lc.RalphBin, err = ralphBin(); err != nil {
+		return fmt.Errorf("plan mode needs the path of the ralph binary for the agent: %w", err)
+	}
+	lc.Observer = &modeView{buildView: newBuildView(cfg.stdout), label: "plan"}
+
+	rep, err := loop.Plan(c.Context, lc, st, runner)
+	if err != nil {
+		if errors.Is(err, loop.ErrConfig) {
+			return usage("%s", strings.TrimPrefix(err.Error(), "loop: "))
+		}
+		return err
+	}
+	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
+	return closing(rep, cfg.stdout)
+}
+
+// modeView is the build view with the iteration header of plan and prompt
+// mode, which have no task.
+type modeView struct {
+	*buildView
+	label string
+}
+
+// Observe implements loop.Observer.
+func (v *modeView) Observe(n loop.Note) {
+	if n.Kind == loop.NoteIterationStart {
+		fmt.Fprintf(v.w, "\n== %s · iteration %d · model %s\n", v.label, n.Iteration, n.Model)
+		return
+	}
+	v.buildView.Observe(n)
+}
+
+// printSessionLog names the session log, when the run wrote one.
+func printSessionLog(w io.Writer, p project, logDir, session string) {
+	if session == "" {
+		return
+	}
+	path := loop.SessionLogPath(logDir, session)
+	if _, err := os.Stat(path); err == nil {
+		fmt.Fprintf(w, "session log: %s\n", p.rel(path))
+	}
+}
+
+// closing prints the run's last line and returns the error carrying its
+// exit code: exit 0 is a line on stdout, anything else "ralph: <message>"
+// on stderr.
+func closing(rep loop.Report, stdout io.Writer) error {
+	if rep.ExitCode() == exitOK {
+		fmt.Fprintln(stdout, rep.Message)
+		return nil
+	}
+	return &codedError{code: rep.ExitCode(), err: errors.New(rep.Message)}
+}

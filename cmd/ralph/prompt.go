@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// promptCommand is `ralph prompt FILE`: one agent session of an ad-hoc
+// prompt (DESIGN §5). The policy is loop.RunPrompt's.
+func promptCommand(cfg appConfig) *cli.Command {
+	return &cli.Command{
+		Name:      "prompt",
+		Usage:     "run the agent once on an ad-hoc prompt file: no task, no loop, no test gate",
+		UsageText: "ralph prompt FILE [options]\n\nFILE is sent as it is (through .ralph/prompts/prompt.md, if you made one).",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "model `M` (opus, sonnet, haiku or a full id)", DefaultText: "sonnet"},
+			&cli.BoolFlag{Name: "commit", Usage: "commit what the session changed, if anything (needs a git repository)"},
+			&cli.StringFlag{Name: "title", Usage: "the commit message's `TITLE`", DefaultText: "the prompt's first line"},
+		}, agentFlags()...),
+		Action: func(c *cli.Context) error { return promptRun(c, cfg) },
+	}
+}
+
+// promptRun is the action of `ralph prompt`.
+func promptRun(c *cli.Context, cfg appConfig) error {
+	a, err := args(c, 1, 1, "one argument (FILE)")
+	if err != nil {
+		return err
+	}
+	file := a[0]
+	text, err := os.ReadFile(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nothingToDo("prompt file %s not found", file)
+	case err != nil:
+		return fmt.Errorf("prompt file: %w", err)
+	case strings.TrimSpace(string(text)) == "":
+		return nothingToDo("prompt file %s is empty", file)
+	}
+
+	p, st, err := openProject(c, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	lc := loop.PromptConfig(p.root)
+	lc.Model = strings.TrimSpace(c.String("model"))
+	lc.Commit = c.Bool("commit")
+	agentConfig(c, cfg, p, &lc)
+
+	runner, err := findAgent(c, cfg, lc.UseAPIKey)
+	if err != nil {
+		return err
+	}
+	if lc.RalphBin, err = ralphBin(); err != nil {
+		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
+	}
+	lc.Observer = &modeView{buildView: newBuildView(cfg.stdout), label: "prompt " + filepath.Base(file)}
+
+	rep, err := loop.RunPrompt(c.Context, lc, loop.PromptParams{Text: string(text), Title: c.String("title"), Receipts: st}, runner)
+	if err != nil {
+		if errors.Is(err, loop.ErrConfig) {
+			return &usageError{cmd: "ralph prompt", err: errors.New(strings.TrimPrefix(err.Error(), "loop: "))}
+		}
+		return err
+	}
+	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
+	return closing(rep, cfg.stdout)
+}
