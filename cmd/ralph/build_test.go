@@ -83,8 +83,12 @@ const done = "Done. <task-done>{task}</task-done>"
 // TestBuildOutcomes runs `ralph build` against the scripted agent for each
 // outcome of DESIGN §6 and checks the exit code, the message, the plan
 // afterwards and what the agent was asked.
+//
+// The in-process tests do not run in parallel: urfave/cli v2 writes to its
+// package-level HelpFlag whenever an app parses flags, so two apps running
+// at once race. Only TestBinaryBuildSignal, which runs ralph as a process,
+// is parallel.
 func TestBuildOutcomes(t *testing.T) {
-	t.Parallel()
 	type check func(t *testing.T, h *harness, r result, calls []agentCall)
 	tests := []struct {
 		name  string
@@ -362,7 +366,6 @@ func TestBuildOutcomes(t *testing.T) {
 	base := initHarness(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := base.clone(t)
 			h.chain(tc.tasks)
 			if tc.setup != nil {
@@ -404,7 +407,6 @@ func TestBuildOutcomes(t *testing.T) {
 // TestBuildNothingToDo: build and its dry run exit 2 with a hint when there
 // is no project, no database or no progress file, and create nothing.
 func TestBuildNothingToDo(t *testing.T) {
-	t.Parallel()
 	agent, script := fakeAgentPath(t, agentStep{Text: done})
 	tests := []struct {
 		name   string
@@ -441,7 +443,6 @@ func TestBuildNothingToDo(t *testing.T) {
 // TestBuildDryRun: --dry-run prints the next task, the model and the prompt
 // source, starts no agent and changes neither the database nor any file.
 func TestBuildDryRun(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	h.chain(2)
 	h.write(".ralph/prompts/build.md", "Work on {{.Task.ID}}: {{.Task.Title}}\n")
@@ -475,7 +476,6 @@ func TestBuildDryRun(t *testing.T) {
 // through main's context: exit 130, the agent stopped, its claim released
 // with a log entry, and the session summary written.
 func TestBuildInterrupt(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	h.chain(2)
 	agent, script := fakeAgentPath(t, agentStep{Hang: true})
@@ -528,7 +528,6 @@ func readSessionLog(t *testing.T, h *harness) string {
 // TestBuildSessionLog checks the session log of DESIGN §7: a header and a
 // footer per iteration and the session summary.
 func TestBuildSessionLog(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	h.chain(2)
 	agent, _ := fakeAgentPath(t, agentStep{Text: "Forgot the sigil."}, agentStep{Text: done, Cost: 0.25})
@@ -565,7 +564,6 @@ func TestBuildSessionLog(t *testing.T) {
 // ends the run with exit 10 and the reset time; the claim is released and no
 // retry is counted.
 func TestBuildUsageLimitStop(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	h.chain(1)
 	resets := time.Now().Add(3 * time.Hour).Truncate(time.Second)
@@ -588,7 +586,6 @@ func TestBuildUsageLimitStop(t *testing.T) {
 // TestBuildAPIKeyNotice: the notice about ANTHROPIC_API_KEY is printed once
 // per run, on stderr, whether the key is kept or removed.
 func TestBuildAPIKeyNotice(t *testing.T) {
-	t.Parallel()
 	base := initHarness(t)
 	base.chain(2)
 	base.env["ANTHROPIC_API_KEY"] = "sk-test"
@@ -628,7 +625,6 @@ In Progress
 // document. Every box ends ticked, each iteration has its Iteration Log row,
 // and the forgotten sigil is in Recent Attempts.
 func TestBuildProgressFile(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	path := h.write("progress.md", progressDoc)
 	agent, script := fakeAgentPath(t,
@@ -662,7 +658,6 @@ func TestBuildProgressFile(t *testing.T) {
 // TestBuildProgressFileRefusesLostTasks: an agent's updated document that
 // drops a box is not written; the run goes on from the file as it was.
 func TestBuildProgressFileRefusesLostTasks(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	path := h.write("progress.md", progressDoc)
 	truncated := strings.Replace(progressDoc, "- [ ] Add checkout\n", "", 1)
@@ -742,7 +737,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestBuildBadInput: a bad command line or a scope naming nothing is a
 // one-line error, exit 1, and changes nothing: no claim, no log, no file.
 func TestBuildBadInput(t *testing.T) {
-	t.Parallel()
 	base := initHarness(t)
 	base.chain(2)
 	agent, script := fakeAgentPath(t, agentStep{Text: done})
@@ -767,7 +761,6 @@ func TestBuildBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := base.clone(t)
 			db, files := h.dump(), h.files()
 			r := h.build(t.Context(), agent, tc.args...)
@@ -791,7 +784,6 @@ func TestBuildBadInput(t *testing.T) {
 // run as complete (exit 0), whether the agent writes it during the run or it
 // is there from the start, with boxes left unticked.
 func TestBuildProgressFileRalphDone(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name     string
 		doc      string
@@ -809,7 +801,6 @@ func TestBuildProgressFileRalphDone(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := newHarness(t)
 			path := h.write("progress.md", tc.doc)
 			agent, script := fakeAgentPath(t, tc.steps...)

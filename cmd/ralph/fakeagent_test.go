@@ -204,7 +204,9 @@ func fakeAgentPath(t *testing.T, steps ...agentStep) (agent, script string) {
 		t.Fatal(err)
 	}
 	agent = filepath.Join(dir, "claude")
-	wrapper := fmt.Sprintf("#!/bin/sh\n%s=%s exec %s \"$@\"\n", envFakeAgent, shQuote(script), shQuote(self))
+	// GORACE: a test binary built with -race sleeps a second at exit
+	// unless told not to.
+	wrapper := fmt.Sprintf("#!/bin/sh\nGORACE=atexit_sleep_ms=0 %s=%s exec %s \"$@\"\n", envFakeAgent, shQuote(script), shQuote(self))
 	if err := os.WriteFile(agent, []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}

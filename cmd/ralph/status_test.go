@@ -147,7 +147,6 @@ func TestStatusErrors(t *testing.T) {
 
 // TestStatusAfterBuild: a real run's receipts and cost show in status.
 func TestStatusAfterBuild(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	h.chain(2)
 	agent, _ := fakeAgentPath(t, agentStep{Text: done, Cost: 0.125})
