@@ -168,3 +168,16 @@ func TestStatusAfterBuild(t *testing.T) {
 		t.Errorf("receipts, newest first (-want +got):\n%s", diff)
 	}
 }
+
+// TestBuildStatusHelpGolden keeps the help of build and status in
+// testdata (go test -update rewrites it).
+func TestBuildStatusHelpGolden(t *testing.T) {
+	h := newHarness(t)
+	for _, cmd := range []string{"build", "status"} {
+		r := h.run(cmd, "--help")
+		if r.code != 0 || r.stderr != "" {
+			t.Fatalf("%s --help: exit %d, stderr %q", cmd, r.code, r.stderr)
+		}
+		golden(t, "help-"+cmd+".golden", r.stdout)
+	}
+}
