@@ -149,6 +149,7 @@ func build(c *cli.Context, cfg appConfig) error {
 
 	var runner loop.Runner = &claude.Runner{Path: agent}
 	view := newBuildView(cfg.stdout)
+	view.logDir = p.rel(lc.LogDir)
 	if ps, ok := store.(*progressStore); ok {
 		runner = &documentRunner{Runner: runner, store: ps.Store, warn: view.warn}
 	}
@@ -268,12 +269,16 @@ func apiKeyEnv(cfg appConfig) []string {
 	return nil
 }
 
-// buildView is the live terminal view of a run: a header per iteration,
+// buildView is the live terminal view of a run: the session and where its
+// logs go, a header per iteration,
 // the agent's events through claude.Formatter, a footer per agent session,
 // waits and the loop's notices.
 type buildView struct {
 	w    io.Writer
 	view *claude.Formatter
+	// logDir, if set, is where the logs go, as shown to people (relative
+	// to the project root); the view names the session's at the start.
+	logDir string
 }
 
 func newBuildView(w io.Writer) *buildView {
@@ -287,6 +292,10 @@ func (v *buildView) warn(format string, a ...any) {
 // Observe implements loop.Observer. The loop serialises the calls.
 func (v *buildView) Observe(n loop.Note) {
 	switch n.Kind {
+	case loop.NoteTransition:
+		if n.Event == loop.StateEventStart && v.logDir != "" {
+			fmt.Fprintf(v.w, "session %s · logs in %s\n", n.Session, filepath.Join(v.logDir, n.Session))
+		}
 	case loop.NoteIterationStart:
 		if n.Task.ID != "" {
 			fmt.Fprintf(v.w, "\n== iteration %d · %s %s · model %s\n", n.Iteration, n.Task.ID, n.Task.Title, n.Model)
