@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -153,6 +154,7 @@ func build(c *cli.Context, cfg appConfig) error {
 	if ps, ok := store.(*progressStore); ok {
 		runner = &documentRunner{Runner: runner, store: ps.Store, warn: view.warn}
 	}
+	runner = view.tap(runner)
 	lc.Observer = view
 
 	rep, err := loop.Run(c.Context, lc, store, runner)
@@ -279,10 +281,31 @@ type buildView struct {
 	// logDir, if set, is where the logs go, as shown to people (relative
 	// to the project root); the view names the session's at the start.
 	logDir string
+
+	mu sync.Mutex
+	// last is the result of the session that just ended, from tap; the
+	// receipt that follows it prints it as the footer.
+	last *loop.RunResult
 }
 
 func newBuildView(w io.Writer) *buildView {
 	return &buildView{w: w, view: claude.NewFormatter(w)}
+}
+
+// tap returns runner with every session's result handed to the view, so
+// that the footer shows the session's own account (its exit code, the
+// agent's words); without it the footer is rebuilt from the receipt, which
+// carries only the class.
+func (v *buildView) tap(runner loop.Runner) loop.Runner {
+	return loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		res, err := runner.Run(ctx, req)
+		if err == nil {
+			v.mu.Lock()
+			v.last = &res
+			v.mu.Unlock()
+		}
+		return res, err
+	})
 }
 
 func (v *buildView) warn(format string, a ...any) {
@@ -309,7 +332,13 @@ func (v *buildView) Observe(n loop.Note) {
 			if r.Mode == string(loop.ModeVerify) {
 				fmt.Fprintf(v.w, "-- verifier: %s\n", orDash(r.Verdict))
 			}
-			v.view.Footer(receiptResult(*r))
+			res := receiptResult(*r)
+			v.mu.Lock()
+			if v.last != nil {
+				res, v.last = *v.last, nil
+			}
+			v.mu.Unlock()
+			v.view.Footer(res)
 		}
 	case loop.NoteIterationEnd:
 		if n.Status == loop.IterUsageLimit {

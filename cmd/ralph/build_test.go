@@ -184,6 +184,10 @@ func TestBuildOutcomes(t *testing.T) {
 				if got := h.dump().Tasks[0].RetryCount; got != 0 {
 					t.Errorf("agent trouble counted %d retries on the task", got)
 				}
+				// The footer has the session's own account, not only its class.
+				if want := "crashed (exit code 3, no result line): fake agent: crashing as scripted"; !strings.Contains(r.stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+				}
 			},
 		},
 		{
