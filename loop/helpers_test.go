@@ -8,7 +8,7 @@ import (
 	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
-func writeFile(t *testing.T, root, rel, content string) {
+func writeFile(t testing.TB, root, rel, content string) {
 	t.Helper()
 	p := filepath.Join(root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
