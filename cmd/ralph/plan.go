@@ -19,6 +19,17 @@ import (
 // planCommand is `ralph plan [N]`: the plan loop of DESIGN §5. The policy
 // is loop.Plan's; this file turns flags into a loop.Config, opens the task
 // graph, prints the run and maps its Report to the exit code.
+//
+// Decisions of the command: N is a positive number of sessions (default
+// loop.DefaultPlanIterations, 5). "Nothing to do" (exit 2) is decided
+// before the agent is looked for, and writes nothing: no .ralph/ (with a
+// hint to init and write specs), no database, no specs in specs/*.md, or
+// a --feature whose spec is empty or the heading stub `feature add` writes
+// (the message says where specs go). An unknown --feature is exit 1. The
+// planner needs RALPH_BIN, so a binary path that cannot be found is an
+// error rather than the warning build gives. Flags that make no sense
+// without a task to work on (--verify, --test-cmd, --claim, --task,
+// --once, --dry-run) are not offered.
 func planCommand(cfg appConfig) *cli.Command {
 	return &cli.Command{
 		Name:      "plan",
