@@ -366,6 +366,23 @@ func TestBuildOutcomes(t *testing.T) {
 		{
 			name: "empty plan", code: 2, errOut: "run 'ralph plan' first",
 		},
+		{
+			name: "feature scope", tasks: 1, steps: []agentStep{{Text: done}},
+			setup: func(t *testing.T, h *harness) {
+				h.ok("feature", "add", "web")
+				h.add("Web page", "--feature", "web")
+				h.add("Web style", "--feature", "web")
+			},
+			args: []string{"--feature", "web"},
+			code: 0, out: "complete: all 2 tasks done",
+			want: map[string]loop.Status{"t-1": "pending", "t-2": "done", "t-3": "done"},
+		},
+		{
+			name: "agent from RALPH_CLAUDE", tasks: 1, steps: []agentStep{{Text: done}},
+			agent: "-", // no --claude: build must take $RALPH_CLAUDE
+			code:  0,
+			want:  map[string]loop.Status{"t-1": "done"},
+		},
 	}
 	base := initHarness(t)
 	for _, tc := range tests {
@@ -380,7 +397,10 @@ func TestBuildOutcomes(t *testing.T) {
 				steps = []agentStep{{Text: done}}
 			}
 			agent, script := fakeAgentPath(t, steps...)
-			if tc.agent != "" {
+			switch {
+			case tc.agent == "-":
+				h.env["RALPH_CLAUDE"], agent = agent, ""
+			case tc.agent != "":
 				agent = tc.agent
 			}
 			r := h.build(t.Context(), agent, tc.args...)
@@ -468,6 +488,11 @@ func TestBuildDryRun(t *testing.T) {
 	}
 	if calls := agentCalls(t, script); len(calls) != 0 {
 		t.Errorf("%d agent sessions ran", len(calls))
+	}
+
+	r = h.build(t.Context(), agent, "--dry-run", "--claim", "agent")
+	if want := "first claimable task (the agent picks): t-1 Task A\nmodel: sonnet\nprompt: peek (embedded)\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("peek-mode dry run: exit %d, stdout %q; want %q", r.code, r.stdout, want)
 	}
 
 	empty := initHarness(t)
