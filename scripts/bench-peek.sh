@@ -39,8 +39,8 @@ for n in 10000 100000; do
 done
 
 echo "== peek"
-hyperfine -N --warmup 5 --min-runs 30 \
-  --export-markdown "$work/peek.md" \
+hyperfine -N --warmup 5 --min-runs 100 \
+  --export-markdown "$work/peek.md" --export-json "$work/peek.json" \
   "$bin --version" \
   "$bin --dir $work/p10000 task peek -n 10" \
   "$bin --dir $work/p100000 task peek -n 10"
@@ -51,4 +51,16 @@ hyperfine -N --runs 3 \
   --export-markdown "$work/import.md" \
   "$bin --dir $work/imp task import $work/plan-100000.jsonl"
 
-echo "results in $work/peek.md and $work/import.md"
+# Ratios to --version of the median and of the minimum: on a shared machine
+# the mean is at the mercy of the neighbours.
+echo "== peek / --version"
+awk -F': ' '
+  /"command"/ { gsub(/[",]/, "", $2); cmd = $2 }
+  /"median"/  { gsub(/,/, "", $2); med[++n] = $2; name[n] = cmd }
+  /"min"/     { gsub(/,/, "", $2); lo[n] = $2 }
+  END {
+    for (i = 1; i <= n; i++)
+      printf "%-60s median %6.2f ms (%.2fx)  min %6.2f ms (%.2fx)\n", name[i], med[i] * 1000, med[i] / med[1], lo[i] * 1000, lo[i] / lo[1]
+  }' "$work/peek.json"
+
+echo "results in $work/peek.md, $work/peek.json and $work/import.md"
