@@ -7,7 +7,8 @@ import (
 
 // DryRunPlan is what a run would do next, without doing it.
 type DryRunPlan struct {
-	// Outcome is set when no task would run: OutcomeNoPlan, OutcomeComplete,
+	// Outcome is set when no task would run: OutcomeNoPlan, OutcomeComplete
+	// (also when the store is a Finisher that says it is done),
 	// OutcomeCompleteWithFailures or OutcomeBlocked. Empty otherwise.
 	Outcome Outcome
 	Message string
@@ -57,6 +58,13 @@ func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error
 		}
 	}
 	plan := DryRunPlan{PromptName: name, PromptSource: p.Source}
+	// A plan its store declares finished (RALPH_DONE) runs nothing.
+	if s, err := finished(ctx, store, cfg.Scope); err != nil || s != nil {
+		if s != nil {
+			plan.Outcome, plan.Message = s.outcome, s.message
+		}
+		return plan, err
+	}
 	ready, err := store.Ready(ctx, cfg.Scope, 1)
 	if err != nil {
 		return plan, err

@@ -112,28 +112,38 @@ func (r *run) recordIteration(n int, task Task, model string, status IterationSt
 // finishedCheck ends a build run whose store says the plan is finished
 // (Finisher): RALPH_DONE in a progress file.
 func (r *run) finishedCheck(ctx context.Context) *stop {
-	f, ok := r.store.(Finisher)
-	if !ok || r.cfg.Mode != ModeBuild {
+	if r.cfg.Mode != ModeBuild {
 		return nil
+	}
+	s, err := finished(ctx, r.store, r.cfg.Scope)
+	if err != nil {
+		return r.storeErr(ctx, err)
+	}
+	return s
+}
+
+// finished is the stop of a store that is a Finisher and says it is done,
+// or nil.
+func finished(ctx context.Context, store TaskStore, scope Scope) (*stop, error) {
+	f, ok := store.(Finisher)
+	if !ok {
+		return nil, nil
 	}
 	done, err := f.Done(ctx)
-	if err != nil {
-		return r.storeErr(ctx, err)
+	if err != nil || !done {
+		return nil, err
 	}
-	if !done {
-		return nil
-	}
-	c, err := r.store.Counts(ctx, r.cfg.Scope)
+	c, err := store.Counts(ctx, scope)
 	if err != nil {
-		return r.storeErr(ctx, err)
+		return nil, err
 	}
 	if c.Total() > 0 && c.Resolved() {
-		return completeStop(c)
+		return completeStop(c), nil
 	}
 	if n := c.Open() + c.InProgress; n > 0 {
-		return stopWith(OutcomeComplete, "complete: the plan says it is done (RALPH_DONE), %s unfinished", remainingTasks(n))
+		return stopWith(OutcomeComplete, "complete: the plan says it is done (RALPH_DONE), %s unfinished", remainingTasks(n)), nil
 	}
-	return stopWith(OutcomeComplete, "complete: the plan says it is done (RALPH_DONE)")
+	return stopWith(OutcomeComplete, "complete: the plan says it is done (RALPH_DONE)"), nil
 }
 
 // remainingTasks is "1 task" or "N tasks".

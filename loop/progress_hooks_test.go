@@ -212,3 +212,20 @@ func TestIterationRecorderInPlanMode(t *testing.T) {
 		t.Errorf("plan records %+v", store.records)
 	}
 }
+
+func TestDryRunAsksFinisher(t *testing.T) {
+	store := &bookkeepingStore{MemStore: newStore(t, tasks("a", "b")...), done: true}
+	plan, err := loop.DryRun(t.Context(), testConfig(t), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loop.DryRunPlan{Outcome: loop.OutcomeComplete, Message: "complete: the plan says it is done (RALPH_DONE), 2 tasks unfinished",
+		PromptName: loop.PromptBuild, PromptSource: loop.SourceEmbedded}
+	if diff := cmp.Diff(want, plan); diff != "" {
+		t.Errorf("dry run (-want +got):\n%s", diff)
+	}
+	store.done = false
+	if plan, err := loop.DryRun(t.Context(), testConfig(t), store); err != nil || plan.TaskID != "a" {
+		t.Errorf("dry run of an unfinished plan: %+v, %v", plan, err)
+	}
+}
