@@ -164,8 +164,9 @@ func build(c *cli.Context, cfg appConfig) error {
 		}
 		return err
 	}
-	if path := loop.SessionLogPath(lc.LogDir, rep.Session); rep.Session != "" {
-		if _, err := os.Stat(path); err == nil {
+	if rep.Session != "" {
+		// Named only if the run got as far as writing it.
+		if path := loop.SessionLogPath(lc.LogDir, rep.Session); fileExists(path) {
 			fmt.Fprintf(cfg.stdout, "session log: %s\n", p.rel(path))
 		}
 	}

@@ -224,6 +224,12 @@ func TestBuildOutcomes(t *testing.T) {
 			want: map[string]loop.Status{"t-1": "pending"},
 		},
 		{
+			name: "usage limit with --max-wait 0", tasks: 1, steps: []agentStep{{UsageLimit: 1}},
+			args: []string{"--max-wait", "0"},
+			code: 10, errOut: "ralph: usage limit reached; resets at ",
+			want: map[string]loop.Status{"t-1": "pending"},
+		},
+		{
 			name: "once", tasks: 2, steps: []agentStep{{Text: done}},
 			args: []string{"--once"},
 			code: 0, out: "iteration limit reached (1); 1 task remains",
