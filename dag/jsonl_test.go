@@ -3,6 +3,7 @@ package dag_test
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -173,4 +174,27 @@ func BenchmarkReadJSONL(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func ExampleReadJSONL() {
+	in := `{"id":"schema","title":"Set up the schema","priority":1}
+{"id":"login","title":"Login form","parent":null,"blocked_by":["schema"]}
+{"id":"bd-7","title":"From beads","status":"closed","issue_type":"task","dependencies":[{"depends_on_id":"schema","type":"blocks"}]}
+`
+	tasks, err := dag.ReadJSONL(strings.NewReader(in))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, t := range tasks {
+		fmt.Printf("line %d: %s %q priority=%d status=%s blocked_by=%v\n", t.Line, t.ID, t.Title, t.Priority, t.Status, t.BlockedBy)
+	}
+	if err := dag.WriteJSONL(os.Stdout, tasks[1:2]); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// line 1: schema "Set up the schema" priority=1 status=pending blocked_by=[]
+	// line 2: login "Login form" priority=2 status=pending blocked_by=[schema]
+	// line 3: bd-7 "From beads" priority=2 status=done blocked_by=[schema]
+	// {"id":"login","title":"Login form","description":"","priority":2,"parent":null,"blocked_by":["schema"],"status":"pending"}
 }

@@ -2,7 +2,9 @@ package loop_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +137,30 @@ func BenchmarkFormatPeek(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func ExampleFormatPeek() {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	claimable := []loop.Task{
+		{ID: "t-2", Title: "Login form", Priority: 1, BlockedBy: []string{"t-1"}, Description: "Email and password."},
+	}
+	active := []loop.Task{
+		{ID: "t-3", Title: "Session cookie", ClaimedBy: "agent-1a2b3c4d", ClaimedAt: now.Add(-4 * time.Minute)},
+	}
+	if err := loop.FormatPeek(os.Stdout, claimable, active, now); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// # Claimable tasks (1)
+	//
+	// ## t-2: Login form
+	//
+	// - priority: 1
+	// - blocked by (all done): t-1
+	//
+	// Email and password.
+	//
+	// # Active tasks (1)
+	//
+	// - t-3: Session cookie (claimed by agent-1a2b3c4d, 4m0s ago)
 }
