@@ -135,10 +135,12 @@
 // is exit 1 before anything is claimed). An empty plan is the loop's
 // NoPlan, exit 2, with "run 'ralph plan' first" added to its message.
 //
-// Output. The live view goes to stdout: a header per iteration ("==
-// iteration N · ID title · model M"), the agent's events through
-// claude.Formatter (colour only on a terminal and without NO_COLOR), a
-// footer per agent session rebuilt from its receipt, the verifier's verdict,
+// Output. The live view goes to stdout: the session's name and log
+// directory, a header per iteration ("== iteration N · ID title · model
+// M"), the agent's events through claude.Formatter (colour only on a
+// terminal and without NO_COLOR), a footer per agent session (duration,
+// turns, tokens, cost and how it ended, from the runner's own result, which
+// the view taps from the Runner), the verifier's verdict,
 // usage-limit waits, the loop's notices ("note: …"), how each iteration
 // ended, then "session log: PATH". The closing line is the Report's message:
 // on stdout for an exit-0 outcome (complete, iteration limit with "N tasks
