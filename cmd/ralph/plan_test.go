@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -350,5 +352,66 @@ func TestPlanPromptOverride(t *testing.T) {
 	}
 	if n := len(agentCalls(t, script)); n != 0 {
 		t.Errorf("%d sessions ran with a broken override", n)
+	}
+}
+
+// TestBinaryPlanThenBuild drives the built binary as a new user would:
+// init, a spec, `ralph plan` (the planner adds tasks through the real
+// $RALPH_BIN), then `ralph build` works through what was planned, and
+// `ralph prompt` runs once.
+func TestBinaryPlanThenBuild(t *testing.T) {
+	t.Parallel()
+	bin := buildRalph(t)
+	dir := t.TempDir()
+	ralph := func(args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), bin, append([]string{"--dir", dir}, args...)...)
+		cmd.Env = withoutEnv(os.Environ(), "RALPH_CLAUDE")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	if out, code := ralph("init"); code != 0 {
+		t.Fatalf("init: %d\n%s", code, out)
+	}
+	if out, code := ralph("plan"); code != 2 || !strings.Contains(out, "specs/*.md") {
+		t.Fatalf("plan without specs: exit %d\n%s", code, out)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "specs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "specs", "auth.md"), []byte(authSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planner, _ := fakeAgentPath(t, agentStep{Sh: planTwoTasks, Text: "<promise>COMPLETE</promise>"})
+	if out, code := ralph("plan", "--claude", planner); code != 0 || !strings.Contains(out, "planning complete: 2 tasks in the plan (2 added)") {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	if out, _ := ralph("task", "plan-status"); out != "open=2 active=0 done=0 failed=0 blocked=0 total=2\n" {
+		t.Errorf("plan-status after planning: %q", out)
+	}
+	builder, script := fakeAgentPath(t, agentStep{Text: done})
+	if out, code := ralph("build", "--claude", builder); code != 0 || !strings.Contains(out, "complete: all 2 tasks done") {
+		t.Fatalf("build: exit %d\n%s", code, out)
+	}
+	if diff := cmp.Diff([]string{"t-1", "t-2"}, taskIDs(agentCalls(t, script))); diff != "" {
+		t.Errorf("tasks built (-want +got):\n%s", diff)
+	}
+	prompt := filepath.Join(t.TempDir(), "p.md")
+	if err := os.WriteFile(prompt, []byte(tidyPrompt), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	once, script := fakeAgentPath(t, agentStep{Text: "ok"})
+	if out, code := ralph("prompt", prompt, "--claude", once); code != 0 || !strings.Contains(out, "prompt run finished") {
+		t.Fatalf("prompt: exit %d\n%s", code, out)
+	}
+	if calls := agentCalls(t, script); len(calls) != 1 || calls[0].Prompt != tidyPrompt || calls[0].Env["RALPH_BIN"] != bin {
+		t.Errorf("prompt sessions %+v", calls)
 	}
 }
