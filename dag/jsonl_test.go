@@ -198,3 +198,45 @@ func ExampleReadJSONL() {
 	// line 3: bd-7 "From beads" priority=2 status=done blocked_by=[schema]
 	// {"id":"login","title":"Login form","description":"","priority":2,"parent":null,"blocked_by":["schema"],"status":"pending"}
 }
+
+// FuzzReadJSONL: ReadJSONL never panics, and whatever it accepts survives
+// WriteJSONL and a second ReadJSONL unchanged.
+func FuzzReadJSONL(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"a","title":"t","priority":1,"parent":null,"blocked_by":["b"],"status":"done"}`,
+		`{"id":"a","title":"t","feature":"f"}` + "\n\n" + `{"id":"b","title":"u","parent":"a"}`,
+		`{"id":"bd-1","title":"x","status":"closed","issue_type":"task","dependencies":[{"depends_on_id":"p","type":"parent-child"}]}`,
+		`{"id":"bd-2","title":"x","status":"tombstone","issue_type":"task"}`,
+		`{"id":"a","title":"t"} {"id":"b"}`,
+		`{"id":"a","title":`,
+		"not json",
+	} {
+		f.Add(s)
+	}
+	norm := func(ts []dag.ImportTask) []dag.ImportTask {
+		for i := range ts {
+			ts[i].Line = 0
+			if ts[i].BlockedBy == nil {
+				ts[i].BlockedBy = []string{}
+			}
+		}
+		return ts
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		tasks, err := dag.ReadJSONL(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := dag.WriteJSONL(&buf, tasks); err != nil {
+			t.Fatal(err)
+		}
+		back, err := dag.ReadJSONL(&buf)
+		if err != nil {
+			t.Fatalf("re-reading what WriteJSONL wrote: %v\n%s", err, buf.String())
+		}
+		if diff := cmp.Diff(norm(tasks), norm(back)); diff != "" {
+			t.Errorf("round trip (-first +second):\n%s", diff)
+		}
+	})
+}
