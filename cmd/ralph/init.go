@@ -80,13 +80,13 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		created = append(created, p.rel(dir)+"/")
+		created = append(created, "created "+p.rel(dir)+"/")
 	}
 	if !dbExists {
 		if err := openAndClose(c, cfg, p.dbPath()); err != nil {
 			return err
 		}
-		created = append(created, p.rel(p.dbPath()))
+		created = append(created, "created "+p.rel(p.dbPath()))
 	}
 
 	cmdPath := filepath.Join(p.root, ".claude", "commands", "ralph-build.md")
@@ -94,21 +94,25 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 		if err := writeFileAtomic(cmdPath, ralphBuildCommand, 0o644); err != nil {
 			return err
 		}
-		created = append(created, p.rel(cmdPath))
+		created = append(created, "created "+p.rel(cmdPath))
 	}
 	if settings != nil {
+		what := "created " + p.rel(settingsPath) + " (SessionEnd hook)"
+		if fileExists(settingsPath) {
+			what = "added the SessionEnd hook to " + p.rel(settingsPath)
+		}
 		if err := writeFileAtomic(settingsPath, settings, 0o644); err != nil {
 			return err
 		}
-		created = append(created, p.rel(settingsPath)+" (SessionEnd hook)")
+		created = append(created, what)
 	}
 
 	if len(created) == 0 {
 		_, err := fmt.Fprintf(cfg.stdout, "ralph is already set up in %s\n", p.root)
 		return err
 	}
-	for _, what := range created {
-		if _, err := fmt.Fprintf(cfg.stdout, "created %s\n", what); err != nil {
+	for _, line := range created {
+		if _, err := fmt.Fprintln(cfg.stdout, line); err != nil {
 			return err
 		}
 	}

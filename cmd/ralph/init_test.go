@@ -64,7 +64,9 @@ created .claude/settings.json (SessionEnd hook)
 func TestInitIsIdempotent(t *testing.T) {
 	h := newHarness(t)
 	h.write(".claude/settings.json", `{"model": "opus"}`)
-	h.ok("init")
+	if out := h.ok("init"); !strings.HasSuffix(out, "added the SessionEnd hook to .claude/settings.json\n") {
+		t.Errorf("init output does not end with the settings update:\n%s", out)
+	}
 	before := h.files()
 	out := h.ok("init")
 	if diff := cmp.Diff("ralph is already set up in "+h.dir+"\n", out); diff != "" {
