@@ -22,8 +22,9 @@ const NoSpecsHint = "write specs in specs/*.md, or give a feature one with 'ralp
 type planState struct {
 	specs   []SpecFile
 	feature *FeatureContext
-	// before is the number of tasks in scope when the run started.
-	before int
+	// before is the number of tasks in scope when the run started;
+	// beforeAll in the whole plan (they differ when planning a feature).
+	before, beforeAll int
 	// complete is set when the latest session said COMPLETE.
 	complete bool
 }
@@ -76,7 +77,14 @@ func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repo
 	if err != nil {
 		return fail(err)
 	}
-	st.before = c.Total()
+	st.before, st.beforeAll = c.Total(), c.Total()
+	if cfg.Scope.Feature != "" {
+		all, err := store.Counts(ctx, Scope{})
+		if err != nil {
+			return fail(err)
+		}
+		st.beforeAll = all.Total()
+	}
 	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto, plan: st}
 	r.receipts, _ = store.(ReceiptStore)
 	return r.exec(ctx)
@@ -281,13 +289,21 @@ func (r *run) planExitChecks(ctx context.Context) *stop {
 	total := c.Total()
 	added := total - r.plan.before
 	planned := fmt.Sprintf("%d %s in the plan (%d added)", total, plural(total, "task", "tasks"), added)
+	empty := "the plan is empty"
+	if total == 0 && r.plan.feature != nil {
+		empty = "feature " + r.plan.feature.Name + " has no task"
+		if all, err := r.store.Counts(ctx, Scope{}); err == nil && all.Total() > r.plan.beforeAll {
+			n := all.Total() - r.plan.beforeAll
+			empty += fmt.Sprintf(" (%d %s added without --feature %s)", n, plural(n, "task was", "tasks were"), r.plan.feature.Name)
+		}
+	}
 	switch {
 	case r.plan.complete && total == 0:
-		return stopWith(OutcomeNoPlan, "the agent said planning is complete, but the plan is empty")
+		return stopWith(OutcomeNoPlan, "the agent said planning is complete, but %s", empty)
 	case r.plan.complete:
 		return stopWith(OutcomeComplete, "planning complete: %s", planned)
 	case total == 0:
-		return stopWith(OutcomeNoPlan, "iteration limit reached (%d) and the plan is still empty", r.cfg.MaxIterations)
+		return stopWith(OutcomeNoPlan, "iteration limit reached (%d) and %s", r.cfg.MaxIterations, strings.Replace(empty, "is empty", "is still empty", 1))
 	}
 	return stopWith(OutcomeLimitReached, "iteration limit reached (%d) before the agent said COMPLETE; %s", r.cfg.MaxIterations, planned)
 }

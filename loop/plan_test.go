@@ -433,3 +433,41 @@ func TestPlanSessionLog(t *testing.T) {
 		t.Errorf("raw log path %q", got)
 	}
 }
+
+// TestPlanFeatureForgotten: a planner that adds a feature's tasks without
+// --feature leaves the feature empty; the message says so.
+func TestPlanFeatureForgotten(t *testing.T) {
+	tests := []struct {
+		name     string
+		max      int
+		sessions []string
+		want     string
+	}{
+		{"COMPLETE", 0, []string{"stray|" + complete},
+			"the agent said planning is complete, but feature billing has no task (1 task was added without --feature billing)"},
+		{"the limit", 2, []string{"s1|", "s2|"},
+			"iteration limit reached (2) and feature billing has no task (2 tasks were added without --feature billing)"},
+		{"nothing added at all", 1, []string{"|"},
+			"iteration limit reached (1) and feature billing has no task"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, loop.Task{ID: "old", Title: "Before the run"})
+			cfg := planConfig(t)
+			cfg.MaxIterations = tt.max
+			writeFile(t, cfg.Root, "billing.md", "# Billing\nInvoices.\n")
+			if err := store.AddFeature(loop.Feature{Name: "billing", SpecPath: "billing.md"}); err != nil {
+				t.Fatal(err)
+			}
+			cfg.Scope = loop.Scope{Feature: "billing"}
+			runner := looptest.NewFakeRunner(t).Always(planner(store, tt.sessions...))
+			rep, err := loop.Plan(t.Context(), cfg, store, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Outcome != loop.OutcomeNoPlan || rep.Message != tt.want {
+				t.Errorf("outcome %s, message %q; want no_plan, %q", rep.Outcome, rep.Message, tt.want)
+			}
+		})
+	}
+}
