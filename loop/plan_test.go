@@ -424,7 +424,7 @@ func TestPlanSessionLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"mode: plan\n", "=== iteration 1 ===", "status: session_ok", "outcome: complete", "exit code: 0"} {
+	for _, want := range []string{"mode: plan\n", "=== iteration 1 ===\nmode: plan\ntask: (none: plan mode)\n", "status: session_ok", "outcome: complete", "exit code: 0"} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("session log lacks %q:\n%s", want, log)
 		}

@@ -307,7 +307,7 @@ func TestPromptSessionLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"mode: prompt\n", "=== iteration 1 ===", "status: session_ok", "iterations: 1", "exit code: 0"} {
+	for _, want := range []string{"mode: prompt\n", "=== iteration 1 ===\nmode: prompt\ntask: (none: prompt mode)\n", "status: session_ok", "iterations: 1", "exit code: 0"} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("session log lacks %q:\n%s", want, log)
 		}

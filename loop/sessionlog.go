@@ -78,7 +78,7 @@ func (l *SessionLog) Observe(n Note) {
 	switch n.Kind {
 	case NoteIterationStart:
 		l.iters[n.Iteration] = &iterLog{start: n.At, model: n.Model}
-		l.printf("\n=== iteration %d ===\nmode: %s\ntask: %s\nstart: %s\n", n.Iteration, n.Mode, taskLabel(n.Task), n.At.Format(logTime))
+		l.printf("\n=== iteration %d ===\nmode: %s\ntask: %s\nstart: %s\n", n.Iteration, n.Mode, taskLabel(n.Mode, n.Task), n.At.Format(logTime))
 	case NoteReceipt:
 		it := l.iter(n.Iteration, n.At)
 		it.cost += n.Receipt.CostUSD
@@ -121,8 +121,11 @@ func (l *SessionLog) iter(n int, at time.Time) *iterLog {
 	return it
 }
 
-func taskLabel(t Task) string {
+func taskLabel(mode Mode, t Task) string {
 	if t.ID == "" {
+		if mode == ModePlan || mode == ModePrompt {
+			return "(none: " + string(mode) + " mode)"
+		}
 		return "(claimed by the agent)"
 	}
 	return t.ID + " " + strings.Join(strings.Fields(t.Title), " ")
