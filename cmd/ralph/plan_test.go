@@ -64,7 +64,6 @@ const planTwoTasks = `"$RALPH_BIN" task add "Users table" -d "id, email, passwor
 // tasks": a stand-in planner reads the prompt, adds tasks with
 // $RALPH_BIN task add and says COMPLETE.
 func TestPlanTurnsSpecIntoTasks(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	h.write("specs/auth.md", authSpec)
 	agent, script := fakeAgentPath(t, agentStep{Sh: planTwoTasks, Text: "Planned two tasks.\n<promise>COMPLETE</promise>", Cost: 0.5})
@@ -112,7 +111,6 @@ func TestPlanTurnsSpecIntoTasks(t *testing.T) {
 
 // TestPlanOutcomes runs `ralph plan` for each way it can end.
 func TestPlanOutcomes(t *testing.T) {
-	t.Parallel()
 	addOne := `"$RALPH_BIN" task add "Task $RALPH_ITERATION"`
 	tests := []struct {
 		name    string
@@ -142,7 +140,6 @@ func TestPlanOutcomes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := initHarness(t)
 			h.write("specs/auth.md", authSpec)
 			agent, script := fakeAgentPath(t, tc.steps...)
@@ -168,7 +165,6 @@ func TestPlanOutcomes(t *testing.T) {
 // exit 2 with a message saying where specs go; no agent runs (not even
 // a missing one is looked for) and nothing changes.
 func TestPlanNothingToDo(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name   string
 		init   bool
@@ -184,7 +180,6 @@ func TestPlanNothingToDo(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := newHarness(t)
 			if tc.init {
 				h.ok("init")
@@ -212,7 +207,6 @@ func TestPlanNothingToDo(t *testing.T) {
 // TestPlanBadInput: bad arguments are one-line errors, exit 1, nothing
 // changed.
 func TestPlanBadInput(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name   string
 		args   []string
@@ -230,7 +224,6 @@ func TestPlanBadInput(t *testing.T) {
 	h.write("specs/auth.md", authSpec)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := h.clone(t)
 			before, db := h.files(), h.dump()
 			agent, script := fakeAgentPath(t, agentStep{Text: "<promise>COMPLETE</promise>"})
@@ -258,7 +251,6 @@ func TestPlanBadInput(t *testing.T) {
 // TestPlanFeature plans a feature from its spec: the prompt holds that
 // spec only, and the planner's tasks carry the feature.
 func TestPlanFeature(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	h.write("specs/auth.md", authSpec)
 	h.write("billing.md", "# Billing\n\nInvoices every month.\n")
@@ -282,7 +274,6 @@ func TestPlanFeature(t *testing.T) {
 // .ralph/ is committed as "plan: iteration <n> - …"; a session that only
 // added tasks commits nothing and is no error.
 func TestPlanCommit(t *testing.T) {
-	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -331,7 +322,6 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // an unknown variable in it is a one-line error naming it, before any
 // agent runs.
 func TestPlanPromptOverride(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	h.write("specs/auth.md", authSpec)
 	g := h.clone(t)

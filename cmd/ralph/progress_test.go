@@ -46,7 +46,6 @@ The user's own section: ralph keeps it byte for byte.
 // troubled iterations, RALPH_DONE ends the run (exit 0) with a box left,
 // and the user's own text survives.
 func TestProgressFileAsANewUser(t *testing.T) {
-	t.Parallel()
 	h := newHarness(t)
 	path := h.write("progress.md", twoPhases)
 	tick := func(box string) string { return fmt.Sprintf(`sed -i 's/- \[ \] %s$/- [x] %s/' progress.md`, box, box) }

@@ -20,7 +20,6 @@ const tidyPrompt = "# Tidy the README\n\nFix the typos. Keep {{ .Values }} as it
 // a session log, a raw stream and a receipt, exit 0; sigils in the answer
 // change nothing.
 func TestPromptRunsOnce(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	file := h.write("tidy.md", tidyPrompt)
 	h.add("A task the prompt must not touch")
@@ -77,7 +76,6 @@ func TestPromptRunsOnce(t *testing.T) {
 
 // TestPromptExitCodes runs `ralph prompt` for each way it can end.
 func TestPromptExitCodes(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -102,7 +100,6 @@ func TestPromptExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := initHarness(t)
 			file := h.write("p.md", tidyPrompt)
 			agent, script := fakeAgentPath(t, tc.step)
@@ -125,7 +122,6 @@ func TestPromptExitCodes(t *testing.T) {
 // no project, bad flags and a missing agent are errors (exit 1). One line
 // on stderr, no session, nothing changed.
 func TestPromptBadInput(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name   string
 		init   bool
@@ -152,7 +148,6 @@ func TestPromptBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := newHarness(t)
 			if tc.init {
 				h.ok("init")
@@ -182,7 +177,6 @@ func TestPromptBadInput(t *testing.T) {
 // commit; outside a git repository it is exit 5 before the agent runs, and
 // a failing commit is exit 5.
 func TestPromptCommit(t *testing.T) {
-	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -212,7 +206,6 @@ func TestPromptCommit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			h := initHarness(t)
 			file := filepath.Join(t.TempDir(), "tidy.md") // outside the repository
 			if err := os.WriteFile(file, []byte(tidyPrompt), 0o644); err != nil {
@@ -253,7 +246,6 @@ func TestPromptCommit(t *testing.T) {
 // TestPromptInterrupt cancels the run while the agent works, as SIGINT
 // does: exit 130 and the session summary written.
 func TestPromptInterrupt(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	file := h.write("p.md", tidyPrompt)
 	agent, script := fakeAgentPath(t, agentStep{Hang: true})
@@ -281,7 +273,6 @@ func TestPromptInterrupt(t *testing.T) {
 
 // TestPromptTemplateOverride: .ralph/prompts/prompt.md wraps the file.
 func TestPromptTemplateOverride(t *testing.T) {
-	t.Parallel()
 	h := initHarness(t)
 	file := h.write("p.md", tidyPrompt)
 	h.write(".ralph/prompts/prompt.md", "House rules for {{.Root}} ({{.Mode}} {{.Iteration}}).\n\n{{.Prompt}}")
