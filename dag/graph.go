@@ -179,9 +179,22 @@ func (t *txn) addDep(blocked, blocker string) error {
 	if _, err := t.exec(`INSERT INTO deps (blocked_id, blocker_id) VALUES (?, ?)`, blocked, blocker); err != nil {
 		return err
 	}
-	if bs.status != loop.StatusDone {
-		_, err = t.exec(`UPDATE tasks SET unmet_blockers = unmet_blockers + 1 WHERE id = ?`, blocked)
+	return t.countDep(blocked, blocker, bs.status, +1)
+}
+
+// countDep keeps the counters of one dependency added (delta +1) or
+// removed (-1): the blocked task's blockers (and unmet ones, if the blocker
+// is not done) and the blocker's dependents.
+func (t *txn) countDep(blocked, blocker string, blockerStatus loop.Status, delta int) error {
+	unmet := 0
+	if blockerStatus != loop.StatusDone {
+		unmet = delta
 	}
+	if _, err := t.exec(`UPDATE tasks SET blocker_count = blocker_count + ?, unmet_blockers = unmet_blockers + ?
+		WHERE id = ?`, delta, unmet, blocked); err != nil {
+		return err
+	}
+	_, err := t.exec(`UPDATE tasks SET dependent_count = dependent_count + ? WHERE id = ?`, delta, blocker)
 	return err
 }
 
@@ -227,10 +240,7 @@ func (s *Store) RemoveDependency(ctx context.Context, blocked, blocker string) e
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("%w: %s is not blocked by %s", ErrNoDependency, blocked, blocker)
 		}
-		if bs.status != loop.StatusDone {
-			_, err = t.exec(`UPDATE tasks SET unmet_blockers = unmet_blockers - 1 WHERE id = ?`, blocked)
-		}
-		return err
+		return t.countDep(blocked, blocker, bs.status, -1)
 	})
 }
 

@@ -200,6 +200,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(want, exported); diff != "" {
 		t.Errorf("export (-want +got):\n%s", diff)
 	}
+	checkCounts(t, src)
+	checkCounts(t, dst)
 }
 
 func TestGeneratedIDsNeverCollide(t *testing.T) {
@@ -283,6 +285,7 @@ func TestAutoTransitions(t *testing.T) {
 		if diff := cmp.Diff([]string{"x"}, readyIDs(t, s)); diff != "" {
 			t.Errorf("ready (-want +got):\n%s", diff)
 		}
+		checkCounts(t, s)
 		if err := s.Unblock(ctx, "lone"); err != nil {
 			t.Fatal(err)
 		}
@@ -360,6 +363,7 @@ func TestAutoTransitions(t *testing.T) {
 		if diff := cmp.Diff([]string{"a"}, task.BlockedBy); diff != "" {
 			t.Errorf("BlockedBy (-want +got):\n%s", diff)
 		}
+		checkCounts(t, s)
 	})
 }
 

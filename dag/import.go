@@ -219,9 +219,21 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 		return fmt.Errorf("%s: waits for %s, which waits for it: %w", batch[i].where(i), batch[j].ID, ErrCycle)
 	}
 
+	dependents := make([]int, n)      // batch dependents of each batch task
+	extDependents := map[string]int{} // batch dependents of existing tasks
+	for i := range batch {
+		for _, b := range blockers[i] {
+			if j, ok := byID[b]; ok {
+				dependents[j]++
+			} else {
+				extDependents[b]++
+			}
+		}
+	}
 	insTask, err := t.tx.PrepareContext(t.ctx, `INSERT INTO tasks (id, title, description, status, priority,
-		parent_id, feature, created_at, updated_at, unmet_blockers, child_count, parent_failed)
-		VALUES (?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`)
+		parent_id, feature, created_at, updated_at, unmet_blockers, child_count, parent_failed,
+		blocker_count, dependent_count)
+		VALUES (?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -239,7 +251,7 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 			pfailed = 1
 		}
 		if _, err := insTask.ExecContext(t.ctx, p.ID, p.Title, p.Description, string(p.Status), p.Priority,
-			p.ParentID, p.Feature, t.now, t.now, unmet, children[i], pfailed); err != nil {
+			p.ParentID, p.Feature, t.now, t.now, unmet, children[i], pfailed, len(blockers[i]), dependents[i]); err != nil {
 			return fmt.Errorf("%s: %w", p.where(i), err)
 		}
 	}
@@ -257,6 +269,11 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 	}
 	for id, k := range extChildren {
 		if _, err := t.exec(`UPDATE tasks SET child_count = child_count + ? WHERE id = ?`, k, id); err != nil {
+			return err
+		}
+	}
+	for id, k := range extDependents {
+		if _, err := t.exec(`UPDATE tasks SET dependent_count = dependent_count + ? WHERE id = ?`, k, id); err != nil {
 			return err
 		}
 	}

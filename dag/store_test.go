@@ -81,7 +81,8 @@ func dump(t testing.TB, s *Store) []string {
 	return out
 }
 
-// checkCounts compares the trigger-kept status_counts with the tasks.
+// checkCounts compares the trigger-kept status_counts and the readiness
+// counters kept on each task with values recomputed from the rows.
 func checkCounts(t testing.TB, s *Store) {
 	t.Helper()
 	read := func(q string) map[string]int {
@@ -107,6 +108,29 @@ func checkCounts(t testing.TB, s *Store) {
 	got := read(`SELECT feature, status, n FROM status_counts`)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("status_counts out of step with tasks (-tasks +status_counts):\n%s", diff)
+	}
+	// Every counter kept on write, recomputed from scratch.
+	rows, err := s.db.Query(`SELECT id, blocker_count, dependent_count, unmet_blockers, child_count, parent_failed,
+		(SELECT count(*) FROM deps WHERE blocked_id = t.id),
+		(SELECT count(*) FROM deps WHERE blocker_id = t.id),
+		(SELECT count(*) FROM deps d JOIN tasks b ON b.id = d.blocker_id WHERE d.blocked_id = t.id AND b.status <> 'done'),
+		(SELECT count(*) FROM tasks c WHERE c.parent_id = t.id),
+		coalesce((SELECT p.status = 'failed' FROM tasks p WHERE p.id = t.parent_id), 0)
+		FROM tasks t ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var kept, fresh [5]int
+		if err := rows.Scan(&id, &kept[0], &kept[1], &kept[2], &kept[3], &kept[4],
+			&fresh[0], &fresh[1], &fresh[2], &fresh[3], &fresh[4]); err != nil {
+			t.Fatal(err)
+		}
+		if kept != fresh {
+			t.Errorf("task %s: counters (blockers, dependents, unmet, children, parent failed) kept %v, recomputed %v", id, kept, fresh)
+		}
 	}
 }
 

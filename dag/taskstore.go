@@ -115,6 +115,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			lease_expires_at = ?, updated_at = ? `
 		args := []any{p.Agent, t.now, t.now + int64(lease), t.now}
 		var err error
+		var blockers int
 		if p.TaskID == "" {
 			// Find and take the first ready task in one statement.
 			var cond string
@@ -122,7 +123,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			if cond, cargs, err = t.scopeCond(p.Scope); err != nil {
 				return err
 			}
-			task, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
+			task, blockers, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
 				` AND `+cond+` ORDER BY priority, seq LIMIT 1) RETURNING `+taskCols, append(args, cargs...)...))
 			if errors.Is(err, sql.ErrNoRows) {
 				return loop.ErrNoReadyTask
@@ -131,12 +132,12 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			if err := t.checkReady(p.TaskID); err != nil {
 				return err
 			}
-			task, err = scanTask(t.row(set+`WHERE id = ? AND `+readyCond+` RETURNING `+taskCols,
+			task, blockers, err = scanTask(t.row(set+`WHERE id = ? AND `+readyCond+` RETURNING `+taskCols,
 				append(args, p.TaskID)...))
 		}
 		// The claim itself is not logged: the task's latest log entry is
 		// what its dependents see as its summary.
-		if err != nil {
+		if err != nil || blockers == 0 {
 			return err
 		}
 		ts := []loop.Task{task}
@@ -202,19 +203,28 @@ func holderErr(st state, agent string) error {
 // Complete implements loop.TaskStore.
 func (s *Store) Complete(ctx context.Context, id, summary string) error {
 	return s.write(ctx, func(t *txn) error {
-		st, err := t.state(id)
+		// The usual case in one statement: an in_progress task becomes done.
+		var parent string
+		var deps int
+		err := t.row(`UPDATE tasks SET status = 'done', updated_at = ?, claimed_by = '', claimed_at = 0,
+			lease_expires_at = 0 WHERE id = ? AND status = 'in_progress'
+			RETURNING coalesce(parent_id, ''), dependent_count`, t.now, id).Scan(&parent, &deps)
+		if errors.Is(err, sql.ErrNoRows) {
+			st, err := t.state(id)
+			if err != nil {
+				return err
+			}
+			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusDone}
+		}
 		if err != nil {
 			return err
-		}
-		if !loop.CanTransition(st.status, loop.StatusDone) {
-			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusDone}
 		}
 		if summary != "" {
 			if err := t.log(id, loop.LogDone, summary); err != nil {
 				return err
 			}
 		}
-		return t.done(id, st.parentID, st.status)
+		return t.done(id, parent, deps)
 	})
 }
 

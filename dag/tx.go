@@ -15,7 +15,7 @@ import (
 // taskCols are the columns scanTask reads, in order.
 const taskCols = `id, title, description, status, priority, coalesce(parent_id, ''),
 	coalesce(feature, ''), claimed_by, claimed_at, lease_expires_at, retry_count,
-	verification_status, created_at, updated_at`
+	verification_status, created_at, updated_at, blocker_count`
 
 // readyCond is the ready predicate; it matches the WHERE clause of the
 // partial indexes tasks_ready and tasks_ready_feature word for word, so that
@@ -38,20 +38,22 @@ func readyFrom(scope loop.Scope) string {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanTask(r scanner) (loop.Task, error) {
+// scanTask reads taskCols; blockers is the task's number of blockers, so
+// that callers can skip the look-up in deps when it is zero.
+func scanTask(r scanner) (task loop.Task, blockers int, err error) {
 	var t loop.Task
 	var status string
 	var claimedAt, leaseAt, created, updated int64
-	err := r.Scan(&t.ID, &t.Title, &t.Description, &status, &t.Priority, &t.ParentID,
+	err = r.Scan(&t.ID, &t.Title, &t.Description, &status, &t.Priority, &t.ParentID,
 		&t.Feature, &t.ClaimedBy, &claimedAt, &leaseAt, &t.RetryCount,
-		&t.VerificationStatus, &created, &updated)
+		&t.VerificationStatus, &created, &updated, &blockers)
 	if err != nil {
-		return loop.Task{}, err
+		return loop.Task{}, 0, err
 	}
 	t.Status = loop.Status(status)
 	t.ClaimedAt, t.LeaseExpiresAt = fromNanos(claimedAt), fromNanos(leaseAt)
 	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
-	return t, nil
+	return t, blockers, nil
 }
 
 func notFound(id string) error {
@@ -67,14 +69,15 @@ type state struct {
 	unmet    int
 	pfailed  bool
 	agent    string
+	deps     int // dependents: tasks this one blocks
 }
 
 func (t *txn) state(id string) (state, error) {
 	var st state
 	var status string
-	err := t.row(`SELECT id, status, coalesce(parent_id, ''), child_count, unmet_blockers, parent_failed, claimed_by
-		FROM tasks WHERE id = ?`, id).
-		Scan(&st.id, &status, &st.parentID, &st.children, &st.unmet, &st.pfailed, &st.agent)
+	err := t.row(`SELECT id, status, coalesce(parent_id, ''), child_count, unmet_blockers, parent_failed, claimed_by,
+		dependent_count FROM tasks WHERE id = ?`, id).
+		Scan(&st.id, &status, &st.parentID, &st.children, &st.unmet, &st.pfailed, &st.agent, &st.deps)
 	if errors.Is(err, sql.ErrNoRows) {
 		return state{}, notFound(id)
 	}
@@ -84,12 +87,12 @@ func (t *txn) state(id string) (state, error) {
 
 // get reads one task with its blockers.
 func (t *txn) get(id string) (loop.Task, error) {
-	task, err := scanTask(t.row(`SELECT `+taskCols+` FROM tasks WHERE id = ?`, id))
+	task, n, err := scanTask(t.row(`SELECT `+taskCols+` FROM tasks WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return loop.Task{}, notFound(id)
 	}
-	if err != nil {
-		return loop.Task{}, err
+	if err != nil || n == 0 {
+		return task, err
 	}
 	ts := []loop.Task{task}
 	if err := t.fillBlockers(ts); err != nil {
@@ -106,17 +109,22 @@ func (t *txn) list(q string, args ...any) ([]loop.Task, error) {
 	}
 	defer rows.Close()
 	var out []loop.Task
+	blockers := 0
 	for rows.Next() {
-		task, err := scanTask(rows)
+		task, n, err := scanTask(rows)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, task)
+		blockers += n
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	rows.Close()
+	if blockers == 0 {
+		return out, nil
+	}
 	return out, t.fillBlockers(out)
 }
 
@@ -230,25 +238,25 @@ func (t *txn) transition(id string, to loop.Status, kind, message string) (state
 	return st, nil
 }
 
-// done marks id done (it is in status from; parent is its parent or "")
-// and runs the auto-transitions of DESIGN §2 in this transaction:
+// done runs the auto-transitions of DESIGN §2 after task id (with parent
+// parent, or "", and deps dependents) became done, in this transaction:
 // dependents lose an unmet blocker, and explicitly blocked ones with none
 // left become pending; a parent whose children are all done becomes done,
 // and so on upward.
-func (t *txn) done(id, parent string, from loop.Status) error {
-	if err := t.setStatus(id, from, loop.StatusDone); err != nil {
-		return err
+func (t *txn) done(id, parent string, deps int) error {
+	type item struct {
+		id, parent string
+		deps       int
 	}
-	type item struct{ id, parent string }
-	for queue := []item{{id, parent}}; len(queue) > 0; {
+	for queue := []item{{id, parent, deps}}; len(queue) > 0; {
 		x := queue[0]
 		queue = queue[1:]
-		// Most tasks block nothing: one index look-up, then a point update
-		// per dependent (an UPDATE … WHERE id IN (subquery) builds a
-		// temporary table every time).
-		dependents, err := t.ids(`SELECT blocked_id FROM deps WHERE blocker_id = ? ORDER BY seq`, x.id)
-		if err != nil {
-			return err
+		var dependents []string
+		if x.deps > 0 {
+			var err error
+			if dependents, err = t.ids(`SELECT blocked_id FROM deps WHERE blocker_id = ? ORDER BY seq`, x.id); err != nil {
+				return err
+			}
 		}
 		for _, d := range dependents {
 			var status string
@@ -271,10 +279,10 @@ func (t *txn) done(id, parent string, from loop.Status) error {
 			continue
 		}
 		var status, grand string
-		var open int
-		if err := t.row(`SELECT status, coalesce(parent_id, ''),
+		var open, pdeps int
+		if err := t.row(`SELECT status, coalesce(parent_id, ''), dependent_count,
 			(SELECT count(*) FROM tasks WHERE parent_id = ?1 AND status <> 'done')
-			FROM tasks WHERE id = ?1`, x.parent).Scan(&status, &grand, &open); err != nil {
+			FROM tasks WHERE id = ?1`, x.parent).Scan(&status, &grand, &pdeps, &open); err != nil {
 			return err
 		}
 		ps := loop.Status(status)
@@ -288,7 +296,7 @@ func (t *txn) done(id, parent string, from loop.Status) error {
 		if err := t.log(x.parent, loop.LogDone, "all children done"); err != nil {
 			return err
 		}
-		queue = append(queue, item{x.parent, grand})
+		queue = append(queue, item{x.parent, grand, pdeps})
 	}
 	return nil
 }

@@ -32,7 +32,11 @@ CREATE TABLE tasks (
 	-- blockers not yet done, number of children, whether the parent failed.
 	unmet_blockers      INTEGER NOT NULL DEFAULT 0 CHECK (unmet_blockers >= 0),
 	child_count         INTEGER NOT NULL DEFAULT 0 CHECK (child_count >= 0),
-	parent_failed       INTEGER NOT NULL DEFAULT 0 CHECK (parent_failed IN (0, 1))
+	parent_failed       INTEGER NOT NULL DEFAULT 0 CHECK (parent_failed IN (0, 1)),
+	-- Rows of deps naming the task as blocked and as blocker: most tasks
+	-- have none, and these spare them a look-up in deps.
+	blocker_count       INTEGER NOT NULL DEFAULT 0 CHECK (blocker_count >= 0),
+	dependent_count     INTEGER NOT NULL DEFAULT 0 CHECK (dependent_count >= 0)
 );
 
 -- The ready queue: the first ready task is the first entry of this index.
