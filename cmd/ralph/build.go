@@ -135,6 +135,11 @@ func build(c *cli.Context, cfg appConfig) error {
 	}
 	agent, err := claude.LookPath(explicit)
 	if err != nil {
+		// A run with nothing to do needs no agent: an empty, finished or
+		// blocked plan says so (exit 2, 0, 6) rather than "agent not found".
+		if plan, derr := loop.DryRun(c.Context, lc, store); derr == nil && plan.Outcome != "" {
+			return outcomeError(plan.Outcome, plan.ExitCode(), plan.Message, progressFile != "", cfg.stdout)
+		}
 		return err
 	}
 	if lc.RalphBin, err = ralphBin(); err != nil {

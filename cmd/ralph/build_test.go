@@ -373,6 +373,20 @@ func TestBuildOutcomes(t *testing.T) {
 			name: "empty plan", code: 2, errOut: "run 'ralph plan' first",
 		},
 		{
+			// Nothing to do is said before the agent is looked for.
+			name: "empty plan without an agent", agent: "/nonexistent/claude",
+			code: 2, errOut: "run 'ralph plan' first",
+		},
+		{
+			name: "finished plan without an agent", tasks: 1, agent: "/nonexistent/claude",
+			setup: func(t *testing.T, h *harness) {
+				h.ok("task", "claim", "t-1", "--agent", "someone")
+				h.ok("task", "done", "t-1")
+			},
+			code: 0, out: "complete",
+			want: map[string]loop.Status{"t-1": "done"},
+		},
+		{
 			name: "feature scope", tasks: 1, steps: []agentStep{{Text: done}},
 			setup: func(t *testing.T, h *harness) {
 				h.ok("feature", "add", "web")
