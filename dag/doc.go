@@ -38,7 +38,8 @@
 // A task is ready when it is pending, has no children, its parent is not
 // failed and every blocker is done. Each task row stores unmet_blockers
 // (blockers not done), child_count and parent_failed, updated in the
-// transaction that changes them; a partial index over exactly those
+// transaction that changes them (and blocker_count and dependent_count, so
+// that the many tasks without dependencies never look in the deps table); a partial index over exactly those
 // conditions, ordered by (priority, seq), makes the first ready task the
 // first index entry at any plan size. The ready queries name that index
 // (INDEXED BY): without statistics SQLite has preferred other indexes and
