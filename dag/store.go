@@ -52,7 +52,10 @@ var (
 const applicationID = 0x52414c50
 
 //go:embed migrations/*.sql
-var migrationFS embed.FS
+var embeddedMigrations embed.FS
+
+// migrationFS holds the migrations; tests swap in a longer list.
+var migrationFS fs.FS = embeddedMigrations
 
 // migrations returns the embedded schema migrations in order; migration i
 // (0-based) brings the schema from version i to version i+1.
@@ -68,7 +71,7 @@ func migrations() ([]string, error) {
 		if err != nil || n != i+1 {
 			return nil, fmt.Errorf("dag: migration %s is out of sequence (want %04d_…)", name, i+1)
 		}
-		b, err := migrationFS.ReadFile(name)
+		b, err := fs.ReadFile(migrationFS, name)
 		if err != nil {
 			return nil, err
 		}

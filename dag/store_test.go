@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -517,5 +518,51 @@ func TestWriteLockBetweenStores(t *testing.T) {
 	}
 	if got := statuses(t, holder); len(got) != 1 {
 		t.Errorf("tasks = %v, want exactly the one added after the release", got)
+	}
+}
+
+// TestForwardMigration opens a version-1 database with a build that knows a
+// second migration: the migration runs once, the data survives, and the
+// older build then refuses the file.
+func TestForwardMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress.db")
+	s, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, s, AddParams{ID: "a"})
+	s.Close()
+
+	v1, err := fs.ReadFile(embeddedMigrations, "migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	migrationFS = fstest.MapFS{
+		"migrations/0001_init.sql":  {Data: v1},
+		"migrations/0002_extra.sql": {Data: []byte("ALTER TABLE tasks ADD COLUMN extra TEXT NOT NULL DEFAULT 'x';")},
+	}
+	defer func() { migrationFS = embeddedMigrations }()
+	for range 2 { // the second open applies nothing
+		s, err = Open(t.Context(), path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var version int
+		var extra string
+		if err := s.db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.QueryRow("SELECT extra FROM tasks WHERE id = 'a'").Scan(&extra); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]any{2, "x"}, []any{version, extra}); diff != "" {
+			t.Errorf("after migrating (-want +got):\n%s", diff)
+		}
+		s.Close()
+	}
+
+	migrationFS = embeddedMigrations
+	if _, err := Open(t.Context(), path, Options{}); !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), path) {
+		t.Errorf("version-1 build opening a version-2 file: %v, want ErrSchemaTooNew naming the path", err)
 	}
 }
