@@ -132,6 +132,8 @@ func newAppConfig(cfg appConfig) *cli.App {
 		ErrWriter: cfg.stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Usage: "project root `DIR`", DefaultText: "the current directory"},
+			helpFlag(),
+			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version", DisableDefaultText: true},
 		},
 		Commands: []*cli.Command{
 			initCommand(cfg),
@@ -142,35 +144,54 @@ func newAppConfig(cfg appConfig) *cli.App {
 			promptCommand(cfg),
 			statusCommand(cfg),
 		},
+		// cli's own --help and --version flags are package globals that
+		// every app and command shares, and parsing writes to them: two
+		// apps run at once (tests in parallel, an embedding program) would
+		// race. Each command gets fresh ones instead (see setupCommands);
+		// cli still finds --help by name.
+		HideHelp:        true,
 		HideHelpCommand: true,
+		HideVersion:     true,
 		// Only run maps errors to exit codes; the default handler would
 		// call os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				cli.ShowVersion(c)
+				return nil
+			}
 			if !c.Args().Present() {
 				return cli.ShowAppHelp(c)
 			}
 			return &usageError{cmd: "ralph", err: fmt.Errorf("unknown command %q", c.Args().First())}
 		},
 	}
-	setUsageErrorHandlers("ralph", app.Commands)
+	setupCommands("ralph", app.Commands)
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return &usageError{cmd: "ralph", err: err}
 	}
 	return app
 }
 
-// setUsageErrorHandlers makes every command report a bad flag as a one-line
-// usage error (exit 1) instead of printing its help and the error to stdout.
-func setUsageErrorHandlers(prefix string, cmds []*cli.Command) {
+// setupCommands makes every command report a bad flag as a one-line usage
+// error (exit 1) instead of printing its help and the error to stdout, and
+// gives it its own --help flag in place of cli's shared one.
+func setupCommands(prefix string, cmds []*cli.Command) {
 	for _, c := range cmds {
 		name := prefix + " " + c.Name
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 			return &usageError{cmd: name, err: err}
 		}
+		c.HideHelp = true
 		c.HideHelpCommand = true
-		setUsageErrorHandlers(name, c.Subcommands)
+		c.Flags = append(c.Flags, helpFlag())
+		setupCommands(name, c.Subcommands)
 	}
+}
+
+// helpFlag is a fresh --help flag (see newAppConfig).
+func helpFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
 }
 
 // groupAction is the action of commands that only hold subcommands: help
