@@ -566,3 +566,36 @@ func TestForwardMigration(t *testing.T) {
 		t.Errorf("version-1 build opening a version-2 file: %v, want ErrSchemaTooNew naming the path", err)
 	}
 }
+
+// TestConcurrentOpenOfNewFile opens one new file from 8 stores at once (as
+// 8 processes would): each succeeds and the schema is created once.
+func TestConcurrentOpenOfNewFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress.db")
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := Open(t.Context(), path, Options{})
+			if err == nil {
+				_, err = s.Add(t.Context(), AddParams{Title: fmt.Sprintf("from store %d", i)})
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("store %d: %v", i, err)
+		}
+	}
+	s, err := OpenExisting(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := len(statuses(t, s)); got != 8 {
+		t.Errorf("%d tasks, want 8", got)
+	}
+	checkCounts(t, s)
+}
