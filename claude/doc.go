@@ -14,7 +14,10 @@
 //
 // Starting the agent. The executable is --claude PATH, else $RALPH_CLAUDE,
 // else `claude` on PATH (LookPath); a missing one is loop.ErrAgentNotFound
-// with a hint on how to install or name it, returned before anything runs.
+// with a hint on how to install or name it, returned before anything runs;
+// the message names where the missing path came from (`--claude "X"` or
+// `$RALPH_CLAUDE "X"`). LookPathFrom takes $RALPH_CLAUDE's value from the
+// caller, so a CLI with its own view of the environment names it right.
 // The arguments are `-p --verbose --output-format stream-json
 // --no-session-persistence --model M`, then `--system-prompt-file F` (the
 // system prompt is written to a temporary file, removed after the run: a

@@ -73,9 +73,17 @@ const installHint = "install Claude Code (npm install -g @anthropic-ai/claude-co
 // not empty, else $RALPH_CLAUDE if set, else `claude` on PATH. The error
 // wraps loop.ErrAgentNotFound and says how to install or point to it.
 func LookPath(explicit string) (string, error) {
-	name, from := explicit, "--claude"
+	return LookPathFrom(explicit, os.Getenv(EnvClaude))
+}
+
+// LookPathFrom is LookPath with the value of $RALPH_CLAUDE given (for
+// callers that read the environment themselves): flag is --claude's value,
+// env $RALPH_CLAUDE's. The error names where a missing executable came
+// from: `--claude "X"` or `$RALPH_CLAUDE "X"`.
+func LookPathFrom(flag, env string) (string, error) {
+	name, from := flag, "--claude"
 	if name == "" {
-		name, from = os.Getenv(EnvClaude), EnvClaude
+		name, from = env, "$"+EnvClaude
 	}
 	if name == "" {
 		name, from = "claude", "PATH"

@@ -129,11 +129,7 @@ func build(c *cli.Context, cfg appConfig) error {
 	}
 
 	// The agent must exist before anything is claimed.
-	explicit := c.String("claude")
-	if explicit == "" {
-		explicit = cfg.getenv(claude.EnvClaude)
-	}
-	agent, err := claude.LookPath(explicit)
+	agent, err := claude.LookPathFrom(c.String("claude"), cfg.getenv(claude.EnvClaude))
 	if err != nil {
 		// A run with nothing to do needs no agent: an empty, finished or
 		// blocked plan says so (exit 2, 0, 6) rather than "agent not found".

@@ -96,7 +96,8 @@ func TestBuildOutcomes(t *testing.T) {
 		setup func(t *testing.T, h *harness)
 		steps []agentStep
 		args  []string
-		// agent replaces the fake agent's path when set.
+		// agent replaces the fake agent's path when set; "-" passes the
+		// fake agent in $RALPH_CLAUDE, "env:PATH" passes PATH there.
 		agent string
 		code  int
 		// out and errOut must appear in stdout and stderr.
@@ -361,7 +362,14 @@ func TestBuildOutcomes(t *testing.T) {
 		{
 			name: "agent missing", tasks: 1,
 			agent: "/nonexistent/claude",
-			code:  1, errOut: "/nonexistent/claude",
+			code:  1, errOut: `--claude "/nonexistent/claude" is not an executable`,
+			want: map[string]loop.Status{"t-1": "pending"},
+		},
+		{
+			// The message names where the path came from.
+			name: "agent from RALPH_CLAUDE missing", tasks: 1,
+			agent: "env:/nonexistent/claude",
+			code:  1, errOut: `$RALPH_CLAUDE "/nonexistent/claude" is not an executable`,
 			want: map[string]loop.Status{"t-1": "pending"},
 		},
 		{
@@ -420,6 +428,8 @@ func TestBuildOutcomes(t *testing.T) {
 			switch {
 			case tc.agent == "-":
 				h.env["RALPH_CLAUDE"], agent = agent, ""
+			case strings.HasPrefix(tc.agent, "env:"):
+				h.env["RALPH_CLAUDE"], agent = strings.TrimPrefix(tc.agent, "env:"), ""
 			case tc.agent != "":
 				agent = tc.agent
 			}

@@ -79,11 +79,7 @@ func agentConfig(c *cli.Context, cfg appConfig, p project, lc *loop.Config) {
 // findAgent resolves the agent executable (--claude, $RALPH_CLAUDE, claude
 // on PATH) and prints the API-key notice.
 func findAgent(c *cli.Context, cfg appConfig, useAPIKey bool) (loop.Runner, error) {
-	explicit := c.String("claude")
-	if explicit == "" {
-		explicit = cfg.getenv(claude.EnvClaude)
-	}
-	agent, err := claude.LookPath(explicit)
+	agent, err := claude.LookPathFrom(c.String("claude"), cfg.getenv(claude.EnvClaude))
 	if err != nil {
 		return nil, err
 	}
