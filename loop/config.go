@@ -115,7 +115,9 @@ type Config struct {
 	Lease time.Duration
 	// Session names the run's logs: <LogDir>/<Session>.log and
 	// <LogDir>/<Session>/iter-<n>.ndjson. Empty: "session-YYYYMMDD-HHMMSS"
-	// from Now, in UTC.
+	// from Now, in UTC, or the next second whose name no log in LogDir has
+	// (two runs started in the same second); a name given here is used as
+	// it is.
 	Session string
 	// LogDir holds the logs (empty: <Root>/.ralph/logs).
 	LogDir string
@@ -273,8 +275,11 @@ func NewAgentID() (string, error) {
 // SessionName is the session name of a run started at t:
 // "session-YYYYMMDD-HHMMSS" in UTC.
 func SessionName(t time.Time) string {
-	return "session-" + t.UTC().Format("20060102-150405")
+	return t.UTC().Format(sessionLayout)
 }
+
+// sessionLayout is the time layout of session names.
+const sessionLayout = "session-20060102-150405"
 
 // sleepCtx waits d or until ctx is done.
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -96,7 +96,14 @@
 //     Config.SessionLog is set, at <LogDir>/<Session>.log; raw streams go
 //     to <LogDir>/<Session>/iter-<n>.ndjson (iter-<n>-verify.ndjson for the
 //     verifier) when Config.RawLogs is set. Session names are
-//     session-YYYYMMDD-HHMMSS in UTC.
+//     session-YYYYMMDD-HHMMSS in UTC. A run never shares or overwrites
+//     another's log: when the name for its start is taken (a log or a
+//     raw-log directory of that name exists), it takes the next free
+//     second's name, at once, without sleeping, so names keep the pattern
+//     and may run a few seconds ahead of the start. The name is claimed
+//     atomically (the session log created with O_EXCL, or the raw-log
+//     directory with mkdir), so runs in other processes cannot take it
+//     too. A Config.Session given by the caller is used as it is.
 //   - Prompts: build.md, verify.md, peek.md, plan.md and prompt.md are
 //     embedded and can be overridden by <root>/.ralph/prompts/<name>.md.
 //     Overrides are checked when the run starts: a field that PromptData

@@ -160,13 +160,21 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		r.report.Outcome, r.report.Message = s.outcome, s.message
 		return r.report, s.err
 	}
+	var slog *SessionLog
 	if r.autoSession && (cfg.SessionLog || cfg.RawLogs) {
-		r.uniqueSession()
+		f, err := r.reserveSession()
+		if err != nil {
+			r.report.Outcome, r.report.Message = OutcomeError, err.Error()
+			return r.report, err
+		}
 		cfg = r.cfg
 		r.report.Session = cfg.Session
-	}
-	var slog *SessionLog
-	if cfg.SessionLog {
+		if f != nil {
+			slog = NewSessionLog(f)
+			slog.c = f
+			defer slog.Close()
+		}
+	} else if cfg.SessionLog {
 		var err error
 		slog, err = OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session))
 		if err != nil {
@@ -199,19 +207,71 @@ func (r *run) exec(parent context.Context) (Report, error) {
 	return r.report, s.err
 }
 
-// uniqueSession adds "-2", "-3", … to a clock-made session name whose log
-// or raw-log directory exists already (two runs started in the same second), so that no run
-// overwrites another's log.
-func (r *run) uniqueSession() {
-	base := r.cfg.Session
-	for i := 2; ; i++ {
-		_, errLog := os.Stat(SessionLogPath(r.cfg.LogDir, r.cfg.Session))
-		_, errDir := os.Stat(filepath.Join(r.cfg.LogDir, r.cfg.Session))
-		if errors.Is(errLog, fs.ErrNotExist) && errors.Is(errDir, fs.ErrNotExist) {
-			return
-		}
-		r.cfg.Session = fmt.Sprintf("%s-%d", base, i)
+// maxSessionSeconds bounds the search for a free session name.
+const maxSessionSeconds = 3600
+
+// reserveSession makes the clock-made session name r.cfg.Session unique
+// among the logs in LogDir and claims it atomically, so that two runs
+// started in the same second — in one process or two — never share or
+// overwrite a log. A name is taken when its session log or raw-log
+// directory exists; then the next second's name is tried (no sleeping:
+// the name stays in the session-YYYYMMDD-HHMMSS pattern and only says when
+// the run started to within the seconds skipped). The claim is the session
+// log itself, created with O_EXCL and returned open, when cfg.SessionLog
+// is set; else the raw-log directory, made with Mkdir (which fails if it
+// exists).
+func (r *run) reserveSession() (*os.File, error) {
+	dir := r.cfg.LogDir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("loop: session log: %w", err)
 	}
+	start, err := time.Parse(sessionLayout, r.cfg.Session)
+	if err != nil {
+		return nil, fmt.Errorf("loop: session name %q: %w", r.cfg.Session, err)
+	}
+	for i := range maxSessionSeconds {
+		name := SessionName(start.Add(time.Duration(i) * time.Second))
+		taken, err := exists(SessionLogPath(dir, name))
+		if err == nil && !taken {
+			taken, err = exists(filepath.Join(dir, name))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("loop: session log: %w", err)
+		}
+		if taken {
+			continue
+		}
+		if r.cfg.SessionLog {
+			f, err := os.OpenFile(SessionLogPath(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if errors.Is(err, fs.ErrExist) {
+				continue // another run took it just now
+			}
+			if err != nil {
+				return nil, fmt.Errorf("loop: session log: %w", err)
+			}
+			r.cfg.Session = name
+			return f, nil
+		}
+		err = os.Mkdir(filepath.Join(dir, name), 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("loop: raw log directory: %w", err)
+		}
+		r.cfg.Session = name
+		return nil, nil
+	}
+	return nil, fmt.Errorf("loop: session log: no free session name in the %d seconds after %s", maxSessionSeconds, r.cfg.Session)
+}
+
+// exists reports whether path exists.
+func exists(path string) (bool, error) {
+	_, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // loop runs the checks and iterations; it returns why it stopped.
