@@ -26,6 +26,13 @@
 // and would swallow what follows), then `--max-turns N` when set. The user
 // prompt is written to standard input, which is then closed.
 //
+// Raw log. The stream goes to RunRequest.LogPath byte for byte as it is
+// read, stderr excluded. The file is opened for appending (created with its
+// directory if missing), never truncated: the loop runs an iteration again
+// under the same number after a usage-limit wait, and iter-<n>.ndjson then
+// holds every attempt of iteration n, in order. An earlier stream cut in
+// the middle of a line (its agent killed) is ended with a newline first.
+//
 // Environment. ralph's own environment, then RunRequest.Env on top (a later
 // entry wins), without CLAUDECODE (Claude Code refuses to nest) and without
 // ANTHROPIC_API_KEY unless RunRequest.UseAPIKey — even when RunRequest.Env

@@ -101,6 +101,30 @@ func LookPathFrom(flag, env string) (string, error) {
 	return path, nil
 }
 
+// openLog opens the raw log for appending, never truncating it: a session
+// run again under the same iteration (after a usage-limit wait) adds its
+// stream after the earlier attempt's. If the earlier stream ended in the
+// middle of a line (its agent was killed), a newline is written first, so
+// that each attempt's lines stay whole.
+func openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err = f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+			_, err = f.Write([]byte{'\n'})
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 func unwrapExecErr(err error) error {
 	var ee *exec.Error
 	if errors.As(err, &ee) {
@@ -261,7 +285,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err != nil {
 			return loop.RunResult{}, fmt.Errorf("claude: log file: %w", err)
 		}
-		f, err := os.Create(req.LogPath)
+		f, err := openLog(req.LogPath)
 		if err != nil {
 			return loop.RunResult{}, fmt.Errorf("claude: log file: %w", err)
 		}

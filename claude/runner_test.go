@@ -95,6 +95,12 @@ func fakeAgent(mode string) int {
 		out(fakeInit)
 		out(fakeResult(string(b)))
 		return 0
+	case "echo-text":
+		// Answers with its standard input.
+		stdin, _ := io.ReadAll(os.Stdin)
+		out(fakeInit)
+		out(fakeResult(string(stdin)))
+		return 0
 	case "grandchild":
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)
@@ -333,6 +339,59 @@ func TestRunEcho(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "ralph-system-prompt-*"))
 	if len(left) > 0 {
 		t.Errorf("system prompt files left behind: %v", left)
+	}
+}
+
+// Two sessions with the same LogPath (an iteration run again after a
+// usage-limit wait) leave both streams in it, in order.
+// A stream cut mid-line (the agent was killed) is ended with a newline
+// before the next one is appended.
+func TestRunLogAppends(t *testing.T) {
+	tests := []struct {
+		name, before, want string
+	}{
+		{name: "new file"},
+		{name: "earlier stream", before: fakeInit + "\n", want: fakeInit + "\n"},
+		{name: "earlier stream cut mid-line", before: `{"type":"assis`, want: `{"type":"assis` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "logs", "iter-1.ndjson")
+			if tt.before != "" {
+				if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(logPath, []byte(tt.before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			testLogAppends(t, logPath, tt.want)
+		})
+	}
+}
+
+func testLogAppends(t *testing.T, logPath, before string) {
+	t.Helper()
+	var want strings.Builder
+	want.WriteString(before)
+	for _, text := range []string{"first attempt", "second attempt"} {
+		req := fakeRequest(t, "echo-text")
+		req.Prompt, req.LogPath = text, logPath
+		res, err := testRunner(t).Run(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Class != loop.ClassSuccess || res.Text != text {
+			t.Fatalf("class %s, text %q: %s", res.Class, res.Text, Describe(res))
+		}
+		want.WriteString(fakeInit + "\n" + fakeResult(text) + "\n")
+	}
+	got, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.String(), string(got)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
 	}
 }
 

@@ -95,7 +95,9 @@
 //   - Logs: the session log (SessionLog, DESIGN §7) is written when
 //     Config.SessionLog is set, at <LogDir>/<Session>.log; raw streams go
 //     to <LogDir>/<Session>/iter-<n>.ndjson (iter-<n>-verify.ndjson for the
-//     verifier) when Config.RawLogs is set. Session names are
+//     verifier) when Config.RawLogs is set; an iteration run again after
+//     a usage-limit wait has the same LogPath, and the runner appends, so
+//     the file holds every attempt in order. Session names are
 //     session-YYYYMMDD-HHMMSS in UTC. A run never shares or overwrites
 //     another's log: when the name for its start is taken (a log or a
 //     raw-log directory of that name exists), it takes the next free

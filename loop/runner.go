@@ -59,6 +59,8 @@ type RunRequest struct {
 	// default it is removed.
 	UseAPIKey bool
 	// LogPath, if not empty, receives the raw agent stream as it arrives.
+	// Runners append to an existing file rather than truncate it: an
+	// iteration run again after a usage-limit wait keeps both streams.
 	LogPath string
 	// Timeout bounds the whole session (0: no wall-clock limit).
 	Timeout time.Duration
