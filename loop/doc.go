@@ -123,8 +123,12 @@
 // # Plan mode (Plan, `ralph plan [N]`)
 //
 //   - Specs are <root>/specs/*.md in name order, or with Scope.Feature the
-//     feature's spec file only. A spec of blank lines and headings only is
-//     no spec (`ralph feature add F` without --spec writes such a stub). No specs: Plan
+//     feature's spec file only. Every specs/*.md with non-blank content is
+//     a spec, even a lone heading ("# Spec: make a thing" names what to
+//     make); blank files are skipped. A feature's spec that is blank or
+//     byte for byte FeatureSpecStub — what `ralph feature add F` writes
+//     without --spec — is no spec: the user has not written it yet, and a
+//     planner given only a title would invent the feature. No specs: Plan
 //     returns OutcomeNoPlan (exit 2) at once with a message naming specs/*.md
 //     and `ralph feature add NAME --spec FILE`; no agent runs, nothing is
 //     written. Specs are read once, when the run starts.

@@ -118,16 +118,15 @@ func PlanSpecs(ctx context.Context, root, feature string, store TaskStore) ([]Sp
 		return nil, nil, err
 	}
 	fc := &FeatureContext{Name: f.Name, Spec: readOptional(root, f.SpecPath), Plan: readOptional(root, f.PlanPath)}
-	if blankSpec(fc.Spec) {
+	if strings.TrimSpace(fc.Spec) == "" || fc.Spec == FeatureSpecStub(f.Name) {
 		return nil, fc, fmt.Errorf("%w: feature %s has no spec; %s", ErrNoSpecs, feature, NoSpecsHint)
 	}
 	return []SpecFile{{Path: relSlash(root, f.SpecPath), Content: fc.Spec}}, fc, nil
 }
 
-// ReadSpecs reads <root>/specs/*.md in name order. Files that hold only
-// blank lines and headings are left out: there is nothing to plan from
-// them. No specs
-// directory is no specs, not an error.
+// ReadSpecs reads <root>/specs/*.md in name order. Every file with
+// non-blank content is a spec, a lone heading included; blank files are
+// left out. No specs directory is no specs, not an error.
 func ReadSpecs(root string) ([]SpecFile, error) {
 	paths, err := filepath.Glob(filepath.Join(root, SpecsDir, "*.md"))
 	if err != nil {
@@ -146,7 +145,7 @@ func ReadSpecs(root string) ([]SpecFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loop: spec %s: %w", p, err)
 		}
-		if blankSpec(string(data)) {
+		if strings.TrimSpace(string(data)) == "" {
 			continue
 		}
 		specs = append(specs, SpecFile{Path: relSlash(root, p), Content: string(data)})
@@ -154,17 +153,11 @@ func ReadSpecs(root string) ([]SpecFile, error) {
 	return specs, nil
 }
 
-// blankSpec reports whether a spec has nothing to plan from: only blank
-// lines and markdown headings, such as the "# Spec: NAME" stub that
-// `ralph feature add` writes without --spec.
-func blankSpec(text string) bool {
-	for line := range strings.Lines(text) {
-		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasPrefix(line, "#") {
-			return false
-		}
-	}
-	return true
+// FeatureSpecStub is the spec file `ralph feature add NAME` writes when no
+// --spec is given. A feature whose spec is exactly this (or blank) has no
+// spec: plan mode says so rather than plan from a title.
+func FeatureSpecStub(name string) string {
+	return "# Spec: " + name + "\n"
 }
 
 // relSlash is path relative to root with forward slashes (path itself when

@@ -131,7 +131,6 @@ func TestPlanWithoutSpecs(t *testing.T) {
 		{"no specs directory", nil},
 		{"empty specs directory", map[string]string{"specs/.keep": ""}},
 		{"only blank specs", map[string]string{"specs/a.md": " \n\n"}},
-		{"only headings", map[string]string{"specs/a.md": "# Spec: a\n\n## Later\n"}},
 		{"specs that are not markdown", map[string]string{"specs/a.txt": "a spec"}},
 		{"a markdown file outside specs", map[string]string{"spec.md": "a spec", "docs/specs/a.md": "a spec"}},
 	}
@@ -158,6 +157,65 @@ func TestPlanWithoutSpecs(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(cfg.Root, ".ralph")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a plan run without specs left .ralph behind (%v)", err)
+			}
+		})
+	}
+}
+
+// What counts as a spec: any specs/*.md with non-blank content, a lone
+// heading included; a feature's spec unless it is blank or exactly the
+// stub `ralph feature add` writes.
+func TestPlanSpecs(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		feature string // the feature planned, with spec .ralph/features/<name>/spec.md
+		want    []string
+	}{
+		{name: "a heading alone is a spec", files: map[string]string{"specs/a.md": "# Spec: make a thing"}, want: []string{"specs/a.md"}},
+		{name: "headings only", files: map[string]string{"specs/a.md": "# Spec: a\n\n## Later\n"}, want: []string{"specs/a.md"}},
+		{name: "blank files are left out", files: map[string]string{"specs/a.md": " \n\t\n", "specs/b.md": "# B\n"}, want: []string{"specs/b.md"}},
+		{name: "a stub in specs/ is a spec", files: map[string]string{"specs/billing.md": loop.FeatureSpecStub("billing")}, want: []string{"specs/billing.md"}},
+		{name: "feature stub is no spec", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing")}},
+		{name: "blank feature spec is no spec", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": "\n"}},
+		{name: "feature spec that is another heading", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": "# Billing\n"},
+			want: []string{".ralph/features/billing/spec.md"}},
+		{name: "feature stub with more", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing") + "Invoices monthly.\n"},
+			want: []string{".ralph/features/billing/spec.md"}},
+		{name: "another feature's stub", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("shop")},
+			want: []string{".ralph/features/billing/spec.md"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			store := newStore(t)
+			for name, content := range tt.files {
+				writeFile(t, root, name, content)
+			}
+			if tt.feature != "" {
+				if err := store.AddFeature(loop.Feature{Name: tt.feature, SpecPath: ".ralph/features/" + tt.feature + "/spec.md"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			specs, _, err := loop.PlanSpecs(t.Context(), root, tt.feature, store)
+			if tt.want == nil {
+				if !errors.Is(err, loop.ErrNoSpecs) {
+					t.Fatalf("specs %v, err %v; want ErrNoSpecs", specs, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, sp := range specs {
+				got = append(got, sp.Path)
+				if sp.Content != tt.files[sp.Path] {
+					t.Errorf("%s: content %q, want %q", sp.Path, sp.Content, tt.files[sp.Path])
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("specs (-want +got):\n%s", diff)
 			}
 		})
 	}

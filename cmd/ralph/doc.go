@@ -115,7 +115,9 @@
 //
 // `feature add NAME` takes a name of letters, digits, '.', '_' and '-'
 // (it names a directory), creates .ralph/features/NAME/spec.md and plan.md
-// (copies of --spec and --plan when given, else a one-line heading; files
+// (copies of --spec and --plan when given, else a one-line heading,
+// loop.FeatureSpecStub for the spec, which `ralph plan --feature` takes
+// for "no spec yet" as long as it is unchanged; files
 // already there are kept unless a copy was asked for), then records the
 // feature with paths relative to the project root. If recording fails, the
 // files it created are removed.

@@ -65,7 +65,7 @@ func featureAdd(cfg appConfig) storeAction {
 		files := []struct {
 			path, from, template string
 		}{
-			{filepath.Join(dir, "spec.md"), c.String("spec"), "# Spec: " + name + "\n"},
+			{filepath.Join(dir, "spec.md"), c.String("spec"), loop.FeatureSpecStub(name)},
 			{filepath.Join(dir, "plan.md"), c.String("plan"), "# Plan: " + name + "\n"},
 		}
 		contents := make([][]byte, len(files))

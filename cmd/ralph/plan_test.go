@@ -114,6 +114,7 @@ func TestPlanOutcomes(t *testing.T) {
 	addOne := `"$RALPH_BIN" task add "Task $RALPH_ITERATION"`
 	tests := []struct {
 		name    string
+		spec    string // specs/auth.md; authSpec when empty
 		args    []string
 		steps   []agentStep
 		code    int
@@ -121,6 +122,8 @@ func TestPlanOutcomes(t *testing.T) {
 		tasks   int
 		runs    int
 	}{
+		{name: "a spec that is only a heading", spec: "# Spec: make a thing", steps: []agentStep{{Sh: addOne, Text: "<promise>COMPLETE</promise>"}},
+			code: 0, message: "planning complete: 1 task in the plan (1 added)", tasks: 1, runs: 1},
 		{name: "two sessions then COMPLETE", steps: []agentStep{{Sh: addOne, Text: "more to do"}, {Sh: addOne, Text: "<promise>COMPLETE</promise>"}},
 			code: 0, message: "planning complete: 2 tasks in the plan (2 added)", tasks: 2, runs: 2},
 		{name: "N bounds the sessions", args: []string{"2"}, steps: []agentStep{{Sh: addOne, Text: "more to do"}},
@@ -141,7 +144,11 @@ func TestPlanOutcomes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := initHarness(t)
-			h.write("specs/auth.md", authSpec)
+			spec := tc.spec
+			if spec == "" {
+				spec = authSpec
+			}
+			h.write("specs/auth.md", spec)
 			agent, script := fakeAgentPath(t, tc.steps...)
 			r := h.runAgentCmd(t.Context(), "plan", agent, tc.args...)
 			got := lastLine(r.stdout)
