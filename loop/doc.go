@@ -158,8 +158,12 @@
 //   - One session, iteration 1, with the RALPH_* environment (no
 //     RALPH_TASK_ID), the session log and the raw stream of a build
 //     iteration, and a receipt of mode "prompt" when PromptParams.Receipts
-//     is set. No task, no completion check (sigils are not read), no test
-//     gate, no verify.
+//     is set. No task, no completion check, no test gate, no verify. Of
+//     the sigils only <promise>FAILURE</promise> is read (DESIGN §6: 7 is
+//     exit code of prompt too): the run ends OutcomeFailure (exit 7) and,
+//     with Commit, nothing is committed — the agent says its work is not
+//     fit to keep, so what it changed stays in the working tree for a
+//     person to judge. Task sigils, COMPLETE and <next-model> are ignored.
 //   - The file is not a template: the prompt.md template (embedded: exactly
 //     "{{.Prompt}}") wraps it, so an override can add a house preamble with
 //     the usual variables while {{ }} in the file reaches the agent as is.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ralph-dev/ralph/sigil"
 )
 
 // PromptParams is what RunPrompt runs.
@@ -34,13 +36,17 @@ type promptState struct {
 // FILE`, DESIGN §5): the same environment (RALPH_* with RALPH_ITERATION=1
 // and no RALPH_TASK_ID), session log, raw stream and receipt as a build
 // iteration, but no task, no iteration loop, no completion check (sigils in
-// the answer are not read), no test gate and no retry. Start cfg from
+// the answer are not read, except <promise>FAILURE</promise>), no test
+// gate and no retry. Start cfg from
 // PromptConfig (a DefaultConfig, whose Mode is build, is taken as prompt mode
 // too); MaxIterations is ignored.
 //
 // Outcomes: OutcomeComplete (exit 0) when the session ended cleanly and,
 // with cfg.Commit, its changes were committed as "prompt: iteration 1 -
 // <title>" (nothing changed is no error here: a notice says so);
+// OutcomeFailure (7) when the final text says <promise>FAILURE</promise>
+// (nothing is committed then, with or without cfg.Commit; what the agent
+// changed is left in the working tree for a person to judge);
 // OutcomeAgentFailed (4) on agent trouble — a crash, is_error, a timeout —
 // at once, since re-running a prompt that may have half-applied its
 // changes could apply them twice; OutcomeGitFailed (5) when the commit
@@ -113,6 +119,10 @@ func (r *run) promptIteration(ctx context.Context) (counted bool, s *stop) {
 	case !res.OK():
 		status, why = IterAgentTrouble, troubleText(res)
 		r.adhoc.end = stopWith(OutcomeAgentFailed, "agent failed: %s", why)
+	case sigil.Parse(res.Text).Failure:
+		// The agent gave up: nothing it left is committed.
+		status, why = IterFailure, "the agent declared FAILURE"
+		r.adhoc.end = stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
 	case r.cfg.Commit:
 		committed, err := r.commitChanges(ctx, n, r.adhoc.title)
 		switch {

@@ -42,8 +42,16 @@ func TestPromptOutcomes(t *testing.T) {
 	}{
 		{name: "one clean run", results: []loop.RunResult{looptest.Result("Fixed.")},
 			want: loop.OutcomeComplete, exit: 0, runs: 1, message: "prompt run finished"},
-		{name: "sigils are not read", results: []loop.RunResult{looptest.Result("<promise>FAILURE</promise> <task-failed>x</task-failed>")},
-			want: loop.OutcomeComplete, exit: 0, runs: 1},
+		{name: "other sigils are not read", results: []loop.RunResult{looptest.Result("<promise>COMPLETE</promise> <task-failed>x</task-failed> <next-model>opus</next-model>")},
+			want: loop.OutcomeComplete, exit: 0, runs: 1, message: "prompt run finished"},
+		{name: "FAILURE is exit 7", results: []loop.RunResult{looptest.Result("The repository is read-only. <promise>FAILURE</promise>")},
+			want: loop.OutcomeFailure, exit: 7, runs: 1, message: "the agent declared FAILURE: The repository is read-only. <promise>FAILURE</promise>"},
+		{name: "FAILURE in an error result is agent trouble", results: []loop.RunResult{func() loop.RunResult {
+			r := looptest.ErrorResult(loop.ClassAgentError, "bad request")
+			r.Text = "<promise>FAILURE</promise>"
+			return r
+		}()},
+			want: loop.OutcomeAgentFailed, exit: 4, runs: 1},
 		{name: "a crash is exit 4 at once", results: []loop.RunResult{looptest.ErrorResult(loop.ClassCrashed, "segfault")},
 			want: loop.OutcomeAgentFailed, exit: 4, runs: 1, message: "agent failed: crashed: segfault"},
 		{name: "is_error is exit 4", results: []loop.RunResult{looptest.ErrorResult(loop.ClassAgentError, "bad request")},
@@ -171,6 +179,27 @@ func TestPromptCommit(t *testing.T) {
 		})
 	}
 
+	t.Run("FAILURE: exit 7 and nothing committed", func(t *testing.T) {
+		cfg := promptConfig(t)
+		gitRepo(t, cfg.Root)
+		cfg.Commit = true
+		runner := looptest.NewFakeRunner(t).ThenFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+			if _, err := edit(cfg.Root)(ctx, req); err != nil {
+				return loop.RunResult{}, err
+			}
+			return looptest.Result("Half done, cannot finish. <promise>FAILURE</promise>"), nil
+		})
+		rep, err := loop.RunPrompt(t.Context(), cfg, loop.PromptParams{Text: adHoc}, runner)
+		if err != nil || rep.Outcome != loop.OutcomeFailure || rep.ExitCode() != 7 {
+			t.Errorf("outcome %s exit %d (%s), err %v", rep.Outcome, rep.ExitCode(), rep.Message, err)
+		}
+		if diff := cmp.Diff([]string{"init"}, strings.Split(strings.TrimSpace(git(t, cfg.Root, "log", "--format=%s")), "\n")); diff != "" {
+			t.Errorf("commits (-want +got):\n%s", diff)
+		}
+		if _, err := os.Stat(filepath.Join(cfg.Root, "README")); err != nil {
+			t.Errorf("the agent's change was not left in place: %v", err)
+		}
+	})
 	t.Run("outside a git repository: exit 5 before the agent runs", func(t *testing.T) {
 		cfg := promptConfig(t)
 		cfg.Commit = true

@@ -18,13 +18,13 @@ const tidyPrompt = "# Tidy the README\n\nFix the typos. Keep {{ .Values }} as it
 // TestPromptRunsOnce is the issue's "ralph prompt runs once": one session
 // of the file as it is, the RALPH_* environment with RALPH_ITERATION=1,
 // a session log, a raw stream and a receipt, exit 0; sigils in the answer
-// change nothing.
+// other than <promise>FAILURE</promise> change nothing.
 func TestPromptRunsOnce(t *testing.T) {
 	h := initHarness(t)
 	file := h.write("tidy.md", tidyPrompt)
 	h.add("A task the prompt must not touch")
 	db := h.dump()
-	agent, script := fakeAgentPath(t, agentStep{Text: "Tidied. <promise>FAILURE</promise> <task-done>t-1</task-done>", Cost: 0.25})
+	agent, script := fakeAgentPath(t, agentStep{Text: "Tidied. <promise>COMPLETE</promise> <task-done>t-1</task-done>", Cost: 0.25})
 	r := h.runAgentCmd(t.Context(), "prompt", agent, file)
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
@@ -85,6 +85,8 @@ func TestPromptExitCodes(t *testing.T) {
 		runs    int
 	}{
 		{name: "clean", step: agentStep{Text: "ok"}, code: 0, message: "prompt run finished", runs: 1},
+		{name: "FAILURE is exit 7", step: agentStep{Text: "Cannot. <promise>FAILURE</promise>"}, code: 7,
+			message: "ralph: the agent declared FAILURE: Cannot. <promise>FAILURE</promise>", runs: 1},
 		{name: "a crash is exit 4, not retried", step: agentStep{Crash: true}, code: 4,
 			message: "ralph: agent failed: crashed: about to fall over", runs: 1},
 		{name: "is_error is exit 4", step: agentStep{Text: "API Error: 400 bad request", IsError: true}, code: 4,
@@ -199,6 +201,8 @@ func TestPromptCommit(t *testing.T) {
 			code: 0, message: "prompt run finished; nothing changed, nothing committed", commits: []string{"init"}, runs: 1},
 		{name: "changes in .ralph only are nothing", git: true, step: agentStep{Sh: "echo x > .ralph/scratch", Text: "done"},
 			code: 0, message: "prompt run finished; nothing changed, nothing committed", commits: []string{"init"}, runs: 1},
+		{name: "FAILURE is exit 7, nothing committed", git: true, step: agentStep{Sh: "echo half > README.md", Text: "Cannot finish. <promise>FAILURE</promise>"},
+			code: 7, message: "ralph: the agent declared FAILURE: Cannot finish. <promise>FAILURE</promise>", commits: []string{"init"}, runs: 1},
 		{name: "a refused commit is exit 5", git: true, hook: true, step: agentStep{Sh: "echo fixed > README.md", Text: "done"},
 			code: 5, message: "ralph: git gate failed: git commit: exit status 1", commits: []string{"init"}, runs: 1},
 		{name: "not a git repository", step: agentStep{Text: "done"},
