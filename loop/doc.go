@@ -159,8 +159,8 @@
 //     RALPH_TASK_ID), the session log and the raw stream of a build
 //     iteration, and a receipt of mode "prompt" when PromptParams.Receipts
 //     is set. No task, no completion check, no test gate, no verify. Of
-//     the sigils only <promise>FAILURE</promise> is read (DESIGN §6: 7 is
-//     exit code of prompt too): the run ends OutcomeFailure (exit 7) and,
+//     the sigils only <promise>FAILURE</promise> is read (DESIGN §6's exit
+//     codes are prompt's too): the run ends OutcomeFailure (exit 7) and,
 //     with Commit, nothing is committed — the agent says its work is not
 //     fit to keep, so what it changed stays in the working tree for a
 //     person to judge. Task sigils, COMPLETE and <next-model> are ignored.
