@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -111,6 +112,27 @@ func BenchmarkClaimComplete(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkClaimCompleteHeld is BenchmarkClaimComplete/10000 with 7 other
+// agents holding a claim each, as in a run of 8 agents: every write checks
+// the leases of the claims in progress.
+func BenchmarkClaimCompleteHeld(b *testing.B) {
+	s := benchStore(b, 10_000)
+	for i := range 7 {
+		if _, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-" + strconv.Itoa(i), Lease: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		task, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Complete(b.Context(), task.ID, "ok"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ const helperEnv = "DAG_TEST_CLAIMER_DB"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(helperEnv); path != "" {
-		if err := claimer(path, os.Getenv("DAG_TEST_CLAIMER_AGENT")); err != nil {
+		if err := claimerMain(path, os.Getenv("DAG_TEST_CLAIMER_AGENT")); err != nil {
 			fmt.Fprintln(os.Stderr, "claimer:", err)
 			os.Exit(1)
 		}
@@ -38,6 +39,24 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(templateDir)
 	}
 	os.Exit(code)
+}
+
+// claimerMain runs claimer; DAG_TEST_CLAIMER_CPUPROFILE=<prefix> writes its
+// CPU profile to <prefix>.<agent>, to see where the time of a
+// multi-process run goes.
+func claimerMain(path, agent string) error {
+	if prefix := os.Getenv("DAG_TEST_CLAIMER_CPUPROFILE"); prefix != "" {
+		f, err := os.Create(prefix + "." + agent)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	return claimer(path, agent)
 }
 
 // claimer is one agent process: it claims and completes tasks until none
