@@ -230,14 +230,10 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 			}
 		}
 	}
-	insTask, err := t.tx.PrepareContext(t.ctx, `INSERT INTO tasks (id, title, description, status, priority,
+	const insTask = `INSERT INTO tasks (id, title, description, status, priority,
 		parent_id, feature, created_at, updated_at, unmet_blockers, child_count, parent_failed,
 		blocker_count, dependent_count)
-		VALUES (?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer insTask.Close()
+		VALUES (?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?)`
 	for i := range batch {
 		p := &batch[i]
 		unmet := 0
@@ -250,19 +246,15 @@ func (t *txn) importBatch(batch []ImportTask, byID map[string]int) error {
 		if p.ParentID != "" && statusOf(p.ParentID) == loop.StatusFailed {
 			pfailed = 1
 		}
-		if _, err := insTask.ExecContext(t.ctx, p.ID, p.Title, p.Description, string(p.Status), p.Priority,
+		if _, err := t.exec(insTask, p.ID, p.Title, p.Description, string(p.Status), p.Priority,
 			p.ParentID, p.Feature, t.now, t.now, unmet, children[i], pfailed, len(blockers[i]), dependents[i]); err != nil {
 			return fmt.Errorf("%s: %w", p.where(i), err)
 		}
 	}
-	insDep, err := t.tx.PrepareContext(t.ctx, `INSERT INTO deps (blocked_id, blocker_id) VALUES (?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer insDep.Close()
+	const insDep = `INSERT INTO deps (blocked_id, blocker_id) VALUES (?, ?)`
 	for i := range batch {
 		for _, b := range blockers[i] {
-			if _, err := insDep.ExecContext(t.ctx, batch[i].ID, b); err != nil {
+			if _, err := t.exec(insDep, batch[i].ID, b); err != nil {
 				return fmt.Errorf("%s: %w", batch[i].where(i), err)
 			}
 		}

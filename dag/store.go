@@ -3,6 +3,7 @@ package dag
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"encoding/binary"
 	"errors"
@@ -105,6 +106,8 @@ type Store struct {
 	stmts  map[string]*sql.Stmt
 
 	wlock *writeLock
+	// w is the connection of write transactions, used under wlock only.
+	w *wconn
 }
 
 // Options tune Open.
@@ -185,8 +188,20 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 		return nil, fmt.Errorf("dag: %s: %w", path, err)
 	}
 	s.db = db
+	connector, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("dag: %s: %w", path, err)
+	}
+	c, err := connector.Connect(ctx)
+	if err != nil {
+		db.Close()
+		return nil, s.dbErr(err)
+	}
+	s.w = &wconn{c: c, stmts: map[string]*wstmt{}}
 	s.wlock = newWriteLock(abs)
 	if err := s.migrate(ctx); err != nil {
+		s.w.close()
 		s.wlock.close()
 		db.Close()
 		return nil, err
@@ -238,7 +253,7 @@ func (s *Store) inspect(ctx context.Context, abs string) error {
 		return fmt.Errorf("dag: %s: %w", s.path, err)
 	}
 	defer db.Close()
-	_, err = s.header(ctx, db)
+	_, err = s.header(db.QueryRowContext(ctx, headerQuery))
 	return err
 }
 
@@ -264,42 +279,42 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := s.header(ctx, s.db)
+	version, err := s.header(s.db.QueryRowContext(ctx, headerQuery))
 	if err != nil || version == len(ms) {
 		return err
 	}
-	tx, end, err := s.begin(ctx)
+	t, end, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer end()
 	// Read again under the write lock: another process may have migrated.
-	if version, err = s.header(ctx, tx); err != nil || version == len(ms) {
+	if version, err = s.header(t.row(headerQuery)); err != nil || version == len(ms) {
 		return err
 	}
 	for v := version; v < len(ms); v++ {
-		if _, err := tx.ExecContext(ctx, ms[v]); err != nil {
+		// Not through the statement cache: a migration is a script run
+		// once.
+		if _, err := t.s.w.c.(driver.ExecerContext).ExecContext(ctx, ms[v], nil); err != nil {
 			return fmt.Errorf("dag: %s: migration to schema version %d: %w", s.path, v+1, s.dbErr(err))
 		}
 	}
 	// PRAGMAs take no parameters; both values are integers of ours.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", len(ms), applicationID)); err != nil {
+	if _, err := t.s.w.c.(driver.ExecerContext).ExecContext(ctx,
+		fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", len(ms), applicationID), nil); err != nil {
 		return s.dbErr(err)
 	}
-	return s.dbErr(tx.Commit())
+	return s.dbErr(t.commit())
 }
 
-type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+const headerQuery = `SELECT (SELECT user_version FROM pragma_user_version),
+	(SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_schema)`
 
-// header reads the schema version, checks the file with checkHeader and
-// returns the version.
-func (s *Store) header(ctx context.Context, q queryRower) (int, error) {
+// header scans the result of headerQuery, checks the file with checkHeader
+// and returns the schema version.
+func (s *Store) header(row scanner) (int, error) {
 	var version, appID, tables int
-	err := q.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version),
-		(SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_schema)`).
-		Scan(&version, &appID, &tables)
+	err := row.Scan(&version, &appID, &tables)
 	if err != nil {
 		return 0, s.dbErr(err)
 	}
@@ -325,6 +340,12 @@ func (s *Store) Close() error {
 	s.stmts = nil
 	s.stmtMu.Unlock()
 	err := s.db.Close()
+	// Wait for a write in progress in this process.
+	s.wlock.sem <- struct{}{}
+	if werr := s.w.close(); err == nil {
+		err = werr
+	}
+	<-s.wlock.sem
 	s.wlock.close()
 	return err
 }
@@ -375,15 +396,20 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// txn is one write transaction.
+// txn is one transaction: a read transaction of the pool (tx), or a
+// write transaction on the writer's connection (w).
 type txn struct {
 	ctx context.Context
 	tx  *sql.Tx
+	w   *wconn
 	now int64
 	s   *Store
+	// committed: the write transaction need not be rolled back.
+	committed bool
 }
 
-// prep returns q prepared for this transaction, from the store's cache.
+// prep returns q prepared for this read transaction, from the store's
+// cache.
 func (t *txn) prep(q string) (*sql.Stmt, error) {
 	st, err := t.s.stmt(t.ctx, q)
 	if err != nil {
@@ -393,6 +419,9 @@ func (t *txn) prep(q string) (*sql.Stmt, error) {
 }
 
 func (t *txn) exec(q string, args ...any) (sql.Result, error) {
+	if t.w != nil {
+		return t.w.exec(t.ctx, q, args...)
+	}
 	st, err := t.prep(q)
 	if err != nil {
 		return nil, err
@@ -400,7 +429,10 @@ func (t *txn) exec(q string, args ...any) (sql.Result, error) {
 	return st.ExecContext(t.ctx, args...)
 }
 
-func (t *txn) query(q string, args ...any) (*sql.Rows, error) {
+func (t *txn) query(q string, args ...any) (rowSet, error) {
+	if t.w != nil {
+		return t.w.query(t.ctx, q, args...)
+	}
 	st, err := t.prep(q)
 	if err != nil {
 		return nil, err
@@ -408,7 +440,11 @@ func (t *txn) query(q string, args ...any) (*sql.Rows, error) {
 	return st.QueryContext(t.ctx, args...)
 }
 
-func (t *txn) row(q string, args ...any) *sql.Row {
+func (t *txn) row(q string, args ...any) scanner {
+	if t.w != nil {
+		rows, err := t.w.query(t.ctx, q, args...)
+		return wrow{rows: rows, err: err}
+	}
 	st, err := t.prep(q)
 	if err != nil {
 		// A *sql.Row cannot be built with an error; let the transaction
@@ -418,19 +454,35 @@ func (t *txn) row(q string, args ...any) *sql.Row {
 	return st.QueryRowContext(t.ctx, args...)
 }
 
-// begin takes the write lock and starts an immediate transaction; end
-// rolls it back if it was not committed and releases the lock.
-func (s *Store) begin(ctx context.Context) (tx *sql.Tx, end func(), err error) {
+// begin takes the write lock and starts an immediate transaction on the
+// writer's connection; end rolls it back if it was not committed and
+// releases the lock.
+func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
 	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
 	if err != nil {
 		return nil, nil, err
 	}
-	tx, err = s.db.BeginTx(ctx, nil)
-	if err != nil {
+	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
+	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
 		release()
 		return nil, nil, s.dbErr(err)
 	}
-	return tx, func() { tx.Rollback(); release() }, nil
+	return t, func() {
+		if !t.committed {
+			// The context may have ended: roll back regardless.
+			s.w.exec(context.Background(), "ROLLBACK")
+		}
+		release()
+	}, nil
+}
+
+// commit commits a write transaction.
+func (t *txn) commit() error {
+	if _, err := t.exec("COMMIT"); err != nil {
+		return err
+	}
+	t.committed = true
+	return nil
 }
 
 func (s *Store) lockedErr() error {
@@ -443,12 +495,11 @@ func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx, end, err := s.begin(ctx)
+	t, end, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer end()
-	t := &txn{ctx: ctx, tx: tx, now: s.now(), s: s}
 	if _, err := t.recoverExpired(); err != nil {
 		return s.dbErr(err)
 	}
@@ -458,7 +509,7 @@ func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
 		}
 		return s.dbErr(err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := t.commit(); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -525,17 +576,16 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]string, error) {
 	if n, err := s.countExpired(ctx); err != nil || n == 0 {
 		return nil, err
 	}
-	tx, end, err := s.begin(ctx)
+	t, end, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	t := &txn{ctx: ctx, tx: tx, now: s.now(), s: s}
 	ids, err := t.recoverExpired()
 	if err != nil {
 		return nil, s.dbErr(err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := t.commit(); err != nil {
 		return nil, s.dbErr(err)
 	}
 	return ids, nil

@@ -60,7 +60,7 @@ func (s *Store) Active(ctx context.Context, scope loop.Scope) ([]loop.Task, erro
 func (s *Store) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, error) {
 	var c loop.Counts
 	err := s.read(ctx, func(t *txn) error {
-		var rows *sql.Rows
+		var rows rowSet
 		var err error
 		if scope.TaskID == "" {
 			// Kept by triggers: a few rows at any plan size.

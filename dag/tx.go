@@ -140,7 +140,7 @@ func (t *txn) fillBlockers(ts []loop.Task) error {
 	}
 	// The look-ups by id read the covering unique index and sort the few
 	// rows here; asking SQLite for ORDER BY seq costs a temporary b-tree.
-	var rows *sql.Rows
+	var rows rowSet
 	var err error
 	switch {
 	case len(ts) == 1:
