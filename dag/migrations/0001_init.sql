@@ -46,10 +46,11 @@ CREATE INDEX tasks_ready_feature ON tasks (feature, priority, seq)
 	WHERE status = 'pending' AND child_count = 0 AND unmet_blockers = 0 AND parent_failed = 0
 	AND feature IS NOT NULL;
 CREATE INDEX tasks_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
--- The few in_progress tasks (leases, active claims, agents). An index over
--- every status would cost each claim and completion more page writes;
--- counts come from status_counts instead.
-CREATE INDEX tasks_active ON tasks (status) WHERE status = 'in_progress';
+-- The few in_progress tasks (leases, active claims, agents), by lease
+-- expiry: the check every write makes for expired leases reads one index
+-- entry and no task row. An index over every status would cost each claim
+-- and completion more page writes; counts come from status_counts instead.
+CREATE INDEX tasks_active ON tasks (lease_expires_at) WHERE status = 'in_progress';
 
 -- Number of tasks by feature ('' for none) and status, kept by triggers so
 -- that Counts reads a handful of rows whatever the plan's size.
