@@ -19,12 +19,23 @@
 // `$RALPH_CLAUDE "X"`). LookPathFrom takes $RALPH_CLAUDE's value from the
 // caller, so a CLI with its own view of the environment names it right.
 // The arguments are `-p --verbose --output-format stream-json
-// --no-session-persistence --model M`, then `--system-prompt-file F` (the
-// system prompt is written to a temporary file, removed after the run: a
-// 1 MB prompt never meets argv limits), then `--dangerously-skip-permissions`
+// --no-session-persistence --model M`, then `--append-system-prompt-file
+// F` (the system prompt is written to a temporary file, removed after the
+// run: a 1 MB prompt never meets argv limits), then
+// `--dangerously-skip-permissions`
 // when sandboxed or `--allowedTools=A,B` (with "=": the option is variadic
 // and would swallow what follows), then `--max-turns N` when set. The user
 // prompt is written to standard input, which is then closed.
+//
+// System prompt. ralph's system prompt (its agent protocol: sigils, `$RALPH_BIN
+// task …`, one task per session) is appended to Claude Code's own, not put
+// in its place: Claude Code's prompt is what tells the model how to use its
+// tools (Bash, Edit, Read, …), and a session without it works worse. An
+// embedder that wants the whole system prompt sets
+// RunRequest.ReplaceSystemPrompt, and the file goes with
+// `--system-prompt-file` instead. Both options exist in the pinned CLI
+// (2.1.330; its --help names them under --bare); the end-to-end test sends
+// a 1 MB prompt each way and checks which one kept Claude Code's own text.
 //
 // Raw log. The stream goes to RunRequest.LogPath byte for byte as it is
 // read, stderr excluded. The file is opened for appending (created with its

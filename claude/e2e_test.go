@@ -555,25 +555,51 @@ func TestE2ESIGINT(t *testing.T) {
 	}
 }
 
+// A 1 MB system prompt reaches the API through a file, appended to Claude
+// Code's own system prompt (whose tool instructions stay) by default, in
+// place of it with ReplaceSystemPrompt.
 func TestE2EBigSystemPrompt(t *testing.T) {
 	const marker = "RALPH-SYSTEM-PROMPT-END"
+	// ownPrompt is a phrase of Claude Code's own system prompt.
+	const ownPrompt = "Claude Code"
 	big := strings.Repeat("You are a careful engineer. Follow the plan.\n", (1<<20)/45+1) + marker
-	var gotSystem int
-	api := newFakeAPI(t, func(r apiRequest) reply {
-		if strings.Contains(string(r.System), marker) {
-			gotSystem = max(gotSystem, len(r.System))
-			return reply{Blocks: []block{{Text: "<task-done>t-1</task-done>"}}, Stop: "end_turn"}
-		}
-		return reply{Blocks: []block{{Text: "no system prompt"}}, Stop: "end_turn"}
-	})
-	req := e2eRequest(t, api)
-	req.SystemPrompt = big
-	res, _ := runReal(t, t.Context(), api, req)
-	if res.Class != loop.ClassSuccess || res.Text != "<task-done>t-1</task-done>" {
-		t.Fatalf("class %s, text %q: the 1 MB system prompt did not reach the API", res.Class, res.Text)
+	tests := []struct {
+		name    string
+		replace bool
+	}{
+		{name: "appended"},
+		{name: "replacing", replace: true},
 	}
-	if gotSystem < len(big) {
-		t.Errorf("system prompt in the request: %d bytes, want at least %d", gotSystem, len(big))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var gotSystem int
+			var keptOwn bool
+			api := newFakeAPI(t, func(r apiRequest) reply {
+				if strings.Contains(string(r.System), marker) {
+					mu.Lock()
+					gotSystem = max(gotSystem, len(r.System))
+					keptOwn = strings.Contains(strings.Replace(string(r.System), big, "", 1), ownPrompt)
+					mu.Unlock()
+					return reply{Blocks: []block{{Text: "<task-done>t-1</task-done>"}}, Stop: "end_turn"}
+				}
+				return reply{Blocks: []block{{Text: "no system prompt"}}, Stop: "end_turn"}
+			})
+			req := e2eRequest(t, api)
+			req.SystemPrompt, req.ReplaceSystemPrompt = big, tt.replace
+			res, _ := runReal(t, t.Context(), api, req)
+			if res.Class != loop.ClassSuccess || res.Text != "<task-done>t-1</task-done>" {
+				t.Fatalf("class %s, text %q: the 1 MB system prompt did not reach the API", res.Class, res.Text)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if gotSystem < len(big) {
+				t.Errorf("system prompt in the request: %d bytes, want at least %d", gotSystem, len(big))
+			}
+			if keptOwn == tt.replace {
+				t.Errorf("Claude Code's own system prompt kept: %v; want %v", keptOwn, !tt.replace)
+			}
+		})
 	}
 }
 

@@ -134,17 +134,23 @@ func unwrapExecErr(err error) error {
 }
 
 // Args returns the agent's command-line arguments for req. The system
-// prompt is passed by file (--system-prompt-file systemPromptFile) so that
-// its size never meets argv limits; systemPromptFile is ignored when the
-// request has no system prompt. The user prompt is not an argument: it goes
-// on standard input.
+// prompt is passed by file so that its size never meets argv limits:
+// --append-system-prompt-file systemPromptFile, which adds it to Claude
+// Code's own system prompt (its tool instructions stay), or
+// --system-prompt-file when req.ReplaceSystemPrompt asks to replace that.
+// systemPromptFile is ignored when the request has no system prompt. The
+// user prompt is not an argument: it goes on standard input.
 func Args(req loop.RunRequest, systemPromptFile string) []string {
 	args := []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence"}
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
 	if req.SystemPrompt != "" && systemPromptFile != "" {
-		args = append(args, "--system-prompt-file", systemPromptFile)
+		flag := "--append-system-prompt-file"
+		if req.ReplaceSystemPrompt {
+			flag = "--system-prompt-file"
+		}
+		args = append(args, flag, systemPromptFile)
 	}
 	if req.Sandboxed {
 		args = append(args, "--dangerously-skip-permissions")

@@ -81,7 +81,7 @@ func fakeAgent(mode string) int {
 		}
 		report["env"] = env
 		for i, a := range os.Args {
-			if a == "--system-prompt-file" && i+1 < len(os.Args) {
+			if (a == "--system-prompt-file" || a == "--append-system-prompt-file") && i+1 < len(os.Args) {
 				data, err := os.ReadFile(os.Args[i+1])
 				if err != nil {
 					report["system_prompt_error"] = err.Error()
@@ -279,9 +279,19 @@ func TestRunEcho(t *testing.T) {
 				r.Prompt = "line one\nline two\n" + strings.Repeat("z", 300<<10)
 			},
 			wantEnv:   map[string]string{"RALPH_TEST_INHERITED": "yes"},
-			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--system-prompt-file", "FILE", "--allowedTools=Bash,Read,Glob,Grep"},
+			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--append-system-prompt-file", "FILE", "--allowedTools=Bash,Read,Glob,Grep"},
 			wantSP:    true,
 			wantStdin: "line one\nline two\n" + strings.Repeat("z", 300<<10),
+		},
+		{
+			name: "a system prompt that replaces the agent's",
+			edit: func(r *loop.RunRequest) {
+				r.Sandboxed, r.SystemPrompt, r.ReplaceSystemPrompt = true, bigPrompt, true
+			},
+			wantEnv:   map[string]string{"IS_SANDBOX": "1", "RALPH_TEST_INHERITED": "yes"},
+			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--system-prompt-file", "FILE", "--dangerously-skip-permissions"},
+			wantSP:    true,
+			wantStdin: "do the thing",
 		},
 	}
 	for _, tt := range tests {
@@ -307,7 +317,7 @@ func TestRunEcho(t *testing.T) {
 				t.Fatalf("agent report %q: %v", res.Text, err)
 			}
 			for i := range report.Args {
-				if i > 0 && report.Args[i-1] == "--system-prompt-file" {
+				if i > 0 && (report.Args[i-1] == "--system-prompt-file" || report.Args[i-1] == "--append-system-prompt-file") {
 					report.Args[i] = "FILE"
 				}
 			}

@@ -111,6 +111,23 @@
 //     Overrides are checked when the run starts: a field that PromptData
 //     does not have, at any depth the checker can follow (with, range, $),
 //     is an error naming it, and missingkey=error is set for the rest.
+//   - System prompts. Every session (build, verify, peek, plan, prompt)
+//     also gets a system prompt, RunRequest.SystemPrompt, rendered from
+//     system-<mode>.md (SystemPromptName) with the same PromptData as its
+//     user prompt, embedded and overridable the same way. It holds ralph's
+//     agent protocol for the mode: what ralph is, that only the final
+//     message is read and which sigils count there (build and peek:
+//     task-done, task-failed, next-model, FAILURE; verify: verify-pass,
+//     verify-fail; plan: COMPLETE, FAILURE; prompt: FAILURE), `"$RALPH_BIN"
+//     task …`, one task per session, the RALPH_* variables, and leaving
+//     commits to ralph. One template per mode, because the protocols
+//     differ and an override of one should not have to branch on the
+//     mode. The task context (task, blockers, retry reason, specs, the
+//     ad-hoc prompt) stays in the user prompt on standard input; the
+//     embedded user prompts still end with a short "how to finish" naming
+//     the task's id, so an override of only the system prompt loses
+//     nothing essential. The loop asks runners to append the system
+//     prompt to the agent's own (RunRequest.ReplaceSystemPrompt unset).
 //   - Stores that keep their own books: a store that is a Finisher (a
 //     progress file: RALPH_DONE, or every box ticked) is asked Done before
 //     the first iteration and after each one, and a true ends the build run
@@ -189,7 +206,8 @@
 //
 // # Prompt templates
 //
-// Every template gets a PromptData. What each mode fills:
+// Every template gets a PromptData; a mode's system prompt gets the same
+// one as its user prompt. What each mode fills:
 //
 //	variable                 build  verify  peek  plan  prompt
 //	.Mode                    build  verify  build plan  prompt

@@ -18,9 +18,11 @@ type DryRunPlan struct {
 	Title  string
 	Model  string
 	// PromptName is the template the run would use; PromptSource is
-	// SourceEmbedded or the override file's path.
-	PromptName   string
-	PromptSource string
+	// SourceEmbedded or the override file's path. SystemPromptSource is
+	// the same for its system prompt (SystemPromptName(PromptName)).
+	PromptName         string
+	PromptSource       string
+	SystemPromptSource string
 }
 
 // ExitCode is the exit code of `ralph build --dry-run`: 2 with no plan, 0
@@ -52,12 +54,18 @@ func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error
 	if err != nil {
 		return DryRunPlan{}, err
 	}
+	sp, err := LoadPrompt(cfg.Root, SystemPromptName(name))
+	if err != nil {
+		return DryRunPlan{}, err
+	}
 	if cfg.Verify {
-		if _, err := LoadPrompt(cfg.Root, PromptVerify); err != nil {
-			return DryRunPlan{}, err
+		for _, n := range []string{PromptVerify, SystemPromptName(PromptVerify)} {
+			if _, err := LoadPrompt(cfg.Root, n); err != nil {
+				return DryRunPlan{}, err
+			}
 		}
 	}
-	plan := DryRunPlan{PromptName: name, PromptSource: p.Source}
+	plan := DryRunPlan{PromptName: name, PromptSource: p.Source, SystemPromptSource: sp.Source}
 	// A plan its store declares finished (RALPH_DONE) runs nothing.
 	if s, err := finished(ctx, store, cfg.Scope); err != nil || s != nil {
 		if s != nil {

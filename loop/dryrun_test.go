@@ -22,30 +22,30 @@ func TestDryRun(t *testing.T) {
 		{
 			name:  "next task, model and embedded prompt",
 			tasks: []loop.Task{{ID: "b", Title: "Second", Priority: 3}, {ID: "a", Title: "First", Priority: 1}},
-			want:  loop.DryRunPlan{TaskID: "a", Title: "First", Model: "sonnet", PromptName: "build", PromptSource: "embedded"},
+			want:  loop.DryRunPlan{TaskID: "a", Title: "First", Model: "sonnet", PromptName: "build", PromptSource: "embedded", SystemPromptSource: "embedded"},
 		},
 		{
 			name:     "override path and strategy",
 			tasks:    []loop.Task{{ID: "a", Title: "First"}},
 			config:   func(c *loop.Config) { c.Strategy = loop.StrategyPlanThenExecute },
 			override: true,
-			want:     loop.DryRunPlan{TaskID: "a", Title: "First", Model: "opus", PromptName: "build", PromptSource: "OVERRIDE"},
+			want:     loop.DryRunPlan{TaskID: "a", Title: "First", Model: "opus", PromptName: "build", PromptSource: "OVERRIDE", SystemPromptSource: "embedded"},
 		},
 		{
 			name:   "peek mode",
 			tasks:  []loop.Task{{ID: "a", Title: "First"}},
 			config: func(c *loop.Config) { c.ClaimMode = loop.ClaimAgent; c.Model = "haiku" },
-			want:   loop.DryRunPlan{TaskID: "a", Title: "First", Model: "haiku", PromptName: "peek", PromptSource: "embedded"},
+			want:   loop.DryRunPlan{TaskID: "a", Title: "First", Model: "haiku", PromptName: "peek", PromptSource: "embedded", SystemPromptSource: "embedded"},
 		},
 		{
 			name: "no plan exits 2",
-			want: loop.DryRunPlan{Outcome: loop.OutcomeNoPlan, Message: "nothing to do: the plan is empty", PromptName: "build", PromptSource: "embedded"},
+			want: loop.DryRunPlan{Outcome: loop.OutcomeNoPlan, Message: "nothing to do: the plan is empty", PromptName: "build", PromptSource: "embedded", SystemPromptSource: "embedded"},
 			exit: 2,
 		},
 		{
 			name:  "blocked exits 0",
 			tasks: []loop.Task{{ID: "a", Status: loop.StatusBlocked}},
-			want:  loop.DryRunPlan{Outcome: loop.OutcomeBlocked, Message: "blocked: 1 task remains but none is ready", PromptName: "build", PromptSource: "embedded"},
+			want:  loop.DryRunPlan{Outcome: loop.OutcomeBlocked, Message: "blocked: 1 task remains but none is ready", PromptName: "build", PromptSource: "embedded", SystemPromptSource: "embedded"},
 		},
 	}
 	for _, tt := range tests {

@@ -338,11 +338,13 @@ func (r *run) load() *stop {
 	}
 	r.prompts = map[string]*Prompt{}
 	for _, n := range names {
-		p, err := LoadPrompt(r.cfg.Root, n)
-		if err != nil {
-			return internal(err)
+		for _, name := range []string{n, SystemPromptName(n)} {
+			p, err := LoadPrompt(r.cfg.Root, name)
+			if err != nil {
+				return internal(err)
+			}
+			r.prompts[name] = p
 		}
-		r.prompts[n] = p
 	}
 	if r.cfg.Mode != ModeBuild {
 		return nil // plan and prompt mode have no test gate
@@ -478,6 +480,26 @@ func terminalStop(c Counts) *stop {
 	}
 }
 
+// session is what one agent session is given: the user prompt and the
+// system prompt, rendered from the template name and its system template.
+type session struct {
+	prompt, system string
+}
+
+// render renders the user prompt template name and its system prompt with
+// data.
+func (r *run) render(name string, data PromptData) (session, *stop) {
+	prompt, err := r.prompts[name].Render(data)
+	if err != nil {
+		return session{}, internal(err)
+	}
+	system, err := r.prompts[SystemPromptName(name)].Render(data)
+	if err != nil {
+		return session{}, internal(err)
+	}
+	return session{prompt: prompt, system: system}, nil
+}
+
 // remain is "1 task remains" or "N tasks remain".
 func remain(n int) string {
 	if n == 1 {
@@ -515,14 +537,14 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 		return false, r.storeErr(ctx, err)
 	}
 	data.Mode, data.Iteration, data.AgentID, data.RalphBin = ModeBuild, n, r.cfg.AgentID, r.cfg.RalphBin
-	prompt, err := r.prompts[PromptBuild].Render(data)
-	if err != nil {
-		return false, internal(err)
+	sess, s := r.render(PromptBuild, data)
+	if s != nil {
+		return false, s
 	}
 	model, hinted := r.pickModel(ModelChoice{Iteration: n, Task: task, TaskLogs: logs, History: r.history})
 
 	r.beginIteration(ctx, n, task, model)
-	res, s := r.runAgent(ctx, n, model, prompt, task, false)
+	res, s := r.runAgent(ctx, n, model, sess, task, false)
 	if s != nil {
 		return false, s
 	}
@@ -761,11 +783,11 @@ func (r *run) verify(ctx context.Context, n int, model string, task Task, agentT
 			data.Parent = &p
 		}
 	}
-	prompt, err := r.prompts[PromptVerify].Render(data)
-	if err != nil {
-		return verdictTrouble, "", internal(err)
+	sess, s := r.render(PromptVerify, data)
+	if s != nil {
+		return verdictTrouble, "", s
 	}
-	res, s := r.runAgent(ctx, n, model, prompt, task, true)
+	res, s := r.runAgent(ctx, n, model, sess, task, true)
 	if s != nil {
 		return verdictTrouble, "", s
 	}
@@ -812,17 +834,18 @@ func (r *run) agentTrouble(why string) *stop {
 }
 
 // runAgent runs one session with lease renewal and records its receipt.
-func (r *run) runAgent(ctx context.Context, n int, model, prompt string, task Task, verifier bool) (RunResult, *stop) {
+func (r *run) runAgent(ctx context.Context, n int, model string, sess session, task Task, verifier bool) (RunResult, *stop) {
 	req := RunRequest{
-		Prompt:      prompt,
-		Model:       model,
-		Sandboxed:   !verifier,
-		MaxTurns:    r.cfg.MaxTurns,
-		Dir:         r.cfg.Root,
-		Env:         r.env(n, task.ID),
-		UseAPIKey:   r.cfg.UseAPIKey,
-		Timeout:     r.cfg.Timeout,
-		IdleTimeout: r.cfg.IdleTimeout,
+		Prompt:       sess.prompt,
+		SystemPrompt: sess.system,
+		Model:        model,
+		Sandboxed:    !verifier,
+		MaxTurns:     r.cfg.MaxTurns,
+		Dir:          r.cfg.Root,
+		Env:          r.env(n, task.ID),
+		UseAPIKey:    r.cfg.UseAPIKey,
+		Timeout:      r.cfg.Timeout,
+		IdleTimeout:  r.cfg.IdleTimeout,
 		OnEvent: func(e Event) {
 			r.note.send(Note{Kind: NoteAgentEvent, Iteration: n, AgentEvent: e})
 		},

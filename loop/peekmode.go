@@ -37,15 +37,15 @@ func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
 		return false, stopWith(OutcomeComplete, "nothing claimable")
 	}
 
-	prompt, err := r.prompts[PromptPeek].Render(PromptData{
+	sess, s := r.render(PromptPeek, PromptData{
 		Mode: ModeBuild, Peek: peek.String(), Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
 	})
-	if err != nil {
-		return false, internal(err)
+	if s != nil {
+		return false, s
 	}
 	model, hinted := r.pickModel(ModelChoice{Iteration: n, History: r.history})
 	r.beginIteration(ctx, n, Task{}, model)
-	res, s := r.runAgent(ctx, n, model, prompt, Task{}, false)
+	res, s := r.runAgent(ctx, n, model, sess, Task{}, false)
 	if s != nil {
 		return false, s
 	}

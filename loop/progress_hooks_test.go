@@ -220,7 +220,7 @@ func TestDryRunAsksFinisher(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := loop.DryRunPlan{Outcome: loop.OutcomeComplete, Message: "complete: the plan says it is done (RALPH_DONE), 2 tasks unfinished",
-		PromptName: loop.PromptBuild, PromptSource: loop.SourceEmbedded}
+		PromptName: loop.PromptBuild, PromptSource: loop.SourceEmbedded, SystemPromptSource: loop.SourceEmbedded}
 	if diff := cmp.Diff(want, plan); diff != "" {
 		t.Errorf("dry run (-want +got):\n%s", diff)
 	}

@@ -18,6 +18,12 @@ var embeddedPrompts embed.FS
 
 // The prompt templates. Each is embedded from loop/prompts/<name>.md and
 // can be overridden by <root>/.ralph/prompts/<name>.md.
+//
+// Each session gets two: the user prompt (the names below), which carries
+// the task context and reaches the agent on standard input, and the system
+// prompt (SystemPromptName: "system-build", …), which carries ralph's
+// agent protocol for the mode — what ralph is, the sigils it reads from
+// the final message, `$RALPH_BIN task …`, one task per session.
 const (
 	PromptBuild  = "build"  // one loop-claimed task
 	PromptVerify = "verify" // the verifier session
@@ -26,9 +32,19 @@ const (
 	PromptAdHoc  = "prompt" // prompt mode: wraps the ad-hoc prompt file ({{.Prompt}})
 )
 
-// PromptNames lists the prompt templates.
+// SystemPromptName is the name of the system prompt template that goes with
+// the user prompt template name: "system-" + name.
+func SystemPromptName(name string) string { return "system-" + name }
+
+// PromptNames lists the prompt templates: the user prompts, then their
+// system prompts in the same order.
 func PromptNames() []string {
-	return []string{PromptBuild, PromptVerify, PromptPeek, PromptPlan, PromptAdHoc}
+	user := []string{PromptBuild, PromptVerify, PromptPeek, PromptPlan, PromptAdHoc}
+	names := append([]string(nil), user...)
+	for _, n := range user {
+		names = append(names, SystemPromptName(n))
+	}
+	return names
 }
 
 // PromptData is what prompt templates see. Override templates may use any

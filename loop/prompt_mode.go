@@ -92,16 +92,16 @@ func (r *run) promptIteration(ctx context.Context) (counted bool, s *stop) {
 	if err != nil {
 		return false, internal(err)
 	}
-	prompt, err := r.prompts[PromptAdHoc].Render(PromptData{
+	sess, s := r.render(PromptAdHoc, PromptData{
 		Mode: ModePrompt, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
 		Prompt: r.adhoc.text, Skills: skills,
 	})
-	if err != nil {
-		return false, internal(err)
+	if s != nil {
+		return false, s
 	}
 	model, hinted := r.pickModel(ModelChoice{Iteration: n, History: r.history})
 	r.beginIteration(ctx, n, Task{}, model)
-	res, s := r.runAgent(ctx, n, model, prompt, Task{}, false)
+	res, s := r.runAgent(ctx, n, model, sess, Task{}, false)
 	if s != nil {
 		return false, s
 	}

@@ -38,9 +38,17 @@ var VerifierTools = []string{"Bash", "Read", "Glob", "Grep"}
 type RunRequest struct {
 	// Prompt is the user prompt; it reaches the agent on standard input.
 	Prompt string
-	// SystemPrompt, if not empty, replaces the agent's system prompt. It may
+	// SystemPrompt, if not empty, is ralph's agent protocol for the
+	// session. It is appended to the agent's own system prompt (Claude
+	// Code: --append-system-prompt-file), which keeps the agent's
+	// instructions for its tools, unless ReplaceSystemPrompt is set. It may
 	// be large (megabytes); runners must not pass it on argv.
 	SystemPrompt string
+	// ReplaceSystemPrompt makes SystemPrompt replace the agent's system
+	// prompt instead (Claude Code: --system-prompt-file), for embedders
+	// that want the whole of it; the agent then loses its own tool
+	// instructions. The loop never sets it.
+	ReplaceSystemPrompt bool
 	// Model is the model alias or id ("sonnet", "opus", "haiku", …).
 	Model string
 	// Sandboxed runs with every permission granted

@@ -347,7 +347,9 @@ func TestEmbeddedPromptsLoad(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if diff := cmp.Diff([]string{"build", "verify", "peek", "plan", "prompt"}, loop.PromptNames()); diff != "" {
+	want := []string{"build", "verify", "peek", "plan", "prompt",
+		"system-build", "system-verify", "system-peek", "system-plan", "system-prompt"}
+	if diff := cmp.Diff(want, loop.PromptNames()); diff != "" {
 		t.Error(diff)
 	}
 }

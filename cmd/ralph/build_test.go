@@ -124,8 +124,17 @@ func TestBuildOutcomes(t *testing.T) {
 					if diff := cmp.Diff(want, c.Env); diff != "" {
 						t.Errorf("session %d environment (-want +got):\n%s", i+1, diff)
 					}
-					if !slices.Contains(c.Args, "--dangerously-skip-permissions") || modelArg(c.Args) != "sonnet" {
+					if !slices.Contains(c.Args, "--dangerously-skip-permissions") || modelArg(c.Args) != "sonnet" || !slices.Contains(c.Args, "--append-system-prompt-file") {
 						t.Errorf("session %d args %q", i+1, c.Args)
+					}
+					// ralph's protocol comes as the system prompt; the task in the user prompt.
+					for _, want := range []string{"<task-done>ID</task-done>", `"$RALPH_BIN" task`, "One task per session"} {
+						if !strings.Contains(c.System, want) {
+							t.Errorf("session %d system prompt lacks %q:\n%s", i+1, want, c.System)
+						}
+					}
+					if want := taskIDs(calls)[i] + ": Task "; !strings.Contains(c.Prompt, want) {
+						t.Errorf("session %d user prompt lacks %q:\n%s", i+1, want, c.Prompt)
 					}
 				}
 				if !strings.Contains(r.stdout, "== iteration 2 · t-2 Task B · model sonnet") {
@@ -503,7 +512,8 @@ func TestBuildDryRun(t *testing.T) {
 	agent, script := fakeAgentPath(t, agentStep{Text: done})
 	db, files := h.dump(), h.files()
 	r := h.build(t.Context(), agent, "--dry-run", "--model", "opus")
-	want := "next task: t-1 Task A\nmodel: opus\nprompt: build (" + filepath.Join(h.dir, ".ralph", "prompts", "build.md") + ")\n"
+	want := "next task: t-1 Task A\nmodel: opus\nprompt: build (" + filepath.Join(h.dir, ".ralph", "prompts", "build.md") + ")\n" +
+		"system prompt: system-build (embedded)\n"
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -521,7 +531,7 @@ func TestBuildDryRun(t *testing.T) {
 	}
 
 	r = h.build(t.Context(), agent, "--dry-run", "--claim", "agent")
-	if want := "first claimable task (the agent picks): t-1 Task A\nmodel: sonnet\nprompt: peek (embedded)\n"; r.code != 0 || r.stdout != want {
+	if want := "first claimable task (the agent picks): t-1 Task A\nmodel: sonnet\nprompt: peek (embedded)\nsystem prompt: system-peek (embedded)\n"; r.code != 0 || r.stdout != want {
 		t.Errorf("peek-mode dry run: exit %d, stdout %q; want %q", r.code, r.stdout, want)
 	}
 

@@ -162,7 +162,8 @@
 // released, the summary is written, exit 130.
 //
 // --dry-run prints "next task: ID title" (in peek mode "first claimable
-// task (the agent picks): …"), "model: M" and "prompt: NAME (SOURCE)",
+// task (the agent picks): …"), "model: M", "prompt: NAME (SOURCE)" and
+// "system prompt: system-NAME (SOURCE)",
 // starts no agent, needs none installed, and writes nothing; with nothing
 // to run it prints the loop's reason like a run would (exit 2 for an empty
 // plan, 0 otherwise).

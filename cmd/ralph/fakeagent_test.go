@@ -67,6 +67,9 @@ type agentCall struct {
 	Args   []string          `json:"args"`
 	Env    map[string]string `json:"env"`
 	Prompt string            `json:"prompt"`
+	// System is the system prompt file's content (--append-system-prompt-file
+	// or --system-prompt-file), "" when there was none.
+	System string `json:"system"`
 }
 
 // fakeAgent is the scripted agent: it records the call, then speaks Claude
@@ -97,7 +100,15 @@ func fakeAgent(script string, args []string, stdin io.Reader, stdout, stderr io.
 			env[k] = v
 		}
 	}
-	line, _ := json.Marshal(agentCall{Args: args, Env: env, Prompt: string(prompt)})
+	var system []byte
+	for i, a := range args {
+		if (a == "--append-system-prompt-file" || a == "--system-prompt-file") && i+1 < len(args) {
+			if system, err = os.ReadFile(args[i+1]); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	line, _ := json.Marshal(agentCall{Args: args, Env: env, Prompt: string(prompt), System: string(system)})
 	f, err := os.OpenFile(calls, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fail(err)

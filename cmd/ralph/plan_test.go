@@ -88,6 +88,9 @@ func TestPlanTurnsSpecIntoTasks(t *testing.T) {
 	if !strings.Contains(c.Prompt, "## specs/auth.md\n\n"+authSpec) || !strings.Contains(c.Prompt, `"$RALPH_BIN" task add`) {
 		t.Errorf("the planner's prompt lacks the spec or the how-to:\n%s", c.Prompt)
 	}
+	if !strings.Contains(c.System, "planner of ralph") || !strings.Contains(c.System, "<promise>COMPLETE</promise>") || strings.Contains(c.System, "Users sign up") {
+		t.Errorf("the planner's system prompt lacks the protocol, or has the spec:\n%s", c.System)
+	}
 	if c.Env["RALPH_ITERATION"] != "1" || c.Env["RALPH_TASK_ID"] != "" || c.Env["RALPH_DIR"] != h.dir || c.Env["RALPH_BIN"] == "" || !strings.HasPrefix(c.Env["RALPH_AGENT_ID"], "agent-") {
 		t.Errorf("agent environment %v", c.Env)
 	}

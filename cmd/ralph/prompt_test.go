@@ -43,6 +43,9 @@ func TestPromptRunsOnce(t *testing.T) {
 	if c.Prompt != tidyPrompt {
 		t.Errorf("prompt %q, want the file unchanged", c.Prompt)
 	}
+	if !strings.Contains(c.System, "one ad-hoc prompt") || !strings.Contains(c.System, "<promise>FAILURE</promise>") {
+		t.Errorf("system prompt lacks the protocol:\n%s", c.System)
+	}
 	if c.Env["RALPH_ITERATION"] != "1" || c.Env["RALPH_TASK_ID"] != "" || c.Env["RALPH_DIR"] != h.dir || c.Env["RALPH_BIN"] == "" || !strings.HasPrefix(c.Env["RALPH_AGENT_ID"], "agent-") {
 		t.Errorf("agent environment %v", c.Env)
 	}
