@@ -198,11 +198,11 @@
 // Cost of the two modes, ralph's own time around the agent (medians of
 // five runs of `go test -run '^$' -bench 'BenchmarkPlan$|BenchmarkRunPrompt$'
 // -benchtime 1s -count 5 -benchmem ./loop/` on a shared, loaded 2-core
-// Xeon; runs spread 1.5–3.7 ms and 59–92 µs): a whole plan run of one
-// session over 20 specs of 4 KB and 1,000 tasks, 2.4 ms (753 KB, 631
-// allocs; reading the specs and rendering the 80 KB prompt are most of it);
-// a whole prompt run of a 4 KB prompt without logs, 66 µs (43 KB, 119
-// allocs). A session lasts minutes.
+// Xeon; runs spread 0.67–0.97 ms and 71–149 µs), the system prompt's
+// rendering included: a whole plan run of one session over 20 specs of
+// 4 KB and 1,000 tasks, 0.87 ms (763 KB, 667 allocs; reading the specs and
+// rendering the 80 KB prompt are most of it); a whole prompt run of a 4 KB
+// prompt without logs, 84 µs (50 KB, 155 allocs). A session lasts minutes.
 //
 // # Prompt templates
 //
