@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,7 @@ func TestUsageLimit(t *testing.T) {
 				cfg.OnUsageLimit = tt.policy
 				cfg.MaxWait = tt.maxWait
 				cfg.MaxIterations = 1 // a wait must not use up the only iteration
+				cfg.RawLogs = true
 				rec := &recorder{}
 				cfg.Observer = rec
 				var reset time.Time
@@ -103,6 +105,12 @@ func TestUsageLimit(t *testing.T) {
 					}
 					if rep.Iterations != 1 {
 						t.Errorf("iterations = %d, want 1 (a wait is not an iteration)", rep.Iterations)
+					}
+					// The attempt after the wait goes to the same raw log,
+					// which the runner appends to.
+					reqs := runner.Requests()
+					if want := filepath.Join(cfg.Root, ".ralph", "logs", "session-test", "iter-1.ndjson"); reqs[0].LogPath != want || reqs[1].LogPath != want {
+						t.Errorf("raw logs %q and %q, want both %q", reqs[0].LogPath, reqs[1].LogPath, want)
 					}
 				}
 				if tt.want == loop.OutcomeUsageLimit {
