@@ -561,8 +561,16 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 		return false, r.usageLimit(ctx, r.limited)
 	}
 	r.waited = 0
+	r.countIteration(n, task, model, hinted, status, why)
+	return true, s
+}
+
+// countIteration books an iteration that ran to its end (a usage-limit wait
+// is not one): a clean agent (and verifier) session resets the agent-trouble
+// streak; the report's tallies, the strategies' history and the Observer hear
+// of it.
+func (r *run) countIteration(n int, task Task, model string, hinted bool, status IterationStatus, why string) {
 	if status != IterAgentTrouble {
-		// The agent (and the verifier, if any) ran cleanly.
 		r.agentStreak = 0
 	}
 	r.report.Iterations = n
@@ -573,7 +581,6 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	}
 	r.history = append(r.history, Attempt{Iteration: n, TaskID: task.ID, Model: model, Hinted: hinted, Result: attemptResult(status)})
 	r.endIteration(n, task, model, status, why)
-	return true, s
 }
 
 // pickModel is step 5: the hint, if any, else the strategy.

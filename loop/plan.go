@@ -204,17 +204,7 @@ func (r *run) planIteration(ctx context.Context) (counted bool, s *stop) {
 	r.consumeHint(hinted)
 
 	status, why, s := r.handlePlan(ctx, n, res)
-	if status != IterAgentTrouble {
-		r.agentStreak = 0
-	}
-	r.report.Iterations = n
-	if status.Success() {
-		r.report.Successes++
-	} else {
-		r.report.Failures++
-	}
-	r.history = append(r.history, Attempt{Iteration: n, Model: model, Hinted: hinted, Result: attemptResult(status)})
-	r.endIteration(n, Task{}, model, status, why)
+	r.countIteration(n, Task{}, model, hinted, status, why)
 	return true, s
 }
 

@@ -141,14 +141,7 @@ func (r *run) promptIteration(ctx context.Context) (counted bool, s *stop) {
 	default:
 		r.adhoc.end = stopWith(OutcomeComplete, "prompt run finished")
 	}
-	r.report.Iterations = n
-	if status.Success() {
-		r.report.Successes++
-	} else {
-		r.report.Failures++
-	}
-	r.history = append(r.history, Attempt{Iteration: n, Model: model, Hinted: hinted, Result: attemptResult(status)})
-	r.endIteration(n, Task{}, model, status, why)
+	r.countIteration(n, Task{}, model, hinted, status, why)
 	return true, nil
 }
 
