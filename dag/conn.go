@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 )
 
 // wconn is the connection every write transaction of a Store runs on,
@@ -19,6 +20,10 @@ import (
 type wconn struct {
 	c     driver.Conn
 	stmts map[string]*wstmt
+	// ckptAt is when the connection last checkpointed (or opened);
+	// unckpt says it has committed since.
+	ckptAt time.Time
+	unckpt bool
 }
 
 // wstmt is a prepared statement of the writer's connection; busy while

@@ -40,8 +40,10 @@ func (l *writeLock) close() {
 }
 
 // acquire takes the lock, waiting at most timeout; it fails with lockErr
-// on timeout and with the context's error when ctx ends first.
-func (l *writeLock) acquire(ctx context.Context, timeout time.Duration, lockErr func() error) (release func(), err error) {
+// on timeout and with the context's error when ctx ends first. release
+// gives the lock back; its argument, if not nil, runs once other processes
+// may write again but before other goroutines of this one may.
+func (l *writeLock) acquire(ctx context.Context, timeout time.Duration, lockErr func() error) (release func(between func()), err error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -56,14 +58,22 @@ func (l *writeLock) acquire(ctx context.Context, timeout time.Duration, lockErr 
 		}
 	}
 	if l.file == nil {
-		return func() { <-l.sem }, nil
+		return func(between func()) {
+			if between != nil {
+				between()
+			}
+			<-l.sem
+		}, nil
 	}
-	release = func() {
+	release = func(between func()) {
 		if err := funlock(l.file); err != nil {
 			// Unlocking a file we hold cannot fail short of a bad
 			// descriptor; closing it drops the lock in any case.
 			l.file.Close()
 			l.file = nil
+		}
+		if between != nil {
+			between()
 		}
 		<-l.sem
 	}

@@ -512,7 +512,7 @@ func TestWriteLockBetweenStores(t *testing.T) {
 	if _, err := other.Add(ctx, AddParams{Title: "x"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Add with a cancelled context while locked: %v, want context.Canceled", err)
 	}
-	release()
+	release(nil)
 	if _, err := other.Add(t.Context(), AddParams{Title: "x"}); err != nil {
 		t.Errorf("Add after the lock was released: %v", err)
 	}
