@@ -191,7 +191,8 @@ func placeholders(n int) string {
 }
 
 func (t *txn) log(id, kind, message string) error {
-	_, err := t.exec(`INSERT INTO task_logs (task_id, at, kind, message) VALUES (?, ?, ?, ?)`,
+	_, err := t.exec(`INSERT INTO task_logs (task_id, seq, at, kind, message)
+		VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM task_logs WHERE task_id = ?1), ?2, ?3, ?4)`,
 		id, t.now, kind, message)
 	return err
 }

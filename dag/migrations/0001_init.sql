@@ -83,14 +83,16 @@ CREATE TABLE deps (
 );
 CREATE INDEX deps_blocker ON deps (blocker_id);
 
+-- Clustered by task: appending an entry writes one b-tree page, not a
+-- table page and an index page. seq numbers a task's entries from 1.
 CREATE TABLE task_logs (
-	seq     INTEGER PRIMARY KEY,
 	task_id TEXT NOT NULL REFERENCES tasks (id),
+	seq     INTEGER NOT NULL,
 	at      INTEGER NOT NULL,
 	kind    TEXT NOT NULL,
-	message TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX task_logs_task ON task_logs (task_id, seq);
+	message TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
 
 CREATE TABLE receipts (
 	seq                INTEGER PRIMARY KEY,
