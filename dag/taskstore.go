@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,14 +111,41 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 	}
 	lease := leaseOrDefault(p.Lease)
 	var task loop.Task
-	err := s.write(ctx, func(t *txn) error {
+	err := s.writeGuarded(ctx, func(t *txn) error {
 		set := `UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
 			lease_expires_at = ?, updated_at = ? `
 		args := []any{p.Agent, t.now, t.now + int64(lease), t.now}
 		var err error
 		var blockers int
-		if p.TaskID == "" {
-			// Find and take the first ready task in one statement.
+		if p.TaskID == "" && p.Scope.TaskID == "" {
+			// Find and take the first ready task in one statement, which
+			// takes nothing if a lease has expired: then recover and look
+			// again.
+			var cond string
+			var cargs []any
+			if cond, cargs, err = t.scopeCond(p.Scope); err != nil {
+				return err
+			}
+			for {
+				guard, gargs := t.leaseGuard()
+				task, blockers, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
+					` AND `+cond+` ORDER BY priority, seq LIMIT 1)`+guard+` RETURNING `+taskCols,
+					append(append(slices.Clip(args), cargs...), gargs...)...))
+				if !errors.Is(err, sql.ErrNoRows) {
+					break
+				}
+				if guard == "" {
+					return loop.ErrNoReadyTask
+				}
+				if err := t.ensureRecovered(); err != nil {
+					return err
+				}
+			}
+		} else if p.TaskID == "" {
+			// A task scope reads the task before any change: recover first.
+			if err := t.ensureRecovered(); err != nil {
+				return err
+			}
 			var cond string
 			var cargs []any
 			if cond, cargs, err = t.scopeCond(p.Scope); err != nil {
@@ -129,6 +157,9 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 				return loop.ErrNoReadyTask
 			}
 		} else {
+			if err := t.ensureRecovered(); err != nil {
+				return err
+			}
 			if err := t.checkReady(p.TaskID); err != nil {
 				return err
 			}
@@ -202,13 +233,24 @@ func holderErr(st state, agent string) error {
 
 // Complete implements loop.TaskStore.
 func (s *Store) Complete(ctx context.Context, id, summary string) error {
-	return s.write(ctx, func(t *txn) error {
-		// The usual case in one statement: an in_progress task becomes done.
+	return s.writeGuarded(ctx, func(t *txn) error {
+		// The usual case in one statement: an in_progress task becomes
+		// done, unless a lease has expired: then recover and try again.
 		var parent string
 		var deps int
-		err := t.row(`UPDATE tasks SET status = 'done', updated_at = ?, claimed_by = '', claimed_at = 0,
-			lease_expires_at = 0 WHERE id = ? AND status = 'in_progress'
-			RETURNING coalesce(parent_id, ''), dependent_count`, t.now, id).Scan(&parent, &deps)
+		var err error
+		for {
+			guard, gargs := t.leaseGuard()
+			err = t.row(`UPDATE tasks SET status = 'done', updated_at = ?, claimed_by = '', claimed_at = 0,
+				lease_expires_at = 0 WHERE id = ? AND status = 'in_progress'`+guard+`
+				RETURNING coalesce(parent_id, ''), dependent_count`, append([]any{t.now, id}, gargs...)...).Scan(&parent, &deps)
+			if guard == "" || !errors.Is(err, sql.ErrNoRows) {
+				break
+			}
+			if err := t.ensureRecovered(); err != nil {
+				return err
+			}
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			st, err := t.state(id)
 			if err != nil {
