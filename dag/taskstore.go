@@ -64,9 +64,14 @@ func (s *Store) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, erro
 		var rows rowSet
 		var err error
 		if scope.TaskID == "" {
-			// Kept by triggers: a few rows at any plan size.
+			// Kept by triggers: a few rows at any plan size. Their
+			// 'pending' counts the in_progress tasks too, which are the
+			// few entries of tasks_active.
 			rows, err = t.query(`SELECT status, sum(n) FROM status_counts
-				WHERE ?1 = '' OR feature = ?1 GROUP BY status`, scope.Feature)
+				WHERE ?1 = '' OR feature = ?1 GROUP BY status
+				UNION ALL
+				SELECT 'in_progress', count(*) FROM tasks INDEXED BY tasks_active
+				WHERE status = 'in_progress' AND (?1 = '' OR feature = ?1)`, scope.Feature)
 		} else {
 			cond, args, cerr := t.scopeCond(scope)
 			if cerr != nil {
@@ -96,6 +101,9 @@ func (s *Store) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, erro
 			case loop.StatusBlocked:
 				c.Blocked = n
 			}
+		}
+		if scope.TaskID == "" {
+			c.Pending -= c.InProgress
 		}
 		return rows.Err()
 	})
