@@ -54,7 +54,13 @@
 //     check at the start of every write reads one entry, no task row), and
 //     task_logs is a WITHOUT ROWID table clustered by (task_id, seq), seq
 //     numbering a task's entries from 1, so an entry is one page, not a
-//     table page and an index page.
+//     table page and an index page. The 'pending' count of status_counts
+//     includes the in_progress tasks (Counts subtracts those, found in
+//     tasks_active), so a claim moves no count.
+//   - Claim (of the first ready task) and Complete carry the expired-lease
+//     check in their UPDATE (AND NOT EXISTS over tasks_active): when it
+//     changes nothing they recover expired leases and try again, so the
+//     usual claim or completion is one statement shorter.
 //
 // # Readiness is kept on write
 //
