@@ -114,7 +114,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  %-6s %-12s %s\n", t.ID, t.Status, t.Title)
 		}
 	}
-	fmt.Fprintln(stdout, "session log:", filepath.Join(root, ".ralph", "logs", report.Session+".log"))
+	if *keep {
+		fmt.Fprintln(stdout, "session log:", filepath.Join(root, ".ralph", "logs", report.Session+".log"))
+	} else {
+		fmt.Fprintln(stdout, "(the project is removed; -keep keeps it, with its session log and raw agent streams)")
+	}
 	return report.ExitCode()
 }
 
