@@ -367,3 +367,50 @@ func (s *Store) Export(ctx context.Context) ([]ImportTask, error) {
 	}
 	return out, nil
 }
+
+// SkipPresent makes an import idempotent: it drops the tasks already in
+// existing — the same id, or else the same title — and points the kept
+// tasks' parents and blockers at the existing tasks they matched. It returns
+// the tasks to import and those found present, both in input order.
+// `ralph task import` uses it for markdown checklists, so that importing
+// the same list twice, or a longer version of it, adds only what is new.
+func SkipPresent(existing []loop.Task, tasks []ImportTask) (add, present []ImportTask) {
+	ids := make(map[string]bool, len(existing))
+	titles := make(map[string]string, len(existing))
+	for _, t := range existing {
+		ids[t.ID] = true
+		if _, dup := titles[t.Title]; !dup {
+			titles[t.Title] = t.ID
+		}
+	}
+	alias := map[string]string{} // input id -> existing id it matched
+	for _, t := range tasks {
+		switch id, ok := titles[t.Title]; {
+		case ids[t.ID]:
+			alias[t.ID] = t.ID
+		case ok:
+			alias[t.ID] = id
+		}
+	}
+	for _, t := range tasks {
+		if _, ok := alias[t.ID]; ok {
+			present = append(present, t)
+			continue
+		}
+		if id, ok := alias[t.ParentID]; ok {
+			t.ParentID = id
+		}
+		if len(t.BlockedBy) > 0 {
+			bs := make([]string, len(t.BlockedBy))
+			for i, b := range t.BlockedBy {
+				if id, ok := alias[b]; ok {
+					b = id
+				}
+				bs[i] = b
+			}
+			t.BlockedBy = bs
+		}
+		add = append(add, t)
+	}
+	return add, present
+}

@@ -11,28 +11,29 @@ import (
 )
 
 // readTasks reads an import file: JSON Lines when its first non-blank
-// character is "{", a markdown checklist otherwise. It returns no tasks for
-// blank input.
-func readTasks(in io.Reader) ([]dag.ImportTask, error) {
+// character is "{", a markdown checklist otherwise (checklist is then true).
+// It returns no tasks for blank input.
+func readTasks(in io.Reader) (tasks []dag.ImportTask, checklist bool, err error) {
 	data, err := io.ReadAll(in)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	first := bytes.TrimLeft(data, " \t\r\n")
 	if len(first) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	if first[0] == '{' {
-		return dag.ReadJSONL(bytes.NewReader(data))
+		tasks, err := dag.ReadJSONL(bytes.NewReader(data))
+		return tasks, false, err
 	}
 	items, err := progress.Checklist(data)
 	if errors.Is(err, progress.ErrNoChecklist) {
-		return nil, errors.New("neither JSON Lines nor a markdown checklist (no \"- [ ] task\" lines)")
+		return nil, true, errors.New("neither JSON Lines nor a markdown checklist (no \"- [ ] task\" lines)")
 	}
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	return checklistTasks(items), nil
+	return checklistTasks(items), true, nil
 }
 
 // checklistTasks maps the items of a markdown checklist (progress.Checklist:

@@ -88,10 +88,15 @@
 // with boxes under it (a phase) becomes their parent (done when all its
 // boxes are), indented prose under a box is its description. Ids are the
 // checklist's, derived from the text ("phase-1", "add-ci") or given as
-// "<!-- id: X -->", so importing the same list twice is refused rather than
-// duplicated. No dependencies are implied: file order is claim order at
-// equal priority. Everything is added in one transaction, and an error
-// names the line.
+// "<!-- id: X -->". A checklist imports idempotently (dag.SkipPresent): an
+// item whose id, or else whose title, is already a task is skipped, and its
+// children hang under that task; so importing the same list twice adds
+// nothing, and a longer version adds only what is new. JSON Lines stay
+// strict: a known id is an error. No dependencies are implied: file order is
+// claim order at equal priority (priority stays the default). Everything is
+// added in one transaction, and an error names the line. `--dry-run` prints
+// what would be added and changes nothing (for JSON Lines it does not check
+// references against the database; the import itself does).
 //
 // The JSON Lines format is dag.ReadJSONL's: ralph's own keys (id, title,
 // description, priority, parent, blocked_by, status), strictly, plus an

@@ -178,6 +178,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 				Name:      "import",
 				Usage:     "add the tasks of a JSON Lines file (or a markdown checklist), all or nothing",
 				ArgsUsage: "FILE|-",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "print what would be added; change nothing"}},
 				Action:    withStore(cfg, taskImport(cfg)),
 			},
 			{
@@ -448,20 +449,61 @@ func taskImport(cfg appConfig) storeAction {
 		} else {
 			name = "standard input"
 		}
-		tasks, err := readTasks(in)
+		tasks, checklist, err := readTasks(in)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		if len(tasks) == 0 {
 			return nothingToDo("%s: no tasks to import", name)
 		}
-		n, err := st.Import(c.Context, parentsFirst(tasks))
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		// A checklist imports idempotently: what is already there (same
+		// id, or same title) is skipped. JSON Lines stay strict, all or
+		// nothing, as DESIGN §5 says: a known id is an error.
+		var present []dag.ImportTask
+		if checklist {
+			existing, err := st.List(c.Context, dag.ListParams{})
+			if err != nil {
+				return err
+			}
+			tasks, present = dag.SkipPresent(existing, tasks)
 		}
-		_, err = fmt.Fprintf(cfg.stdout, "imported %d task%s\n", n, plural(n))
+		tasks = parentsFirst(tasks)
+		already := ""
+		if len(present) > 0 {
+			already = fmt.Sprintf(" (%d already present)", len(present))
+		}
+		if c.Bool("dry-run") {
+			for _, t := range tasks {
+				line := fmt.Sprintf("would add %s %s [%s]", t.ID, t.Title, orPending(t.Status))
+				if t.ParentID != "" {
+					line += " (parent " + t.ParentID + ")"
+				}
+				if len(t.BlockedBy) > 0 {
+					line += " (after " + strings.Join(t.BlockedBy, ", ") + ")"
+				}
+				fmt.Fprintln(cfg.stdout, line)
+			}
+			_, err = fmt.Fprintf(cfg.stdout, "would import %d task%s%s; nothing changed\n", len(tasks), plural(len(tasks)), already)
+			return err
+		}
+		n := 0
+		if len(tasks) > 0 {
+			if n, err = st.Import(c.Context, tasks); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		_, err = fmt.Fprintf(cfg.stdout, "imported %d task%s%s\n", n, plural(n), already)
 		return err
 	}
+}
+
+// orPending names the status a task is imported with ("" and in_progress
+// are imported as pending).
+func orPending(s loop.Status) loop.Status {
+	if s == "" || s == loop.StatusInProgress {
+		return loop.StatusPending
+	}
+	return s
 }
 
 func taskExport(cfg appConfig) storeAction {

@@ -359,11 +359,73 @@ In Progress
 	if diff := cmp.Diff(want, h.ok("task", "export")); diff != "" {
 		t.Errorf("export (-want +got):\n%s", diff)
 	}
-	// The ids come from the text: importing the same list again is refused
-	// as a whole, naming the first line that clashes.
-	r := h.run("task", "import", h.dir+"/progress.md")
-	if r.code != 1 || !strings.Contains(r.stderr, "line 7") || !strings.Contains(r.stderr, "already exists") {
-		t.Errorf("second import = %+v, want exit 1 naming line 7 and the duplicate id", r)
+	// A checklist imports idempotently (issue 5): the same list again adds
+	// nothing and changes nothing.
+	before := h.dump()
+	if diff := cmp.Diff("imported 0 tasks (7 already present)\n", h.ok("task", "import", h.dir+"/progress.md")); diff != "" {
+		t.Errorf("second import (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, h.dump()); diff != "" {
+		t.Errorf("second import changed the database (-before +after):\n%s", diff)
+	}
+}
+
+// TestImportChecklistAddsOnlyWhatIsNew: a longer version of a list adds
+// only its new items; an item whose title is already a task is that task
+// (its children hang under it), and --dry-run says so and changes nothing.
+func TestImportChecklistAddsOnlyWhatIsNew(t *testing.T) {
+	h := initHarness(t)
+	h.add("Polish") // t-1, matched by title below
+	h.write("v1.md", "# Plan\n\n### Phase 1: Setup\n- [ ] Create the repo\n")
+	h.ok("task", "import", h.dir+"/v1.md")
+	h.write("v2.md", `# Plan
+
+### Phase 1: Setup
+- [ ] Create the repo
+- [ ] Add CI
+
+### Phase 2: Polish
+- [ ] Shine
+`)
+	before := h.dump()
+	wantDry := `would add add-ci Add CI [pending] (parent phase-1)
+would add shine Shine [pending] (parent t-1)
+would import 2 tasks (3 already present); nothing changed
+`
+	if diff := cmp.Diff(wantDry, h.ok("task", "import", "--dry-run", h.dir+"/v2.md")); diff != "" {
+		t.Errorf("dry run (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, h.dump()); diff != "" {
+		t.Errorf("dry run changed the database (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff("imported 2 tasks (3 already present)\n", h.ok("task", "import", h.dir+"/v2.md")); diff != "" {
+		t.Errorf("import (-want +got):\n%s", diff)
+	}
+	want := `{"id":"t-1","title":"Polish","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+{"id":"phase-1","title":"Setup","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+{"id":"create-the-repo","title":"Create the repo","description":"","priority":2,"parent":"phase-1","blocked_by":[],"status":"pending"}
+{"id":"add-ci","title":"Add CI","description":"","priority":2,"parent":"phase-1","blocked_by":[],"status":"pending"}
+{"id":"shine","title":"Shine","description":"","priority":2,"parent":"t-1","blocked_by":[],"status":"pending"}
+`
+	if diff := cmp.Diff(want, h.ok("task", "export")); diff != "" {
+		t.Errorf("export (-want +got):\n%s", diff)
+	}
+}
+
+// TestImportJSONLStaysStrict: JSON Lines are all or nothing (DESIGN §5): a
+// known id is an error naming the line, not a skip.
+func TestImportJSONLStaysStrict(t *testing.T) {
+	h := initHarness(t)
+	h.write("a.jsonl", `{"id":"a","title":"A","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending"}
+`)
+	h.ok("task", "import", h.dir+"/a.jsonl")
+	before := h.dump()
+	r := h.run("task", "import", h.dir+"/a.jsonl")
+	if r.code != 1 || !strings.Contains(r.stderr, "line 1") || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("second JSONL import = %+v, want exit 1 naming line 1 and the duplicate id", r)
+	}
+	if diff := cmp.Diff(before, h.dump()); diff != "" {
+		t.Errorf("failed import changed the database (-before +after):\n%s", diff)
 	}
 }
 
