@@ -107,7 +107,11 @@ type Store struct {
 
 	wlock *writeLock
 	// w is the connection of write transactions, used under wlock only.
-	w *wconn
+	// It is opened by the first write (begin), so that a process that
+	// only reads — `ralph task peek`, list, plan-status — opens one
+	// connection, not two.
+	w         *wconn
+	connector driver.Connector
 }
 
 // Options tune Open.
@@ -188,20 +192,14 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 		return nil, fmt.Errorf("dag: %s: %w", path, err)
 	}
 	s.db = db
-	connector, err := sqlite.NewConnector(dsn + "&_pragma=wal_autocheckpoint(0)")
+	s.connector, err = sqlite.NewConnector(dsn + "&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("dag: %s: %w", path, err)
 	}
-	c, err := connector.Connect(ctx)
-	if err != nil {
-		db.Close()
-		return nil, s.dbErr(err)
-	}
-	s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now()}
 	s.wlock = newWriteLock(abs)
 	if err := s.migrate(ctx); err != nil {
-		s.w.close()
+		s.closeWriter()
 		s.wlock.close()
 		db.Close()
 		return nil, err
@@ -342,14 +340,26 @@ func (s *Store) Close() error {
 	err := s.db.Close()
 	// Wait for a write in progress in this process.
 	s.wlock.sem <- struct{}{}
-	if s.w.unckpt {
-		s.w.checkpoint()
-	}
-	if werr := s.w.close(); err == nil {
+	if werr := s.closeWriter(); err == nil {
 		err = werr
 	}
 	<-s.wlock.sem
 	s.wlock.close()
+	return err
+}
+
+// closeWriter checkpoints what this store wrote and closes the writer's
+// connection, if the store ever wrote. Call it holding the write lock's
+// semaphore (or before anyone else can use the store).
+func (s *Store) closeWriter() error {
+	if s.w == nil {
+		return nil
+	}
+	if s.w.unckpt {
+		s.w.checkpoint()
+	}
+	err := s.w.close()
+	s.w = nil
 	return err
 }
 
@@ -466,6 +476,14 @@ func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
 	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.w == nil {
+		c, err := s.connector.Connect(ctx)
+		if err != nil {
+			release(nil)
+			return nil, nil, s.dbErr(err)
+		}
+		s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now()}
 	}
 	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
 	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
