@@ -142,4 +142,14 @@ func reapGroup(pgid int, killAt time.Time, termed bool) {
 		}
 	}
 	signalGroup(pgid, syscall.SIGKILL)
+	// SIGKILL is delivered asynchronously, and on a busy machine the
+	// processes may still be running for a moment: wait (boundedly) until
+	// the kernel has taken them down, so that Run returns with the group
+	// gone.
+	for deadline := time.Now().Add(killWait); groupAlive(pgid) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
+
+// killWait bounds the wait for SIGKILLed processes to disappear.
+const killWait = 2 * time.Second

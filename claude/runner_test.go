@@ -239,6 +239,10 @@ func processGone(pid int) bool {
 }
 
 func TestRunEcho(t *testing.T) {
+	// A temporary directory of its own: the check for left-behind system
+	// prompt files must not see those of other packages' tests running at
+	// the same time.
+	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv("CLAUDECODE", "1")
 	t.Setenv("ANTHROPIC_API_KEY", "sk-secret")
 	t.Setenv("RALPH_TEST_INHERITED", "yes")
