@@ -565,6 +565,27 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	return true, s
 }
 
+// runTaskless runs the session of an iteration that claims no task (plan,
+// prompt): the model, the iteration's start, the agent. A nil result means
+// the iteration ended there — cancelled, or a usage limit, whose wait has
+// been taken (s then says whether the run stops).
+func (r *run) runTaskless(ctx context.Context, n int, sess session) (res *RunResult, model string, hinted bool, s *stop) {
+	model, hinted = r.pickModel(ModelChoice{Iteration: n, History: r.history})
+	r.beginIteration(ctx, n, Task{}, model)
+	got, s := r.runAgent(ctx, n, model, sess, Task{}, false)
+	switch {
+	case s != nil:
+		return nil, model, hinted, s
+	case ctx.Err() != nil:
+		return nil, model, hinted, r.checkCancel(ctx)
+	case got.Class == ClassUsageLimit:
+		r.endIteration(n, Task{}, model, IterUsageLimit, "")
+		return nil, model, hinted, r.usageLimit(ctx, got)
+	}
+	r.waited = 0
+	return &got, model, hinted, nil
+}
+
 // countIteration books an iteration that ran to its end (a usage-limit wait
 // is not one): a clean agent (and verifier) session resets the agent-trouble
 // streak; the report's tallies, the strategies' history and the Observer hear

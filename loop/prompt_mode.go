@@ -99,20 +99,11 @@ func (r *run) promptIteration(ctx context.Context) (counted bool, s *stop) {
 	if s != nil {
 		return false, s
 	}
-	model, hinted := r.pickModel(ModelChoice{Iteration: n, History: r.history})
-	r.beginIteration(ctx, n, Task{}, model)
-	res, s := r.runAgent(ctx, n, model, sess, Task{}, false)
-	if s != nil {
+	got, model, hinted, s := r.runTaskless(ctx, n, sess)
+	if got == nil {
 		return false, s
 	}
-	if ctx.Err() != nil {
-		return false, r.checkCancel(ctx)
-	}
-	if res.Class == ClassUsageLimit {
-		r.endIteration(n, Task{}, model, IterUsageLimit, "")
-		return false, r.usageLimit(ctx, res)
-	}
-	r.waited = 0
+	res := *got
 
 	status, why := IterSessionOK, ""
 	switch {
