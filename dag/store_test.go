@@ -17,29 +17,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
 var testStart = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
-// clock is a fake clock that stands still until advanced.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{now: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newClock is looptest's fake clock, which stands still until advanced.
+func newClock(t time.Time) *looptest.Clock { return looptest.NewClock(t) }
 
 // newTestStore opens a fresh database in a temporary directory, closed when
 // the test ends.
