@@ -565,6 +565,17 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	return true, s
 }
 
+// sessionData is the prompt data every session of a run shares: mode,
+// iteration, agent id, root, RALPH_BIN and the project's skills. Modes add
+// their own fields (the task context of build mode comes from buildContext).
+func (r *run) sessionData(mode Mode, n int) (PromptData, error) {
+	skills, err := FindSkills(r.cfg.Root)
+	if err != nil {
+		return PromptData{}, err
+	}
+	return PromptData{Mode: mode, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin, Skills: skills}, nil
+}
+
 // runTaskless runs the session of an iteration that claims no task (plan,
 // prompt): the model, the iteration's start, the agent. A nil result means
 // the iteration ended there — cancelled, or a usage limit, whose wait has

@@ -37,9 +37,12 @@ func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
 		return false, stopWith(OutcomeComplete, "nothing claimable")
 	}
 
-	sess, s := r.render(PromptPeek, PromptData{
-		Mode: ModeBuild, Peek: peek.String(), Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
-	})
+	data, err := r.sessionData(ModeBuild, n)
+	if err != nil {
+		return false, internal(err)
+	}
+	data.Peek = peek.String()
+	sess, s := r.render(PromptPeek, data)
 	if s != nil {
 		return false, s
 	}

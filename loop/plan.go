@@ -176,14 +176,12 @@ func relSlash(root, path string) string {
 // usage limit turned it into a wait.
 func (r *run) planIteration(ctx context.Context) (counted bool, s *stop) {
 	n := r.report.Iterations + 1
-	skills, err := FindSkills(r.cfg.Root)
+	data, err := r.sessionData(ModePlan, n)
 	if err != nil {
 		return false, internal(err)
 	}
-	sess, s := r.render(PromptPlan, PromptData{
-		Mode: ModePlan, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
-		Specs: r.plan.specs, Feature: r.plan.feature, Skills: skills,
-	})
+	data.Specs, data.Feature = r.plan.specs, r.plan.feature
+	sess, s := r.render(PromptPlan, data)
 	if s != nil {
 		return false, s
 	}

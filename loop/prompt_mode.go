@@ -88,14 +88,12 @@ func RunPrompt(ctx context.Context, cfg Config, p PromptParams, runner Runner) (
 // when a usage limit turned it into a wait (the prompt then runs again).
 func (r *run) promptIteration(ctx context.Context) (counted bool, s *stop) {
 	n := r.report.Iterations + 1
-	skills, err := FindSkills(r.cfg.Root)
+	data, err := r.sessionData(ModePrompt, n)
 	if err != nil {
 		return false, internal(err)
 	}
-	sess, s := r.render(PromptAdHoc, PromptData{
-		Mode: ModePrompt, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin,
-		Prompt: r.adhoc.text, Skills: skills,
-	})
+	data.Prompt = r.adhoc.text
+	sess, s := r.render(PromptAdHoc, data)
 	if s != nil {
 		return false, s
 	}
