@@ -113,6 +113,10 @@ type Config struct {
 	// Lease is the claim lease (0: DefaultLease); it is renewed every
 	// third of it while the agent works.
 	Lease time.Duration
+	// Holder is the process that keeps the run's claims alive: given to
+	// every agent as RALPH_HOLDER, recorded with every claim (DESIGN §8,
+	// "Holders"). Zero means this process (ThisProcess).
+	Holder Holder
 	// Session names the run's logs: <LogDir>/<Session>.log and
 	// <LogDir>/<Session>/iter-<n>.ndjson. Empty: "session-YYYYMMDD-HHMMSS"
 	// from Now, in UTC, or the next second whose name no log in LogDir has
@@ -233,6 +237,9 @@ func (c *Config) normalizeFor(mode Mode) (Strategy, error) {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
+	}
+	if c.Holder.IsZero() {
+		c.Holder = ThisProcess()
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -955,6 +955,7 @@ func (r *run) env(n int, taskID string) []string {
 		"RALPH_AGENT_ID="+r.cfg.AgentID,
 		"RALPH_ITERATION="+strconv.Itoa(n),
 		"RALPH_DIR="+r.cfg.Root,
+		EnvHolder+"="+r.cfg.Holder.String(),
 	)
 	if r.cfg.RalphBin != "" {
 		env = append(env, "RALPH_BIN="+r.cfg.RalphBin)

@@ -248,10 +248,10 @@ func TestPlanPromptAndRequest(t *testing.T) {
 		t.Error("specs are not in name order")
 	}
 	env := map[string]string{}
-	for _, k := range []string{"RALPH_AGENT_ID", "RALPH_ITERATION", "RALPH_DIR", "RALPH_BIN", "RALPH_TASK_ID"} {
+	for _, k := range []string{"RALPH_AGENT_ID", "RALPH_ITERATION", "RALPH_DIR", "RALPH_BIN", "RALPH_TASK_ID", "RALPH_HOLDER"} {
 		env[k] = envOf(req, k)
 	}
-	wantEnv := map[string]string{"RALPH_AGENT_ID": testAgent, "RALPH_ITERATION": "1", "RALPH_DIR": cfg.Root, "RALPH_BIN": "/usr/local/bin/ralph", "RALPH_TASK_ID": ""}
+	wantEnv := map[string]string{"RALPH_AGENT_ID": testAgent, "RALPH_ITERATION": "1", "RALPH_DIR": cfg.Root, "RALPH_BIN": "/usr/local/bin/ralph", "RALPH_TASK_ID": "", "RALPH_HOLDER": loop.ThisProcess().String()}
 	if diff := cmp.Diff(wantEnv, env); diff != "" {
 		t.Errorf("agent environment (-want +got):\n%s", diff)
 	}

@@ -111,10 +111,10 @@ func TestPromptRequest(t *testing.T) {
 		t.Errorf("prompt %q, want the file unchanged", req.Prompt)
 	}
 	env := map[string]string{}
-	for _, k := range []string{"EXTRA", "RALPH_AGENT_ID", "RALPH_ITERATION", "RALPH_DIR", "RALPH_BIN", "RALPH_TASK_ID"} {
+	for _, k := range []string{"EXTRA", "RALPH_AGENT_ID", "RALPH_ITERATION", "RALPH_DIR", "RALPH_BIN", "RALPH_TASK_ID", "RALPH_HOLDER"} {
 		env[k] = envOf(req, k)
 	}
-	want := map[string]string{"EXTRA": "1", "RALPH_AGENT_ID": testAgent, "RALPH_ITERATION": "1", "RALPH_DIR": cfg.Root, "RALPH_BIN": "/usr/local/bin/ralph", "RALPH_TASK_ID": ""}
+	want := map[string]string{"EXTRA": "1", "RALPH_AGENT_ID": testAgent, "RALPH_ITERATION": "1", "RALPH_DIR": cfg.Root, "RALPH_BIN": "/usr/local/bin/ralph", "RALPH_TASK_ID": "", "RALPH_HOLDER": loop.ThisProcess().String()}
 	if diff := cmp.Diff(want, env); diff != "" {
 		t.Errorf("environment (-want +got):\n%s", diff)
 	}

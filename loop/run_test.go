@@ -315,7 +315,7 @@ func TestRunRequest(t *testing.T) {
 	want := view{
 		Model: "opus", Sandboxed: true, Dir: cfg.Root,
 		Env: []string{"EXTRA=1", "RALPH_AGENT_ID=" + testAgent, "RALPH_ITERATION=1", "RALPH_DIR=" + cfg.Root,
-			"RALPH_BIN=/usr/local/bin/ralph", "RALPH_TASK_ID=a"},
+			"RALPH_HOLDER=" + loop.ThisProcess().String(), "RALPH_BIN=/usr/local/bin/ralph", "RALPH_TASK_ID=a"},
 		LogPath: cfg.Root + "/.ralph/logs/session-test/iter-1.ndjson",
 		Timeout: 30 * time.Minute, IdleTimeout: 10 * time.Minute,
 	}

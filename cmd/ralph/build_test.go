@@ -120,7 +120,8 @@ func TestBuildOutcomes(t *testing.T) {
 				}
 				for i, c := range calls {
 					want := map[string]string{"RALPH_AGENT_ID": agentID, "RALPH_BIN": self, "RALPH_DIR": h.dir,
-						"RALPH_ITERATION": string(rune('1' + i)), "RALPH_TASK_ID": taskIDs(calls)[i]}
+						"RALPH_ITERATION": string(rune('1' + i)), "RALPH_TASK_ID": taskIDs(calls)[i],
+						"RALPH_HOLDER": loop.ThisProcess().String()}
 					if diff := cmp.Diff(want, c.Env); diff != "" {
 						t.Errorf("session %d environment (-want +got):\n%s", i+1, diff)
 					}

@@ -1,0 +1,57 @@
+package loop
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// readHostID is the boot id and the pid namespace: "<boot id>.<pid ns>".
+func readHostID() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	id := strings.TrimSpace(string(boot))
+	if err != nil || id == "" {
+		id, _ = os.Hostname()
+	}
+	// "pid:[4026531836]"
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil {
+		ns = strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
+		id += "." + ns
+	}
+	return id
+}
+
+// ProcessStart returns the start time of process pid, in clock ticks since
+// boot (field 22 of /proc/PID/stat). A pid that does not run, or whose
+// process has exited and waits to be reaped, is an error wrapping
+// os.ErrNotExist.
+func ProcessStart(pid int) (int64, error) {
+	if pid <= 0 {
+		return 0, fmt.Errorf("loop: pid %d: %w", pid, os.ErrNotExist)
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// pid (comm) state ppid … ; comm may hold spaces and parentheses, so
+	// the fields are counted from the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("loop: /proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	// f[0] is field 3 (state); field 22 (starttime) is f[19].
+	if len(f) < 20 {
+		return 0, fmt.Errorf("loop: /proc/%d/stat: unexpected format", pid)
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return 0, fmt.Errorf("loop: pid %d has exited: %w", pid, os.ErrNotExist)
+	}
+	start, err := strconv.ParseInt(f[19], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("loop: /proc/%d/stat: start time: %w", pid, err)
+	}
+	return start, nil
+}

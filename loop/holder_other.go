@@ -1,0 +1,20 @@
+//go:build !linux
+
+package loop
+
+import (
+	"errors"
+	"os"
+)
+
+// readHostID is the host name: without /proc, processes are not told apart
+// by start time, and holders are known by their leases alone.
+func readHostID() string {
+	h, _ := os.Hostname()
+	return "host:" + h
+}
+
+// ProcessStart is not supported outside Linux: holders there are lease-only.
+func ProcessStart(pid int) (int64, error) {
+	return 0, errors.ErrUnsupported
+}
