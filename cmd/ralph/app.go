@@ -131,7 +131,7 @@ func newAppConfig(cfg appConfig) *cli.App {
 		Writer:    cfg.stdout,
 		ErrWriter: cfg.stderr,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Usage: "project root `DIR`", DefaultText: "the current directory"},
+			&cli.StringFlag{Name: "dir", EnvVars: []string{"RALPH_DIR"}, Usage: "project root `DIR`", DefaultText: "the current directory"},
 			helpFlag(),
 			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version", DisableDefaultText: true},
 		},
@@ -143,6 +143,7 @@ func newAppConfig(cfg appConfig) *cli.App {
 			planCommand(cfg),
 			promptCommand(cfg),
 			statusCommand(cfg),
+			hookCommand(cfg),
 		},
 		// cli's own --help and --version flags are package globals that
 		// every app and command shares, and parsing writes to them: two

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
 )
 
 // buildRalph builds the ralph binary into a temporary directory.
@@ -84,12 +86,30 @@ func TestBinary(t *testing.T) {
 	runBin(call{args: []string{"task", "plan-status"}, stdout: "open=1 active=0 done=1 failed=0 blocked=0 total=2\n"})
 	runBin(call{args: []string{"task", "claim", "t-2"}, stdout: "t-2\n"})
 	runBin(call{args: []string{"task", "plan-status"}, stdout: "open=0 active=1 done=1 failed=0 blocked=0 total=2\n"})
-	// The SessionEnd hook's command, as Claude Code would run it.
-	hook := exec.CommandContext(t.Context(), "sh", "-c", sessionEndHook)
-	hook.Dir = dir
-	hook.Env = append(os.Environ(), "RALPH_AGENT_ID=agent-0123abcd", "RALPH_BIN="+bin)
-	if out, err := hook.CombinedOutput(); err != nil || string(out) != "t-2\n" {
-		t.Fatalf("SessionEnd hook: %v, output %q", err, out)
+	// The SessionEnd hook's command, as Claude Code runs it at the end of
+	// every session: outside a ralph run, and while the loop that holds the
+	// claim lives, it changes nothing; once that loop is gone, it releases
+	// the agent's claims.
+	hook := func(holder string) string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), "sh", "-c", sessionEndHook)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "RALPH_AGENT_ID=agent-0123abcd", "RALPH_BIN="+bin, "RALPH_HOLDER="+holder)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("SessionEnd hook: %v, output %q", err, out)
+		}
+		return string(out)
+	}
+	if out := hook(""); out != "" {
+		t.Errorf("hook outside a ralph run printed %q", out)
+	}
+	if out := hook(loop.ThisProcess().String()); out != "" {
+		t.Errorf("hook with the loop alive printed %q", out)
+	}
+	runBin(call{args: []string{"task", "plan-status"}, stdout: "open=0 active=1 done=1 failed=0 blocked=0 total=2\n"})
+	if out := hook(deadHolder(t).String()); out != "t-2\n" {
+		t.Errorf("hook after the loop died printed %q, want the released t-2", out)
 	}
 	runBin(call{args: []string{"task", "claim"}, stdout: "t-2\n"})
 	runBin(call{args: []string{"task", "done", "t-2"}, stdout: ""})
@@ -99,4 +119,22 @@ func TestBinary(t *testing.T) {
 	if diff := cmp.Diff("{\n  \"claimable\": [],\n  \"active\": []\n}\n", runBin(call{args: []string{"task", "peek", "--json"}, stdout: "*"})); diff != "" {
 		t.Errorf("peek --json (-want +got):\n%s", diff)
 	}
+}
+
+// deadHolder is the holder identity of a process that ran on this host and
+// is gone.
+func deadHolder(t *testing.T) loop.Holder {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start, err := loop.ProcessStart(cmd.Process.Pid)
+	if err != nil {
+		t.Skipf("process start times are not readable here: %v", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return loop.Holder{Host: loop.HostID(), PID: cmd.Process.Pid, Start: start}
 }

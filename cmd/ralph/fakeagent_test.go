@@ -30,8 +30,16 @@ func TestMain(m *testing.M) {
 	if script := os.Getenv(envFakeAgent); script != "" {
 		os.Exit(fakeAgent(script, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
+	os.Exit(code)
 }
+
+// cleanups run after every test of the package (TestMain cannot use
+// t.Cleanup): shared builds of the ralph binary.
+var cleanups []func()
 
 // agentScript drives the fake agent: its n-th session (counting every
 // session of the test, verifier sessions included) plays Steps[n-1], and

@@ -16,12 +16,6 @@ import (
 //go:embed assets/ralph-build.md
 var ralphBuildCommand []byte
 
-// sessionEndHook is the command of the SessionEnd hook ralph installs: when
-// a Claude Code session started by a ralph run ends, the claims of its agent
-// go back to pending at once instead of waiting for their leases to expire.
-// Outside a ralph run RALPH_AGENT_ID is unset and it does nothing.
-const sessionEndHook = `[ -n "$RALPH_AGENT_ID" ] && "${RALPH_BIN:-ralph}" task release --agent "$RALPH_AGENT_ID" || true`
-
 // projectDirs are created under .ralph/ by init.
 var projectDirs = []string{"prompts", "skills", "logs", "features"}
 
@@ -31,8 +25,10 @@ func initCommand(cfg appConfig) *cli.Command {
 		Usage: "set up ralph in the project: .ralph/ with its database, and the Claude Code integration",
 		Description: "Creates .ralph/ (progress.db, prompts/, skills/, logs/, features/), the /ralph-build\n" +
 			"slash command in .claude/commands/ and a SessionEnd hook in .claude/settings.json that\n" +
-			"releases the claims of a ralph agent whose session ends. Existing files are kept; the\n" +
-			"hook is merged into existing settings. Running init again changes nothing.",
+			"releases a ralph agent's claims when its session ends after the ralph loop that ran it\n" +
+			"is gone ('ralph hook session-end'). Existing files are kept; the hook is merged into\n" +
+			"existing settings, and an earlier ralph's hook is replaced in place. Running init again\n" +
+			"changes nothing.",
 		Action: func(c *cli.Context) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
@@ -57,7 +53,7 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 	}
 
 	settingsPath := filepath.Join(p.root, ".claude", "settings.json")
-	settings, err := mergedSettings(settingsPath)
+	settings, hook, err := mergedSettings(settingsPath)
 	if err != nil {
 		return err
 	}
@@ -98,7 +94,10 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 	}
 	if settings != nil {
 		what := "created " + p.rel(settingsPath) + " (SessionEnd hook)"
-		if fileExists(settingsPath) {
+		switch {
+		case hook == hookReplaced:
+			what = "replaced an earlier ralph's SessionEnd hook in " + p.rel(settingsPath)
+		case fileExists(settingsPath):
 			what = "added the SessionEnd hook to " + p.rel(settingsPath)
 		}
 		if err := writeFileAtomic(settingsPath, settings, 0o644); err != nil {
@@ -120,22 +119,20 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 }
 
 // mergedSettings returns the content .claude/settings.json should have with
-// ralph's SessionEnd hook, or nil when the file already has it.
-func mergedSettings(path string) ([]byte, error) {
+// ralph's SessionEnd hook, and what changes; nil when the file has it
+// already.
+func mergedSettings(path string) ([]byte, hookChange, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		data = nil
 	} else if err != nil {
-		return nil, err
+		return nil, hookKept, err
 	}
-	out, changed, err := addSessionEndHook(data, sessionEndHook)
+	out, change, err := addSessionEndHook(data, sessionEndHook)
 	if err != nil {
-		return nil, fmt.Errorf("cannot add ralph's hook to %s: %w (fix or move the file, then run 'ralph init' again)", path, err)
+		return nil, hookKept, fmt.Errorf("cannot add ralph's hook to %s: %w (fix or move the file, then run 'ralph init' again)", path, err)
 	}
-	if !changed {
-		return nil, nil
-	}
-	return out, nil
+	return out, change, nil
 }
 
 func openAndClose(c *cli.Context, cfg appConfig, path string) error {

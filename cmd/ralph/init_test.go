@@ -9,6 +9,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// OLDHOOK is the hook command an earlier ralph installed, NEWHOOK today's,
+// as JSON strings.
+const (
+	OLDHOOK = `"[ -n \"$RALPH_AGENT_ID\" ] && \"${RALPH_BIN:-ralph}\" task release --agent \"$RALPH_AGENT_ID\" || true"`
+	NEWHOOK = `"[ -z \"$RALPH_HOLDER\" ] || \"${RALPH_BIN:-ralph}\" hook session-end || true"`
+)
+
 const newSettings = `{
   "hooks": {
     "SessionEnd": [
@@ -16,7 +23,7 @@ const newSettings = `{
         "hooks": [
           {
             "type": "command",
-            "command": "[ -n \"$RALPH_AGENT_ID\" ] && \"${RALPH_BIN:-ralph}\" task release --agent \"$RALPH_AGENT_ID\" || true"
+            "command": "[ -z \"$RALPH_HOLDER\" ] || \"${RALPH_BIN:-ralph}\" hook session-end || true"
           }
         ]
       }
@@ -91,6 +98,7 @@ func TestInitMergesSettings(t *testing.T) {
 		name     string
 		existing string
 		want     string // "" means: unchanged
+		says     string // a line init prints, if any
 	}{
 		{
 			name:     "empty file",
@@ -141,7 +149,7 @@ func TestInitMergesSettings(t *testing.T) {
         "hooks": [
           {
             "type": "command",
-            "command": "[ -n \"$RALPH_AGENT_ID\" ] && \"${RALPH_BIN:-ralph}\" task release --agent \"$RALPH_AGENT_ID\" || true"
+            "command": "[ -z \"$RALPH_HOLDER\" ] || \"${RALPH_BIN:-ralph}\" hook session-end || true"
           }
         ]
       }
@@ -158,16 +166,36 @@ func TestInitMergesSettings(t *testing.T) {
 			want:     newSettings,
 		},
 		{
-			name:     "hook already there (an adapted copy)",
-			existing: `{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"ralph task release --agent \"$RALPH_AGENT_ID\""}]}]}}`,
+			name:     "hook already there",
+			existing: `{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":` + NEWHOOK + `}]}]}}`,
 			want:     "",
+		},
+		{
+			// An earlier ralph's hook released the loop's own claim at the
+			// end of every session: its command is replaced, and every
+			// other byte (the user's hooks, their layout) is kept.
+			name: "an earlier ralph's hook is replaced in place",
+			existing: "{\n    \"hooks\": {\"SessionEnd\": [ {\"hooks\": [{\"type\":\"command\", \"command\"  :  " + OLDHOOK + " }]},\n" +
+				"\t{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send  bye\", \"timeout\": 5}]}],\n" +
+				"    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": " + OLDHOOK + "}]}]}, \"model\":\"opus\"}",
+			want: "{\n    \"hooks\": {\"SessionEnd\": [ {\"hooks\": [{\"type\":\"command\", \"command\"  :  " + NEWHOOK + " }]},\n" +
+				"\t{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send  bye\", \"timeout\": 5}]}],\n" +
+				"    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": " + NEWHOOK + "}]}]}, \"model\":\"opus\"}",
+			says: "replaced an earlier ralph's SessionEnd hook in .claude/settings.json\n",
+		},
+		{
+			name:     "an adapted copy of the earlier hook",
+			existing: `{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"ralph task release --agent \"$RALPH_AGENT_ID\""}]}]}}`,
+			want:     `{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":` + NEWHOOK + `}]}]}}`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.write(".claude/settings.json", tt.existing)
-			h.ok("init")
+			if out := h.ok("init"); !strings.Contains(out, tt.says) {
+				t.Errorf("init printed %q, want a line %q", out, tt.says)
+			}
 			want := tt.want
 			if want == "" {
 				want = tt.existing

@@ -6,25 +6,40 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
-// addSessionEndHook adds a SessionEnd command hook running command to the
-// Claude Code settings document data (empty: a new document). Everything
-// already there is kept, in its order: other keys, other events' hooks,
-// other SessionEnd entries. changed is false, and out nil, when an entry
-// already runs command (or another ralph release hook): running it twice
-// adds nothing. The result is indented with two spaces.
-func addSessionEndHook(data []byte, command string) (out []byte, changed bool, err error) {
+// hookChange says what addSessionEndHook did to the settings.
+type hookChange int
+
+const (
+	hookKept     hookChange = iota // the hook was there already
+	hookAdded                      // a SessionEnd entry was added
+	hookReplaced                   // an earlier ralph's hook command was replaced in place
+)
+
+// addSessionEndHook gives the Claude Code settings document data (empty: a
+// new document) ralph's SessionEnd hook running command.
+//
+//   - When an entry runs command already, nothing changes (out is nil).
+//   - When entries run an earlier ralph's hook (isOldSessionEndHook), the
+//     command strings of those hooks are replaced in place and every other
+//     byte of the file is kept: the user's own hooks and layout stay as they
+//     were.
+//   - Otherwise an entry is appended to hooks.SessionEnd; everything already
+//     there is kept, in its order, and the result is indented with two
+//     spaces.
+func addSessionEndHook(data []byte, command string) (out []byte, change hookChange, err error) {
 	root := &jsonObject{}
 	if len(bytes.TrimSpace(data)) > 0 {
 		v, err := decodeOrdered(data)
 		if err != nil {
-			return nil, false, err
+			return nil, hookKept, err
 		}
 		obj, ok := v.(*jsonObject)
 		if !ok {
-			return nil, false, errors.New("the settings are not a JSON object")
+			return nil, hookKept, errors.New("the settings are not a JSON object")
 		}
 		root = obj
 	}
@@ -32,17 +47,22 @@ func addSessionEndHook(data []byte, command string) (out []byte, changed bool, e
 	hooks := &jsonObject{}
 	if v, ok := root.get("hooks"); ok {
 		if hooks, ok = v.(*jsonObject); !ok {
-			return nil, false, errors.New(`"hooks" is not an object`)
+			return nil, hookKept, errors.New(`"hooks" is not an object`)
 		}
 	}
 	var entries []any
 	if v, ok := hooks.get("SessionEnd"); ok && v != nil {
 		if entries, ok = v.([]any); !ok {
-			return nil, false, errors.New(`"hooks.SessionEnd" is not a list`)
+			return nil, hookKept, errors.New(`"hooks.SessionEnd" is not a list`)
 		}
 	}
-	if hasReleaseHook(entries, command) {
-		return nil, false, nil
+	commands := hookCommands(entries)
+	if slices.Contains(commands, command) && !slices.ContainsFunc(commands, isOldSessionEndHook) {
+		return nil, hookKept, nil
+	}
+	if slices.ContainsFunc(commands, isOldSessionEndHook) {
+		out, err := replaceStrings(data, "command", isOldSessionEndHook, command)
+		return out, hookReplaced, err
 	}
 
 	hook := &jsonObject{}
@@ -55,20 +75,19 @@ func addSessionEndHook(data []byte, command string) (out []byte, changed bool, e
 
 	var buf bytes.Buffer
 	if err := encodeOrdered(&buf, root); err != nil {
-		return nil, false, err
+		return nil, hookKept, err
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, buf.Bytes(), "", "  "); err != nil {
-		return nil, false, err
+		return nil, hookKept, err
 	}
 	pretty.WriteByte('\n')
-	return pretty.Bytes(), true, nil
+	return pretty.Bytes(), hookAdded, nil
 }
 
-// hasReleaseHook reports whether a SessionEnd entry already runs command or
-// another `task release --agent "$RALPH_AGENT_ID"` (an older ralph's hook,
-// or one the user adapted).
-func hasReleaseHook(entries []any, command string) bool {
+// hookCommands lists the commands of the hooks in SessionEnd entries.
+func hookCommands(entries []any) []string {
+	var out []string
 	for _, e := range entries {
 		eo, ok := e.(*jsonObject)
 		if !ok {
@@ -82,13 +101,81 @@ func hasReleaseHook(entries []any, command string) bool {
 				continue
 			}
 			cmd, _ := ho.get("command")
-			s, _ := cmd.(string)
-			if s == command || strings.Contains(s, `task release --agent "$RALPH_AGENT_ID"`) {
-				return true
+			if s, ok := cmd.(string); ok {
+				out = append(out, s)
 			}
 		}
 	}
-	return false
+	return out
+}
+
+// replaceStrings returns data with every string value of an object member
+// named key that match accepts replaced by replacement, and every other
+// byte as it was. data must be valid JSON.
+func replaceStrings(data []byte, key string, match func(string) bool, replacement string) ([]byte, error) {
+	var enc bytes.Buffer
+	if err := encodeOrdered(&enc, replacement); err != nil {
+		return nil, err
+	}
+	type span struct{ start, end int }
+	var spans []span
+	dec := json.NewDecoder(bytes.NewReader(data))
+	// The decoder's position: in each open object, whether the next token
+	// is a member name, and the name of the member whose value comes next.
+	type frame struct {
+		object, wantKey bool
+		name            string
+	}
+	var stack []frame
+	top := func() *frame {
+		if len(stack) == 0 {
+			return nil
+		}
+		return &stack[len(stack)-1]
+	}
+	for {
+		before := dec.InputOffset()
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, invalidJSON(err)
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				stack = append(stack, frame{object: true, wantKey: true})
+				continue
+			case '[':
+				stack = append(stack, frame{})
+				continue
+			}
+			stack = stack[:len(stack)-1] // '}' or ']': a value ended
+		} else if f := top(); f != nil && f.object && f.wantKey {
+			f.name, _ = tok.(string)
+			f.wantKey = false
+			continue
+		} else if s, ok := tok.(string); ok && f != nil && f.object && f.name == key && match(s) {
+			// The token's text starts at its opening quote, after the
+			// whitespace and ':' between it and the member name.
+			end := int(dec.InputOffset())
+			start := int(before) + bytes.IndexByte(data[before:end], '"')
+			spans = append(spans, span{start, end})
+		}
+		// A value ended: its object wants the next member name.
+		if f := top(); f != nil && f.object {
+			f.wantKey = true
+		}
+	}
+	out := make([]byte, 0, len(data)+len(spans)*enc.Len())
+	prev := 0
+	for _, s := range spans {
+		out = append(out, data[prev:s.start]...)
+		out = append(out, enc.Bytes()...)
+		prev = s.end
+	}
+	return append(out, data[prev:]...), nil
 }
 
 // jsonObject is a JSON object that remembers its key order, so that a

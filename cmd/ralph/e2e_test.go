@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/claude/claudetest"
+)
+
+// End-to-end tests the way a user runs ralph: the ralph binary, a project
+// that `ralph init` made (its /ralph-build command and SessionEnd hook as
+// installed), and the real Claude Code CLI (the pinned release .ci/run
+// installs) against a scripted fake Messages API on 127.0.0.1. Without the
+// CLI they skip, saying how to install it; under CI=true they fail.
+
+var (
+	ralphBinOnce sync.Once
+	ralphBinPath string
+	ralphBinErr  error
+)
+
+// ralphBinary builds the ralph binary once per test run, into a directory
+// TestMain removes.
+func ralphBinary(t *testing.T) string {
+	t.Helper()
+	ralphBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ralph-e2e-bin-")
+		if err != nil {
+			ralphBinErr = err
+			return
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		bin := filepath.Join(dir, "ralph")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			ralphBinErr = errors.New("go build: " + err.Error() + "\n" + string(out))
+			return
+		}
+		ralphBinPath = bin
+	})
+	if ralphBinErr != nil {
+		t.Fatal(ralphBinErr)
+	}
+	return ralphBinPath
+}
+
+// e2e is a project made by `ralph init`, the real Claude Code, and the fake
+// API it talks to.
+type e2e struct {
+	t      *testing.T
+	bin    string // ralph
+	claude string
+	dir    string
+	api    *claudetest.API
+	env    []string
+}
+
+// newE2E makes the project and serves script for its agent sessions.
+func newE2E(t *testing.T, script func(claudetest.Request) claudetest.Reply) *e2e {
+	t.Helper()
+	e := &e2e{t: t, claude: claudetest.Binary(t), bin: ralphBinary(t), dir: t.TempDir()}
+	e.api = claudetest.NewAPI(t, script)
+	e.env = append(os.Environ(), e.api.Env(t.TempDir())...)
+	e.env = append(e.env, "RALPH_CLAUDE="+e.claude, "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=")
+	e.ok("init")
+	return e
+}
+
+// e2eResult is how one ralph command ended.
+type e2eResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs ralph in the project.
+func (e *e2e) run(args ...string) e2eResult {
+	e.t.Helper()
+	cmd := exec.CommandContext(e.t.Context(), e.bin, args...)
+	cmd.Dir = e.dir
+	cmd.Env = e.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("ralph %s: %v", strings.Join(args, " "), err)
+	}
+	return e2eResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// ok runs a command that must exit 0 and returns its stdout.
+func (e *e2e) ok(args ...string) string {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != 0 {
+		e.t.Fatalf("ralph %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// show returns `ralph task show ID --json`.
+func (e *e2e) show(id string) taskShowJSON {
+	e.t.Helper()
+	var got taskShowJSON
+	if err := json.Unmarshal([]byte(e.ok("task", "show", id, "--json")), &got); err != nil {
+		e.t.Fatal(err)
+	}
+	return got
+}
+
+func (e *e2e) read(name string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.dir, name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// worker is the agent of a loop-claimed task: it appends its task id to
+// order.txt with the Bash tool, then reports the task done.
+func worker(r claudetest.Request) claudetest.Reply {
+	if r.ToolResults() == 0 {
+		return claudetest.Bash(`echo "$RALPH_TASK_ID" >> order.txt && echo "$RALPH_TASK_ID"`)
+	}
+	return claudetest.Text("Appended the id to order.txt.\n<task-done>" + r.LastToolResult() + "</task-done>")
+}
+
+// TestE2EBuild is the scenario of a new user: init, three tasks whose
+// dependencies run against insertion order, build. Every task is done, in
+// dependency order, each in one session, and nothing was released behind
+// the loop's back.
+func TestE2EBuild(t *testing.T) {
+	e := newE2E(t, worker)
+	e.ok("task", "add", "Ship it")   // t-1
+	e.ok("task", "add", "Build it")  // t-2
+	e.ok("task", "add", "Design it") // t-3
+	e.ok("task", "dep", "add", "t-1", "t-2")
+	e.ok("task", "dep", "add", "t-2", "t-3")
+
+	r := e.run("build", "--use-api-key")
+	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
+		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if diff := cmp.Diff("t-3\nt-2\nt-1\n", e.read("order.txt")); diff != "" {
+		t.Errorf("order the tasks ran in (-want +got):\n%s", diff)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=0 active=0 done=3 failed=0 blocked=0 total=3\n" {
+		t.Errorf("plan-status: %s", got)
+	}
+	for _, id := range []string{"t-1", "t-2", "t-3"} {
+		for _, l := range e.show(id).Logs {
+			if l.Kind == "release" || l.Kind == "retry" {
+				t.Errorf("%s log: %s %q: the loop's claim was moved behind its back", id, l.Kind, l.Message)
+			}
+		}
+	}
+	if n := strings.Count(r.stdout, "\n== iteration "); n != 6 { // a header and a footer each
+		t.Errorf("%d iterations, want 3:\n%s", n/2, r.stdout)
+	}
+}
