@@ -107,7 +107,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := s.Complete(b.Context(), task.ID, "ok"); err != nil {
+				if err := s.Complete(b.Context(), loop.MoveParams{TaskID: task.ID, Message: "ok"}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -130,7 +130,7 @@ func BenchmarkClaimCompleteHeld(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Complete(b.Context(), task.ID, "ok"); err != nil {
+		if err := s.Complete(b.Context(), loop.MoveParams{TaskID: task.ID, Message: "ok"}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -129,13 +129,13 @@ func TestGuardedWritesRecoverFirst(t *testing.T) {
 	}{
 		{
 			name:       "complete another task",
-			do:         func(ctx context.Context, s *Store) error { return s.Complete(ctx, "b", "ok") },
+			do:         func(ctx context.Context, s *Store) error { return s.Complete(ctx, loop.MoveParams{TaskID: "b", Message: "ok"}) },
 			wantStatus: map[string]loop.Status{"a": loop.StatusPending, "b": loop.StatusDone, "c": loop.StatusPending},
 		},
 		{
 			name: "complete the expired task",
 			do: func(ctx context.Context, s *Store) error {
-				err := s.Complete(ctx, "a", "late")
+				err := s.Complete(ctx, loop.MoveParams{TaskID: "a", Message: "late"})
 				var te *loop.TransitionError
 				if !errors.As(err, &te) || te.From != loop.StatusPending {
 					return fmt.Errorf("Complete(a) = %v, want a TransitionError from pending", err)
@@ -180,8 +180,9 @@ func TestGuardedWritesRecoverFirst(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(logs) == 0 || logs[0].Kind != loop.LogLeaseExpired {
-				t.Errorf("logs of a = %+v, want a lease-expired entry first", logs)
+			// The claim, then its recovery before anything else.
+			if len(logs) < 2 || logs[0].Kind != loop.LogClaim || logs[1].Kind != loop.LogLeaseExpired {
+				t.Errorf("logs of a = %+v, want the claim, then a lease-expired entry", logs)
 			}
 			checkCounts(t, s)
 		})

@@ -38,7 +38,7 @@ func Example() {
 			break
 		}
 		fmt.Println("claimed", task.ID)
-		if err := s.Complete(ctx, task.ID, "done"); err != nil {
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "done"}); err != nil {
 			log.Fatal(err)
 		}
 	}

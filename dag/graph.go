@@ -244,30 +244,40 @@ func (s *Store) RemoveDependency(ctx context.Context, blocked, blocker string) e
 	})
 }
 
-// Block moves a pending task to blocked (explicitly), logging reason as
-// kind loop.LogBlock. Errors: loop.ErrNotFound, *loop.TransitionError.
-func (s *Store) Block(ctx context.Context, id, reason string) error {
-	return s.write(ctx, func(t *txn) error {
-		_, err := t.transition(id, loop.StatusBlocked, loop.LogBlock, reason)
+// Block moves pending task p.TaskID to blocked (explicitly), logging
+// p.Message as kind loop.LogBlock, made by p.By. Errors: loop.ErrNotFound,
+// *loop.TransitionError.
+func (s *Store) Block(ctx context.Context, p loop.MoveParams) error {
+	return s.writeAs(ctx, p.By.Name(), func(t *txn) error {
+		_, err := t.transition(p.TaskID, loop.StatusBlocked, loop.LogBlock, p.Message)
 		return err
 	})
 }
 
-// Unblock moves a blocked task back to pending, logged as kind
-// loop.LogUnblock. Errors: loop.ErrNotFound, *loop.TransitionError.
-func (s *Store) Unblock(ctx context.Context, id string) error {
-	return s.write(ctx, func(t *txn) error {
-		_, err := t.transition(id, loop.StatusPending, loop.LogUnblock, "unblocked")
-		return err
-	})
-}
-
-// Reset moves a failed task back to pending, logged as kind loop.LogReset.
-// Ancestors that failed only because of it (they have no other failed
-// child) go back to pending too, each logged. RetryCount is not changed.
+// Unblock moves blocked task p.TaskID back to pending, logged as kind
+// loop.LogUnblock (p.Message, or "unblocked"), made by p.By.
 // Errors: loop.ErrNotFound, *loop.TransitionError.
-func (s *Store) Reset(ctx context.Context, id string) error {
-	return s.write(ctx, func(t *txn) error {
+func (s *Store) Unblock(ctx context.Context, p loop.MoveParams) error {
+	if p.Message == "" {
+		p.Message = "unblocked"
+	}
+	return s.writeAs(ctx, p.By.Name(), func(t *txn) error {
+		_, err := t.transition(p.TaskID, loop.StatusPending, loop.LogUnblock, p.Message)
+		return err
+	})
+}
+
+// Reset moves failed task p.TaskID back to pending, logged as kind
+// loop.LogReset (p.Message, or "reset"), made by p.By. Ancestors that
+// failed only because of it (they have no other failed child) go back to
+// pending too, each logged. RetryCount is not changed.
+// Errors: loop.ErrNotFound, *loop.TransitionError.
+func (s *Store) Reset(ctx context.Context, p loop.MoveParams) error {
+	id := p.TaskID
+	if p.Message == "" {
+		p.Message = "reset"
+	}
+	return s.writeAs(ctx, p.By.Name(), func(t *txn) error {
 		st, err := t.state(id)
 		if err != nil {
 			return err
@@ -275,7 +285,7 @@ func (s *Store) Reset(ctx context.Context, id string) error {
 		if st.status != loop.StatusFailed {
 			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusPending}
 		}
-		if _, err := t.transition(id, loop.StatusPending, loop.LogReset, "reset"); err != nil {
+		if _, err := t.transition(id, loop.StatusPending, loop.LogReset, p.Message); err != nil {
 			return err
 		}
 		for child, parent := id, st.parentID; parent != ""; {

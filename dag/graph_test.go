@@ -170,7 +170,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		AddParams{ID: "b", ParentID: "p", BlockedBy: []string{"a"}},
 		AddParams{ID: "c", BlockedBy: []string{"b", "a"}},
 	)
-	if err := src.Block(ctx, "c", "waiting on a person"); err != nil {
+	if err := src.Block(ctx, loop.MoveParams{TaskID: "c", Message: "waiting on a person"}); err != nil {
 		t.Fatal(err)
 	}
 	exported, err := src.Export(ctx)
@@ -268,11 +268,11 @@ func TestAutoTransitions(t *testing.T) {
 		mustAdd(t, s, AddParams{ID: "a"}, AddParams{ID: "b"}, AddParams{ID: "x", BlockedBy: []string{"a", "b"}},
 			AddParams{ID: "lone"})
 		for _, id := range []string{"x", "lone"} {
-			if err := s.Block(ctx, id, "needs a person"); err != nil {
+			if err := s.Block(ctx, loop.MoveParams{TaskID: id, Message: "needs a person"}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		complete := func(id string) error { return s.Complete(ctx, id, "") }
+		complete := func(id string) error { return s.Complete(ctx, loop.MoveParams{TaskID: id, Message: ""}) }
 		claimAndDo(t, s, "a", complete)
 		if got := statuses(t, s)["x"]; got != loop.StatusBlocked {
 			t.Errorf("x with one blocker left: %s, want blocked", got)
@@ -286,7 +286,7 @@ func TestAutoTransitions(t *testing.T) {
 			t.Errorf("ready (-want +got):\n%s", diff)
 		}
 		checkCounts(t, s)
-		if err := s.Unblock(ctx, "lone"); err != nil {
+		if err := s.Unblock(ctx, loop.MoveParams{TaskID: "lone"}); err != nil {
 			t.Fatal(err)
 		}
 		logs, err := s.Logs(ctx, "x")
@@ -305,14 +305,14 @@ func TestAutoTransitions(t *testing.T) {
 		s := newTestStore(t, newClock(testStart).Now)
 		mustAdd(t, s, AddParams{ID: "root"}, AddParams{ID: "mid", ParentID: "root"},
 			AddParams{ID: "a", ParentID: "mid"}, AddParams{ID: "b", ParentID: "mid"}, AddParams{ID: "c", ParentID: "root"})
-		fail := func(id string) error { return s.Fail(ctx, id, "broken") }
+		fail := func(id string) error { return s.Fail(ctx, loop.MoveParams{TaskID: id, Message: "broken"}) }
 		claimAndDo(t, s, "c", fail)
 		claimAndDo(t, s, "a", fail)
 		want := map[string]loop.Status{"root": "failed", "mid": "failed", "a": "failed", "b": "pending", "c": "failed"}
 		if diff := cmp.Diff(want, statuses(t, s)); diff != "" {
 			t.Errorf("after two failures (-want +got):\n%s", diff)
 		}
-		if err := s.Reset(ctx, "a"); err != nil {
+		if err := s.Reset(ctx, loop.MoveParams{TaskID: "a"}); err != nil {
 			t.Fatal(err)
 		}
 		// mid failed only because of a; root still has c failed.
@@ -323,7 +323,7 @@ func TestAutoTransitions(t *testing.T) {
 		if diff := cmp.Diff([]string{"a", "b"}, readyIDs(t, s)); diff != "" {
 			t.Errorf("ready after Reset(a) (-want +got):\n%s", diff)
 		}
-		if err := s.Reset(ctx, "c"); err != nil {
+		if err := s.Reset(ctx, loop.MoveParams{TaskID: "c"}); err != nil {
 			t.Fatal(err)
 		}
 		checkCounts(t, s)
@@ -341,7 +341,7 @@ func TestAutoTransitions(t *testing.T) {
 	t.Run("a dependency on a done task is met at once; removing an open one frees the task", func(t *testing.T) {
 		s := newTestStore(t, newClock(testStart).Now)
 		mustAdd(t, s, AddParams{ID: "a"}, AddParams{ID: "b"}, AddParams{ID: "x"})
-		claimAndDo(t, s, "a", func(id string) error { return s.Complete(ctx, id, "") })
+		claimAndDo(t, s, "a", func(id string) error { return s.Complete(ctx, loop.MoveParams{TaskID: id, Message: ""}) })
 		for _, blocker := range []string{"a", "b", "b"} { // the second b is a no-op
 			if err := s.AddDependency(ctx, "x", blocker); err != nil {
 				t.Fatal(err)
@@ -392,9 +392,9 @@ func TestRecoverExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(logs) != 1 || logs[0].Kind != loop.LogLeaseExpired || !strings.Contains(logs[0].Message, "agent-a") ||
-		!logs[0].At.Equal(testStart.Add(90*time.Second)) {
-		t.Errorf("logs of a = %+v, want one lease-expired entry naming agent-a at the recovery time", logs)
+	if len(logs) != 2 || logs[1].Kind != loop.LogLeaseExpired || !strings.Contains(logs[1].Message, "agent-a") ||
+		!logs[1].At.Equal(testStart.Add(90*time.Second)) || logs[1].Actor != loop.ActorRalph {
+		t.Errorf("logs of a = %+v, want the claim, then one lease-expired entry by ralph naming agent-a at the recovery time", logs)
 	}
 	// A read recovers too.
 	clk.Advance(time.Minute)
@@ -470,7 +470,7 @@ func TestListFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAdd(t, s, AddParams{ID: "a", Feature: "auth"}, AddParams{ID: "b"}, AddParams{ID: "c", Feature: "auth"})
-	if err := s.Block(ctx, "c", ""); err != nil {
+	if err := s.Block(ctx, loop.MoveParams{TaskID: "c", Message: ""}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

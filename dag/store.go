@@ -421,6 +421,8 @@ type txn struct {
 	committed bool
 	// recovered: expired claims have been recovered in this transaction.
 	recovered bool
+	// actor is who makes the transaction's moves, for the history.
+	actor string
 }
 
 // prep returns q prepared for this read transaction, from the store's
@@ -545,9 +547,15 @@ func (s *Store) lockedErr() error {
 }
 
 // write runs fn in one BEGIN IMMEDIATE transaction, after returning expired
-// claims to pending. On any error nothing is changed.
+// claims to pending. On any error nothing is changed (but for a
+// *keptError: see checkMove).
 func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
-	return s.writeTx(ctx, true, fn)
+	return s.writeTx(ctx, true, "", fn)
+}
+
+// writeAs is write for moves made by actor, whom the history names.
+func (s *Store) writeAs(ctx context.Context, actor string, fn func(t *txn) error) error {
+	return s.writeTx(ctx, true, actor, fn)
 }
 
 // writeGuarded is write for fn that recovers expired claims itself, before
@@ -555,11 +563,11 @@ func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
 // statement change nothing unless t.leaseGuard holds and calls
 // t.ensureRecovered when it changed nothing. That spares the claims and
 // completions of a busy plan one statement each.
-func (s *Store) writeGuarded(ctx context.Context, fn func(t *txn) error) error {
-	return s.writeTx(ctx, false, fn)
+func (s *Store) writeGuarded(ctx context.Context, actor string, fn func(t *txn) error) error {
+	return s.writeTx(ctx, false, actor, fn)
 }
 
-func (s *Store) writeTx(ctx context.Context, recover bool, fn func(t *txn) error) error {
+func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func(t *txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -568,6 +576,7 @@ func (s *Store) writeTx(ctx context.Context, recover bool, fn func(t *txn) error
 		return err
 	}
 	defer end()
+	t.actor = actor
 	if recover {
 		if err := t.ensureRecovered(); err != nil {
 			return s.dbErr(err)
@@ -576,6 +585,13 @@ func (s *Store) writeTx(ctx context.Context, recover bool, fn func(t *txn) error
 	if err := fn(t); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		var kept *keptError
+		if errors.As(err, &kept) {
+			if cerr := t.commit(); cerr != nil {
+				return s.dbErr(cerr)
+			}
+			return kept.err
 		}
 		return s.dbErr(err)
 	}
@@ -711,7 +727,7 @@ func (t *txn) recoverExpired() ([]string, error) {
 			return nil, err
 		}
 		msg := fmt.Sprintf("lease of %s expired at %s; returned to pending", e.agent, fromNanos(e.at).Format(time.RFC3339))
-		if err := t.log(e.id, loop.LogLeaseExpired, msg); err != nil {
+		if err := t.logAs(e.id, loop.LogLeaseExpired, msg, loop.ActorRalph); err != nil {
 			return nil, err
 		}
 		ids = append(ids, e.id)

@@ -331,7 +331,7 @@ func TestLockedBeyondBusyTimeout(t *testing.T) {
 	}{
 		{"Add", func() error { _, err := s.Add(t.Context(), AddParams{Title: "b"}); return err }},
 		{"Claim", func() error { _, err := s.Claim(t.Context(), loop.ClaimParams{Agent: "x"}); return err }},
-		{"Block", func() error { return s.Block(t.Context(), "a", "r") }},
+		{"Block", func() error { return s.Block(t.Context(), loop.MoveParams{TaskID: "a", Message: "r"}) }},
 		{"Import", func() error { _, err := s.Import(t.Context(), []ImportTask{{ID: "c", Title: "c"}}); return err }},
 	}
 	for _, w := range writes {
@@ -376,7 +376,7 @@ func TestErrorsChangeNothing(t *testing.T) {
 		if _, err := s.Claim(ctx, loop.ClaimParams{TaskID: "done", Agent: "ag"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(ctx, "done", ""); err != nil {
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: "done", Message: ""}); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -417,7 +417,7 @@ func TestErrorsChangeNothing(t *testing.T) {
 		}, nil, nil, "done"},
 		{"add blank title", func(s *Store) error { _, err := s.Add(ctx, AddParams{Title: "  "}); return err }, nil, nil, "title"},
 		{"add id with a space", func(s *Store) error { _, err := s.Add(ctx, AddParams{ID: "a b", Title: "x"}); return err }, nil, nil, "a b"},
-		{"complete a pending task", func(s *Store) error { return s.Complete(ctx, "d", "") }, nil, &te, "d"},
+		{"complete a pending task", func(s *Store) error { return s.Complete(ctx, loop.MoveParams{TaskID: "d", Message: ""}) }, nil, &te, "d"},
 		{"claim a done task", func(s *Store) error {
 			_, err := s.Claim(ctx, loop.ClaimParams{TaskID: "done", Agent: "ag"})
 			return err
@@ -426,10 +426,10 @@ func TestErrorsChangeNothing(t *testing.T) {
 			_, err := s.Claim(ctx, loop.ClaimParams{TaskID: "c", Agent: "ag"})
 			return err
 		}, loop.ErrNotReady, nil, "b"},
-		{"block a done task", func(s *Store) error { return s.Block(ctx, "done", "r") }, nil, &te, "done"},
-		{"unblock a pending task", func(s *Store) error { return s.Unblock(ctx, "d") }, nil, &te, "d"},
-		{"reset a pending task", func(s *Store) error { return s.Reset(ctx, "d") }, nil, &te, "d"},
-		{"fail unknown task", func(s *Store) error { return s.Fail(ctx, "zz", "r") }, loop.ErrNotFound, nil, "zz"},
+		{"block a done task", func(s *Store) error { return s.Block(ctx, loop.MoveParams{TaskID: "done", Message: "r"}) }, nil, &te, "done"},
+		{"unblock a pending task", func(s *Store) error { return s.Unblock(ctx, loop.MoveParams{TaskID: "d"}) }, nil, &te, "d"},
+		{"reset a pending task", func(s *Store) error { return s.Reset(ctx, loop.MoveParams{TaskID: "d"}) }, nil, &te, "d"},
+		{"fail unknown task", func(s *Store) error { return s.Fail(ctx, loop.MoveParams{TaskID: "zz", Message: "r"}) }, loop.ErrNotFound, nil, "zz"},
 		{"duplicate feature", func(s *Store) error { _, err := s.AddFeature(ctx, FeatureParams{Name: "auth"}); return err }, ErrFeatureExists, nil, "auth"},
 		{"feature name with a slash", func(s *Store) error {
 			_, err := s.AddFeature(ctx, FeatureParams{Name: "a/b"})
@@ -506,27 +506,37 @@ func TestWriteLockBetweenStores(t *testing.T) {
 	}
 }
 
-// TestForwardMigration opens a version-1 database with a build that knows a
-// second migration: the migration runs once, the data survives, and the
-// older build then refuses the file.
+// TestForwardMigration makes a version-1 database with a version-1 build,
+// then opens it with a build that knows two more migrations (the real
+// version 2 and a made-up third): each migration runs once, the data
+// survives and works with the new schema, and the older build then refuses
+// the file.
 func TestForwardMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "progress.db")
+	read := func(name string) []byte {
+		b, err := fs.ReadFile(embeddedMigrations, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	v1 := read("migrations/0001_init.sql")
+	defer func() { migrationFS = embeddedMigrations }()
+	migrationFS = fstest.MapFS{"migrations/0001_init.sql": {Data: v1}}
 	s, err := Open(t.Context(), path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAdd(t, s, AddParams{ID: "a"})
-	s.Close()
-
-	v1, err := fs.ReadFile(embeddedMigrations, "migrations/0001_init.sql")
-	if err != nil {
+	if _, err := s.db.Exec(`INSERT INTO tasks (id, title, priority, created_at, updated_at) VALUES ('a', 'A', 2, 1, 1)`); err != nil {
 		t.Fatal(err)
 	}
+	s.Close()
+
 	migrationFS = fstest.MapFS{
-		"migrations/0001_init.sql":  {Data: v1},
-		"migrations/0002_extra.sql": {Data: []byte("ALTER TABLE tasks ADD COLUMN extra TEXT NOT NULL DEFAULT 'x';")},
+		"migrations/0001_init.sql":   {Data: v1},
+		"migrations/0002_claims.sql": {Data: read("migrations/0002_claims.sql")},
+		"migrations/0003_extra.sql":  {Data: []byte("ALTER TABLE tasks ADD COLUMN extra TEXT NOT NULL DEFAULT 'x';")},
 	}
-	defer func() { migrationFS = embeddedMigrations }()
 	for range 2 { // the second open applies nothing
 		s, err = Open(t.Context(), path, Options{})
 		if err != nil {
@@ -540,15 +550,26 @@ func TestForwardMigration(t *testing.T) {
 		if err := s.db.QueryRow("SELECT extra FROM tasks WHERE id = 'a'").Scan(&extra); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]any{2, "x"}, []any{version, extra}); diff != "" {
+		if diff := cmp.Diff([]any{3, "x"}, []any{version, extra}); diff != "" {
 			t.Errorf("after migrating (-want +got):\n%s", diff)
 		}
 		s.Close()
 	}
+	// The old task works with the new columns: a claim records its
+	// holder and generation.
+	s, err = Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Claim(t.Context(), loop.ClaimParams{TaskID: "a", Agent: "agent-a", Holder: loop.ThisProcess(), Mode: loop.ClaimLoop})
+	if err != nil || got.Generation != 1 || got.Holder != loop.ThisProcess() || got.ClaimMode != loop.ClaimLoop {
+		t.Errorf("claim after the migration: %+v, %v", got, err)
+	}
+	s.Close()
 
-	migrationFS = embeddedMigrations
+	migrationFS = fstest.MapFS{"migrations/0001_init.sql": {Data: v1}, "migrations/0002_claims.sql": {Data: read("migrations/0002_claims.sql")}}
 	if _, err := Open(t.Context(), path, Options{}); !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), path) {
-		t.Errorf("version-1 build opening a version-2 file: %v, want ErrSchemaTooNew naming the path", err)
+		t.Errorf("version-2 build opening a version-3 file: %v, want ErrSchemaTooNew naming the path", err)
 	}
 }
 

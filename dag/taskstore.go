@@ -117,12 +117,18 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 	if strings.TrimSpace(p.Agent) == "" {
 		return loop.Task{}, errors.New("dag: claim needs an agent name")
 	}
+	switch p.Mode {
+	case "", loop.ClaimLoop, loop.ClaimAgent:
+	default:
+		return loop.Task{}, fmt.Errorf("dag: claim mode %q (want loop, agent or none)", p.Mode)
+	}
 	lease := leaseOrDefault(p.Lease)
 	var task loop.Task
-	err := s.writeGuarded(ctx, func(t *txn) error {
+	err := s.writeGuarded(ctx, p.Agent, func(t *txn) error {
 		set := `UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
-			lease_expires_at = ?, updated_at = ? `
-		args := []any{p.Agent, t.now, t.now + int64(lease), t.now}
+			lease_expires_at = ?, updated_at = ?, claim_mode = ?, holder_host = ?, holder_pid = ?,
+			holder_start = ?, generation = generation + 1 `
+		args := []any{p.Agent, t.now, t.now + int64(lease), t.now, string(p.Mode), p.Holder.Host, p.Holder.PID, p.Holder.Start}
 		var err error
 		var blockers int
 		if p.TaskID == "" && p.Scope.TaskID == "" {
@@ -174,10 +180,14 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			task, blockers, err = scanTask(t.row(set+`WHERE id = ? AND `+readyCond+` RETURNING `+taskCols,
 				append(args, p.TaskID)...))
 		}
-		// The claim itself is not logged: the task's latest log entry is
-		// what its dependents see as its summary.
-		if err != nil || blockers == 0 {
+		if err != nil {
 			return err
+		}
+		if err := t.log(task.ID, loop.LogClaim, claimMessage(p, task.Generation)); err != nil {
+			return err
+		}
+		if blockers == 0 {
+			return nil
 		}
 		ts := []loop.Task{task}
 		err = t.fillBlockers(ts)
@@ -232,6 +242,19 @@ func (s *Store) RenewLease(ctx context.Context, id, agent string, lease time.Dur
 	})
 }
 
+// claimMessage is the history entry of a claim: who, which claim, held by
+// which process.
+func claimMessage(p loop.ClaimParams, gen int64) string {
+	msg := fmt.Sprintf("claimed by %s (claim %d", p.Agent, gen)
+	if p.Mode != "" {
+		msg += ", by the " + string(p.Mode)
+	}
+	if !p.Holder.IsZero() {
+		msg += ", holder " + p.Holder.String()
+	}
+	return msg + ")"
+}
+
 func holderErr(st state, agent string) error {
 	if st.status != loop.StatusInProgress {
 		return fmt.Errorf("%w: task %s is %s, not claimed by %s", loop.ErrNotHolder, st.id, st.status, agent)
@@ -239,19 +262,23 @@ func holderErr(st state, agent string) error {
 	return fmt.Errorf("%w: task %s is claimed by %s, not %s", loop.ErrNotHolder, st.id, st.agent, agent)
 }
 
-// Complete implements loop.TaskStore.
-func (s *Store) Complete(ctx context.Context, id, summary string) error {
-	return s.writeGuarded(ctx, func(t *txn) error {
-		// The usual case in one statement: an in_progress task becomes
-		// done, unless a lease has expired: then recover and try again.
+// Complete implements loop.TaskStore. A move by an agent (the usual case:
+// the loop completing its claim) is one statement whose WHERE clause holds
+// loop.CheckMove's conditions; only when it changes nothing is the task
+// read, for the error.
+func (s *Store) Complete(ctx context.Context, p loop.MoveParams) error {
+	id, by := p.TaskID, p.By
+	return s.writeGuarded(ctx, by.Name(), func(t *txn) error {
 		var parent string
 		var deps int
-		var err error
-		for {
+		err := sql.ErrNoRows
+		for by.Agent != "" {
 			guard, gargs := t.leaseGuard()
-			err = t.row(`UPDATE tasks SET status = 'done', updated_at = ?, claimed_by = '', claimed_at = 0,
-				lease_expires_at = 0 WHERE id = ? AND status = 'in_progress'`+guard+`
-				RETURNING coalesce(parent_id, ''), dependent_count`, append([]any{t.now, id}, gargs...)...).Scan(&parent, &deps)
+			err = t.row(`UPDATE tasks SET status = 'done', updated_at = ?, `+clearClaim+`
+				WHERE id = ? AND status = 'in_progress' AND claimed_by = ? AND (?4 = 0 OR generation = ?4)
+				AND (claim_mode <> 'loop' OR ?5)`+guard+`
+				RETURNING coalesce(parent_id, ''), dependent_count`,
+				append([]any{t.now, id, by.Agent, by.Generation, by.Loop}, gargs...)...).Scan(&parent, &deps)
 			if guard == "" || !errors.Is(err, sql.ErrNoRows) {
 				break
 			}
@@ -260,17 +287,29 @@ func (s *Store) Complete(ctx context.Context, id, summary string) error {
 			}
 		}
 		if errors.Is(err, sql.ErrNoRows) {
+			// A person's move, or a refused one: read the task.
+			if err := t.ensureRecovered(); err != nil {
+				return err
+			}
 			st, err := t.state(id)
 			if err != nil {
 				return err
 			}
-			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusDone}
-		}
-		if err != nil {
+			if err := t.checkMove(st, loop.MoveComplete, by); err != nil {
+				return err
+			}
+			if st.status != loop.StatusInProgress {
+				return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusDone}
+			}
+			if err := t.setStatus(id, st.status, loop.StatusDone); err != nil {
+				return err
+			}
+			parent, deps = st.parentID, st.deps
+		} else if err != nil {
 			return err
 		}
-		if summary != "" {
-			if err := t.log(id, loop.LogDone, summary); err != nil {
+		if p.Message != "" {
+			if err := t.log(id, loop.LogDone, p.Message); err != nil {
 				return err
 			}
 		}
@@ -278,36 +317,52 @@ func (s *Store) Complete(ctx context.Context, id, summary string) error {
 	})
 }
 
+// claimed reads task id for a move of kind by by: the move must pass
+// loop.CheckMove, and the task must be in one of the statuses from.
+func (t *txn) claimed(id string, kind loop.MoveKind, by loop.Actor, to loop.Status, from ...loop.Status) (state, error) {
+	st, err := t.state(id)
+	if err != nil {
+		return st, err
+	}
+	if err := t.checkMove(st, kind, by); err != nil {
+		return st, err
+	}
+	if !slices.Contains(from, st.status) {
+		return st, &loop.TransitionError{TaskID: id, From: st.status, To: to}
+	}
+	return st, nil
+}
+
 // Fail implements loop.TaskStore.
-func (s *Store) Fail(ctx context.Context, id, reason string) error {
-	return s.write(ctx, func(t *txn) error {
-		st, err := t.transition(id, loop.StatusFailed, loop.LogFail, reason)
+func (s *Store) Fail(ctx context.Context, p loop.MoveParams) error {
+	return s.writeAs(ctx, p.By.Name(), func(t *txn) error {
+		st, err := t.claimed(p.TaskID, loop.MoveFail, p.By, loop.StatusFailed, loop.StatusInProgress)
 		if err != nil {
 			return err
 		}
-		return t.failUp(id, st.parentID)
+		if _, err := t.transition(p.TaskID, loop.StatusFailed, loop.LogFail, p.Message); err != nil {
+			return err
+		}
+		return t.failUp(p.TaskID, st.parentID)
 	})
 }
 
 // Release implements loop.TaskStore.
-func (s *Store) Release(ctx context.Context, id, reason string) error {
-	return s.write(ctx, func(t *txn) error {
-		st, err := t.state(id)
-		if err != nil {
+func (s *Store) Release(ctx context.Context, p loop.MoveParams) error {
+	return s.writeAs(ctx, p.By.Name(), func(t *txn) error {
+		if _, err := t.claimed(p.TaskID, loop.MoveRelease, p.By, loop.StatusPending, loop.StatusInProgress); err != nil {
 			return err
 		}
-		if st.status != loop.StatusInProgress {
-			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusPending}
-		}
-		_, err = t.transition(id, loop.StatusPending, loop.LogRelease, reason)
+		_, err := t.transition(p.TaskID, loop.StatusPending, loop.LogRelease, p.Message)
 		return err
 	})
 }
 
-// ReleaseAgent implements loop.TaskStore.
+// ReleaseAgent implements loop.TaskStore. The history names agent as the
+// actor.
 func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]string, error) {
 	var ids []string
-	err := s.write(ctx, func(t *txn) error {
+	err := s.writeAs(ctx, agent, func(t *txn) error {
 		var err error
 		ids, err = t.ids(`SELECT id FROM tasks WHERE status = 'in_progress' AND claimed_by = ? ORDER BY seq`, agent)
 		if err != nil {
@@ -327,19 +382,15 @@ func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]strin
 }
 
 // Retry implements loop.TaskStore.
-func (s *Store) Retry(ctx context.Context, id, reason string) error {
-	return s.write(ctx, func(t *txn) error {
-		st, err := t.state(id)
-		if err != nil {
+func (s *Store) Retry(ctx context.Context, p loop.MoveParams) error {
+	return s.writeAs(ctx, p.By.Name(), func(t *txn) error {
+		if _, err := t.claimed(p.TaskID, loop.MoveRetry, p.By, loop.StatusPending, loop.StatusInProgress, loop.StatusFailed); err != nil {
 			return err
 		}
-		if st.status != loop.StatusInProgress && st.status != loop.StatusFailed {
-			return &loop.TransitionError{TaskID: id, From: st.status, To: loop.StatusPending}
-		}
-		if _, err := t.transition(id, loop.StatusPending, loop.LogRetry, reason); err != nil {
+		if _, err := t.transition(p.TaskID, loop.StatusPending, loop.LogRetry, p.Message); err != nil {
 			return err
 		}
-		_, err = t.exec(`UPDATE tasks SET retry_count = retry_count + 1 WHERE id = ?`, id)
+		_, err := t.exec(`UPDATE tasks SET retry_count = retry_count + 1 WHERE id = ?`, p.TaskID)
 		return err
 	})
 }
@@ -382,7 +433,7 @@ func (s *Store) Logs(ctx context.Context, id string) ([]loop.LogEntry, error) {
 		if _, err := t.state(id); err != nil {
 			return err
 		}
-		rows, err := t.query(`SELECT at, kind, message FROM task_logs WHERE task_id = ? ORDER BY seq`, id)
+		rows, err := t.query(`SELECT at, kind, message, actor FROM task_logs WHERE task_id = ? ORDER BY seq`, id)
 		if err != nil {
 			return err
 		}
@@ -390,7 +441,7 @@ func (s *Store) Logs(ctx context.Context, id string) ([]loop.LogEntry, error) {
 		for rows.Next() {
 			var e loop.LogEntry
 			var at int64
-			if err := rows.Scan(&at, &e.Kind, &e.Message); err != nil {
+			if err := rows.Scan(&at, &e.Kind, &e.Message, &e.Actor); err != nil {
 				return err
 			}
 			e.At = fromNanos(at)

@@ -15,7 +15,8 @@ import (
 // taskCols are the columns scanTask reads, in order.
 const taskCols = `id, title, description, status, priority, coalesce(parent_id, ''),
 	coalesce(feature, ''), claimed_by, claimed_at, lease_expires_at, retry_count,
-	verification_status, created_at, updated_at, blocker_count`
+	verification_status, created_at, updated_at, claim_mode, holder_host, holder_pid,
+	holder_start, generation, blocker_count`
 
 // readyCond is the ready predicate; it matches the WHERE clause of the
 // partial indexes tasks_ready and tasks_ready_feature word for word, so that
@@ -42,15 +43,16 @@ type scanner interface{ Scan(dest ...any) error }
 // that callers can skip the look-up in deps when it is zero.
 func scanTask(r scanner) (task loop.Task, blockers int, err error) {
 	var t loop.Task
-	var status string
+	var status, mode string
 	var claimedAt, leaseAt, created, updated int64
 	err = r.Scan(&t.ID, &t.Title, &t.Description, &status, &t.Priority, &t.ParentID,
 		&t.Feature, &t.ClaimedBy, &claimedAt, &leaseAt, &t.RetryCount,
-		&t.VerificationStatus, &created, &updated, &blockers)
+		&t.VerificationStatus, &created, &updated, &mode, &t.Holder.Host, &t.Holder.PID,
+		&t.Holder.Start, &t.Generation, &blockers)
 	if err != nil {
 		return loop.Task{}, 0, err
 	}
-	t.Status = loop.Status(status)
+	t.Status, t.ClaimMode = loop.Status(status), loop.ClaimMode(mode)
 	t.ClaimedAt, t.LeaseExpiresAt = fromNanos(claimedAt), fromNanos(leaseAt)
 	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return t, blockers, nil
@@ -60,7 +62,8 @@ func notFound(id string) error {
 	return fmt.Errorf("%w: %q", loop.ErrNotFound, id)
 }
 
-// state is what the status machine needs to know about one task.
+// state is what the status machine, and the rules of who may move a
+// task, need to know about one task.
 type state struct {
 	id       string
 	status   loop.Status
@@ -70,20 +73,55 @@ type state struct {
 	pfailed  bool
 	agent    string
 	deps     int // dependents: tasks this one blocks
+	// The current claim: who made it, the process keeping it, its number
+	// and its lease.
+	mode   loop.ClaimMode
+	holder loop.Holder
+	gen    int64
+	lease  int64
 }
 
 func (t *txn) state(id string) (state, error) {
 	var st state
-	var status string
+	var status, mode string
 	err := t.row(`SELECT id, status, coalesce(parent_id, ''), child_count, unmet_blockers, parent_failed, claimed_by,
-		dependent_count FROM tasks WHERE id = ?`, id).
-		Scan(&st.id, &status, &st.parentID, &st.children, &st.unmet, &st.pfailed, &st.agent, &st.deps)
+		dependent_count, claim_mode, holder_host, holder_pid, holder_start, generation, lease_expires_at
+		FROM tasks WHERE id = ?`, id).
+		Scan(&st.id, &status, &st.parentID, &st.children, &st.unmet, &st.pfailed, &st.agent, &st.deps,
+			&mode, &st.holder.Host, &st.holder.PID, &st.holder.Start, &st.gen, &st.lease)
 	if errors.Is(err, sql.ErrNoRows) {
 		return state{}, notFound(id)
 	}
-	st.status = loop.Status(status)
+	st.status, st.mode = loop.Status(status), loop.ClaimMode(mode)
 	return st, err
 }
+
+// claim is the part of st that loop.CheckMove reads.
+func (st state) claim() loop.Task {
+	return loop.Task{ID: st.id, Status: st.status, ClaimedBy: st.agent, ClaimMode: st.mode,
+		Holder: st.holder, Generation: st.gen, LeaseExpiresAt: fromNanos(st.lease)}
+}
+
+// checkMove applies loop.CheckMove to a move of kind by by on task st.
+// The refusal of a stale claim is logged, and that entry is kept although
+// the move is not made (a *keptError makes the transaction commit).
+func (t *txn) checkMove(st state, kind loop.MoveKind, by loop.Actor) error {
+	err := loop.CheckMove(st.claim(), kind, by, fromNanos(t.now))
+	if err == nil || !errors.Is(err, loop.ErrStaleClaim) {
+		return err
+	}
+	if lerr := t.logAs(st.id, loop.LogOutcomeRefused, fmt.Sprintf("%s refused: %v", kind, err), by.Name()); lerr != nil {
+		return lerr
+	}
+	return &keptError{err: err}
+}
+
+// keptError is an error after which a write transaction commits what it
+// did (a log entry of the refusal) instead of rolling it back.
+type keptError struct{ err error }
+
+func (e *keptError) Error() string { return e.err.Error() }
+func (e *keptError) Unwrap() error { return e.err }
 
 // get reads one task with its blockers.
 func (t *txn) get(id string) (loop.Task, error) {
@@ -190,12 +228,28 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
+// log appends an entry to task id's history, made by the transaction's
+// actor.
 func (t *txn) log(id, kind, message string) error {
-	_, err := t.exec(`INSERT INTO task_logs (task_id, seq, at, kind, message)
-		VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM task_logs WHERE task_id = ?1), ?2, ?3, ?4)`,
-		id, t.now, kind, message)
+	return t.logAs(id, kind, message, t.actor)
+}
+
+// logAs appends an entry made by actor (ralph's own moves: auto-transitions
+// and recoveries).
+func (t *txn) logAs(id, kind, message, actor string) error {
+	if actor == "" {
+		actor = loop.ActorRalph
+	}
+	_, err := t.exec(`INSERT INTO task_logs (task_id, seq, at, kind, message, actor)
+		VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM task_logs WHERE task_id = ?1), ?2, ?3, ?4, ?5)`,
+		id, t.now, kind, message, actor)
 	return err
 }
+
+// clearClaim is the SET clause that forgets a task's claim; the
+// generation stays, so that the next claim gets the next number.
+const clearClaim = `claimed_by = '', claimed_at = 0, lease_expires_at = 0, claim_mode = '',
+	holder_host = '', holder_pid = 0, holder_start = 0`
 
 // setStatus moves task id from one status to another, without checking the
 // move (callers do), clearing the claim when leaving in_progress and keeping
@@ -203,7 +257,7 @@ func (t *txn) log(id, kind, message string) error {
 func (t *txn) setStatus(id string, from, to loop.Status) error {
 	q := `UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?`
 	if from == loop.StatusInProgress && to != loop.StatusInProgress {
-		q = `UPDATE tasks SET status = ?, updated_at = ?, claimed_by = '', claimed_at = 0, lease_expires_at = 0 WHERE id = ?`
+		q = `UPDATE tasks SET status = ?, updated_at = ?, ` + clearClaim + ` WHERE id = ?`
 	}
 	if _, err := t.exec(q, string(to), t.now, id); err != nil {
 		return err
@@ -272,7 +326,7 @@ func (t *txn) done(id, parent string, deps int) error {
 			if err := t.setStatus(d, loop.StatusBlocked, loop.StatusPending); err != nil {
 				return err
 			}
-			if err := t.log(d, loop.LogUnblock, "all blockers done (last: "+x.id+")"); err != nil {
+			if err := t.logAs(d, loop.LogUnblock, "all blockers done (last: "+x.id+")", loop.ActorRalph); err != nil {
 				return err
 			}
 		}
@@ -294,7 +348,7 @@ func (t *txn) done(id, parent string, deps int) error {
 		if err := t.setStatus(x.parent, ps, loop.StatusDone); err != nil {
 			return err
 		}
-		if err := t.log(x.parent, loop.LogDone, "all children done"); err != nil {
+		if err := t.logAs(x.parent, loop.LogDone, "all children done", loop.ActorRalph); err != nil {
 			return err
 		}
 		queue = append(queue, item{x.parent, grand, pdeps})
@@ -316,7 +370,7 @@ func (t *txn) failUp(id, parent string) error {
 		if err := t.setStatus(parent, st.status, loop.StatusFailed); err != nil {
 			return err
 		}
-		if err := t.log(parent, loop.LogFail, "child "+id+" failed"); err != nil {
+		if err := t.logAs(parent, loop.LogFail, "child "+id+" failed", loop.ActorRalph); err != nil {
 			return err
 		}
 		id, parent = parent, st.parentID

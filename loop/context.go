@@ -184,10 +184,7 @@ func buildContext(ctx context.Context, store TaskStore, root string, task Task, 
 		if err != nil {
 			return d, err
 		}
-		bc := BlockerContext{Task: b}
-		if len(bl) > 0 {
-			bc.Summary = bl[len(bl)-1].Message
-		}
+		bc := BlockerContext{Task: b, Summary: Summary(bl)}
 		d.Blockers = append(d.Blockers, bc)
 	}
 	d.Retry = retryContext(task, maxRetries, logs)
@@ -228,7 +225,7 @@ func retryContext(task Task, maxRetries int, logs []LogEntry) *RetryContext {
 		switch logs[i].Kind {
 		case LogClaim:
 			continue
-		case LogRelease, LogLeaseExpired:
+		case LogRelease, LogLeaseExpired, LogHolderGone:
 			return &RetryContext{MaxRetries: maxRetries, Reason: logs[i].Message}
 		}
 		break

@@ -136,3 +136,4 @@ func HostID() string {
 }
 
 var systemHostID = sync.OnceValue(readHostID)
+

@@ -1,31 +1,33 @@
-package loop
+package loop_test
 
 import (
 	"os"
-	"os/exec"
 	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
 func TestHolderStringRoundTrip(t *testing.T) {
-	for _, h := range []Holder{
+	for _, h := range []loop.Holder{
 		{},
 		{Host: "b1946ac9-2b8e-4c1e-9a3f-0d1e2f3a4b5c.4026531836", PID: 4242, Start: 987654},
 		{Host: "machine@b:with/odd:chars", PID: 1, Start: 0},
 	} {
-		got, err := ParseHolder(h.String())
+		got, err := loop.ParseHolder(h.String())
 		if err != nil {
-			t.Fatalf("ParseHolder(%q): %v", h.String(), err)
+			t.Fatalf("loop.ParseHolder(%q): %v", h.String(), err)
 		}
 		if diff := cmp.Diff(h, got); diff != "" {
 			t.Errorf("round trip of %q (-want +got):\n%s", h.String(), diff)
 		}
 	}
 	for _, bad := range []string{"x", "12@host", "a:1@h", "1:b@h", "1:2@", "-1:2@h", "0:2@h"} {
-		if _, err := ParseHolder(bad); err == nil {
-			t.Errorf("ParseHolder(%q) accepted it", bad)
+		if _, err := loop.ParseHolder(bad); err == nil {
+			t.Errorf("loop.ParseHolder(%q) accepted it", bad)
 		}
 	}
 }
@@ -34,48 +36,36 @@ func TestHolderLiveness(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("holder processes are told apart by /proc start times on Linux only")
 	}
-	me := ThisProcess()
+	me := loop.ThisProcess()
 	if me.PID != os.Getpid() || me.Start == 0 || me.Host == "" {
-		t.Fatalf("ThisProcess() = %+v", me)
+		t.Fatalf("loop.ThisProcess() = %+v", me)
 	}
-	if got := me.Liveness(); got != HolderAlive {
+	if got := me.Liveness(); got != loop.HolderAlive {
 		t.Errorf("this process: %v, want alive", got)
 	}
 	reused := me
 	reused.Start++
-	if got := reused.Liveness(); got != HolderGone {
+	if got := reused.Liveness(); got != loop.HolderGone {
 		t.Errorf("same pid, other start time (a reused pid): %v, want gone", got)
 	}
 	elsewhere := me
 	elsewhere.Host = "another-machine"
-	if got := elsewhere.Liveness(); got != HolderUnknown {
+	if got := elsewhere.Liveness(); got != loop.HolderUnknown {
 		t.Errorf("another host: %v, want unknown", got)
 	}
-	if got := (Holder{}).Liveness(); got != HolderUnknown {
+	if got := (loop.Holder{}).Liveness(); got != loop.HolderUnknown {
 		t.Errorf("no holder: %v, want unknown", got)
 	}
 
 	// A process that has exited (and been reaped) is gone.
-	cmd := exec.Command("true")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	start, err := ProcessStart(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := Holder{Host: HostID(), PID: cmd.Process.Pid, Start: start}
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if got := dead.Liveness(); got != HolderGone {
+	if got := looptest.DeadHolder(t).Liveness(); got != loop.HolderGone {
 		t.Errorf("exited process: %v, want gone", got)
 	}
 }
 
 func TestHostIDOverride(t *testing.T) {
-	t.Setenv(EnvHostID, "machine-b")
-	if got := HostID(); got != "machine-b" {
-		t.Errorf("HostID() = %q with %s set", got, EnvHostID)
+	t.Setenv(loop.EnvHostID, "machine-b")
+	if got := loop.HostID(); got != "machine-b" {
+		t.Errorf("loop.HostID() = %q with %s set", got, loop.EnvHostID)
 	}
 }

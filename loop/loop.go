@@ -37,7 +37,8 @@ const (
 	IterSessionOK     IterationStatus = "session_ok"         // peek mode: the session ran and left nothing held; plan and prompt mode: it ran cleanly
 	IterSessionLeft   IterationStatus = "session_left_tasks" // peek mode: tasks left in_progress were failed
 	IterPeekError     IterationStatus = "peek_error"         // peek mode: the store could not be read
-	IterAlreadyClosed IterationStatus = "already_closed"     // the agent itself moved the task out of in_progress
+	IterAlreadyClosed IterationStatus = "already_closed"     // the task was done when the session ended (someone else, or the progress file's agent, finished it)
+	IterClaimLost     IterationStatus = "claim_lost"         // the loop's claim ended behind its back: released (task trouble), taken over, or failed by someone else
 )
 
 // Success reports whether the status counts as a successful iteration in
@@ -116,8 +117,9 @@ type run struct {
 	// waited sums usage-limit waits since the last session that was not
 	// stopped by a limit.
 	waited time.Duration
-	// held is the task the loop holds a claim on, "" when none.
-	held string
+	// held is the claim the loop holds (zero ID when none), with the
+	// generation its outcome is fenced by.
+	held Task
 	// limited is the verifier's usage-limited result, for the wait.
 	limited RunResult
 	// autoSession is set when the session name came from the clock.
@@ -519,14 +521,13 @@ func plural(n int, one, many string) string {
 // when a usage limit turned it into a wait.
 func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	n := r.report.Iterations + 1
-	task, err := r.store.Claim(ctx, ClaimParams{Scope: r.cfg.Scope, Agent: r.cfg.AgentID, Lease: r.cfg.Lease})
+	task, err := r.claim(ctx, "")
 	if errors.Is(err, ErrNoReadyTask) {
 		return false, r.terminal(ctx)
 	}
 	if err != nil {
 		return false, r.storeErr(ctx, err)
 	}
-	r.held = task.ID
 
 	logs, err := r.store.Logs(ctx, task.ID)
 	if err != nil {
@@ -563,6 +564,22 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	r.waited = 0
 	r.countIteration(n, task, model, hinted, status, why)
 	return true, s
+}
+
+// claim claims task id (empty: the next ready task in scope) for the
+// agent this loop runs, and holds it.
+func (r *run) claim(ctx context.Context, id string) (Task, error) {
+	task, err := r.store.Claim(ctx, ClaimParams{TaskID: id, Scope: r.cfg.Scope, Agent: r.cfg.AgentID,
+		Lease: r.cfg.Lease, Holder: r.cfg.Holder, Mode: ClaimLoop})
+	if err == nil {
+		r.held = task
+	}
+	return task, err
+}
+
+// by is the loop as the actor of a move on its claim of task.
+func (r *run) by(task Task) Actor {
+	return Actor{Agent: r.cfg.AgentID, Loop: true, Generation: task.Generation}
 }
 
 // sessionData is the prompt data every session of a run shares: mode,
@@ -635,7 +652,7 @@ func attemptResult(s IterationStatus) AttemptResult {
 		return AttemptDone
 	case IterTaskFailed, IterFailure, IterSessionLeft:
 		return AttemptTaskFailed
-	case IterNoSigil, IterWrongID, IterVerifyFailed:
+	case IterNoSigil, IterWrongID, IterVerifyFailed, IterClaimLost:
 		return AttemptTaskTrouble
 	case IterTestsFailed, IterGitFailed, IterNoChange:
 		return AttemptGateTrouble
@@ -683,18 +700,14 @@ func (r *run) handle(ctx context.Context, n int, model string, task Task, res Ru
 
 // handleTask applies the task sigil (or its absence) to the claimed task.
 func (r *run) handleTask(ctx context.Context, n int, model string, task Task, res RunResult, sig sigil.Result) (IterationStatus, string, *stop) {
-	// The agent may have moved the task itself through `ralph task …`.
+	// The claim may have ended during the session: released or recovered
+	// behind the loop's back, taken over, or moved by a person.
 	cur, err := r.store.Get(ctx, task.ID)
 	if err != nil {
 		return IterCancelled, "", r.storeErr(ctx, err)
 	}
-	if cur.Status != StatusInProgress || cur.ClaimedBy != r.cfg.AgentID {
-		r.held = ""
-		r.note.notice(n, "task %s is %s already; leaving it as it is", task.ID, cur.Status)
-		if cur.Status == StatusDone {
-			return IterAlreadyClosed, "", nil
-		}
-		return IterTaskFailed, "task left " + string(cur.Status), nil
+	if !holds(cur, task) {
+		return r.claimLost(ctx, n, task, cur)
 	}
 
 	switch {
@@ -702,10 +715,10 @@ func (r *run) handleTask(ctx context.Context, n int, model string, task Task, re
 		return r.taskDone(ctx, n, model, task, res)
 	case sig.TaskFailed(task.ID):
 		why := "agent reported the task failed: " + excerpt(res.Text, 300)
-		if err := r.store.Fail(ctx, task.ID, why); err != nil {
-			return IterTaskFailed, why, r.storeErr(ctx, err)
+		if err := r.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: why, By: r.by(task)}); err != nil {
+			return r.outcomeErr(ctx, task, IterTaskFailed, why, err)
 		}
-		r.held = ""
+		r.held = Task{}
 		return IterTaskFailed, why, nil
 	case sig.Failure:
 		// FAILURE without a verdict on the task: the task is not at fault.
@@ -719,21 +732,104 @@ func (r *run) handleTask(ctx context.Context, n int, model string, task Task, re
 	}
 }
 
+// holds reports whether cur, the task as the store has it now, is still
+// under the loop's claim held (same agent, same generation).
+func holds(cur, held Task) bool {
+	return cur.Status == StatusInProgress && cur.ClaimedBy == held.ClaimedBy && cur.Generation == held.Generation
+}
+
+// claimLost handles a session after which the loop's claim on task no
+// longer stands (cur is the task now). A claim lost silently is how a loop
+// spins (DESIGN §8): back to pending — released, or recovered, behind the
+// loop's back — is task trouble, counted against the task's breaker like a
+// missing sigil, with a reason that says who released it (the loop claims
+// the task again to count it, when it is still ready); held by another
+// claim, or done or failed by someone else, is noted, and the loop moves
+// on.
+func (r *run) claimLost(ctx context.Context, n int, task, cur Task) (IterationStatus, string, *stop) {
+	r.held = Task{}
+	who := lastMove(ctx, r.store, task.ID)
+	switch cur.Status {
+	case StatusPending:
+		why := "the claim was lost during the session: " + who
+		again, err := r.claim(ctx, task.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return IterCancelled, "", r.checkCancel(ctx)
+			}
+			r.note.notice(n, "task %s: %s; it could not be claimed again to count it: %v", task.ID, why, err)
+			return IterClaimLost, why, nil
+		}
+		r.note.notice(n, "task %s: %s", task.ID, why)
+		return r.taskTrouble(ctx, again, IterClaimLost, why)
+	case StatusDone:
+		r.note.notice(n, "task %s was done by someone else during the session (%s); leaving it as it is", task.ID, who)
+		return IterAlreadyClosed, "done by someone else: " + who, nil
+	case StatusFailed:
+		r.note.notice(n, "task %s was failed by someone else during the session (%s); leaving it as it is", task.ID, who)
+		return IterTaskFailed, "failed by someone else: " + who, nil
+	}
+	why := fmt.Sprintf("task %s is %s now", task.ID, cur.Status)
+	if cur.Status == StatusInProgress {
+		why = fmt.Sprintf("task %s is held by %s now (claim %d)", task.ID, cur.ClaimedBy, cur.Generation)
+	}
+	r.note.notice(n, "the claim was lost during the session: %s (%s); leaving it", why, who)
+	return IterClaimLost, why, nil
+}
+
+// lastMove describes the latest entry of a task's history that moved it
+// ("release by agent-1a2b3c4d: …"), for messages about a lost claim.
+func lastMove(ctx context.Context, store TaskStore, id string) string {
+	logs, err := store.Logs(ctx, id)
+	if err != nil {
+		return "the task's history could not be read: " + err.Error()
+	}
+	for i := len(logs) - 1; i >= 0; i-- {
+		switch e := logs[i]; e.Kind {
+		case LogRelease, LogLeaseExpired, LogHolderGone, LogRetry, LogDone, LogFail, LogReset, LogClaim:
+			s := e.Kind
+			if e.Actor != "" {
+				s += " by " + e.Actor
+			}
+			if e.Message != "" {
+				s += ": " + e.Message
+			}
+			return s
+		}
+	}
+	return "no entry in its history says how"
+}
+
+// outcomeErr handles an error from recording the outcome of the loop's
+// claim on task: a claim lost meanwhile (ErrStaleClaim, ErrNotHolder, a
+// *TransitionError) goes the way of claimLost; anything else is a store
+// error. status and why are what the iteration would have reported.
+func (r *run) outcomeErr(ctx context.Context, task Task, status IterationStatus, why string, err error) (IterationStatus, string, *stop) {
+	var te *TransitionError
+	if ctx.Err() == nil && (errors.Is(err, ErrStaleClaim) || errors.Is(err, ErrNotHolder) || errors.As(err, &te)) {
+		cur, gerr := r.store.Get(ctx, task.ID)
+		if gerr == nil && !holds(cur, task) {
+			return r.claimLost(ctx, r.iter.n, task, cur)
+		}
+	}
+	return status, why, r.storeErr(ctx, err)
+}
+
 // taskTrouble releases the task and counts a retry, or fails it when it
 // has run 1+MaxRetries times.
 func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus, why string) (IterationStatus, string, *stop) {
 	if task.RetryCount >= r.cfg.MaxRetries {
 		reason := fmt.Sprintf("%s (after %d %s)", why, task.RetryCount+1, plural(task.RetryCount+1, "run", "runs"))
-		if err := r.store.Fail(ctx, task.ID, reason); err != nil {
-			return status, why, r.storeErr(ctx, err)
+		if err := r.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: reason, By: r.by(task)}); err != nil {
+			return r.outcomeErr(ctx, task, status, why, err)
 		}
-		r.held = ""
+		r.held = Task{}
 		return IterTaskFailed, reason, nil
 	}
-	if err := r.store.Retry(ctx, task.ID, why); err != nil {
-		return status, why, r.storeErr(ctx, err)
+	if err := r.store.Retry(ctx, MoveParams{TaskID: task.ID, Message: why, By: r.by(task)}); err != nil {
+		return r.outcomeErr(ctx, task, status, why, err)
 	}
-	r.held = ""
+	r.held = Task{}
 	return status, why, nil
 }
 
@@ -760,10 +856,10 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 		r.releaseHeld(ctx, reason)
 		return status, why, s
 	}
-	if err := r.store.Complete(ctx, task.ID, summary(res.Text)); err != nil {
-		return IterDone, "", r.storeErr(ctx, err)
+	if err := r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: summary(res.Text), By: r.by(task)}); err != nil {
+		return r.outcomeErr(ctx, task, IterDone, "", err)
 	}
-	r.held = ""
+	r.held = Task{}
 	return IterDone, "", nil
 }
 
@@ -1041,16 +1137,16 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 
 // releaseHeld releases the loop's claim, if any.
 func (r *run) releaseHeld(ctx context.Context, reason string) {
-	if r.held == "" {
+	if r.held.ID == "" {
 		return
 	}
-	id := r.held
+	task := r.held
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if err := r.store.Release(rctx, id, reason); err != nil {
-		r.note.notice(r.report.Iterations, "could not release %s: %v", id, err)
+	if err := r.store.Release(rctx, MoveParams{TaskID: task.ID, Message: reason, By: r.by(task)}); err != nil {
+		r.note.notice(r.report.Iterations, "could not release %s: %v", task.ID, err)
 	}
-	r.held = ""
+	r.held = Task{}
 }
 
 // releaseAll is the guarantee: on the way out, nothing stays in_progress

@@ -78,7 +78,7 @@ func (r *run) handlePeek(ctx context.Context, n int, res RunResult, claimable []
 	status, why := IterSessionOK, ""
 	if left := r.agentTasks(ctx); len(left) > 0 {
 		for _, id := range left {
-			if err := r.store.Fail(ctx, id, ReasonSessionExited); err != nil {
+			if err := r.store.Fail(ctx, MoveParams{TaskID: id, Message: ReasonSessionExited, By: Actor{Agent: r.cfg.AgentID, Loop: true}}); err != nil {
 				return IterSessionLeft, why, r.storeErr(ctx, err)
 			}
 		}

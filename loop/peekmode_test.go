@@ -23,7 +23,7 @@ func claimer(store loop.TaskStore, finish bool) func(context.Context, loop.RunRe
 			return loop.RunResult{}, err
 		}
 		if finish {
-			if err := store.Complete(ctx, task.ID, "done in session"); err != nil {
+			if err := store.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "done in session"}); err != nil {
 				return loop.RunResult{}, err
 			}
 		}

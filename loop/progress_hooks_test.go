@@ -121,7 +121,7 @@ func TestIterationRecorder(t *testing.T) {
 			if _, err := store.Claim(ctx, loop.ClaimParams{TaskID: "c", Agent: "other"}); err != nil {
 				return loop.RunResult{}, err
 			}
-			if err := store.Complete(ctx, "c", "by the way"); err != nil {
+			if err := store.Complete(ctx, loop.MoveParams{TaskID: "c", Message: "by the way"}); err != nil {
 				return loop.RunResult{}, err
 			}
 			r := looptest.Result(done("a"))

@@ -158,13 +158,13 @@ func (noTasks) Claim(context.Context, ClaimParams) (Task, error) { return Task{}
 func (noTasks) RenewLease(context.Context, string, string, time.Duration) error {
 	return ErrNotHolder
 }
-func (noTasks) Complete(context.Context, string, string) error { return ErrNotFound }
-func (noTasks) Fail(context.Context, string, string) error     { return ErrNotFound }
-func (noTasks) Release(context.Context, string, string) error  { return ErrNotFound }
+func (noTasks) Complete(context.Context, MoveParams) error { return ErrNotFound }
+func (noTasks) Fail(context.Context, MoveParams) error     { return ErrNotFound }
+func (noTasks) Release(context.Context, MoveParams) error  { return ErrNotFound }
 func (noTasks) ReleaseAgent(context.Context, string, string) ([]string, error) {
 	return nil, nil
 }
-func (noTasks) Retry(context.Context, string, string) error           { return ErrNotFound }
+func (noTasks) Retry(context.Context, MoveParams) error               { return ErrNotFound }
 func (noTasks) SetVerification(context.Context, string, string) error { return ErrNotFound }
 func (noTasks) AddLog(context.Context, string, string, string) error  { return ErrNotFound }
 func (noTasks) Logs(context.Context, string) ([]LogEntry, error)      { return nil, ErrNotFound }

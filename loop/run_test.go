@@ -484,25 +484,6 @@ func TestVerification(t *testing.T) {
 	}
 }
 
-func TestAgentMarksTaskItself(t *testing.T) {
-	store := newStore(t, tasks("a")...)
-	cfg := testConfig(t)
-	runner := looptest.NewFakeRunner(t).ThenFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
-		// The agent ran `ralph task done a` itself.
-		if err := store.Complete(ctx, "a", "done by agent"); err != nil {
-			return loop.RunResult{}, err
-		}
-		return looptest.Result(done("a")), nil
-	})
-	rep, err := loop.Run(t.Context(), cfg, store, runner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Outcome != loop.OutcomeComplete || rep.Successes != 1 {
-		t.Errorf("outcome %s, successes %d; want complete, 1", rep.Outcome, rep.Successes)
-	}
-}
-
 func TestConfigErrorsChangeNothing(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -19,8 +19,20 @@ var (
 	// wrapping message says which.
 	ErrNotReady = errors.New("loop: task is not ready")
 	// ErrNotHolder: the task is not in_progress under the given agent's
-	// claim, for example because its lease expired and it was recovered.
+	// claim, for example because its lease expired and it was recovered,
+	// or another agent holds it. The message names the holder.
 	ErrNotHolder = errors.New("loop: claim not held by this agent")
+	// ErrLoopClaim: an agent tried to complete or fail a task that the
+	// ralph loop claimed for it (ClaimLoop). Only the loop moves those,
+	// after verification and gates: the agent answers with the sigil.
+	ErrLoopClaim = errors.New("loop: the ralph loop holds this claim")
+	// ErrStaleClaim: a move came from a claim that is no longer the task's
+	// current one (Actor.Generation): the claim was recovered or taken
+	// over since. The store logs the refusal (LogOutcomeRefused).
+	ErrStaleClaim = errors.New("loop: the claim is no longer the task's current one")
+	// ErrHeldByLiveAgent: a person tried to move a task that a live agent
+	// holds, without Actor.Force. The message names the holder.
+	ErrHeldByLiveAgent = errors.New("loop: a live agent holds the task")
 )
 
 // TransitionError reports a status move that the task status machine does
@@ -50,6 +62,63 @@ type ClaimParams struct {
 	// Lease is how long the claim lasts unless renewed; zero means
 	// DefaultLease.
 	Lease time.Duration
+	// Holder is the process that keeps the claim alive: the loop that runs
+	// the agent (DESIGN §8, "Holders"). Zero for a claim made by hand,
+	// which lives by its lease alone.
+	Holder Holder
+	// Mode says who claimed: ClaimLoop when the loop claims for the agent
+	// it runs (then only the loop may complete or fail the task),
+	// ClaimAgent when the agent claims for itself; "" for a claim by hand.
+	Mode ClaimMode
+}
+
+// Actor is who moves a task (DESIGN §8, "Who may move a task"), recorded
+// in the task's history.
+type Actor struct {
+	// Agent is the id of the agent that moves the task; it may move only
+	// the tasks it holds. Empty for a person.
+	Agent string
+	// Person names a person in the history ("user-alice"), when Agent is
+	// empty. A person may move any task, but one held by a live agent only
+	// with Force.
+	Person string
+	// Loop marks the ralph loop moving a claim it holds for its agent
+	// (Agent is that agent): the only actor that may complete or fail a
+	// ClaimLoop claim.
+	Loop bool
+	// Generation, when not 0, is the generation of the claim the move comes
+	// from (Task.Generation at claim time): a move from a claim that is no
+	// longer the task's current one is refused with ErrStaleClaim.
+	Generation int64
+	// Force lets a person move a task a live agent holds.
+	Force bool
+}
+
+// Name is the actor as the history records it: the agent id, else the
+// person's name, else "user".
+func (a Actor) Name() string {
+	switch {
+	case a.Agent != "":
+		return a.Agent
+	case a.Person != "":
+		return a.Person
+	}
+	return "user"
+}
+
+// ActorRalph is the actor of moves ralph makes by itself: auto-transitions
+// and the recovery of expired or orphaned claims.
+const ActorRalph = "ralph"
+
+// MoveParams are the arguments of Complete, Fail, Release and Retry.
+type MoveParams struct {
+	// TaskID names the task.
+	TaskID string
+	// Message is the completion summary (Complete; may be empty) or the
+	// reason (Fail, Release, Retry), logged with the move.
+	Message string
+	// By is who moves the task.
+	By Actor
 }
 
 // TaskStore is the plan the loop works through. Implementations: the SQLite
@@ -89,31 +158,31 @@ type TaskStore interface {
 	// in_progress under that agent.
 	RenewLease(ctx context.Context, id, agent string, lease time.Duration) error
 
-	// Complete moves an in_progress task to done, logging summary (if not
+	// Complete moves an in_progress task to done, logging p.Message (if not
 	// empty) as kind LogDone. In the same transaction, blocked dependents
 	// whose blockers are all done become pending, and a parent whose
 	// children are all done becomes done, recursively.
-	// Errors: ErrNotFound, *TransitionError.
-	Complete(ctx context.Context, id, summary string) error
+	// Errors: ErrNotFound, *TransitionError, and the refusals of CheckMove.
+	Complete(ctx context.Context, p MoveParams) error
 
-	// Fail moves an in_progress task to failed, logging reason as kind
+	// Fail moves an in_progress task to failed, logging p.Message as kind
 	// LogFail; its ancestors become failed too, in the same transaction.
-	// Errors: ErrNotFound, *TransitionError.
-	Fail(ctx context.Context, id, reason string) error
+	// Errors: ErrNotFound, *TransitionError, and the refusals of CheckMove.
+	Fail(ctx context.Context, p MoveParams) error
 
 	// Release returns an in_progress task to pending without counting a
-	// retry, logging reason as kind LogRelease.
-	// Errors: ErrNotFound, *TransitionError.
-	Release(ctx context.Context, id, reason string) error
+	// retry, logging p.Message as kind LogRelease.
+	// Errors: ErrNotFound, *TransitionError, and the refusals of CheckMove.
+	Release(ctx context.Context, p MoveParams) error
 
 	// ReleaseAgent releases every task agent holds and returns their ids.
 	ReleaseAgent(ctx context.Context, agent, reason string) ([]string, error)
 
 	// Retry returns an in_progress or failed task to pending with
-	// RetryCount+1, logging reason as kind LogRetry. Ancestors that had
+	// RetryCount+1, logging p.Message as kind LogRetry. Ancestors that had
 	// failed because of it are not touched (use Reset on them).
-	// Errors: ErrNotFound, *TransitionError.
-	Retry(ctx context.Context, id, reason string) error
+	// Errors: ErrNotFound, *TransitionError, and the refusals of CheckMove.
+	Retry(ctx context.Context, p MoveParams) error
 
 	// SetVerification records the verifier's verdict ("pass" or "fail")
 	// on the task.

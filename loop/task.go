@@ -95,6 +95,16 @@ type Task struct {
 	// LeaseExpiresAt is when the current claim lapses unless renewed (zero
 	// when unclaimed).
 	LeaseExpiresAt time.Time
+	// Holder is the process that keeps the current claim alive (zero when
+	// unclaimed, or for a claim made by hand).
+	Holder Holder
+	// ClaimMode says who made the current claim: ClaimLoop, ClaimAgent, or
+	// "" (by hand, or unclaimed).
+	ClaimMode ClaimMode
+	// Generation counts the task's claims: the current (or last) claim's
+	// number, a fencing token for its outcomes (DESIGN §8, "Claim
+	// generations"). 0: never claimed.
+	Generation int64
 	// RetryCount counts how often the task went back to pending after a
 	// failed attempt (verification fail, retry, reset).
 	RetryCount int
@@ -107,13 +117,16 @@ type Task struct {
 	UpdatedAt time.Time
 }
 
-// LogEntry is one line of a task's log: fail reasons, summaries, releases,
-// lease recoveries. The latest entry of a done task is what its dependents
-// see as its summary.
+// LogEntry is one line of a task's history: claims, fail reasons,
+// summaries, releases, recoveries. The latest LogDone entry of a done task
+// is what its dependents see as its summary (see Summary).
 type LogEntry struct {
 	At      time.Time
 	Kind    string
 	Message string
+	// Actor is who made the entry: an agent id, a person ("user-alice"),
+	// or ActorRalph for what ralph did by itself.
+	Actor string
 }
 
 // Log entry kinds written by stores and the loop.
@@ -127,7 +140,13 @@ const (
 	LogBlock        = "block"
 	LogUnblock      = "unblock"
 	LogLeaseExpired = "lease-expired"
-	LogNote         = "note"
+	// LogHolderGone: a claim whose holder process is gone was returned to
+	// pending (DESIGN §8, "Holders").
+	LogHolderGone = "holder-gone"
+	// LogOutcomeRefused: a move from a claim that is no longer current
+	// was refused (ErrStaleClaim).
+	LogOutcomeRefused = "outcome-refused"
+	LogNote           = "note"
 )
 
 // Counts is the number of tasks in each status.
@@ -163,4 +182,15 @@ func (c Counts) String() string {
 type Scope struct {
 	Feature string
 	TaskID  string
+}
+
+// Summary is the completion summary dependents see: the message of the
+// latest LogDone entry, "" when there is none.
+func Summary(logs []LogEntry) string {
+	for i := len(logs) - 1; i >= 0; i-- {
+		if logs[i].Kind == LogDone {
+			return logs[i].Message
+		}
+	}
+	return ""
 }

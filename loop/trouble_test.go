@@ -21,11 +21,11 @@ type brokenStore struct {
 	method string
 }
 
-func (s brokenStore) Complete(ctx context.Context, id, summary string) error {
+func (s brokenStore) Complete(ctx context.Context, p loop.MoveParams) error {
 	if s.method == "Complete" {
 		return errDisk
 	}
-	return s.MemStore.Complete(ctx, id, summary)
+	return s.MemStore.Complete(ctx, p)
 }
 
 func (s brokenStore) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, error) {

@@ -423,7 +423,7 @@ func TestPeekModeRenewsTheAgentsClaims(t *testing.T) {
 				return loop.RunResult{}, err
 			}
 			time.Sleep(10 * time.Minute) // synctest: fake time
-			if err := store.Complete(ctx, task.ID, "ok"); err != nil {
+			if err := store.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "ok"}); err != nil {
 				return loop.RunResult{}, err
 			}
 			return looptest.Result("done"), nil

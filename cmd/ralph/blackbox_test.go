@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
 // buildRalph builds the ralph binary into a temporary directory.
@@ -108,7 +109,7 @@ func TestBinary(t *testing.T) {
 		t.Errorf("hook with the loop alive printed %q", out)
 	}
 	runBin(call{args: []string{"task", "plan-status"}, stdout: "open=0 active=1 done=1 failed=0 blocked=0 total=2\n"})
-	if out := hook(deadHolder(t).String()); out != "t-2\n" {
+	if out := hook(looptest.DeadHolder(t).String()); out != "t-2\n" {
 		t.Errorf("hook after the loop died printed %q, want the released t-2", out)
 	}
 	runBin(call{args: []string{"task", "claim"}, stdout: "t-2\n"})
@@ -121,20 +122,3 @@ func TestBinary(t *testing.T) {
 	}
 }
 
-// deadHolder is the holder identity of a process that ran on this host and
-// is gone.
-func deadHolder(t *testing.T) loop.Holder {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	start, err := loop.ProcessStart(cmd.Process.Pid)
-	if err != nil {
-		t.Skipf("process start times are not readable here: %v", err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	return loop.Holder{Host: loop.HostID(), PID: cmd.Process.Pid, Start: start}
-}

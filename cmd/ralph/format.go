@@ -37,10 +37,12 @@ type taskShowJSON struct {
 	Logs []logJSON `json:"logs"`
 }
 
+// logJSON is one entry of a task's history (DESIGN §8, "Task history").
 type logJSON struct {
 	At      string `json:"at"`
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
+	Actor   string `json:"actor"`
 }
 
 // jsonTime formats t as RFC 3339 in UTC, with sub-second digits when it has
@@ -87,7 +89,7 @@ func tasksJSON(tasks []loop.Task) []taskJSON {
 func logsJSON(logs []loop.LogEntry) []logJSON {
 	out := make([]logJSON, 0, len(logs))
 	for _, l := range logs {
-		out = append(out, logJSON{At: jsonTime(l.At), Kind: l.Kind, Message: l.Message})
+		out = append(out, logJSON{At: jsonTime(l.At), Kind: l.Kind, Message: l.Message, Actor: l.Actor})
 	}
 	return out
 }
@@ -155,7 +157,14 @@ func writeTaskText(w io.Writer, t loop.Task, logs []loop.LogEntry) error {
 		if !t.LeaseExpiresAt.IsZero() {
 			claim += ", lease until " + jsonTime(t.LeaseExpiresAt)
 		}
-		field("claimed by", claim)
+		claim += fmt.Sprintf(" (claim %d", t.Generation)
+		if t.ClaimMode != "" {
+			claim += ", by the " + string(t.ClaimMode)
+		}
+		if !t.Holder.IsZero() {
+			claim += ", holder " + t.Holder.String()
+		}
+		field("claimed by", claim+")")
 	}
 	if t.RetryCount > 0 {
 		field("retries", fmt.Sprint(t.RetryCount))
@@ -169,7 +178,11 @@ func writeTaskText(w io.Writer, t loop.Task, logs []loop.LogEntry) error {
 	if len(logs) > 0 {
 		fmt.Fprintln(bw, "\nlog:")
 		for _, l := range logs {
-			fmt.Fprintf(bw, "  %s  %-13s %s\n", l.At.UTC().Format(time.RFC3339), l.Kind, strings.Join(strings.Fields(l.Message), " "))
+			actor := l.Actor
+			if actor == "" {
+				actor = "-"
+			}
+			fmt.Fprintf(bw, "  %s  %-15s %-16s %s\n", l.At.UTC().Format(time.RFC3339), l.Kind, actor, strings.Join(strings.Fields(l.Message), " "))
 		}
 	}
 	return bw.Flush()

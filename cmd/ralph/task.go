@@ -91,24 +91,24 @@ func taskCommand(cfg appConfig) *cli.Command {
 				Name:      "done",
 				Usage:     "mark a claimed task done",
 				ArgsUsage: "ID",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "summary", Aliases: []string{"s"}, Usage: "what was done, `TEXT` that dependent tasks will see"},
-				},
+				}, moverFlags()...),
 				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
 					a, err := args(c, 1, 1, "ID")
 					if err != nil {
 						return err
 					}
-					return st.Complete(c.Context, a[0], strings.TrimSpace(c.String("summary")))
+					return st.Complete(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("summary")), By: mover(c, cfg)})
 				}),
 			},
 			{
 				Name:      "fail",
 				Usage:     "mark a claimed task failed (its ancestors fail too)",
 				ArgsUsage: "ID",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "reason", Aliases: []string{"r"}, Usage: "why the task failed, `TEXT` (required)"},
-				},
+				}, moverFlags()...),
 				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
 					a, err := args(c, 1, 1, "ID")
 					if err != nil {
@@ -118,7 +118,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if reason == "" {
 						return &usageError{cmd: commandPath(c), err: errors.New("--reason is required")}
 					}
-					return st.Fail(c.Context, a[0], reason)
+					return st.Fail(c.Context, loop.MoveParams{TaskID: a[0], Message: reason, By: mover(c, cfg)})
 				}),
 			},
 			{
@@ -130,7 +130,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if err != nil {
 						return err
 					}
-					return st.Reset(c.Context, a[0])
+					return st.Reset(c.Context, loop.MoveParams{TaskID: a[0], By: mover(c, cfg)})
 				}),
 			},
 			{
@@ -153,7 +153,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if err != nil {
 						return err
 					}
-					return st.Block(c.Context, a[0], strings.TrimSpace(c.String("reason")))
+					return st.Block(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("reason")), By: mover(c, cfg)})
 				}),
 			},
 			{
@@ -165,7 +165,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if err != nil {
 						return err
 					}
-					return st.Unblock(c.Context, a[0])
+					return st.Unblock(c.Context, loop.MoveParams{TaskID: a[0], By: mover(c, cfg)})
 				}),
 			},
 			{
@@ -344,10 +344,7 @@ func blockerSummaries(c *cli.Context, st *dag.Store, tasks []loop.Task) (map[str
 			if err != nil {
 				return nil, err
 			}
-			out[b] = ""
-			if len(logs) > 0 {
-				out[b] = logs[len(logs)-1].Message
-			}
+			out[b] = loop.Summary(logs)
 		}
 	}
 	return out, nil
@@ -356,18 +353,48 @@ func blockerSummaries(c *cli.Context, st *dag.Store, tasks []loop.Task) (map[str
 // agentID is --agent, else $RALPH_AGENT_ID, else "user-$USER": a person
 // claiming by hand gets a stable holder name they can release.
 func agentID(c *cli.Context, cfg appConfig) string {
+	if a := givenAgent(c, cfg); a != "" {
+		return a
+	}
+	return personName(cfg)
+}
+
+// givenAgent is --agent, else $RALPH_AGENT_ID: the agent a command acts
+// for, "" for a person.
+func givenAgent(c *cli.Context, cfg appConfig) string {
 	if a := strings.TrimSpace(c.String("agent")); a != "" {
 		return a
 	}
-	if a := strings.TrimSpace(cfg.getenv("RALPH_AGENT_ID")); a != "" {
-		return a
-	}
+	return strings.TrimSpace(cfg.getenv("RALPH_AGENT_ID"))
+}
+
+// personName is "user-$USER", the name of a person in a task's history.
+func personName(cfg appConfig) string {
 	for _, k := range []string{"USER", "LOGNAME", "USERNAME"} {
 		if u := strings.TrimSpace(cfg.getenv(k)); u != "" {
 			return "user-" + u
 		}
 	}
 	return "user"
+}
+
+// moverFlags are the flags of the commands that move a claimed task.
+func moverFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "agent", Usage: "the `ID` of the agent that moves the task; it may move only tasks it holds (default: $RALPH_AGENT_ID, else you, a person)"},
+		&cli.BoolFlag{Name: "force", Usage: "as a person, move a task that a live agent holds"},
+	}
+}
+
+// mover is who runs a command that moves a task (DESIGN §8, "Who may move
+// a task"): the agent of --agent or $RALPH_AGENT_ID, which may move only
+// what it holds and never the ralph loop's claims; else a person, who may
+// move any task but one a live agent holds only with --force.
+func mover(c *cli.Context, cfg appConfig) loop.Actor {
+	if a := givenAgent(c, cfg); a != "" {
+		return loop.Actor{Agent: a}
+	}
+	return loop.Actor{Person: personName(cfg), Force: c.Bool("force")}
 }
 
 func taskClaim(cfg appConfig) storeAction {
@@ -383,6 +410,14 @@ func taskClaim(cfg appConfig) storeAction {
 		p := loop.ClaimParams{Agent: agentID(c, cfg), Lease: lease}
 		if len(a) == 1 {
 			p.TaskID = a[0]
+		}
+		// An agent claiming inside a ralph session: the claim lives as long
+		// as the loop that runs it, never the short-lived claim process.
+		if p.Holder, err = loop.ParseHolder(cfg.getenv(loop.EnvHolder)); err != nil {
+			return fmt.Errorf("$%s: %w", loop.EnvHolder, err)
+		}
+		if !p.Holder.IsZero() {
+			p.Mode = loop.ClaimAgent
 		}
 		t, err := st.Claim(c.Context, p)
 		if errors.Is(err, loop.ErrNoReadyTask) {

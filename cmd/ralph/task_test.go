@@ -125,11 +125,17 @@ func TestTaskShow(t *testing.T) {
 	var wantLogs []any
 	logText := ""
 	for _, l := range h.dump().Logs["b"] {
-		wantLogs = append(wantLogs, map[string]any{"at": jsonTime(l.At), "kind": l.Kind, "message": l.Message})
-		logText += fmt.Sprintf("  %s  %-13s %s\n", l.At.UTC().Format(time.RFC3339), l.Kind, l.Message)
+		wantLogs = append(wantLogs, map[string]any{"at": jsonTime(l.At), "kind": l.Kind, "message": l.Message, "actor": l.Actor})
+		logText += fmt.Sprintf("  %s  %-15s %-16s %s\n", l.At.UTC().Format(time.RFC3339), l.Kind, l.Actor, l.Message)
 	}
 	if len(wantLogs) == 0 || wantLogs[len(wantLogs)-1].(map[string]any)["message"] != "blocker done" {
 		t.Fatalf("the store did not log the summary: %v", wantLogs)
+	}
+	// The history names who did what: the agent claimed and finished b.
+	for _, l := range wantLogs {
+		if l.(map[string]any)["actor"] != "agent-0000000a" {
+			t.Errorf("log entry %v: want actor agent-0000000a", l)
+		}
 	}
 	if diff := cmp.Diff(wantLogs, b["logs"]); diff != "" {
 		t.Errorf("show --json logs (-want +got):\n%s", diff)

@@ -92,7 +92,7 @@ func ExampleStore() {
 		return
 	}
 	task, _ := s.Claim(ctx, loop.ClaimParams{Agent: "agent-1"})
-	_ = s.Complete(ctx, task.ID, "done")
+	_ = s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "done"})
 	started := time.Date(2026, 1, 29, 10, 0, 0, 0, time.UTC)
 	_ = s.AppendIteration(ctx, progress.IterationRow{Iteration: 1, Started: started, Duration: 90 * time.Second, TasksCompleted: 1, Notes: task.ID})
 	done, _ := s.Done(ctx)

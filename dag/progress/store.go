@@ -52,6 +52,7 @@ type Store struct {
 	claims  map[string]claim
 	failed  map[string]bool
 	retries map[string]int
+	gens    map[string]int64 // claims of each box so far (loop.Task.Generation)
 	verdict map[string]string
 	logs    map[string][]loop.LogEntry
 	// iteration is the number of the last row AppendIteration wrote in
@@ -63,6 +64,8 @@ type claim struct {
 	agent   string
 	at      time.Time
 	expires time.Time
+	holder  loop.Holder
+	mode    loop.ClaimMode
 }
 
 // Open returns a Store over the progress file at path. The file must exist
@@ -75,6 +78,7 @@ func Open(path string, opt Options) (*Store, error) {
 		claims:  map[string]claim{},
 		failed:  map[string]bool{},
 		retries: map[string]int{},
+		gens:    map[string]int64{},
 		verdict: map[string]string{},
 		logs:    map[string][]loop.LogEntry{},
 	}
@@ -121,10 +125,15 @@ func (s *Store) begin(ctx context.Context) (*Doc, time.Time, error) {
 		if !ok || it.Checked {
 			continue // gone, or ticked by the agent: Complete settles it
 		}
-		if !now.Before(c.expires) {
+		switch {
+		case !now.Before(c.expires):
 			delete(s.claims, id)
 			s.logLocked(now, id, loop.LogLeaseExpired, fmt.Sprintf("lease of %s expired at %s; returned to pending",
-				c.agent, c.expires.UTC().Format(time.RFC3339)))
+				c.agent, c.expires.UTC().Format(time.RFC3339)), loop.ActorRalph)
+		case c.holder.Liveness() == loop.HolderGone:
+			delete(s.claims, id)
+			s.logLocked(now, id, loop.LogHolderGone, fmt.Sprintf("holder of %s's claim (%s) is gone; returned to pending",
+				c.agent, c.holder), loop.ActorRalph)
 		}
 	}
 	return d, now, nil
@@ -161,8 +170,8 @@ func (s *Store) write(d *Doc, change func(*Doc) ([]byte, error)) error {
 	return fmt.Errorf("%s: %w", s.path, ErrConflict)
 }
 
-func (s *Store) logLocked(now time.Time, id, kind, msg string) {
-	s.logs[id] = append(s.logs[id], loop.LogEntry{At: now, Kind: kind, Message: msg})
+func (s *Store) logLocked(now time.Time, id, kind, msg, actor string) {
+	s.logs[id] = append(s.logs[id], loop.LogEntry{At: now, Kind: kind, Message: msg, Actor: actor})
 }
 
 // status is the status of item it: a ticked box is done; an unticked one
@@ -236,9 +245,11 @@ func (s *Store) task(d *Doc, it Item) loop.Task {
 		ParentID:           it.Parent,
 		RetryCount:         s.retries[it.ID],
 		VerificationStatus: s.verdict[it.ID],
+		Generation:         s.gens[it.ID],
 	}
 	if c, ok := s.claims[it.ID]; ok && t.Status == loop.StatusInProgress {
 		t.ClaimedBy, t.ClaimedAt, t.LeaseExpiresAt = c.agent, c.at, c.expires
+		t.Holder, t.ClaimMode = c.holder, c.mode
 	}
 	return t
 }
@@ -411,8 +422,9 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			return loop.Task{}, fmt.Errorf("progress: claim task %s: %s: %w", it.ID, why, loop.ErrNotReady)
 		}
 	}
-	s.claims[it.ID] = claim{agent: p.Agent, at: now, expires: now.Add(p.Lease)}
-	s.logLocked(now, it.ID, loop.LogClaim, "claimed by "+p.Agent)
+	s.claims[it.ID] = claim{agent: p.Agent, at: now, expires: now.Add(p.Lease), holder: p.Holder, mode: p.Mode}
+	s.gens[it.ID]++
+	s.logLocked(now, it.ID, loop.LogClaim, fmt.Sprintf("claimed by %s (claim %d)", p.Agent, s.gens[it.ID]), p.Agent)
 	return s.task(d, it), nil
 }
 
@@ -442,35 +454,54 @@ func (s *Store) RenewLease(ctx context.Context, id, agent string, lease time.Dur
 	return nil
 }
 
-// transition checks that task id is in_progress, the only status Complete,
+// transition checks that by may make the move of kind on task id
+// (loop.CheckMove) and that it is in_progress, the only status Complete,
 // Fail and Release move a task from, and returns its item. One exception
 // makes the agent's own tick count: a claimed box the agent ticked in the
 // file may still be completed (and only completed).
-func (s *Store) transition(d *Doc, id string, to loop.Status) (Item, error) {
+func (s *Store) transition(d *Doc, now time.Time, id string, kind loop.MoveKind, by loop.Actor, to loop.Status) (Item, error) {
 	it, err := s.get(d, id)
 	if err != nil {
 		return Item{}, err
 	}
-	from := s.status(d, it)
-	if to == loop.StatusDone && !it.Phase && it.Checked && s.hasClaim(id) {
-		from = loop.StatusInProgress
+	t := s.task(d, it)
+	ticked := to == loop.StatusDone && !it.Phase && it.Checked && s.hasClaim(id)
+	if ticked {
+		c := s.claims[id]
+		t.Status, t.ClaimedBy, t.Holder, t.ClaimMode, t.LeaseExpiresAt = loop.StatusInProgress, c.agent, c.holder, c.mode, c.expires
 	}
-	if from != loop.StatusInProgress {
-		return Item{}, &loop.TransitionError{TaskID: id, From: from, To: to}
+	if err := s.checkMove(now, t, kind, by); err != nil {
+		return Item{}, err
+	}
+	if t.Status != loop.StatusInProgress {
+		return Item{}, &loop.TransitionError{TaskID: id, From: t.Status, To: to}
 	}
 	return it, nil
+}
+
+// checkMove applies loop.CheckMove, logging the refusal of a stale claim.
+func (s *Store) checkMove(now time.Time, t loop.Task, kind loop.MoveKind, by loop.Actor) error {
+	err := loop.CheckMove(t, kind, by, now)
+	if err != nil && errors.Is(err, loop.ErrStaleClaim) {
+		s.logLocked(now, t.ID, loop.LogOutcomeRefused, fmt.Sprintf("%s refused: %v", kind, err), by.Name())
+	}
+	if err != nil {
+		return fmt.Errorf("progress: %w", err)
+	}
+	return nil
 }
 
 // Complete implements loop.TaskStore: it ticks the box (an atomic write of
 // the file; nothing if the agent ticked it already). Phases are done by
 // themselves once their boxes are.
-func (s *Store) Complete(ctx context.Context, id, summary string) error {
+func (s *Store) Complete(ctx context.Context, p loop.MoveParams) error {
+	id, summary := p.TaskID, p.Message
 	d, now, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	if _, err := s.transition(d, id, loop.StatusDone); err != nil {
+	if _, err := s.transition(d, now, id, loop.MoveComplete, p.By, loop.StatusDone); err != nil {
 		return err
 	}
 	if err := s.write(d, func(d *Doc) ([]byte, error) { return d.tick(id) }); err != nil {
@@ -478,7 +509,7 @@ func (s *Store) Complete(ctx context.Context, id, summary string) error {
 	}
 	delete(s.claims, id)
 	if summary != "" {
-		s.logLocked(now, id, loop.LogDone, summary)
+		s.logLocked(now, id, loop.LogDone, summary, p.By.Name())
 	}
 	return nil
 }
@@ -488,13 +519,14 @@ func (s *Store) Complete(ctx context.Context, id, summary string) error {
 // atomic write; the oldest attempts past KeepAttempts are dropped). Its
 // phase fails too, so the phase's other boxes are not offered either, as
 // under a failed parent in the task graph.
-func (s *Store) Fail(ctx context.Context, id, reason string) error {
+func (s *Store) Fail(ctx context.Context, p loop.MoveParams) error {
+	id, reason := p.TaskID, p.Message
 	d, now, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	it, err := s.transition(d, id, loop.StatusFailed)
+	it, err := s.transition(d, now, id, loop.MoveFail, p.By, loop.StatusFailed)
 	if err != nil {
 		return err
 	}
@@ -512,29 +544,30 @@ func (s *Store) Fail(ctx context.Context, id, reason string) error {
 	}
 	delete(s.claims, id)
 	s.failed[id] = true
-	s.logLocked(now, id, loop.LogFail, reason)
-	if p := it.Parent; p != "" && !s.failed[p] {
-		s.failed[p] = true
-		s.logLocked(now, p, loop.LogFail, "child task "+id+" failed")
+	s.logLocked(now, id, loop.LogFail, reason, p.By.Name())
+	if parent := it.Parent; parent != "" && !s.failed[parent] {
+		s.failed[parent] = true
+		s.logLocked(now, parent, loop.LogFail, "child task "+id+" failed", loop.ActorRalph)
 	}
 	return nil
 }
 
 // Release implements loop.TaskStore.
-func (s *Store) Release(ctx context.Context, id, reason string) error {
+func (s *Store) Release(ctx context.Context, p loop.MoveParams) error {
+	id, reason := p.TaskID, p.Message
 	d, now, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	if _, err := s.transition(d, id, loop.StatusPending); err != nil {
+	if _, err := s.transition(d, now, id, loop.MoveRelease, p.By, loop.StatusPending); err != nil {
 		return err
 	}
 	if reason == "" {
 		reason = "released"
 	}
 	delete(s.claims, id)
-	s.logLocked(now, id, loop.LogRelease, reason)
+	s.logLocked(now, id, loop.LogRelease, reason, p.By.Name())
 	return nil
 }
 
@@ -556,7 +589,7 @@ func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]strin
 	for _, it := range d.Items {
 		if c, ok := s.claims[it.ID]; ok && c.agent == agent && s.status(d, it) == loop.StatusInProgress {
 			ids = append(ids, it.ID)
-			s.logLocked(now, it.ID, loop.LogRelease, reason)
+			s.logLocked(now, it.ID, loop.LogRelease, reason, agent)
 		}
 	}
 	for id, c := range s.claims {
@@ -570,7 +603,8 @@ func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]strin
 // Retry implements loop.TaskStore: an in_progress or failed box becomes
 // pending (offered again) with RetryCount+1. Retrying a failed phase makes
 // its pending boxes ready again; retrying a box leaves its phase failed.
-func (s *Store) Retry(ctx context.Context, id, reason string) error {
+func (s *Store) Retry(ctx context.Context, p loop.MoveParams) error {
+	id, reason := p.TaskID, p.Message
 	d, now, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -578,6 +612,9 @@ func (s *Store) Retry(ctx context.Context, id, reason string) error {
 	defer s.mu.Unlock()
 	it, err := s.get(d, id)
 	if err != nil {
+		return err
+	}
+	if err := s.checkMove(now, s.task(d, it), loop.MoveRetry, p.By); err != nil {
 		return err
 	}
 	if st := s.status(d, it); st != loop.StatusInProgress && st != loop.StatusFailed {
@@ -589,7 +626,7 @@ func (s *Store) Retry(ctx context.Context, id, reason string) error {
 	delete(s.claims, id)
 	delete(s.failed, id)
 	s.retries[id]++
-	s.logLocked(now, id, loop.LogRetry, reason)
+	s.logLocked(now, id, loop.LogRetry, reason, p.By.Name())
 	return nil
 }
 
@@ -624,7 +661,7 @@ func (s *Store) AddLog(ctx context.Context, id, kind, message string) error {
 	if kind == "" {
 		return fmt.Errorf("progress: task %s: log entry without a kind", id)
 	}
-	s.logLocked(now, id, kind, message)
+	s.logLocked(now, id, kind, message, loop.ActorRalph)
 	return nil
 }
 

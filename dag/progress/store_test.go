@@ -149,7 +149,7 @@ func TestStoreRun(t *testing.T) {
 			t.Fatal("Claim wrote the file")
 		}
 		clock.Advance(time.Minute)
-		if err := s.Complete(ctx, task.ID, "did "+task.ID); err != nil {
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "did "+task.ID}); err != nil {
 			t.Fatal(err)
 		}
 		after := s.content(t)
@@ -201,7 +201,7 @@ func TestStoreRereads(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.edit(t, "- [ ] Write the README", "- [ ] Add a LICENSE\n- [ ] Write the README")
-		if err := s.Complete(ctx, "write-the-readme", ""); err != nil {
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: "write-the-readme", Message: ""}); err != nil {
 			t.Fatal(err)
 		}
 		c := s.content(t)
@@ -216,7 +216,7 @@ func TestStoreRereads(t *testing.T) {
 		}
 		s.edit(t, "Write the README", "Write the README and a guide")
 		before := s.content(t)
-		err := s.Complete(ctx, "write-the-readme", "")
+		err := s.Complete(ctx, loop.MoveParams{TaskID: "write-the-readme", Message: ""})
 		if !errors.Is(err, loop.ErrNotFound) {
 			t.Errorf("Complete of a reworded task: %v, want ErrNotFound", err)
 		}
@@ -235,13 +235,13 @@ func TestStoreRereads(t *testing.T) {
 		if err != nil || len(active) != 0 {
 			t.Errorf("Active = %v, %v; want none: the box is ticked", ids(active), err)
 		}
-		if err := s.Complete(ctx, "add-a-makefile", "by the agent"); err != nil {
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: "by the agent"}); err != nil {
 			t.Errorf("Complete after the agent ticked the box: %v", err)
 		}
 		if s.content(t) != before {
 			t.Error("Complete rewrote a box that was already ticked")
 		}
-		err = s.Complete(ctx, "add-a-makefile", "")
+		err = s.Complete(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: ""})
 		var te *loop.TransitionError
 		if !errors.As(err, &te) || te.From != loop.StatusDone {
 			t.Errorf("second Complete: %v, want a TransitionError from done", err)
@@ -268,7 +268,7 @@ func TestStoreFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
-	if err := s.Fail(ctx, task.ID, "make is not installed"); err != nil {
+	if err := s.Fail(ctx, loop.MoveParams{TaskID: task.ID, Message: "make is not installed"}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := s.Doc(ctx)
@@ -301,14 +301,14 @@ func TestStoreFail(t *testing.T) {
 	}
 	// Retrying the phase offers its boxes again; the failed box needs its
 	// own retry.
-	if err := s.Retry(ctx, "phase-1", "fixed make"); err != nil {
+	if err := s.Retry(ctx, loop.MoveParams{TaskID: "phase-1", Message: "fixed make"}); err != nil {
 		t.Fatal(err)
 	}
 	ready, _ = s.Ready(ctx, loop.Scope{TaskID: "phase-1"}, 0)
 	if diff := cmp.Diff([]string{"write-the-readme"}, ids(ready)); diff != "" {
 		t.Errorf("Ready in phase 1 after retrying it (-want +got):\n%s", diff)
 	}
-	if err := s.Retry(ctx, "add-a-makefile", "try again"); err != nil {
+	if err := s.Retry(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: "try again"}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Get(ctx, "add-a-makefile")
@@ -491,8 +491,8 @@ func TestAtomicWrite(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"Complete", func() error { return s.Complete(ctx, "add-a-makefile", "done") }},
-		{"Fail", func() error { return s.Fail(ctx, "add-a-makefile", "boom") }},
+		{"Complete", func() error { return s.Complete(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: "done"}) }},
+		{"Fail", func() error { return s.Fail(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: "boom"}) }},
 		{"AppendIteration", func() error { return s.AppendIteration(ctx, IterationRow{Iteration: 1}) }},
 		{"AddAttempt", func() error { return s.AddAttempt(ctx, Attempt{Iteration: 1}) }},
 		{"ReplaceDocument", func() error {
@@ -530,7 +530,7 @@ func TestAtomicWrite(t *testing.T) {
 
 	// With renames working again, the write goes through and keeps the mode.
 	s.rename = os.Rename
-	if err := s.Complete(ctx, "add-a-makefile", "done"); err != nil {
+	if err := s.Complete(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: "done"}); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(s.path)
@@ -643,7 +643,7 @@ func TestWriteSeesConcurrentEdit(t *testing.T) {
 		}
 		edits++
 	}
-	if err := s.Complete(ctx, "add-a-makefile", ""); err != nil {
+	if err := s.Complete(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: ""}); err != nil {
 		t.Fatal(err)
 	}
 	c := s.content(t)
@@ -677,7 +677,7 @@ func TestCompleteAfterConcurrentRemoval(t *testing.T) {
 		s.beforeCheck = nil
 		s.edit(t, "- [ ] Add a Makefile\n  with test and lint targets\n", "")
 	}
-	err := s.Complete(ctx, "add-a-makefile", "")
+	err := s.Complete(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: ""})
 	if !errors.Is(err, loop.ErrNotFound) {
 		t.Errorf("error = %v, want ErrNotFound", err)
 	}

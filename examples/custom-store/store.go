@@ -55,21 +55,21 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 }
 
 // Complete records a completion.
-func (s *Store) Complete(ctx context.Context, id, summary string) error {
-	return s.record(s.TaskStore.Complete(ctx, id, summary), "%s done", id)
+func (s *Store) Complete(ctx context.Context, p loop.MoveParams) error {
+	return s.record(s.TaskStore.Complete(ctx, p), "%s done by %s", p.TaskID, p.By.Name())
 }
 
 // Fail records a failure.
-func (s *Store) Fail(ctx context.Context, id, reason string) error {
-	return s.record(s.TaskStore.Fail(ctx, id, reason), "%s failed: %s", id, reason)
+func (s *Store) Fail(ctx context.Context, p loop.MoveParams) error {
+	return s.record(s.TaskStore.Fail(ctx, p), "%s failed by %s: %s", p.TaskID, p.By.Name(), p.Message)
 }
 
 // Release records a release.
-func (s *Store) Release(ctx context.Context, id, reason string) error {
-	return s.record(s.TaskStore.Release(ctx, id, reason), "%s released: %s", id, reason)
+func (s *Store) Release(ctx context.Context, p loop.MoveParams) error {
+	return s.record(s.TaskStore.Release(ctx, p), "%s released by %s: %s", p.TaskID, p.By.Name(), p.Message)
 }
 
 // Retry records a retry.
-func (s *Store) Retry(ctx context.Context, id, reason string) error {
-	return s.record(s.TaskStore.Retry(ctx, id, reason), "%s retried: %s", id, reason)
+func (s *Store) Retry(ctx context.Context, p loop.MoveParams) error {
+	return s.record(s.TaskStore.Retry(ctx, p), "%s retried by %s: %s", p.TaskID, p.By.Name(), p.Message)
 }

@@ -63,9 +63,9 @@ func TestTrail(t *testing.T) {
 		got[i], _, _ = strings.Cut(line, ":") // reasons are the loop's wording
 	}
 	want := []string{
-		"agent-00000001 claimed a", "a retried",
-		"agent-00000001 claimed a", "a done",
-		"agent-00000001 claimed b", "b done",
+		"agent-00000001 claimed a", "a retried by agent-00000001",
+		"agent-00000001 claimed a", "a done by agent-00000001",
+		"agent-00000001 claimed b", "b done by agent-00000001",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("trail (-want +got):\n%s", diff)
@@ -78,9 +78,9 @@ func Example() {
 	store := auditstore.New(inner)
 	ctx := context.Background()
 	task, _ := store.Claim(ctx, loop.ClaimParams{Agent: "agent-0000abcd"})
-	_ = store.Complete(ctx, task.ID, "written")
+	_ = store.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "written"})
 	fmt.Println(strings.Join(store.Trail(), "\n"))
 	// Output:
 	// agent-0000abcd claimed t-1
-	// t-1 done
+	// t-1 done by user
 }

@@ -418,10 +418,10 @@ func (s *suite) testNotFound(t *testing.T) {
 			_, err := f.store.Claim(ctx, loop.ClaimParams{TaskID: id, Agent: "agent-a"})
 			return err
 		}},
-		{"Complete", func() error { return f.store.Complete(ctx, id, "done") }},
-		{"Fail", func() error { return f.store.Fail(ctx, id, "boom") }},
-		{"Release", func() error { return f.store.Release(ctx, id, "later") }},
-		{"Retry", func() error { return f.store.Retry(ctx, id, "again") }},
+		{"Complete", func() error { return f.store.Complete(ctx, loop.MoveParams{TaskID: id, Message: "done"}) }},
+		{"Fail", func() error { return f.store.Fail(ctx, loop.MoveParams{TaskID: id, Message: "boom"}) }},
+		{"Release", func() error { return f.store.Release(ctx, loop.MoveParams{TaskID: id, Message: "later"}) }},
+		{"Retry", func() error { return f.store.Retry(ctx, loop.MoveParams{TaskID: id, Message: "again"}) }},
 		{"SetVerification", func() error { return f.store.SetVerification(ctx, id, "pass") }},
 		{"AddLog", func() error { return f.store.AddLog(ctx, id, loop.LogNote, "hi") }},
 		{"Logs", func() error { _, err := f.store.Logs(ctx, id); return err }},
@@ -551,16 +551,16 @@ func (s *suite) testCompleteUnblocks(t *testing.T) {
 	f.wantReady(loop.Scope{}, []string{"a", "x"}, "before completing a")
 
 	f.claim("a", "agent-a")
-	f.must(f.store.Complete(t.Context(), "a", "a is finished"), "Complete(a)")
+	f.must(f.store.Complete(t.Context(), loop.MoveParams{TaskID: "a", Message: "a is finished"}), "Complete(a)")
 	f.wantStatuses(base, map[string]loop.Status{
 		"a": loop.StatusDone, "pending-dep": loop.StatusPending, "blocked-dep": loop.StatusPending,
 	}, "after completing a")
 	f.wantReady(loop.Scope{}, []string{"pending-dep", "blocked-dep", "x"}, "after completing a")
-	f.wantLastLog("a", loop.LogEntry{At: suiteStart, Kind: loop.LogDone, Message: "a is finished"})
+	f.wantLastLog("a", loop.LogEntry{At: suiteStart, Kind: loop.LogDone, Message: "a is finished", Actor: "user"})
 
 	f.clock.Advance(time.Minute)
 	f.claim("x", "agent-a")
-	f.must(f.store.Complete(t.Context(), "x", ""), "Complete(x)")
+	f.must(f.store.Complete(t.Context(), loop.MoveParams{TaskID: "x", Message: ""}), "Complete(x)")
 	f.wantStatuses(base, map[string]loop.Status{
 		"a": loop.StatusDone, "x": loop.StatusDone, "pending-dep": loop.StatusPending,
 		"blocked-dep": loop.StatusPending, "blocked-two": loop.StatusPending,
@@ -595,7 +595,7 @@ func (s *suite) testFailedParent(t *testing.T) {
 	f := s.open(t, seeds)
 	base := f.statuses()
 	f.claim("c1", "agent-a")
-	f.must(f.store.Fail(t.Context(), "c1", "broken"), "Fail(c1)")
+	f.must(f.store.Fail(t.Context(), loop.MoveParams{TaskID: "c1", Message: "broken"}), "Fail(c1)")
 	f.wantStatuses(base, map[string]loop.Status{"c1": loop.StatusFailed, "parent": loop.StatusFailed}, "after failing c1")
 	f.wantReady(loop.Scope{}, []string{"leaf"}, "with a failed parent")
 
@@ -609,10 +609,10 @@ func (s *suite) testFailedParent(t *testing.T) {
 
 	// Retrying the child leaves the failed parent alone; retrying the
 	// parent makes its children ready again.
-	f.must(f.store.Retry(t.Context(), "c1", "try again"), "Retry(c1)")
+	f.must(f.store.Retry(t.Context(), loop.MoveParams{TaskID: "c1", Message: "try again"}), "Retry(c1)")
 	f.wantStatuses(base, map[string]loop.Status{"parent": loop.StatusFailed}, "after retrying c1")
 	f.wantReady(loop.Scope{}, []string{"leaf"}, "after retrying c1 only")
-	f.must(f.store.Retry(t.Context(), "parent", "children retried"), "Retry(parent)")
+	f.must(f.store.Retry(t.Context(), loop.MoveParams{TaskID: "parent", Message: "children retried"}), "Retry(parent)")
 	f.wantStatuses(base, nil, "after retrying the parent")
 	f.wantReady(loop.Scope{}, []string{"c1", "c2", "leaf"}, "after retrying the parent")
 }
@@ -780,7 +780,7 @@ func (s *suite) testParentDone(t *testing.T) {
 			for _, step := range c.steps {
 				f.clock.Advance(time.Second)
 				f.claim(step.id, "agent-a")
-				f.must(f.store.Complete(t.Context(), step.id, "finished "+step.id), "Complete("+step.id+")")
+				f.must(f.store.Complete(t.Context(), loop.MoveParams{TaskID: step.id, Message: "finished "+step.id}), "Complete("+step.id+")")
 				f.wantStatuses(base, step.want, "after completing "+step.id)
 			}
 		})
@@ -825,9 +825,9 @@ func (s *suite) testFailAncestors(t *testing.T) {
 			base := f.statuses()
 			f.claim(c.fail, "agent-a")
 			f.clock.Advance(time.Second)
-			f.must(f.store.Fail(t.Context(), c.fail, "tests do not pass"), "Fail")
+			f.must(f.store.Fail(t.Context(), loop.MoveParams{TaskID: c.fail, Message: "tests do not pass"}), "Fail")
 			f.wantStatuses(base, c.want, "after failing "+c.fail)
-			f.wantLastLog(c.fail, loop.LogEntry{At: f.clock.Now(), Kind: loop.LogFail, Message: "tests do not pass"})
+			f.wantLastLog(c.fail, loop.LogEntry{At: f.clock.Now(), Kind: loop.LogFail, Message: "tests do not pass", Actor: "user"})
 			if got := f.get(c.fail); got.ClaimedBy != "" {
 				t.Errorf("failed task still claimed by %q", got.ClaimedBy)
 			}
@@ -854,22 +854,22 @@ func (s *suite) testReleaseRetry(t *testing.T) {
 
 	f.claim("t1", "agent-a")
 	f.clock.Advance(time.Second)
-	f.must(f.store.Release(ctx, "t1", "agent crashed"), "Release")
+	f.must(f.store.Release(ctx, loop.MoveParams{TaskID: "t1", Message: "agent crashed"}), "Release")
 	unclaimed("after Release", 0)
-	f.wantLastLog("t1", loop.LogEntry{At: f.clock.Now(), Kind: loop.LogRelease, Message: "agent crashed"})
+	f.wantLastLog("t1", loop.LogEntry{At: f.clock.Now(), Kind: loop.LogRelease, Message: "agent crashed", Actor: "user"})
 
 	f.claim("t1", "agent-a")
 	f.clock.Advance(time.Second)
-	f.must(f.store.Retry(ctx, "t1", "verification failed"), "Retry of in_progress")
+	f.must(f.store.Retry(ctx, loop.MoveParams{TaskID: "t1", Message: "verification failed"}), "Retry of in_progress")
 	unclaimed("after Retry of in_progress", 1)
-	f.wantLastLog("t1", loop.LogEntry{At: f.clock.Now(), Kind: loop.LogRetry, Message: "verification failed"})
+	f.wantLastLog("t1", loop.LogEntry{At: f.clock.Now(), Kind: loop.LogRetry, Message: "verification failed", Actor: "user"})
 
 	f.claim("t1", "agent-a")
-	f.must(f.store.Fail(ctx, "t1", "gave up"), "Fail")
+	f.must(f.store.Fail(ctx, loop.MoveParams{TaskID: "t1", Message: "gave up"}), "Fail")
 	f.clock.Advance(time.Second)
-	f.must(f.store.Retry(ctx, "t1", "reset by hand"), "Retry of failed")
+	f.must(f.store.Retry(ctx, loop.MoveParams{TaskID: "t1", Message: "reset by hand"}), "Retry of failed")
 	unclaimed("after Retry of failed", 2)
-	f.wantLastLog("t1", loop.LogEntry{At: f.clock.Now(), Kind: loop.LogRetry, Message: "reset by hand"})
+	f.wantLastLog("t1", loop.LogEntry{At: f.clock.Now(), Kind: loop.LogRetry, Message: "reset by hand", Actor: "user"})
 
 	if got := f.claim("", "agent-b"); got.ID != "t1" || got.RetryCount != 2 {
 		t.Errorf("claim after retries: got %s with RetryCount %d, want t1 with 2", got.ID, got.RetryCount)
@@ -886,16 +886,16 @@ func (s *suite) testIllegalTransitions(t *testing.T) {
 		call func(ctx context.Context, st loop.TaskStore, id string) error
 	}
 	complete := op{"Complete", loop.StatusDone, func(ctx context.Context, st loop.TaskStore, id string) error {
-		return st.Complete(ctx, id, "summary")
+		return st.Complete(ctx, loop.MoveParams{TaskID: id, Message: "summary"})
 	}}
 	fail := op{"Fail", loop.StatusFailed, func(ctx context.Context, st loop.TaskStore, id string) error {
-		return st.Fail(ctx, id, "reason")
+		return st.Fail(ctx, loop.MoveParams{TaskID: id, Message: "reason"})
 	}}
 	release := op{"Release", loop.StatusPending, func(ctx context.Context, st loop.TaskStore, id string) error {
-		return st.Release(ctx, id, "reason")
+		return st.Release(ctx, loop.MoveParams{TaskID: id, Message: "reason"})
 	}}
 	retry := op{"Retry", loop.StatusPending, func(ctx context.Context, st loop.TaskStore, id string) error {
-		return st.Retry(ctx, id, "reason")
+		return st.Retry(ctx, loop.MoveParams{TaskID: id, Message: "reason"})
 	}}
 	cases := []struct {
 		from loop.Status
@@ -1038,7 +1038,7 @@ func (s *suite) testReleaseAgent(t *testing.T) {
 	}
 	f.wantStatuses(base, map[string]loop.Status{"t1": loop.StatusPending, "t3": loop.StatusPending}, "after ReleaseAgent")
 	for _, id := range []string{"t1", "t3"} {
-		f.wantLastLog(id, loop.LogEntry{At: f.clock.Now(), Kind: loop.LogRelease, Message: "session ended"})
+		f.wantLastLog(id, loop.LogEntry{At: f.clock.Now(), Kind: loop.LogRelease, Message: "session ended", Actor: "agent-a"})
 		if got := f.get(id); got.ClaimedBy != "" || got.RetryCount != 0 {
 			t.Errorf("%s after ReleaseAgent: ClaimedBy %q, RetryCount %d", id, got.ClaimedBy, got.RetryCount)
 		}
@@ -1063,7 +1063,7 @@ func (s *suite) testActive(t *testing.T) {
 	f.claim("t1", "agent-b")
 	f.clock.Advance(time.Second)
 	f.claim("t2", "agent-a")
-	f.must(f.store.Complete(t.Context(), "t2", ""), "Complete(t2)")
+	f.must(f.store.Complete(t.Context(), loop.MoveParams{TaskID: "t2", Message: ""}), "Complete(t2)")
 	active, err := f.store.Active(t.Context(), loop.Scope{})
 	if err != nil {
 		t.Fatal(err)
@@ -1219,7 +1219,7 @@ func (s *suite) testLogs(t *testing.T) {
 	} {
 		f.clock.Advance(time.Duration(i+1) * time.Second)
 		f.must(f.store.AddLog(ctx, "t1", e.kind, e.msg), "AddLog")
-		want = append(want, loop.LogEntry{At: f.clock.Now(), Kind: e.kind, Message: e.msg})
+		want = append(want, loop.LogEntry{At: f.clock.Now(), Kind: e.kind, Message: e.msg, Actor: loop.ActorRalph})
 	}
 	if diff := cmp.Diff(want, f.logs("t1"), cmpOpts); diff != "" {
 		t.Errorf("Logs(t1), oldest first (-want +got):\n%s", diff)
@@ -1267,7 +1267,7 @@ func (s *suite) testConcurrentClaims(t *testing.T) {
 					t.Errorf("%s: claimed %s but it shows holder %q", agent, task.ID, task.ClaimedBy)
 				}
 				claimed[w] = append(claimed[w], task.ID)
-				if err := f.store.Complete(ctx, task.ID, "by "+agent); err != nil {
+				if err := f.store.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "by "+agent}); err != nil {
 					t.Errorf("%s: Complete(%s): %v", agent, task.ID, err)
 					return
 				}
@@ -1347,11 +1347,11 @@ func (s *suite) testCancelled(t *testing.T) {
 			return err
 		}},
 		{"RenewLease", func() error { return f.store.RenewLease(ctx, "held", "agent-a", time.Hour) }},
-		{"Complete", func() error { return f.store.Complete(ctx, "held", "done") }},
-		{"Fail", func() error { return f.store.Fail(ctx, "held", "boom") }},
-		{"Release", func() error { return f.store.Release(ctx, "held", "later") }},
+		{"Complete", func() error { return f.store.Complete(ctx, loop.MoveParams{TaskID: "held", Message: "done"}) }},
+		{"Fail", func() error { return f.store.Fail(ctx, loop.MoveParams{TaskID: "held", Message: "boom"}) }},
+		{"Release", func() error { return f.store.Release(ctx, loop.MoveParams{TaskID: "held", Message: "later"}) }},
 		{"ReleaseAgent", func() error { _, err := f.store.ReleaseAgent(ctx, "agent-a", "bye"); return err }},
-		{"Retry", func() error { return f.store.Retry(ctx, "held", "again") }},
+		{"Retry", func() error { return f.store.Retry(ctx, loop.MoveParams{TaskID: "held", Message: "again"}) }},
 		{"SetVerification", func() error { return f.store.SetVerification(ctx, "held", "pass") }},
 		{"AddLog", func() error { return f.store.AddLog(ctx, "held", loop.LogNote, "hi") }},
 		{"Logs", func() error { _, err := f.store.Logs(ctx, "held"); return err }},

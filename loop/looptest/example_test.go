@@ -29,7 +29,7 @@ func ExampleMemStore() {
 
 	t, _ := s.Claim(ctx, loop.ClaimParams{Agent: "agent-1a2b3c4d"})
 	fmt.Println("claimed:", t.ID, "until", t.LeaseExpiresAt.Format(time.TimeOnly))
-	_ = s.Complete(ctx, t.ID, "endpoints in place")
+	_ = s.Complete(ctx, loop.MoveParams{TaskID: t.ID, Message: "endpoints in place"})
 
 	ready, _ = s.Ready(ctx, loop.Scope{}, 1)
 	fmt.Println("next:", ready[0].ID)
@@ -59,9 +59,9 @@ func ExampleMemStore_leaseExpiry() {
 	}
 	// Output:
 	// t1 now held by agent-new
-	// 03:04:05 claim: claimed by agent-dead
+	// 03:04:05 claim: claimed by agent-dead (claim 1)
 	// 03:06:05 lease-expired: lease of agent-dead expired at 2026-01-02T03:05:05Z; returned to pending
-	// 03:06:05 claim: claimed by agent-new
+	// 03:06:05 claim: claimed by agent-new (claim 2)
 }
 
 func ExampleFakeRunner() {

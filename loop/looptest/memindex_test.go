@@ -106,12 +106,12 @@ func TestMemStoreIndexes(t *testing.T) {
 					_, err := s.Claim(ctx, loop.ClaimParams{TaskID: pick(), Agent: "agent-b"})
 					return err
 				}},
-				{"complete", func() error { return s.Complete(ctx, pick(), "ok") }},
-				{"fail", func() error { return s.Fail(ctx, pick(), "no") }},
-				{"release", func() error { return s.Release(ctx, pick(), "later") }},
-				{"retry", func() error { return s.Retry(ctx, pick(), "again") }},
-				{"block", func() error { return s.Block(ctx, pick(), "wait") }},
-				{"unblock", func() error { return s.Unblock(ctx, pick()) }},
+				{"complete", func() error { return s.Complete(ctx, loop.MoveParams{TaskID: pick(), Message: "ok"}) }},
+				{"fail", func() error { return s.Fail(ctx, loop.MoveParams{TaskID: pick(), Message: "no"}) }},
+				{"release", func() error { return s.Release(ctx, loop.MoveParams{TaskID: pick(), Message: "later"}) }},
+				{"retry", func() error { return s.Retry(ctx, loop.MoveParams{TaskID: pick(), Message: "again"}) }},
+				{"block", func() error { return s.Block(ctx, loop.MoveParams{TaskID: pick(), Message: "wait"}) }},
+				{"unblock", func() error { return s.Unblock(ctx, loop.MoveParams{TaskID: pick()}) }},
 				{"dep", func() error { return s.AddDependency(ctx, pick(), pick()) }},
 				{"release agent", func() error { _, err := s.ReleaseAgent(ctx, "agent-a", "bye"); return err }},
 				{"tick", func() error { clock.Advance(time.Minute); _, err := s.Counts(ctx, loop.Scope{}); return err }},

@@ -121,7 +121,7 @@ func (s *MemStore) Add(tasks ...loop.Task) error {
 				t.LeaseExpiresAt = t.ClaimedAt.Add(loop.DefaultLease)
 			}
 		} else {
-			t.ClaimedBy, t.ClaimedAt, t.LeaseExpiresAt = "", time.Time{}, time.Time{}
+			clearClaim(&t)
 		}
 		if t.CreatedAt.IsZero() {
 			t.CreatedAt = now
@@ -284,18 +284,22 @@ func (s *MemStore) Tasks() []loop.Task {
 	return out
 }
 
-// Block moves a pending task to blocked, logging reason (if not empty) as
-// loop.LogBlock, like `ralph task block`. Errors: loop.ErrNotFound,
-// *loop.TransitionError.
-func (s *MemStore) Block(ctx context.Context, id, reason string) error {
-	return s.move(ctx, id, loop.StatusPending, loop.StatusBlocked, loop.LogBlock, reason, nil)
+// Block moves pending task p.TaskID to blocked, logging p.Message (if not
+// empty) as loop.LogBlock, like `ralph task block`. Errors:
+// loop.ErrNotFound, *loop.TransitionError.
+func (s *MemStore) Block(ctx context.Context, p loop.MoveParams) error {
+	return s.move(ctx, p, "", []loop.Status{loop.StatusPending}, loop.StatusBlocked, loop.LogBlock, nil)
 }
 
-// Unblock moves a blocked task to pending, logging loop.LogUnblock, like
-// `ralph task unblock`. The task is ready again once its blockers are done.
-// Errors: loop.ErrNotFound, *loop.TransitionError.
-func (s *MemStore) Unblock(ctx context.Context, id string) error {
-	return s.move(ctx, id, loop.StatusBlocked, loop.StatusPending, loop.LogUnblock, "unblocked", nil)
+// Unblock moves blocked task p.TaskID to pending, logging loop.LogUnblock
+// (p.Message, or "unblocked"), like `ralph task unblock`. The task is ready
+// again once its blockers are done. Errors: loop.ErrNotFound,
+// *loop.TransitionError.
+func (s *MemStore) Unblock(ctx context.Context, p loop.MoveParams) error {
+	if p.Message == "" {
+		p.Message = "unblocked"
+	}
+	return s.move(ctx, p, "", []loop.Status{loop.StatusBlocked}, loop.StatusPending, loop.LogUnblock, nil)
 }
 
 func (mt *memTask) snapshot() loop.Task {
@@ -316,25 +320,37 @@ func (s *MemStore) begin(ctx context.Context) (time.Time, error) {
 	return now, nil
 }
 
-// recoverLocked returns every in_progress task whose lease has run out (now
-// at or past LeaseExpiresAt) to pending.
+// recoverLocked returns to pending every in_progress task whose lease has
+// run out (now at or past LeaseExpiresAt), and every one whose holder
+// process ran on this host and is gone (loop.HolderGone).
 func (s *MemStore) recoverLocked(now time.Time) {
-	var expired []*memTask
+	type lapsed struct {
+		mt        *memTask
+		kind, msg string
+	}
+	var out []lapsed
 	for mt := range s.claimed {
-		if exp := mt.task.LeaseExpiresAt; !exp.IsZero() && !now.Before(exp) {
-			expired = append(expired, mt)
+		t := mt.task
+		switch exp := t.LeaseExpiresAt; {
+		case !exp.IsZero() && !now.Before(exp):
+			out = append(out, lapsed{mt, loop.LogLeaseExpired, fmt.Sprintf("lease of %s expired at %s; returned to pending",
+				t.ClaimedBy, exp.UTC().Format(time.RFC3339))})
+		case t.Holder.Liveness() == loop.HolderGone:
+			out = append(out, lapsed{mt, loop.LogHolderGone, fmt.Sprintf("holder of %s's claim (%s) is gone; returned to pending",
+				t.ClaimedBy, t.Holder)})
 		}
 	}
-	slices.SortFunc(expired, func(a, b *memTask) int { return cmp.Compare(a.seq, b.seq) })
-	for _, mt := range expired {
-		msg := fmt.Sprintf("lease of %s expired at %s; returned to pending",
-			mt.task.ClaimedBy, mt.task.LeaseExpiresAt.UTC().Format(time.RFC3339))
-		s.setStatus(now, mt, loop.StatusPending, loop.LogLeaseExpired, msg)
+	slices.SortFunc(out, func(a, b lapsed) int { return cmp.Compare(a.mt.seq, b.mt.seq) })
+	for _, l := range out {
+		s.setStatus(now, l.mt, loop.StatusPending, l.kind, l.msg, loop.ActorRalph)
 	}
 }
 
+// clearClaim forgets a task's claim; its generation stays, so that the
+// next claim gets the next number.
 func clearClaim(t *loop.Task) {
 	t.ClaimedBy, t.ClaimedAt, t.LeaseExpiresAt = "", time.Time{}, time.Time{}
+	t.Holder, t.ClaimMode = loop.Holder{}, ""
 }
 
 func (s *MemStore) getLocked(id string) (*memTask, error) {
@@ -543,10 +559,12 @@ func (s *MemStore) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, er
 			return loop.Task{}, fmt.Errorf("looptest: claim task %s: %s: %w", p.TaskID, why, loop.ErrNotReady)
 		}
 	}
-	s.setStatus(now, mt, loop.StatusInProgress, loop.LogClaim, "claimed by "+p.Agent)
+	s.setStatus(now, mt, loop.StatusInProgress, loop.LogClaim, claimMessage(p, mt.task.Generation+1), p.Agent)
 	mt.task.ClaimedBy = p.Agent
 	mt.task.ClaimedAt = now
 	mt.task.LeaseExpiresAt = now.Add(p.Lease)
+	mt.task.Holder, mt.task.ClaimMode = p.Holder, p.Mode
+	mt.task.Generation++
 	return mt.snapshot(), nil
 }
 
@@ -576,26 +594,50 @@ func (s *MemStore) RenewLease(ctx context.Context, id, agent string, lease time.
 	return nil
 }
 
-// move applies one explicit transition of task id from status from (the
-// trigger's only legal source) to status to, logging message (if not empty)
-// as kind; then, if not nil, after runs in the same critical section.
-func (s *MemStore) move(ctx context.Context, id string, from, to loop.Status, kind, message string,
+// claimMessage is the history entry of a claim: who, which generation,
+// held by which process.
+func claimMessage(p loop.ClaimParams, gen int64) string {
+	msg := fmt.Sprintf("claimed by %s (claim %d", p.Agent, gen)
+	if p.Mode != "" {
+		msg += ", by the " + string(p.Mode)
+	}
+	if !p.Holder.IsZero() {
+		msg += ", holder " + p.Holder.String()
+	}
+	return msg + ")"
+}
+
+// move applies one explicit transition of task p.TaskID from one of the
+// statuses from (the trigger's only legal sources) to status to, logging p.Message (if
+// not empty) as kind; then, if not nil, after runs in the same critical
+// section. A move of a claim (kind not "") must pass loop.CheckMove first;
+// a refusal for a stale claim is logged.
+func (s *MemStore) move(ctx context.Context, p loop.MoveParams, kind loop.MoveKind, from []loop.Status, to loop.Status, logKind string,
 	after func(now time.Time, mt *memTask)) error {
 	now, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	mt, err := s.getLocked(id)
+	mt, err := s.getLocked(p.TaskID)
 	if err != nil {
 		return err
 	}
+	if kind != "" {
+		if err := loop.CheckMove(mt.snapshot(), kind, p.By, now); err != nil {
+			if errors.Is(err, loop.ErrStaleClaim) {
+				mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: loop.LogOutcomeRefused,
+					Message: fmt.Sprintf("%s refused: %v", kind, err), Actor: p.By.Name()})
+			}
+			return fmt.Errorf("looptest: %w", err)
+		}
+	}
 	// CanTransition alone is not enough: release and unblock both lead to
 	// pending, but each only from its own status.
-	if st := mt.task.Status; st != from || !loop.CanTransition(st, to) {
-		return &loop.TransitionError{TaskID: id, From: st, To: to}
+	if st := mt.task.Status; !slices.Contains(from, st) || !loop.CanTransition(st, to) {
+		return &loop.TransitionError{TaskID: p.TaskID, From: st, To: to}
 	}
-	s.setStatus(now, mt, to, kind, message)
+	s.setStatus(now, mt, to, logKind, p.Message, p.By.Name())
 	if after != nil {
 		after(now, mt)
 	}
@@ -604,21 +646,21 @@ func (s *MemStore) move(ctx context.Context, id string, from, to loop.Status, ki
 
 // setStatus moves mt to status without checking the machine: the callers
 // are explicit moves already checked, and auto-transitions.
-func (s *MemStore) setStatus(now time.Time, mt *memTask, to loop.Status, kind, message string) {
+func (s *MemStore) setStatus(now time.Time, mt *memTask, to loop.Status, kind, message, actor string) {
 	s.changeStatus(mt, to)
 	if to != loop.StatusInProgress {
 		clearClaim(&mt.task)
 	}
 	mt.task.UpdatedAt = now
 	if message != "" {
-		mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: kind, Message: message})
+		mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: kind, Message: message, Actor: actor})
 	}
 }
 
 // Complete implements loop.TaskStore. Auto-transitions are logged on the
 // tasks they move: loop.LogUnblock on a dependent, loop.LogDone on a parent.
-func (s *MemStore) Complete(ctx context.Context, id, summary string) error {
-	return s.move(ctx, id, loop.StatusInProgress, loop.StatusDone, loop.LogDone, summary, s.cascadeDone)
+func (s *MemStore) Complete(ctx context.Context, p loop.MoveParams) error {
+	return s.move(ctx, p, loop.MoveComplete, []loop.Status{loop.StatusInProgress}, loop.StatusDone, loop.LogDone, s.cascadeDone)
 }
 
 // cascadeDone runs the auto-transitions caused by mt becoming done.
@@ -629,14 +671,14 @@ func (s *MemStore) cascadeDone(now time.Time, mt *memTask) {
 		queue = queue[1:]
 		for _, d := range done.dependents {
 			if d.task.Status == loop.StatusBlocked && d.unmet == 0 {
-				s.setStatus(now, d, loop.StatusPending, loop.LogUnblock, "all blockers done")
+				s.setStatus(now, d, loop.StatusPending, loop.LogUnblock, "all blockers done", loop.ActorRalph)
 			}
 		}
 		parent := done.parent
 		if parent == nil || parent.task.Status == loop.StatusDone || !childrenDone(parent) {
 			continue
 		}
-		s.setStatus(now, parent, loop.StatusDone, loop.LogDone, "all child tasks done")
+		s.setStatus(now, parent, loop.StatusDone, loop.LogDone, "all child tasks done", loop.ActorRalph)
 		queue = append(queue, parent)
 	}
 }
@@ -652,14 +694,14 @@ func childrenDone(mt *memTask) bool {
 
 // Fail implements loop.TaskStore. Each ancestor that was not failed yet is
 // failed with a loop.LogFail entry naming the task that failed.
-func (s *MemStore) Fail(ctx context.Context, id, reason string) error {
-	if reason == "" {
-		reason = "failed"
+func (s *MemStore) Fail(ctx context.Context, p loop.MoveParams) error {
+	if p.Message == "" {
+		p.Message = "failed"
 	}
-	return s.move(ctx, id, loop.StatusInProgress, loop.StatusFailed, loop.LogFail, reason, func(now time.Time, mt *memTask) {
+	return s.move(ctx, p, loop.MoveFail, []loop.Status{loop.StatusInProgress}, loop.StatusFailed, loop.LogFail, func(now time.Time, mt *memTask) {
 		for parent := mt.parent; parent != nil; parent = parent.parent {
 			if parent.task.Status != loop.StatusFailed {
-				s.setStatus(now, parent, loop.StatusFailed, loop.LogFail, "child task "+mt.task.ID+" failed")
+				s.setStatus(now, parent, loop.StatusFailed, loop.LogFail, "child task "+mt.task.ID+" failed", loop.ActorRalph)
 			}
 		}
 	})
@@ -667,11 +709,11 @@ func (s *MemStore) Fail(ctx context.Context, id, reason string) error {
 
 // Release implements loop.TaskStore. An empty reason is logged as
 // "released".
-func (s *MemStore) Release(ctx context.Context, id, reason string) error {
-	if reason == "" {
-		reason = "released"
+func (s *MemStore) Release(ctx context.Context, p loop.MoveParams) error {
+	if p.Message == "" {
+		p.Message = "released"
 	}
-	return s.move(ctx, id, loop.StatusInProgress, loop.StatusPending, loop.LogRelease, reason, nil)
+	return s.move(ctx, p, loop.MoveRelease, []loop.Status{loop.StatusInProgress}, loop.StatusPending, loop.LogRelease, nil)
 }
 
 // ReleaseAgent implements loop.TaskStore. The ids come in insertion order;
@@ -698,32 +740,20 @@ func (s *MemStore) ReleaseAgent(ctx context.Context, agent, reason string) ([]st
 	slices.SortFunc(held, func(a, b *memTask) int { return cmp.Compare(a.seq, b.seq) })
 	var ids []string
 	for _, mt := range held {
-		s.setStatus(now, mt, loop.StatusPending, loop.LogRelease, reason)
+		s.setStatus(now, mt, loop.StatusPending, loop.LogRelease, reason, agent)
 		ids = append(ids, mt.task.ID)
 	}
 	return ids, nil
 }
 
 // Retry implements loop.TaskStore. An empty reason is logged as "retry".
-func (s *MemStore) Retry(ctx context.Context, id, reason string) error {
-	now, err := s.begin(ctx)
-	if err != nil {
-		return err
+func (s *MemStore) Retry(ctx context.Context, p loop.MoveParams) error {
+	if p.Message == "" {
+		p.Message = "retry"
 	}
-	defer s.mu.Unlock()
-	mt, err := s.getLocked(id)
-	if err != nil {
-		return err
-	}
-	if st := mt.task.Status; st != loop.StatusInProgress && st != loop.StatusFailed {
-		return &loop.TransitionError{TaskID: id, From: st, To: loop.StatusPending}
-	}
-	if reason == "" {
-		reason = "retry"
-	}
-	s.setStatus(now, mt, loop.StatusPending, loop.LogRetry, reason)
-	mt.task.RetryCount++
-	return nil
+	return s.move(ctx, p, loop.MoveRetry, []loop.Status{loop.StatusInProgress, loop.StatusFailed}, loop.StatusPending, loop.LogRetry, func(_ time.Time, mt *memTask) {
+		mt.task.RetryCount++
+	})
 }
 
 // SetVerification implements loop.TaskStore. The verdict must be "pass",
@@ -760,7 +790,7 @@ func (s *MemStore) AddLog(ctx context.Context, id, kind, message string) error {
 	if kind == "" {
 		return fmt.Errorf("looptest: task %s: log entry without a kind", id)
 	}
-	mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: kind, Message: message})
+	mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: kind, Message: message, Actor: loop.ActorRalph})
 	return nil
 }
 

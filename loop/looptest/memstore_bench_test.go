@@ -61,7 +61,7 @@ func BenchmarkMemStore(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := s.Complete(ctx, t.ID, "ok"); err != nil {
+				if err := s.Complete(ctx, loop.MoveParams{TaskID: t.ID, Message: "ok"}); err != nil {
 					b.Fatal(err)
 				}
 			}

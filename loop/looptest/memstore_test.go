@@ -184,7 +184,7 @@ func TestMemStoreBlockUnblock(t *testing.T) {
 	if err := s.Add(loop.Task{ID: "a"}, loop.Task{ID: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Block(ctx, "a", "needs a human"); err != nil {
+	if err := s.Block(ctx, loop.MoveParams{TaskID: "a", Message: "needs a human"}); err != nil {
 		t.Fatal(err)
 	}
 	ready, err := s.Ready(ctx, loop.Scope{}, 0)
@@ -195,10 +195,10 @@ func TestMemStoreBlockUnblock(t *testing.T) {
 		t.Errorf("Ready with a blocked (-want +got):\n%s", diff)
 	}
 	var te *loop.TransitionError
-	if err := s.Block(ctx, "a", "again"); !errors.As(err, &te) {
+	if err := s.Block(ctx, loop.MoveParams{TaskID: "a", Message: "again"}); !errors.As(err, &te) {
 		t.Errorf("Block of a blocked task: error = %v, want a *loop.TransitionError", err)
 	}
-	if err := s.Unblock(ctx, "a"); err != nil {
+	if err := s.Unblock(ctx, loop.MoveParams{TaskID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	logs, err := s.Logs(ctx, "a")
@@ -212,7 +212,7 @@ func TestMemStoreBlockUnblock(t *testing.T) {
 	if diff := cmp.Diff([]string{"block: needs a human", "unblock: unblocked"}, kinds); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
-	if err := s.Unblock(ctx, "b"); !errors.As(err, &te) {
+	if err := s.Unblock(ctx, loop.MoveParams{TaskID: "b"}); !errors.As(err, &te) {
 		t.Errorf("Unblock of a pending task: error = %v, want a *loop.TransitionError", err)
 	}
 }

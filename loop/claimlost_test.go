@@ -1,0 +1,185 @@
+package loop_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
+)
+
+// In loop-claim mode the agent cannot complete or fail the loop's claim
+// itself (`ralph task done` would skip verification and gates): the store
+// refuses with a message that tells it to answer with the sigil, and the
+// loop completes the task from the sigil.
+func TestAgentCannotCompleteLoopClaim(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	var refused error
+	runner := looptest.NewFakeRunner(t).ThenFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		me := loop.Actor{Agent: envOf(req, "RALPH_AGENT_ID")}
+		refused = store.Complete(ctx, loop.MoveParams{TaskID: "a", Message: "done by the agent", By: me})
+		if err := store.Fail(ctx, loop.MoveParams{TaskID: "a", Message: "failed by the agent", By: me}); !errors.Is(err, loop.ErrLoopClaim) {
+			t.Errorf("the agent's fail of the loop's claim: %v, want ErrLoopClaim", err)
+		}
+		return looptest.Result(done("a")), nil
+	})
+	rep, err := loop.Run(t.Context(), testConfig(t), store, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(refused, loop.ErrLoopClaim) || !strings.Contains(refused.Error(), "<task-done>a</task-done>") {
+		t.Errorf("the agent's done of the loop's claim: %v, want ErrLoopClaim telling it to answer <task-done>a</task-done>", refused)
+	}
+	if rep.Outcome != loop.OutcomeComplete || rep.Successes != 1 || rep.Iterations != 1 {
+		t.Errorf("outcome %s, %d iterations, %d successes; want complete after 1", rep.Outcome, rep.Iterations, rep.Successes)
+	}
+	logs, _ := store.Logs(t.Context(), "a")
+	if got := logs[len(logs)-1]; got.Kind != loop.LogDone || got.Actor != testAgent {
+		t.Errorf("last history entry %+v, want the loop's completion as %s", got, testAgent)
+	}
+}
+
+// A claim released behind the loop's back during every session (the old
+// SessionEnd hook did that) is task trouble: counted against the task's
+// breaker with a reason that says who released it, so the task fails after
+// 1+MaxRetries runs instead of running at retry_count 0 until the
+// iteration limit.
+func TestReleasedClaimIsTaskTrouble(t *testing.T) {
+	store := newStore(t, tasks("a", "b")...)
+	cfg := testConfig(t)
+	cfg.MaxRetries = 2
+	runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		if id == "a" {
+			agent := envOf(req, "RALPH_AGENT_ID")
+			if _, err := store.ReleaseAgent(ctx, agent, "released by 'ralph task release --agent "+agent+"'"); err != nil {
+				return loop.RunResult{}, err
+			}
+		}
+		return looptest.Result(done(id)), nil
+	})
+	rep, err := loop.Run(t.Context(), cfg, store, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := result{Outcome: loop.OutcomeCompleteWithFailures, Exit: 8, Iterations: 4,
+		Statuses: map[string]loop.Status{"a": loop.StatusFailed, "b": loop.StatusDone}}
+	if diff := cmp.Diff(want, summarize(t, rep, store)); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+	a, _ := store.Get(t.Context(), "a")
+	logs, _ := store.Logs(t.Context(), "a")
+	last := logs[len(logs)-1]
+	if a.RetryCount != 2 || last.Kind != loop.LogFail || !strings.Contains(last.Message, "the claim was lost during the session: release by "+testAgent) ||
+		!strings.Contains(last.Message, "after 3 runs") {
+		t.Errorf("task a: retry count %d, last entry %+v; want failed after 3 runs, saying who released it", a.RetryCount, last)
+	}
+}
+
+// A claim that someone else took over, finished or failed during the
+// session is noted, and the loop moves on without touching the task.
+func TestClaimTakenDuringSession(t *testing.T) {
+	person := loop.Actor{Person: "user-alice", Force: true}
+	tests := []struct {
+		name       string
+		meanwhile  func(ctx context.Context, s *looptest.MemStore) error
+		wantStatus loop.IterationStatus
+		wantTask   loop.Status
+		wantHolder string
+	}{
+		{
+			name: "a person completed it",
+			meanwhile: func(ctx context.Context, s *looptest.MemStore) error {
+				return s.Complete(ctx, loop.MoveParams{TaskID: "a", Message: "did it by hand", By: person})
+			},
+			wantStatus: loop.IterAlreadyClosed, wantTask: loop.StatusDone,
+		},
+		{
+			name: "a person failed it",
+			meanwhile: func(ctx context.Context, s *looptest.MemStore) error {
+				return s.Fail(ctx, loop.MoveParams{TaskID: "a", Message: "not needed", By: person})
+			},
+			wantStatus: loop.IterTaskFailed, wantTask: loop.StatusFailed,
+		},
+		{
+			name: "released, then claimed by another agent",
+			meanwhile: func(ctx context.Context, s *looptest.MemStore) error {
+				if err := s.Release(ctx, loop.MoveParams{TaskID: "a", Message: "taking it", By: person}); err != nil {
+					return err
+				}
+				_, err := s.Claim(ctx, loop.ClaimParams{TaskID: "a", Agent: "agent-other"})
+				return err
+			},
+			wantStatus: loop.IterClaimLost, wantTask: loop.StatusInProgress, wantHolder: "agent-other",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, tasks("a")...)
+			cfg := testConfig(t)
+			cfg.Once = true
+			obs := &recorder{}
+			cfg.Observer = obs
+			runner := looptest.NewFakeRunner(t).ThenFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+				if err := tt.meanwhile(ctx, store); err != nil {
+					return loop.RunResult{}, err
+				}
+				return looptest.Result(done("a")), nil
+			})
+			if _, err := loop.Run(t.Context(), cfg, store, runner); err != nil {
+				t.Fatal(err)
+			}
+			var got loop.IterationStatus
+			for _, n := range obs.kind(loop.NoteIterationEnd) {
+				got = n.Status
+			}
+			a, _ := store.Get(t.Context(), "a")
+			if got != tt.wantStatus || a.Status != tt.wantTask || a.ClaimedBy != tt.wantHolder {
+				t.Errorf("iteration %s, task %s held by %q; want %s, %s held by %q", got, a.Status, a.ClaimedBy, tt.wantStatus, tt.wantTask, tt.wantHolder)
+			}
+		})
+	}
+}
+
+// An outcome from a claim that ended meanwhile is refused by its
+// generation (and logged), never applied to the claim that replaced it:
+// here the claim is taken over while the verifier runs, after the loop
+// last looked.
+func TestStaleOutcomeRefused(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	cfg := testConfig(t)
+	cfg.Verify, cfg.Once = true, true
+	runner := looptest.NewFakeRunner(t).Then(looptest.Result(done("a"))).ThenFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		person := loop.Actor{Person: "user-alice", Force: true}
+		if err := store.Release(ctx, loop.MoveParams{TaskID: "a", Message: "taking it", By: person}); err != nil {
+			return loop.RunResult{}, err
+		}
+		if _, err := store.Claim(ctx, loop.ClaimParams{TaskID: "a", Agent: "agent-other"}); err != nil {
+			return loop.RunResult{}, err
+		}
+		return looptest.Result("<verify-pass/>"), nil
+	})
+	rep, err := loop.Run(t.Context(), cfg, store, runner)
+	if err != nil {
+		t.Fatalf("run: %v (a lost claim is not an error of the run)", err)
+	}
+	a, _ := store.Get(t.Context(), "a")
+	if a.Status != loop.StatusInProgress || a.ClaimedBy != "agent-other" || a.Generation != 2 {
+		t.Errorf("task a: %s held by %q (claim %d); want still agent-other's claim 2", a.Status, a.ClaimedBy, a.Generation)
+	}
+	logs, _ := store.Logs(t.Context(), "a")
+	var refused bool
+	for _, l := range logs {
+		refused = refused || (l.Kind == loop.LogOutcomeRefused && l.Actor == testAgent && strings.Contains(l.Message, "generation 1"))
+	}
+	if !refused {
+		t.Errorf("no outcome-refused entry by %s for claim 1 in %+v", testAgent, logs)
+	}
+	if rep.Failures != 1 {
+		t.Errorf("report: %d failures, want the iteration counted as one", rep.Failures)
+	}
+}
