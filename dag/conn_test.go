@@ -128,8 +128,10 @@ func TestGuardedWritesRecoverFirst(t *testing.T) {
 		wantStatus map[string]loop.Status
 	}{
 		{
-			name:       "complete another task",
-			do:         func(ctx context.Context, s *Store) error { return s.Complete(ctx, loop.MoveParams{TaskID: "b", Message: "ok"}) },
+			name: "complete another task",
+			do: func(ctx context.Context, s *Store) error {
+				return s.Complete(ctx, loop.MoveParams{TaskID: "b", Message: "ok"})
+			},
 			wantStatus: map[string]loop.Status{"a": loop.StatusPending, "b": loop.StatusDone, "c": loop.StatusPending},
 		},
 		{

@@ -93,7 +93,7 @@ func claimer(path, agent string) error {
 		if first == 0 {
 			first = start
 		}
-		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "done by "+agent}); err != nil {
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "done by " + agent}); err != nil {
 			return err
 		}
 		last = time.Now().UnixNano()

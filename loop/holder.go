@@ -136,4 +136,3 @@ func HostID() string {
 }
 
 var systemHostID = sync.OnceValue(readHostID)
-

@@ -121,4 +121,3 @@ func TestBinary(t *testing.T) {
 		t.Errorf("peek --json (-want +got):\n%s", diff)
 	}
 }
-

@@ -149,7 +149,7 @@ func TestStoreRun(t *testing.T) {
 			t.Fatal("Claim wrote the file")
 		}
 		clock.Advance(time.Minute)
-		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "did "+task.ID}); err != nil {
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "did " + task.ID}); err != nil {
 			t.Fatal(err)
 		}
 		after := s.content(t)

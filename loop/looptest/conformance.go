@@ -780,7 +780,7 @@ func (s *suite) testParentDone(t *testing.T) {
 			for _, step := range c.steps {
 				f.clock.Advance(time.Second)
 				f.claim(step.id, "agent-a")
-				f.must(f.store.Complete(t.Context(), loop.MoveParams{TaskID: step.id, Message: "finished "+step.id}), "Complete("+step.id+")")
+				f.must(f.store.Complete(t.Context(), loop.MoveParams{TaskID: step.id, Message: "finished " + step.id}), "Complete("+step.id+")")
 				f.wantStatuses(base, step.want, "after completing "+step.id)
 			}
 		})
@@ -1267,7 +1267,7 @@ func (s *suite) testConcurrentClaims(t *testing.T) {
 					t.Errorf("%s: claimed %s but it shows holder %q", agent, task.ID, task.ClaimedBy)
 				}
 				claimed[w] = append(claimed[w], task.ID)
-				if err := f.store.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "by "+agent}); err != nil {
+				if err := f.store.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "by " + agent}); err != nil {
 					t.Errorf("%s: Complete(%s): %v", agent, task.ID, err)
 					return
 				}
