@@ -57,6 +57,19 @@
 //     Config.TestCmd, else the one AGENTS.md names (TestCommandFromAgents:
 //     a "test: <cmd>" line, or the first fenced block under a heading
 //     starting with "Test"); none means no test gate. Hooks run on commit.
+//   - The commit gate stages what changed under the project root except
+//     <root>/.ralph: tracked files with `git add --update`, then the
+//     untracked files git does not ignore (`git ls-files --others
+//     --exclude-standard`) by name; .ralph is left out by an exclude
+//     pathspec. It works whether or not git ignores .ralph/, however the
+//     rule is spelt (.gitignore, .git/info/exclude, a wider pattern), and
+//     never stages .ralph/, not even files under it that were committed
+//     before. (`git add -A -- . ':!.ralph'` is not used: it exits 1 when
+//     .ralph/ is ignored.) A project in a subdirectory of a repository
+//     stages its own part only; the commit, like `git commit`, takes the
+//     whole index, so what a person staged beforehand goes with it.
+//     "Changed nothing" is an index equal to HEAD after staging. Any git
+//     command that fails is gate trouble quoting git's output.
 //   - <promise>FAILURE</promise> ends the run (exit 7). The claimed task is
 //     released, unless the same text also says <task-failed> or
 //     <task-done> for it, which are applied first.

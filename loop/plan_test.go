@@ -366,38 +366,56 @@ func TestPlanConfigErrors(t *testing.T) {
 }
 
 func TestPlanCommit(t *testing.T) {
-	store := newStore(t)
-	cfg := planConfig(t)
-	gitRepo(t, cfg.Root)
-	git(t, cfg.Root, "add", "specs")
-	git(t, cfg.Root, "commit", "-q", "-m", "specs")
-	cfg.Commit = true
-	cfg.MaxIterations = 3
-	sessions := 0
-	runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
-		sessions++
-		// Tasks land in the database (.ralph/, never committed); the
-		// second session also writes a planning note.
-		writeFile(t, cfg.Root, ".ralph/progress.db", fmt.Sprint(sessions))
-		if err := store.Add(loop.Task{ID: fmt.Sprint("t", sessions), Title: "t", Priority: 2}); err != nil {
-			return loop.RunResult{}, err
-		}
-		if sessions == 2 {
-			writeFile(t, cfg.Root, "docs/plan-notes.md", "notes\n")
-			return looptest.Result(complete), nil
-		}
-		return looptest.Result("more"), nil
-	})
-	rep, err := loop.Plan(t.Context(), cfg, store, runner)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name      string
+		gitignore string
+	}{
+		{"git does not ignore .ralph/", ""},
+		{".gitignore lists .ralph/", ".ralph/\n"},
 	}
-	if rep.Outcome != loop.OutcomeComplete || rep.Iterations != 2 {
-		t.Errorf("outcome %s after %d: %s", rep.Outcome, rep.Iterations, rep.Message)
-	}
-	log := strings.Split(strings.TrimSpace(git(t, cfg.Root, "log", "--format=%s")), "\n")
-	if diff := cmp.Diff([]string{"plan: iteration 2 - plan from specs/auth.md", "specs", "init"}, log); diff != "" {
-		t.Errorf("commits (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t)
+			cfg := planConfig(t)
+			gitRepo(t, cfg.Root)
+			if tt.gitignore != "" {
+				writeFile(t, cfg.Root, ".gitignore", tt.gitignore)
+				git(t, cfg.Root, "add", ".gitignore")
+			}
+			git(t, cfg.Root, "add", "specs")
+			git(t, cfg.Root, "commit", "-q", "-m", "specs")
+			cfg.Commit = true
+			cfg.MaxIterations = 3
+			sessions := 0
+			runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+				sessions++
+				// Tasks land in the database (.ralph/, never committed); the
+				// second session also writes a planning note.
+				writeFile(t, cfg.Root, ".ralph/progress.db", fmt.Sprint(sessions))
+				if err := store.Add(loop.Task{ID: fmt.Sprint("t", sessions), Title: "t", Priority: 2}); err != nil {
+					return loop.RunResult{}, err
+				}
+				if sessions == 2 {
+					writeFile(t, cfg.Root, "docs/plan-notes.md", "notes\n")
+					return looptest.Result(complete), nil
+				}
+				return looptest.Result("more"), nil
+			})
+			rep, err := loop.Plan(t.Context(), cfg, store, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Outcome != loop.OutcomeComplete || rep.Iterations != 2 {
+				t.Errorf("outcome %s after %d: %s", rep.Outcome, rep.Iterations, rep.Message)
+			}
+			log := strings.Split(strings.TrimSpace(git(t, cfg.Root, "log", "--format=%s")), "\n")
+			if diff := cmp.Diff([]string{"plan: iteration 2 - plan from specs/auth.md", "specs", "init"}, log); diff != "" {
+				t.Errorf("commits (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"docs/plan-notes.md"}, committed(t, cfg.Root, "HEAD")); diff != "" {
+				t.Errorf("files committed (-want +got):\n%s", diff)
+			}
+		})
 	}
 
 	t.Run("outside a git repository", func(t *testing.T) {
