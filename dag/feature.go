@@ -51,7 +51,7 @@ func checkFeatureName(name string) error {
 	return nil
 }
 
-// Features returns every feature, in creation order.
+// Features implements loop.FeatureStore: every feature, in creation order.
 func (s *Store) Features(ctx context.Context) ([]loop.Feature, error) {
 	var out []loop.Feature
 	err := s.read(ctx, func(t *txn) error {

@@ -57,6 +57,19 @@
 //     Config.TestCmd, else the one AGENTS.md names (TestCommandFromAgents:
 //     a "test: <cmd>" line, or the first fenced block under a heading
 //     starting with "Test"); none means no test gate. Hooks run on commit.
+//   - The commit gate stages what changed under the project root except
+//     <root>/.ralph: tracked files with `git add --update`, then the
+//     untracked files git does not ignore (`git ls-files --others
+//     --exclude-standard`) by name; .ralph is left out by an exclude
+//     pathspec. It works whether or not git ignores .ralph/, however the
+//     rule is spelt (.gitignore, .git/info/exclude, a wider pattern), and
+//     never stages .ralph/, not even files under it that were committed
+//     before. (`git add -A -- . ':!.ralph'` is not used: it exits 1 when
+//     .ralph/ is ignored.) A project in a subdirectory of a repository
+//     stages its own part only; the commit, like `git commit`, takes the
+//     whole index, so what a person staged beforehand goes with it.
+//     "Changed nothing" is an index equal to HEAD after staging. Any git
+//     command that fails is gate trouble quoting git's output.
 //   - <promise>FAILURE</promise> ends the run (exit 7). The claimed task is
 //     released, unless the same text also says <task-failed> or
 //     <task-done> for it, which are applied first.
@@ -139,16 +152,24 @@
 //
 // # Plan mode (Plan, `ralph plan [N]`)
 //
-//   - Specs are <root>/specs/*.md in name order, or with Scope.Feature the
-//     feature's spec file only. Every specs/*.md with non-blank content is
-//     a spec, even a lone heading ("# Spec: make a thing" names what to
-//     make); blank files are skipped. A feature's spec that is blank or
-//     byte for byte FeatureSpecStub — what `ralph feature add F` writes
-//     without --spec — is no spec: the user has not written it yet, and a
-//     planner given only a title would invent the feature. No specs: Plan
-//     returns OutcomeNoPlan (exit 2) at once with a message naming specs/*.md
-//     and `ralph feature add NAME --spec FILE`; no agent runs, nothing is
-//     written. Specs are read once, when the run starts.
+//   - Specs are <root>/specs/*.md in name order, then the spec of every
+//     feature the store knows (a FeatureStore), in the order the features
+//     were added; with Scope.Feature, that feature's spec file only. Every
+//     specs/*.md with non-blank content is a spec, even a lone heading
+//     ("# Spec: make a thing" names what to make); blank files are
+//     skipped. A feature's spec that is missing, blank or byte for byte
+//     FeatureSpecStub — what `ralph feature add F` writes without --spec —
+//     is no spec: the user has not written it yet, and a planner given
+//     only a title would invent the feature. A feature's spec is a
+//     SpecFile with Feature set and Plan holding the feature's plan file
+//     (empty when missing, blank or FeaturePlanStub); the plan prompt
+//     heads it "(feature F)" and tells the planner to give its tasks
+//     --feature F. A feature whose spec path is one of specs/*.md is listed
+//     once, as the feature's. No specs: Plan returns OutcomeNoPlan (exit
+//     2) at once with a message naming specs/*.md, `ralph feature add NAME
+//     --spec FILE`, and the spec files of features that have none yet; no
+//     agent runs, nothing is written. Specs are read once, when the run
+//     starts.
 //   - Each iteration is one session with the plan prompt; the agent adds
 //     tasks with `$RALPH_BIN task add` and `task dep add`. The loop claims
 //     nothing (no RALPH_TASK_ID) and reads only the final text: FAILURE is
@@ -157,7 +178,9 @@
 //   - COMPLETE is believed, since planning has no database truth to check
 //     it against, except that an empty plan is never success: COMPLETE, or
 //     the iteration limit, with no task in scope is OutcomeNoPlan (exit 2,
-//     "nothing to do" for the build that would follow). The limit with
+//     "nothing to do" for the build that would follow). Without
+//     Scope.Feature the scope is the whole plan, features' tasks included,
+//     so a run that planned only features' tasks is not empty. The limit with
 //     tasks planned is OutcomeLimitReached (exit 0); the message says how
 //     many tasks the plan has and how many this run added.
 //   - MaxIterations 0 is DefaultPlanIterations (5); PlanConfig starts from
@@ -166,8 +189,8 @@
 //   - No test gate (a configured test command is a configuration error:
 //     planning changes no code), no verify, no peek mode, no task scope.
 //     With Commit, files the session changed outside .ralph/ are committed
-//     as "plan: iteration <n> - plan from specs/a.md, …" (or "plan feature
-//     F"); nothing changed is normal (tasks live in .ralph/), and git
+//     as "plan: iteration <n> - plan from specs/a.md, feature F, …" (or
+//     "plan feature F" with Scope.Feature); nothing changed is normal (tasks live in .ralph/), and git
 //     failures are gate trouble as in build mode (exit 5 past the retries).
 //
 // # Prompt mode (RunPrompt, `ralph prompt FILE`)
@@ -223,7 +246,8 @@
 //	  .MaxRetries .Reason)
 //	.Feature (.Name .Spec    yes    -       -     yes   -
 //	  .Plan)
-//	.Specs (.Path .Content)  -      -       -     yes   -
+//	.Specs (.Path .Content   -      -       -     yes   -
+//	  .Feature .Plan)
 //	.Skills (.Name           yes    -       -     yes   yes
 //	  .Description .Path)
 //	.Peek                    -      -       yes   -     -
@@ -232,7 +256,8 @@
 //
 // The spec and plan of a task's feature are .Feature.Spec and
 // .Feature.Plan (contents, empty when the file is missing); in plan mode
-// the specs being planned are .Specs, and .Feature is set with --feature.
+// the specs being planned are .Specs (a feature's spec has .Feature, its
+// name, and .Plan, its plan notes), and .Feature is set with --feature.
 // A field a mode does not fill is its zero value (nil pointers and empty
 // lists are false in {{if}} and {{with}}). A variable PromptData does not
 // have is an error naming it when the override is loaded.

@@ -2,9 +2,12 @@ package loop_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +60,20 @@ func writer(root string) func(context.Context, loop.RunRequest) (loop.RunResult,
 	}
 }
 
+// scratcher is an agent that writes under .ralph only, then reports done.
+func scratcher(root string) func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+	return func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		if err := os.MkdirAll(filepath.Join(root, ".ralph", "logs"), 0o755); err != nil {
+			return loop.RunResult{}, err
+		}
+		if err := os.WriteFile(filepath.Join(root, ".ralph", "logs", id+".log"), []byte(id), 0o644); err != nil {
+			return loop.RunResult{}, err
+		}
+		return looptest.Result(done(id)), nil
+	}
+}
+
 func TestCommitGate(t *testing.T) {
 	store := newStore(t, loop.Task{ID: "a", Title: "Add login"}, loop.Task{ID: "b", Title: "Add  logout"})
 	cfg := testConfig(t)
@@ -80,6 +97,153 @@ func TestCommitGate(t *testing.T) {
 	}
 }
 
+// ignoreRalph writes .gitignore (when gitignore is not empty) and
+// .git/info/exclude (when exclude is not empty) in the repository at root,
+// creates .ralph/ as a project has it, and commits the .gitignore ("ignore").
+func ignoreRalph(t *testing.T, root, gitignore, exclude string) {
+	t.Helper()
+	writeFile(t, root, ".ralph/progress.db", "db")
+	if gitignore != "" {
+		writeFile(t, root, ".gitignore", gitignore)
+		git(t, root, "add", "-f", ".gitignore")
+	}
+	if exclude != "" {
+		writeFile(t, root, ".git/info/exclude", exclude)
+	}
+	git(t, root, "commit", "-q", "--allow-empty", "-m", "ignore")
+}
+
+// committed lists the files commit rev changed, relative to the top of
+// the repository, in git's order.
+func committed(t *testing.T, root, rev string) []string {
+	t.Helper()
+	out := git(t, root, "diff-tree", "-z", "--no-commit-id", "--name-only", "-r", rev)
+	return strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
+}
+
+// The commit gate works whether or not git ignores .ralph/ (DESIGN §8
+// "Commits and .gitignore"), however the ignore rule is spelt, and never
+// commits .ralph/.
+func TestCommitGateIgnoredRalph(t *testing.T) {
+	tests := []struct {
+		name      string
+		gitignore string
+		exclude   string // .git/info/exclude
+		tracked   bool   // .ralph/scratch was committed before .ralph/ was ignored
+		status    string // git status --porcelain afterwards
+	}{
+		{name: "no .gitignore", status: "?? .ralph/\n"},
+		{name: ".gitignore without .ralph", gitignore: "*.log\n", status: "?? .ralph/\n"},
+		{name: ".ralph", gitignore: ".ralph\n"},
+		{name: ".ralph/", gitignore: "*.log\n.ralph/\n"},
+		{name: "/.ralph/", gitignore: "/.ralph/\n"},
+		{name: "**/.ralph/", gitignore: "**/.ralph/\n"},
+		{name: "a wider pattern", gitignore: ".*\n"},
+		{name: "its contents only", gitignore: ".ralph/*\n"},
+		{name: "info/exclude", exclude: ".ralph/\n"},
+		{name: "tracked before it was ignored", gitignore: ".ralph/\n", tracked: true, status: " M .ralph/scratch\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, tasks("a", "b")...)
+			cfg := testConfig(t)
+			gitRepo(t, cfg.Root)
+			if tt.tracked {
+				writeFile(t, cfg.Root, ".ralph/scratch", "old")
+				git(t, cfg.Root, "add", "-f", ".ralph/scratch")
+			}
+			ignoreRalph(t, cfg.Root, tt.gitignore, tt.exclude)
+			cfg.Commit = true
+			runner := looptest.NewFakeRunner(t).Always(writer(cfg.Root))
+			rep, err := loop.Run(t.Context(), cfg, store, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Outcome != loop.OutcomeComplete || runner.Calls() != 2 {
+				t.Fatalf("outcome %s after %d runs: %s", rep.Outcome, runner.Calls(), rep.Message)
+			}
+			log := strings.Split(strings.TrimSpace(git(t, cfg.Root, "log", "--format=%s")), "\n")
+			if diff := cmp.Diff([]string{"build: iteration 2 - Task b", "build: iteration 1 - Task a", "ignore", "init"}, log); diff != "" {
+				t.Errorf("commits (-want +got):\n%s", diff)
+			}
+			got := [][]string{committed(t, cfg.Root, "HEAD~1"), committed(t, cfg.Root, "HEAD")}
+			if diff := cmp.Diff([][]string{{"a.txt"}, {"b.txt"}}, got); diff != "" {
+				t.Errorf("files committed by iterations 1 and 2 (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.status, git(t, cfg.Root, "status", "--porcelain")); diff != "" {
+				t.Errorf("git status --porcelain (-want +got):\n%s", diff)
+			}
+			if tt.tracked {
+				if got := git(t, cfg.Root, "show", "HEAD:.ralph/scratch"); got != "old" {
+					t.Errorf("the tracked .ralph/scratch was committed: %q", got)
+				}
+			}
+		})
+	}
+}
+
+// The commit gate stages untracked files by name: names that look like
+// pathspecs or options are taken as names, more files than one `git add`
+// is given are staged in several, and a project in a subdirectory of the
+// repository commits what changed under it only.
+func TestCommitGateStagesByName(t *testing.T) {
+	var many []string
+	for i := range 1500 { // about 120 KB of names
+		many = append(many, fmt.Sprintf("gen/%s-%04d.txt", strings.Repeat("x", 64), i))
+	}
+	tests := []struct {
+		name   string
+		sub    string // the project root, relative to the repository's
+		files  []string
+		status string // git status --porcelain afterwards, from the repository's top
+	}{
+		{name: "names that look like pathspecs", files: []string{"-dash", ":(top)x", ":colon", "[x].txt", "a*b.txt", "with space", "\u00fcn\u00ef.txt"}},
+		{name: "more names than one git add is given", files: many},
+		{name: "a project in a subdirectory", sub: "proj", files: []string{"a.txt", "deep/b.txt"}, status: "?? outside.txt\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, tasks("a")...)
+			cfg := testConfig(t)
+			repo := cfg.Root
+			gitRepo(t, repo)
+			cfg.Root = filepath.Join(repo, tt.sub)
+			writeFile(t, repo, ".gitignore", ".ralph/\n")
+			git(t, repo, "add", ".gitignore")
+			git(t, repo, "commit", "-q", "-m", "ignore")
+			writeFile(t, cfg.Root, ".ralph/progress.db", "db")
+			if tt.sub != "" {
+				writeFile(t, repo, "outside.txt", "not the project's")
+			}
+			cfg.Commit = true
+			runner := looptest.NewFakeRunner(t).Always(func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
+				for _, f := range tt.files {
+					writeFile(t, cfg.Root, f, f)
+				}
+				return looptest.Result(done(envOf(req, "RALPH_TASK_ID"))), nil
+			})
+			rep, err := loop.Run(t.Context(), cfg, store, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Outcome != loop.OutcomeComplete {
+				t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+			}
+			var want []string
+			for _, f := range tt.files {
+				want = append(want, path.Join(tt.sub, f))
+			}
+			slices.Sort(want)
+			if diff := cmp.Diff(want, committed(t, repo, "HEAD")); diff != "" {
+				t.Errorf("files committed (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.status, git(t, repo, "status", "--porcelain")); diff != "" {
+				t.Errorf("git status --porcelain (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestGateTrouble(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -88,6 +252,8 @@ func TestGateTrouble(t *testing.T) {
 		testCmd string
 		agents  string // AGENTS.md content
 		work    bool   // the agent writes a file
+		scratch bool   // the agent writes under .ralph/ only
+		setup   func(t *testing.T, root string)
 		want    loop.Outcome
 		runs    int
 		msg     string
@@ -99,6 +265,26 @@ func TestGateTrouble(t *testing.T) {
 		{name: "passing tests complete", testCmd: "true", work: true, want: loop.OutcomeComplete, runs: 1},
 		{name: "nothing changed is gate trouble, exit 5", repo: true, commit: true,
 			want: loop.OutcomeGitFailed, runs: 2, msg: "changed nothing"},
+		{name: "writing only under an ignored .ralph/ is nothing changed", repo: true, commit: true, scratch: true,
+			setup: func(t *testing.T, root string) { ignoreRalph(t, root, ".ralph/\n", "") },
+			want:  loop.OutcomeGitFailed, runs: 2, msg: "changed nothing"},
+		{name: "writing only under .ralph/ is nothing changed", repo: true, commit: true, scratch: true,
+			want: loop.OutcomeGitFailed, runs: 2, msg: "changed nothing"},
+		{name: "a failing git add is reported with .ralph/ ignored", repo: true, commit: true, work: true,
+			setup: func(t *testing.T, root string) {
+				ignoreRalph(t, root, ".ralph/\n", "")
+				writeFile(t, root, ".git/index.lock", "")
+			},
+			want: loop.OutcomeGitFailed, runs: 2, msg: "git gate failed: git add"},
+		{name: "a refused commit is reported with .ralph/ ignored", repo: true, commit: true, work: true,
+			setup: func(t *testing.T, root string) {
+				ignoreRalph(t, root, ".ralph/\n", "")
+				writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\necho no commits today >&2\nexit 1\n")
+				if err := os.Chmod(filepath.Join(root, ".git/hooks/pre-commit"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: loop.OutcomeGitFailed, runs: 2, msg: "git gate failed: git commit"},
 		{name: "commit outside a git repo stops before the first iteration", commit: true,
 			want: loop.OutcomeGitFailed, runs: 0, msg: "needs a git repository"},
 	}
@@ -110,12 +296,18 @@ func TestGateTrouble(t *testing.T) {
 				gitRepo(t, cfg.Root)
 			}
 			cfg.Commit, cfg.TestCmd, cfg.MaxRetries = tt.commit, tt.testCmd, 1
+			if tt.setup != nil {
+				tt.setup(t, cfg.Root)
+			}
 			if tt.agents != "" {
 				writeFile(t, cfg.Root, "AGENTS.md", tt.agents)
 			}
 			runner := looptest.NewFakeRunner(nil).Always(agent(done, ""))
-			if tt.work {
+			switch {
+			case tt.work:
 				runner = looptest.NewFakeRunner(nil).Always(writer(cfg.Root))
+			case tt.scratch:
+				runner = looptest.NewFakeRunner(nil).Always(scratcher(cfg.Root))
 			}
 			rep, err := loop.Run(t.Context(), cfg, store, runner)
 			if err != nil {

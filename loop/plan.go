@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,8 +31,9 @@ type planState struct {
 }
 
 // Plan runs the plan loop (`ralph plan`, DESIGN §5): each iteration, an
-// agent session gets the specs — <root>/specs/*.md, or the spec of the
-// feature cfg.Scope.Feature names — and creates tasks through
+// agent session gets the specs — <root>/specs/*.md and every feature's
+// spec (PlanSpecs), or only the spec of the feature cfg.Scope.Feature
+// names — and creates tasks through
 // `$RALPH_BIN task add` and `task dep add`, until it says
 // <promise>COMPLETE</promise> or cfg.MaxIterations (0: DefaultPlanIterations)
 // have run. Start cfg from PlanConfig (a DefaultConfig, whose Mode is build,
@@ -94,19 +96,20 @@ func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repo
 // Its message says where specs go.
 var ErrNoSpecs = errors.New("loop: nothing to plan")
 
-// PlanSpecs returns what plan mode plans from: with feature empty, the
-// specs of ReadSpecs; otherwise the named feature (store must be a
-// FeatureStore that knows it) and its spec file. No spec at all is an
-// error wrapping ErrNoSpecs that names the place specs go; an unknown
-// feature is the store's ErrFeatureNotFound. Plan calls it first; a CLI can
-// call it before it looks for the agent, so that "nothing to plan" comes
-// first.
+// PlanSpecs returns what plan mode plans from. With feature empty, the
+// whole plan: the specs of ReadSpecs, then, when store is a FeatureStore,
+// the spec of every feature in the order they were added, each with its
+// SpecFile.Feature set (a feature's spec that is also one of specs/*.md
+// is listed once, as the feature's). With a feature, that feature (store
+// must be a FeatureStore that knows it) and its spec file. A feature's
+// spec that is blank, missing or exactly FeatureSpecStub does not count.
+// No spec at all is an error wrapping ErrNoSpecs that says where specs go
+// (and which features still have none); an unknown feature is the store's
+// ErrFeatureNotFound. Plan calls it first; a CLI can call it before it
+// looks for the agent, so that "nothing to plan" comes first.
 func PlanSpecs(ctx context.Context, root, feature string, store TaskStore) ([]SpecFile, *FeatureContext, error) {
 	if feature == "" {
-		specs, err := ReadSpecs(root)
-		if err == nil && len(specs) == 0 {
-			err = fmt.Errorf("%w: no specs in %s; %s", ErrNoSpecs, filepath.Join(root, SpecsDir), NoSpecsHint)
-		}
+		specs, err := wholePlanSpecs(ctx, root, store)
 		return specs, nil, err
 	}
 	fs, ok := store.(FeatureStore)
@@ -118,10 +121,70 @@ func PlanSpecs(ctx context.Context, root, feature string, store TaskStore) ([]Sp
 		return nil, nil, err
 	}
 	fc := &FeatureContext{Name: f.Name, Spec: readOptional(root, f.SpecPath), Plan: readOptional(root, f.PlanPath)}
-	if strings.TrimSpace(fc.Spec) == "" || fc.Spec == FeatureSpecStub(f.Name) {
-		return nil, fc, fmt.Errorf("%w: feature %s has no spec; %s", ErrNoSpecs, feature, NoSpecsHint)
+	spec, ok := featureSpec(root, f)
+	if !ok {
+		return nil, fc, fmt.Errorf("%w: feature %s has no spec yet (%s); %s", ErrNoSpecs, feature, relSlash(root, f.SpecPath), NoSpecsHint)
 	}
-	return []SpecFile{{Path: relSlash(root, f.SpecPath), Content: fc.Spec}}, fc, nil
+	return []SpecFile{spec}, fc, nil
+}
+
+// wholePlanSpecs is PlanSpecs without a feature.
+func wholePlanSpecs(ctx context.Context, root string, store TaskStore) ([]SpecFile, error) {
+	specs, err := ReadSpecs(root)
+	if err != nil {
+		return nil, err
+	}
+	var features []Feature
+	if fs, ok := store.(FeatureStore); ok {
+		if features, err = fs.Features(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var without []Feature // features whose spec is still to be written
+	for _, f := range features {
+		spec, ok := featureSpec(root, f)
+		if !ok {
+			without = append(without, f)
+			continue
+		}
+		if i := slices.IndexFunc(specs, func(s SpecFile) bool { return s.Path == spec.Path }); i >= 0 {
+			specs[i] = spec
+			continue
+		}
+		specs = append(specs, spec)
+	}
+	if len(specs) > 0 {
+		return specs, nil
+	}
+	msg := "no specs in " + filepath.Join(root, SpecsDir)
+	if n := len(without); n > 0 {
+		const shown = 5 // features named in the message
+		var names, paths []string
+		for _, f := range without[:min(n, shown)] {
+			names, paths = append(names, f.Name), append(paths, relSlash(root, f.SpecPath))
+		}
+		if n > shown {
+			names, paths = append(names, fmt.Sprintf("%d more", n-shown)), append(paths, "…")
+		}
+		msg += fmt.Sprintf(", and %s %s %s no spec yet (%s)", plural(n, "feature", "features"),
+			strings.Join(names, ", "), plural(n, "has", "have"), strings.Join(paths, ", "))
+	}
+	return nil, fmt.Errorf("%w: %s; %s", ErrNoSpecs, msg, NoSpecsHint)
+}
+
+// featureSpec is feature f's spec, labelled with f and its plan notes, and
+// false when f has none: its spec file is missing, blank or exactly
+// FeatureSpecStub.
+func featureSpec(root string, f Feature) (SpecFile, bool) {
+	content := readOptional(root, f.SpecPath)
+	if strings.TrimSpace(content) == "" || content == FeatureSpecStub(f.Name) {
+		return SpecFile{}, false
+	}
+	plan := readOptional(root, f.PlanPath)
+	if strings.TrimSpace(plan) == "" || plan == FeaturePlanStub(f.Name) {
+		plan = ""
+	}
+	return SpecFile{Path: relSlash(root, f.SpecPath), Content: content, Feature: f.Name, Plan: plan}, true
 }
 
 // ReadSpecs reads <root>/specs/*.md in name order. Every file with
@@ -158,6 +221,12 @@ func ReadSpecs(root string) ([]SpecFile, error) {
 // spec: plan mode says so rather than plan from a title.
 func FeatureSpecStub(name string) string {
 	return "# Spec: " + name + "\n"
+}
+
+// FeaturePlanStub is the plan file `ralph feature add NAME` writes when no
+// --plan is given. Plan mode shows no notes when the plan is exactly this.
+func FeaturePlanStub(name string) string {
+	return "# Plan: " + name + "\n"
 }
 
 // relSlash is path relative to root with forward slashes (path itself when
@@ -236,13 +305,16 @@ func (r *run) planTitle() string {
 	if r.plan.feature != nil {
 		return "plan feature " + r.plan.feature.Name
 	}
-	paths := make([]string, len(r.plan.specs))
+	names := make([]string, len(r.plan.specs))
 	for i, s := range r.plan.specs {
-		paths[i] = s.Path
+		names[i] = s.Path
+		if s.Feature != "" {
+			names[i] = "feature " + s.Feature
+		}
 	}
-	title := "plan from " + strings.Join(paths, ", ")
+	title := "plan from " + strings.Join(names, ", ")
 	if len(title) > 72 {
-		title = fmt.Sprintf("plan from %d specs", len(paths))
+		title = fmt.Sprintf("plan from %d specs", len(names))
 	}
 	return title
 }

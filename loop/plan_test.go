@@ -125,14 +125,24 @@ func TestPlanOutcomes(t *testing.T) {
 
 func TestPlanWithoutSpecs(t *testing.T) {
 	tests := []struct {
-		name  string
-		files map[string]string
+		name     string
+		files    map[string]string
+		features []string // see addFeatures
+		msg      []string // more the message must say
 	}{
-		{"no specs directory", nil},
-		{"empty specs directory", map[string]string{"specs/.keep": ""}},
-		{"only blank specs", map[string]string{"specs/a.md": " \n\n"}},
-		{"specs that are not markdown", map[string]string{"specs/a.txt": "a spec"}},
-		{"a markdown file outside specs", map[string]string{"spec.md": "a spec", "docs/specs/a.md": "a spec"}},
+		{name: "no specs directory"},
+		{name: "empty specs directory", files: map[string]string{"specs/.keep": ""}},
+		{name: "only blank specs", files: map[string]string{"specs/a.md": " \n\n"}},
+		{name: "specs that are not markdown", files: map[string]string{"specs/a.txt": "a spec"}},
+		{name: "a markdown file outside specs", files: map[string]string{"spec.md": "a spec", "docs/specs/a.md": "a spec"}},
+		{name: "a feature with the stub spec", features: []string{"billing"},
+			files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing")},
+			msg:   []string{"feature billing has no spec yet (.ralph/features/billing/spec.md)"}},
+		{name: "features with a stub, a blank spec and none", features: []string{"billing", "shop", "web"},
+			files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing"), ".ralph/features/shop/spec.md": "\n"},
+			msg:   []string{"features billing, shop, web have no spec yet (.ralph/features/billing/spec.md, .ralph/features/shop/spec.md, .ralph/features/web/spec.md)"}},
+		{name: "many features without a spec", features: []string{"f1", "f2", "f3", "f4", "f5", "f6", "f7"},
+			msg: []string{"features f1, f2, f3, f4, f5, 2 more have no spec yet (.ralph/features/f1/spec.md, .ralph/features/f2/spec.md, .ralph/features/f3/spec.md, .ralph/features/f4/spec.md, .ralph/features/f5/spec.md, …)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,6 +151,8 @@ func TestPlanWithoutSpecs(t *testing.T) {
 			for name, content := range tt.files {
 				writeFile(t, cfg.Root, name, content)
 			}
+			addFeatures(t, store, tt.features...)
+			before := filesUnder(t, cfg.Root)
 			runner := looptest.NewFakeRunner(t)
 			rep, err := loop.Plan(t.Context(), cfg, store, runner)
 			if err != nil {
@@ -149,14 +161,16 @@ func TestPlanWithoutSpecs(t *testing.T) {
 			if rep.Outcome != loop.OutcomeNoPlan || rep.ExitCode() != 2 {
 				t.Errorf("outcome %s exit %d, want no_plan 2", rep.Outcome, rep.ExitCode())
 			}
-			if !strings.Contains(rep.Message, "specs/*.md") || !strings.Contains(rep.Message, "ralph feature add NAME --spec FILE") {
-				t.Errorf("message %q does not say where specs go", rep.Message)
+			for _, want := range append([]string{"specs/*.md", "ralph feature add NAME --spec FILE"}, tt.msg...) {
+				if !strings.Contains(rep.Message, want) {
+					t.Errorf("message %q does not say %q", rep.Message, want)
+				}
 			}
 			if runner.Calls() != 0 {
 				t.Errorf("%d sessions ran without specs", runner.Calls())
 			}
-			if _, err := os.Stat(filepath.Join(cfg.Root, ".ralph")); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("a plan run without specs left .ralph behind (%v)", err)
+			if diff := cmp.Diff(before, filesUnder(t, cfg.Root)); diff != "" {
+				t.Errorf("a plan run without specs changed files (-before +after):\n%s", diff)
 			}
 		})
 	}
@@ -164,26 +178,47 @@ func TestPlanWithoutSpecs(t *testing.T) {
 
 // What counts as a spec: any specs/*.md with non-blank content, a lone
 // heading included; a feature's spec unless it is blank or exactly the
-// stub `ralph feature add` writes.
+// stub `ralph feature add` writes. Without a feature scope, the specs of
+// every feature count too, after specs/*.md, in the order the features
+// were added.
 func TestPlanSpecs(t *testing.T) {
 	tests := []struct {
-		name    string
-		files   map[string]string
-		feature string // the feature planned, with spec .ralph/features/<name>/spec.md
-		want    []string
+		name     string
+		files    map[string]string
+		features []string // see addFeatures
+		scope    string   // the feature planned
+		want     []string // "path", or "path [feature]" for a feature's spec
 	}{
 		{name: "a heading alone is a spec", files: map[string]string{"specs/a.md": "# Spec: make a thing"}, want: []string{"specs/a.md"}},
 		{name: "headings only", files: map[string]string{"specs/a.md": "# Spec: a\n\n## Later\n"}, want: []string{"specs/a.md"}},
 		{name: "blank files are left out", files: map[string]string{"specs/a.md": " \n\t\n", "specs/b.md": "# B\n"}, want: []string{"specs/b.md"}},
 		{name: "a stub in specs/ is a spec", files: map[string]string{"specs/billing.md": loop.FeatureSpecStub("billing")}, want: []string{"specs/billing.md"}},
-		{name: "feature stub is no spec", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing")}},
-		{name: "blank feature spec is no spec", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": "\n"}},
-		{name: "feature spec that is another heading", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": "# Billing\n"},
-			want: []string{".ralph/features/billing/spec.md"}},
-		{name: "feature stub with more", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing") + "Invoices monthly.\n"},
-			want: []string{".ralph/features/billing/spec.md"}},
-		{name: "another feature's stub", feature: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("shop")},
-			want: []string{".ralph/features/billing/spec.md"}},
+		{name: "feature stub is no spec", features: []string{"billing"}, scope: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing")}},
+		{name: "blank feature spec is no spec", features: []string{"billing"}, scope: "billing", files: map[string]string{".ralph/features/billing/spec.md": "\n"}},
+		{name: "feature spec that is another heading", features: []string{"billing"}, scope: "billing", files: map[string]string{".ralph/features/billing/spec.md": "# Billing\n"},
+			want: []string{".ralph/features/billing/spec.md [billing]"}},
+		{name: "feature stub with more", features: []string{"billing"}, scope: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing") + "Invoices monthly.\n"},
+			want: []string{".ralph/features/billing/spec.md [billing]"}},
+		{name: "another feature's stub", features: []string{"billing"}, scope: "billing", files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("shop")},
+			want: []string{".ralph/features/billing/spec.md [billing]"}},
+		{name: "a feature scope leaves the other specs out", features: []string{"billing", "shop"}, scope: "billing",
+			files: map[string]string{"specs/a.md": "# A\n", ".ralph/features/billing/spec.md": "# Billing\n", ".ralph/features/shop/spec.md": "# Shop\n"},
+			want:  []string{".ralph/features/billing/spec.md [billing]"}},
+
+		{name: "the whole plan: a feature's spec without specs/", features: []string{"auth"},
+			files: map[string]string{".ralph/features/auth/spec.md": "# Auth\n"},
+			want:  []string{".ralph/features/auth/spec.md [auth]"}},
+		{name: "the whole plan: specs/ first, then features as added", features: []string{"zeta", "alpha"},
+			files: map[string]string{"specs/b.md": "# B\n", ".ralph/features/zeta/spec.md": "# Zeta\n", ".ralph/features/alpha/spec.md": "# Alpha\n"},
+			want:  []string{"specs/b.md", ".ralph/features/zeta/spec.md [zeta]", ".ralph/features/alpha/spec.md [alpha]"}},
+		{name: "the whole plan: stubs, blanks and missing files are left out", features: []string{"billing", "shop", "web", "auth"},
+			files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing"), ".ralph/features/shop/spec.md": " \n", ".ralph/features/auth/spec.md": "# Auth\n"},
+			want:  []string{".ralph/features/auth/spec.md [auth]"}},
+		{name: "the whole plan: only stubs is nothing to plan", features: []string{"billing", "shop"},
+			files: map[string]string{".ralph/features/billing/spec.md": loop.FeatureSpecStub("billing"), ".ralph/features/shop/spec.md": "", "specs/blank.md": "\n"}},
+		{name: "the whole plan: a feature's spec in specs/ is listed once", features: []string{"auth=specs/auth.md"},
+			files: map[string]string{"specs/a.md": "# A\n", "specs/auth.md": "# Auth\n"},
+			want:  []string{"specs/a.md", "specs/auth.md [auth]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,12 +227,8 @@ func TestPlanSpecs(t *testing.T) {
 			for name, content := range tt.files {
 				writeFile(t, root, name, content)
 			}
-			if tt.feature != "" {
-				if err := store.AddFeature(loop.Feature{Name: tt.feature, SpecPath: ".ralph/features/" + tt.feature + "/spec.md"}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			specs, _, err := loop.PlanSpecs(t.Context(), root, tt.feature, store)
+			addFeatures(t, store, tt.features...)
+			specs, _, err := loop.PlanSpecs(t.Context(), root, tt.scope, store)
 			if tt.want == nil {
 				if !errors.Is(err, loop.ErrNoSpecs) {
 					t.Fatalf("specs %v, err %v; want ErrNoSpecs", specs, err)
@@ -209,13 +240,136 @@ func TestPlanSpecs(t *testing.T) {
 			}
 			var got []string
 			for _, sp := range specs {
-				got = append(got, sp.Path)
+				label := sp.Path
+				if sp.Feature != "" {
+					label += " [" + sp.Feature + "]"
+				}
+				got = append(got, label)
 				if sp.Content != tt.files[sp.Path] {
 					t.Errorf("%s: content %q, want %q", sp.Path, sp.Content, tt.files[sp.Path])
 				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("specs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// addFeatures adds features to store: "NAME" with the spec and plan files
+// .ralph/features/NAME/spec.md and plan.md, as `ralph feature add` makes
+// them, or "NAME=PATH" with spec PATH.
+func addFeatures(t *testing.T, store *looptest.MemStore, features ...string) {
+	t.Helper()
+	for _, f := range features {
+		name, spec, custom := strings.Cut(f, "=")
+		plan := ".ralph/features/" + name + "/plan.md"
+		if !custom {
+			spec = ".ralph/features/" + name + "/spec.md"
+		}
+		if err := store.AddFeature(loop.Feature{Name: name, SpecPath: spec, PlanPath: plan}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// filesUnder maps every file under root to its content.
+func filesUnder(t *testing.T, root string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// Without a feature scope, plan mode plans the features' specs too (DESIGN
+// §8 "Plan"): each is labelled with its feature, whose tasks the planner
+// adds with --feature NAME, and a project whose only spec is a feature's
+// is planned to OutcomeComplete.
+func TestPlanFeaturesWithoutScope(t *testing.T) {
+	tests := []struct {
+		name     string
+		specs    bool // specs/auth.md is there too
+		want     []string
+		wantNot  []string
+		message  string
+		commit   string
+		sessions string
+		feature  string // the feature the planner's tasks get
+	}{
+		{name: "only a feature's spec", sessions: "bill|" + complete, feature: "billing",
+			want: []string{
+				"## .ralph/features/billing/spec.md (feature billing)",
+				"the spec of feature billing: give every task you add for it `--feature billing`",
+				"# Billing\nInvoices every month.",
+				"Notes from the plan file of feature billing:\nStart with the schema.",
+				"A task for a feature's spec gets `--feature NAME`",
+			},
+			wantNot: []string{"specs/auth.md", "feature nospec", ".ralph/features/nospec", "# Plan: billing"},
+			message: "planning complete: 1 task in the plan (1 added)", commit: "plan: iteration 1 - plan from feature billing"},
+		{name: "specs/ and a feature's spec", specs: true, sessions: "login,bill|" + complete,
+			want: []string{
+				"## specs/auth.md\n\n# Auth\nUsers log in with a password.",
+				"## .ralph/features/billing/spec.md (feature billing)",
+				"A task for a feature's spec gets `--feature NAME`",
+			},
+			wantNot: []string{"feature nospec", "You are planning feature"},
+			message: "planning complete: 2 tasks in the plan (2 added)", commit: "plan: iteration 1 - plan from specs/auth.md, feature billing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t)
+			cfg := planConfig(t)
+			if !tt.specs {
+				if err := os.RemoveAll(filepath.Join(cfg.Root, "specs")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gitRepo(t, cfg.Root)
+			cfg.Commit = true
+			cfg.Env = []string{"TEST_FEATURE=" + tt.feature}
+			writeFile(t, cfg.Root, ".ralph/features/billing/spec.md", "# Billing\nInvoices every month.\n")
+			writeFile(t, cfg.Root, ".ralph/features/billing/plan.md", "Start with the schema.\n")
+			writeFile(t, cfg.Root, ".ralph/features/nospec/spec.md", loop.FeatureSpecStub("nospec"))
+			writeFile(t, cfg.Root, ".ralph/features/nospec/plan.md", loop.FeaturePlanStub("nospec"))
+			addFeatures(t, store, "billing", "nospec")
+			planner := planner(store, tt.sessions)
+			runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+				writeFile(t, cfg.Root, "PLAN-NOTES.md", "notes\n")
+				return planner(ctx, req)
+			})
+			rep, err := loop.Plan(t.Context(), cfg, store, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Outcome != loop.OutcomeComplete || rep.Message != tt.message {
+				t.Errorf("outcome %s, message %q; want complete, %q", rep.Outcome, rep.Message, tt.message)
+			}
+			if runner.Calls() != 1 {
+				t.Fatalf("%d sessions, want 1", runner.Calls())
+			}
+			prompt := runner.Requests()[0].Prompt
+			for _, want := range tt.want {
+				if !strings.Contains(prompt, want) {
+					t.Errorf("prompt lacks %q:\n%s", want, prompt)
+				}
+			}
+			for _, not := range tt.wantNot {
+				if strings.Contains(prompt, not) {
+					t.Errorf("prompt has %q:\n%s", not, prompt)
+				}
+			}
+			if got := strings.TrimSpace(git(t, cfg.Root, "log", "-1", "--format=%s")); got != tt.commit {
+				t.Errorf("commit %q, want %q", got, tt.commit)
 			}
 		})
 	}
@@ -300,7 +454,7 @@ func TestPlanFeature(t *testing.T) {
 		cfg.Scope = loop.Scope{Feature: "nospec"}
 		runner := looptest.NewFakeRunner(t)
 		rep, err := loop.Plan(t.Context(), cfg, store, runner)
-		if err != nil || rep.Outcome != loop.OutcomeNoPlan || !strings.Contains(rep.Message, "feature nospec has no spec") {
+		if err != nil || rep.Outcome != loop.OutcomeNoPlan || !strings.Contains(rep.Message, "feature nospec has no spec yet (.ralph/features/nospec/spec.md)") {
 			t.Errorf("outcome %s (%s), err %v", rep.Outcome, rep.Message, err)
 		}
 	})
@@ -366,38 +520,56 @@ func TestPlanConfigErrors(t *testing.T) {
 }
 
 func TestPlanCommit(t *testing.T) {
-	store := newStore(t)
-	cfg := planConfig(t)
-	gitRepo(t, cfg.Root)
-	git(t, cfg.Root, "add", "specs")
-	git(t, cfg.Root, "commit", "-q", "-m", "specs")
-	cfg.Commit = true
-	cfg.MaxIterations = 3
-	sessions := 0
-	runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
-		sessions++
-		// Tasks land in the database (.ralph/, never committed); the
-		// second session also writes a planning note.
-		writeFile(t, cfg.Root, ".ralph/progress.db", fmt.Sprint(sessions))
-		if err := store.Add(loop.Task{ID: fmt.Sprint("t", sessions), Title: "t", Priority: 2}); err != nil {
-			return loop.RunResult{}, err
-		}
-		if sessions == 2 {
-			writeFile(t, cfg.Root, "docs/plan-notes.md", "notes\n")
-			return looptest.Result(complete), nil
-		}
-		return looptest.Result("more"), nil
-	})
-	rep, err := loop.Plan(t.Context(), cfg, store, runner)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name      string
+		gitignore string
+	}{
+		{"git does not ignore .ralph/", ""},
+		{".gitignore lists .ralph/", ".ralph/\n"},
 	}
-	if rep.Outcome != loop.OutcomeComplete || rep.Iterations != 2 {
-		t.Errorf("outcome %s after %d: %s", rep.Outcome, rep.Iterations, rep.Message)
-	}
-	log := strings.Split(strings.TrimSpace(git(t, cfg.Root, "log", "--format=%s")), "\n")
-	if diff := cmp.Diff([]string{"plan: iteration 2 - plan from specs/auth.md", "specs", "init"}, log); diff != "" {
-		t.Errorf("commits (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t)
+			cfg := planConfig(t)
+			gitRepo(t, cfg.Root)
+			if tt.gitignore != "" {
+				writeFile(t, cfg.Root, ".gitignore", tt.gitignore)
+				git(t, cfg.Root, "add", ".gitignore")
+			}
+			git(t, cfg.Root, "add", "specs")
+			git(t, cfg.Root, "commit", "-q", "-m", "specs")
+			cfg.Commit = true
+			cfg.MaxIterations = 3
+			sessions := 0
+			runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+				sessions++
+				// Tasks land in the database (.ralph/, never committed); the
+				// second session also writes a planning note.
+				writeFile(t, cfg.Root, ".ralph/progress.db", fmt.Sprint(sessions))
+				if err := store.Add(loop.Task{ID: fmt.Sprint("t", sessions), Title: "t", Priority: 2}); err != nil {
+					return loop.RunResult{}, err
+				}
+				if sessions == 2 {
+					writeFile(t, cfg.Root, "docs/plan-notes.md", "notes\n")
+					return looptest.Result(complete), nil
+				}
+				return looptest.Result("more"), nil
+			})
+			rep, err := loop.Plan(t.Context(), cfg, store, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Outcome != loop.OutcomeComplete || rep.Iterations != 2 {
+				t.Errorf("outcome %s after %d: %s", rep.Outcome, rep.Iterations, rep.Message)
+			}
+			log := strings.Split(strings.TrimSpace(git(t, cfg.Root, "log", "--format=%s")), "\n")
+			if diff := cmp.Diff([]string{"plan: iteration 2 - plan from specs/auth.md", "specs", "init"}, log); diff != "" {
+				t.Errorf("commits (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"docs/plan-notes.md"}, committed(t, cfg.Root, "HEAD")); diff != "" {
+				t.Errorf("files committed (-want +got):\n%s", diff)
+			}
+		})
 	}
 
 	t.Run("outside a git repository", func(t *testing.T) {

@@ -77,7 +77,8 @@ type PromptData struct {
 	// AgentText is the working agent's final text (verify prompt only).
 	AgentText string
 	// Specs are the spec files the plan is made from (plan prompt only):
-	// <root>/specs/*.md, or the spec of the feature being planned.
+	// <root>/specs/*.md and every feature's spec, or the spec of the
+	// feature being planned (PlanSpecs).
 	Specs []SpecFile
 	// Prompt is the text of the ad-hoc prompt file (prompt mode only).
 	Prompt string
@@ -88,6 +89,12 @@ type SpecFile struct {
 	// Path is the file's path relative to the project root, with slashes.
 	Path    string
 	Content string
+	// Feature names the feature whose spec this is ("" for specs/*.md): the
+	// planner gives the tasks it adds for it --feature Feature.
+	Feature string
+	// Plan is that feature's plan file, "" when it is missing, blank or
+	// the stub `ralph feature add` writes (FeaturePlanStub).
+	Plan string
 }
 
 // BlockerContext is a done blocker and its latest log message.

@@ -140,11 +140,12 @@ func TestPromptCommit(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name    string
-		title   string
-		change  bool
-		commits []string
-		message string
+		name      string
+		title     string
+		change    bool
+		gitignore string
+		commits   []string
+		message   string
 	}{
 		{name: "a change is committed under the prompt's first line", change: true,
 			commits: []string{"prompt: iteration 1 - Tidy the README", "init"}, message: "prompt run finished; changes committed"},
@@ -152,11 +153,18 @@ func TestPromptCommit(t *testing.T) {
 			commits: []string{"prompt: iteration 1 - readme pass", "init"}},
 		{name: "nothing changed is not an error", change: false,
 			commits: []string{"init"}, message: "prompt run finished; nothing changed, nothing committed"},
+		{name: "a change is committed when .gitignore lists .ralph/", change: true, gitignore: ".ralph/\n",
+			commits: []string{"prompt: iteration 1 - Tidy the README", "ignore", "init"}, message: "prompt run finished; changes committed"},
+		{name: "nothing changed when .gitignore lists .ralph/", change: false, gitignore: ".ralph/\n",
+			commits: []string{"ignore", "init"}, message: "prompt run finished; nothing changed, nothing committed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := promptConfig(t)
 			gitRepo(t, cfg.Root)
+			if tt.gitignore != "" {
+				ignoreRalph(t, cfg.Root, tt.gitignore, "")
+			}
 			cfg.Commit = true
 			runner := looptest.NewFakeRunner(t, looptest.Result("Nothing to do."))
 			if tt.change {

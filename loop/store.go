@@ -205,10 +205,13 @@ type Feature struct {
 
 // FeatureStore is implemented by stores that know features. The loop uses
 // it, when the store offers it, to put a feature's spec and plan into the
-// prompt.
+// prompt, and plan mode without a feature scope to plan every feature's
+// spec.
 type FeatureStore interface {
 	// Feature returns the named feature. Error: ErrFeatureNotFound.
 	Feature(ctx context.Context, name string) (Feature, error)
+	// Features returns every feature, in the order they were added.
+	Features(ctx context.Context) ([]Feature, error)
 }
 
 // ErrFeatureNotFound: no feature has the given name.

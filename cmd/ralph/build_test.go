@@ -468,6 +468,49 @@ func TestBuildOutcomes(t *testing.T) {
 	}
 }
 
+// TestBuildCommitRalphIgnored: `ralph build --commit` in a repository
+// whose .gitignore lists .ralph/, as users' usually does (DESIGN §8
+// "Commits and .gitignore"): every task is done with one commit per
+// iteration, exit 0, .ralph/ is not committed, and nothing but ignored
+// paths is left out of the commits.
+func TestBuildCommitRalphIgnored(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	h := initHarness(t)
+	h.chain(3)
+	h.write(".gitignore", ".ralph/\n")
+	gitInit(t, h.dir)
+	agent, script := fakeAgentPath(t, agentStep{Sh: "echo work > {task}.txt", Text: done})
+	r := h.build(t.Context(), agent, "--commit")
+	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
+		t.Fatalf("exit %d, stderr %q\nstdout:\n%s", r.code, r.stderr, r.stdout)
+	}
+	if diff := cmp.Diff(map[string]loop.Status{"t-1": "done", "t-2": "done", "t-3": "done"}, h.statuses()); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if n := len(agentCalls(t, script)); n != 3 {
+		t.Errorf("%d sessions, want 3", n)
+	}
+	log := strings.Split(strings.TrimSpace(gitOut(t, h.dir, "log", "--format=%s")), "\n")
+	want := []string{"build: iteration 3 - Task C", "build: iteration 2 - Task B", "build: iteration 1 - Task A", "init"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("commits (-want +got):\n%s", diff)
+	}
+	for i, rev := range []string{"HEAD~2", "HEAD~1", "HEAD"} {
+		got := gitOut(t, h.dir, "diff-tree", "--no-commit-id", "--name-only", "-r", rev)
+		if want := fmt.Sprintf("t-%d.txt\n", i+1); got != want {
+			t.Errorf("iteration %d committed %q, want %q", i+1, got, want)
+		}
+	}
+	if got := gitOut(t, h.dir, "status", "--porcelain"); got != "" {
+		t.Errorf("git status --porcelain after the run:\n%s", got)
+	}
+	if got := gitOut(t, h.dir, "status", "--porcelain", "--ignored"); got != "!! .ralph/\n" {
+		t.Errorf("git status --porcelain --ignored after the run:\n%s", got)
+	}
+}
+
 // TestBuildNothingToDo: build and its dry run exit 2 with a hint when there
 // is no project, no database or no progress file, and create nothing.
 func TestBuildNothingToDo(t *testing.T) {

@@ -120,12 +120,14 @@
 //
 // `feature add NAME` takes a name of letters, digits, '.', '_' and '-'
 // (it names a directory), creates .ralph/features/NAME/spec.md and plan.md
-// (copies of --spec and --plan when given, else a one-line heading,
-// loop.FeatureSpecStub for the spec, which `ralph plan --feature` takes
-// for "no spec yet" as long as it is unchanged; files
-// already there are kept unless a copy was asked for), then records the
-// feature with paths relative to the project root. If recording fails, the
-// files it created are removed.
+// (copies of --spec and --plan when given, else a one-line heading:
+// loop.FeatureSpecStub for the spec, which `ralph plan` takes for "no spec
+// yet" as long as it is unchanged, and loop.FeaturePlanStub for the plan,
+// which the planner is not shown as notes; files already there are kept
+// unless a copy was asked for), then records the feature with paths
+// relative to the project root. If recording fails, the files it created
+// are removed. `ralph plan` without --feature plans every feature that has
+// a spec, along with specs/*.md; with --feature F, F alone.
 //
 // # build
 //

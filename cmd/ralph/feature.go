@@ -66,7 +66,7 @@ func featureAdd(cfg appConfig) storeAction {
 			path, from, template string
 		}{
 			{filepath.Join(dir, "spec.md"), c.String("spec"), loop.FeatureSpecStub(name)},
-			{filepath.Join(dir, "plan.md"), c.String("plan"), "# Plan: " + name + "\n"},
+			{filepath.Join(dir, "plan.md"), c.String("plan"), loop.FeaturePlanStub(name)},
 		}
 		contents := make([][]byte, len(files))
 		for i, f := range files {

@@ -23,9 +23,11 @@ import (
 // Decisions of the command: N is a positive number of sessions (default
 // loop.DefaultPlanIterations, 5). "Nothing to do" (exit 2) is decided
 // before the agent is looked for, and writes nothing: no .ralph/ (with a
-// hint to init and write specs), no database, no specs in specs/*.md, or
-// a --feature whose spec is empty or the heading stub `feature add` writes
-// (the message says where specs go). An unknown --feature is exit 1. The
+// hint to init and write specs), no database, neither a spec in
+// specs/*.md nor a feature with a spec (without --feature the features'
+// specs are planned too, loop.PlanSpecs), or a --feature whose spec is
+// empty or the heading stub `feature add` writes (the message says where
+// specs go, naming the spec files of features that have none yet). An unknown --feature is exit 1. The
 // planner needs RALPH_BIN, so a binary path that cannot be found is an
 // error rather than the warning build gives. Flags that make no sense
 // without a task to work on (--verify, --test-cmd, --claim, --task,
@@ -33,10 +35,10 @@ import (
 func planCommand(cfg appConfig) *cli.Command {
 	return &cli.Command{
 		Name:      "plan",
-		Usage:     "let the agent turn the specs (specs/*.md, or a feature's spec) into tasks",
+		Usage:     "let the agent turn the specs (specs/*.md and the features' specs) into tasks",
 		UsageText: fmt.Sprintf("ralph plan [N] [options]\n\nN bounds the planning sessions (default %d); the run ends sooner when the agent says <promise>COMPLETE</promise>.", loop.DefaultPlanIterations),
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "feature", Usage: "plan feature `F` from its spec (see 'ralph feature add')"},
+			&cli.StringFlag{Name: "feature", Usage: "plan only feature `F`, from its spec (see 'ralph feature add')"},
 			&cli.StringFlag{Name: "model", Usage: "model `M` (opus, sonnet, haiku or a full id); without --strategy it means --strategy fixed"},
 			&cli.StringFlag{Name: "strategy", Usage: "model strategy `S`: " + strings.Join(loop.StrategyNames(), ", "), DefaultText: "fixed with --model, else cost-optimized"},
 			&cli.IntFlag{Name: "max-retries", Value: loop.DefaultMaxRetries, Usage: "agent or git failures in a row tolerated, `N`"},

@@ -187,6 +187,8 @@ func TestPlanNothingToDo(t *testing.T) {
 		{name: "blank specs", init: true, setup: func(h *harness) { h.write("specs/a.md", "\n\n") }, errOut: []string{"nothing to plan"}},
 		{name: "a feature without a spec", init: true, setup: func(h *harness) { h.ok("feature", "add", "billing") },
 			args: []string{"--feature", "billing"}, errOut: []string{"nothing to plan: feature billing has no spec", "--spec FILE"}},
+		{name: "no specs and only a feature without a spec", init: true, setup: func(h *harness) { h.ok("feature", "add", "billing") },
+			errOut: []string{"nothing to plan: no specs in ", "feature billing has no spec yet (.ralph/features/billing/spec.md)", "specs/*.md", "--spec FILE"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,6 +282,53 @@ func TestPlanFeature(t *testing.T) {
 	}
 }
 
+// TestPlanFeatureSpecsWithoutFeatureFlag: without --feature, `ralph plan`
+// plans the features' specs too (DESIGN §8 "Plan"): a project whose only
+// spec is a feature's is planned, not refused, and the planner is told to
+// add that feature's tasks with --feature NAME.
+func TestPlanFeatureSpecsWithoutFeatureFlag(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(h *harness)
+	}{
+		{name: "no specs directory"},
+		{name: "an empty specs directory", setup: func(h *harness) { h.write("specs/.keep", "") }},
+		{name: "a blank spec in specs/", setup: func(h *harness) { h.write("specs/todo.md", "\n") }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := initHarness(t)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			spec := h.write("auth.md", authSpec)
+			h.ok("feature", "add", "auth", "--spec", spec)
+			h.ok("feature", "add", "billing") // the stub spec: nothing to plan there
+			agent, script := fakeAgentPath(t, agentStep{Sh: `"$RALPH_BIN" task add "Users table" --feature auth`, Text: "Planned.\n<promise>COMPLETE</promise>"})
+			r := h.runAgentCmd(t.Context(), "plan", agent)
+			if r.code != 0 || r.stderr != "" || lastLine(r.stdout) != "planning complete: 1 task in the plan (1 added)" {
+				t.Fatalf("exit %d, stderr %q\nstdout:\n%s", r.code, r.stderr, r.stdout)
+			}
+			if diff := cmp.Diff([]string{"t-1 Users table [auth]"}, h.taskTitles()); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
+			}
+			calls := agentCalls(t, script)
+			if len(calls) != 1 {
+				t.Fatalf("%d sessions, want 1", len(calls))
+			}
+			prompt := calls[0].Prompt
+			for _, want := range []string{"## .ralph/features/auth/spec.md (feature auth)", "`--feature auth`", authSpec} {
+				if !strings.Contains(prompt, want) {
+					t.Errorf("the planner's prompt lacks %q:\n%s", want, prompt)
+				}
+			}
+			if strings.Contains(prompt, "billing") {
+				t.Errorf("the planner's prompt shows the feature without a spec:\n%s", prompt)
+			}
+		})
+	}
+}
+
 // TestPlanCommit: with --commit, what a planning session changed outside
 // .ralph/ is committed as "plan: iteration <n> - …"; a session that only
 // added tasks commits nothing and is no error.
@@ -307,13 +356,15 @@ func TestPlanCommit(t *testing.T) {
 }
 
 // gitInit makes dir a git repository with an identity and one commit of
-// everything but .ralph/.
+// everything but .ralph/. (Not `git add -A -- . ':!.ralph'`: that fails
+// when .gitignore lists .ralph/.)
 func gitInit(t *testing.T, dir string) {
 	t.Helper()
 	gitOut(t, dir, "init", "-q")
 	gitOut(t, dir, "config", "user.email", "ralph@example.com")
 	gitOut(t, dir, "config", "user.name", "ralph test")
-	gitOut(t, dir, "add", "-A", "--", ".", ":!.ralph")
+	gitOut(t, dir, "add", "-A")
+	gitOut(t, dir, "rm", "-r", "-q", "--cached", "--ignore-unmatch", ".ralph")
 	gitOut(t, dir, "commit", "-q", "--allow-empty", "-m", "init")
 }
 

@@ -35,7 +35,9 @@ type MemStore struct {
 	tasks    map[string]*memTask // by id
 	order    []*memTask          // insertion order
 	features map[string]loop.Feature
-	receipts []loop.Receipt // oldest first
+	// featureNames holds the features' names in the order they were added.
+	featureNames []string
+	receipts     []loop.Receipt // oldest first
 
 	// Indexes kept on every write (see memindex.go), so that reads and
 	// claims do not scan the plan.
@@ -269,6 +271,7 @@ func (s *MemStore) AddFeature(f loop.Feature) error {
 		f.CreatedAt = now
 	}
 	s.features[f.Name] = f
+	s.featureNames = append(s.featureNames, f.Name)
 	return nil
 }
 
@@ -818,6 +821,20 @@ func (s *MemStore) Feature(ctx context.Context, name string) (loop.Feature, erro
 		return loop.Feature{}, fmt.Errorf("looptest: feature %s: %w", name, loop.ErrFeatureNotFound)
 	}
 	return f, nil
+}
+
+// Features implements loop.FeatureStore: every feature, in the order
+// AddFeature added them.
+func (s *MemStore) Features(ctx context.Context) ([]loop.Feature, error) {
+	if _, err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]loop.Feature, 0, len(s.featureNames))
+	for _, name := range s.featureNames {
+		out = append(out, s.features[name])
+	}
+	return out, nil
 }
 
 // RecordReceipt implements loop.ReceiptStore.
