@@ -199,7 +199,7 @@ func BenchmarkPeek(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.RecoverExpired(b.Context()); err != nil {
+				if _, err := s.Recover(b.Context()); err != nil {
 					b.Fatal(err)
 				}
 				ready, err := s.Ready(b.Context(), loop.Scope{}, 10)

@@ -367,7 +367,7 @@ func TestAutoTransitions(t *testing.T) {
 	})
 }
 
-func TestRecoverExpired(t *testing.T) {
+func TestRecover(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(testStart)
 	s := newTestStore(t, clk.Now)
@@ -381,7 +381,7 @@ func TestRecoverExpired(t *testing.T) {
 		}
 	}
 	clk.Advance(90 * time.Second)
-	ids, err := s.RecoverExpired(ctx)
+	ids, err := s.Recover(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestRecoverExpired(t *testing.T) {
 	if task.Status != loop.StatusPending || task.ClaimedBy != "" || !task.LeaseExpiresAt.IsZero() {
 		t.Errorf("c after its lease expired: %+v", task)
 	}
-	if ids, err := s.RecoverExpired(ctx); err != nil || len(ids) != 0 {
+	if ids, err := s.Recover(ctx); err != nil || len(ids) != 0 {
 		t.Errorf("RecoverExpired again = %v, %v; want nothing", ids, err)
 	}
 }

@@ -105,6 +105,10 @@ type Store struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 
+	// holders caches the holder processes found alive.
+	holderMu sync.Mutex
+	holders  holderCache
+
 	wlock *writeLock
 	// w is the connection of write transactions, used under wlock only.
 	// It is opened by the first write (begin), so that a process that
@@ -419,8 +423,9 @@ type txn struct {
 	s   *Store
 	// committed: the write transaction need not be rolled back.
 	committed bool
-	// recovered: expired claims have been recovered in this transaction.
-	recovered bool
+	// recovered: expired and orphaned claims have been recovered in this
+	// transaction; orphansDone: orphaned ones at least.
+	recovered, orphansDone bool
 	// actor is who makes the transaction's moves, for the history.
 	actor string
 }
@@ -581,6 +586,8 @@ func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func
 		if err := t.ensureRecovered(); err != nil {
 			return s.dbErr(err)
 		}
+	} else if _, err := t.recoverOrphans(); err != nil {
+		return s.dbErr(err)
 	}
 	if err := fn(t); err != nil {
 		if ctx.Err() != nil {
@@ -625,112 +632,4 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 		return s.dbErr(err)
 	}
 	return nil
-}
-
-// recoverIfAny takes the write lock only when some lease has expired: a
-// cheap indexed look-up keeps reads from serialising behind writers.
-func (s *Store) recoverIfAny(ctx context.Context) error {
-	n, err := s.countExpired(ctx)
-	if err != nil || n == 0 {
-		return err
-	}
-	return s.write(ctx, func(*txn) error { return nil })
-}
-
-// countExpired says whether some claim's lease has expired (0 or 1).
-func (s *Store) countExpired(ctx context.Context) (int, error) {
-	st, err := s.stmt(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_active
-			WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1)`)
-	if err != nil {
-		return 0, s.dbErr(err)
-	}
-	var n int
-	if err := st.QueryRowContext(ctx, s.now()).Scan(&n); err != nil {
-		return 0, s.dbErr(err)
-	}
-	return n, nil
-}
-
-// RecoverExpired returns every claim whose lease has expired to pending,
-// logging kind loop.LogLeaseExpired with the old holder, and returns the
-// recovered ids. Every TaskStore method does this first.
-func (s *Store) RecoverExpired(ctx context.Context) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	// Nothing expired (the usual case): no write lock, no transaction.
-	if n, err := s.countExpired(ctx); err != nil || n == 0 {
-		return nil, err
-	}
-	t, end, err := s.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	ids, err := t.recoverExpired()
-	if err != nil {
-		return nil, s.dbErr(err)
-	}
-	if err := t.commit(); err != nil {
-		return nil, s.dbErr(err)
-	}
-	return ids, nil
-}
-
-// ensureRecovered recovers expired claims once in this transaction.
-func (t *txn) ensureRecovered() error {
-	if t.recovered {
-		return nil
-	}
-	_, err := t.recoverExpired()
-	return err
-}
-
-// leaseGuard returns a condition (with its argument) that holds when no
-// claim's lease has expired, to be ANDed to the WHERE clause of the first
-// statement of a writeGuarded transaction; it is empty once expired claims
-// have been recovered.
-func (t *txn) leaseGuard() (string, []any) {
-	if t.recovered {
-		return "", nil
-	}
-	return ` AND NOT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_active
-		WHERE status = 'in_progress' AND lease_expires_at <= ?)`, []any{t.now}
-}
-
-func (t *txn) recoverExpired() ([]string, error) {
-	t.recovered = true
-	rows, err := t.query(`SELECT id, claimed_by, lease_expires_at FROM tasks INDEXED BY tasks_active
-		WHERE status = 'in_progress' AND lease_expires_at <= ? ORDER BY seq`, t.now)
-	if err != nil {
-		return nil, err
-	}
-	type expired struct {
-		id, agent string
-		at        int64
-	}
-	var exp []expired
-	for rows.Next() {
-		var e expired
-		if err := rows.Scan(&e.id, &e.agent, &e.at); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		exp = append(exp, e)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range exp {
-		if err := t.setStatus(e.id, loop.StatusInProgress, loop.StatusPending); err != nil {
-			return nil, err
-		}
-		msg := fmt.Sprintf("lease of %s expired at %s; returned to pending", e.agent, fromNanos(e.at).Format(time.RFC3339))
-		if err := t.logAs(e.id, loop.LogLeaseExpired, msg, loop.ActorRalph); err != nil {
-			return nil, err
-		}
-		ids = append(ids, e.id)
-	}
-	return ids, nil
 }

@@ -308,10 +308,9 @@ func (s *Store) Complete(ctx context.Context, p loop.MoveParams) error {
 		} else if err != nil {
 			return err
 		}
-		if p.Message != "" {
-			if err := t.log(id, loop.LogDone, p.Message); err != nil {
-				return err
-			}
+		// Logged even without a summary: the history says who finished it.
+		if err := t.log(id, loop.LogDone, p.Message); err != nil {
+			return err
 		}
 		return t.done(id, parent, deps)
 	})

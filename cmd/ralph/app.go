@@ -308,7 +308,7 @@ func openProject(c *cli.Context, cfg appConfig) (project, *dag.Store, error) {
 // Expired leases: DESIGN §2 wants every `ralph task` call to return expired
 // claims to pending first. The store does so at the start of every method,
 // reads included, after a cheap indexed check that takes no write lock, so
-// withStore does not call RecoverExpired itself (that would take the write
+// withStore does not call Recover itself (that would take the write
 // lock on every read and serialise peeks behind writers).
 // TestReadCommandsRecoverExpiredLeases holds the store to it.
 func withStore(cfg appConfig, fn func(c *cli.Context, p project, st *dag.Store) error) cli.ActionFunc {

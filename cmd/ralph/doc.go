@@ -76,7 +76,7 @@
 // $LOGNAME; "user" when neither is set): a person claiming by hand gets a
 // stable holder name they can release with `task release --agent
 // user-NAME`. The lease is --lease (default 15m). Every `ralph task`
-// command first returns expired claims to pending (Store.RecoverExpired),
+// command first returns expired claims to pending (Store.Recover),
 // read-only ones included.
 //
 // # import and export

@@ -173,3 +173,83 @@ func TestE2EBuild(t *testing.T) {
 		t.Errorf("%d iterations, want 3:\n%s", n/2, r.stdout)
 	}
 }
+
+// TestE2EPeekMode runs `ralph build --claim agent`: the real CLI expands
+// /ralph-build from the command file init installed, and the agent claims,
+// finishes and reports each task itself through $RALPH_BIN. Its claims are
+// held by the loop (RALPH_HOLDER), and the SessionEnd hook, which fires
+// after every session, leaves them alone.
+func TestE2EPeekMode(t *testing.T) {
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		if !strings.Contains(r.UserText(), "You are one iteration of a ralph build loop") {
+			return claudetest.Text("this is not the /ralph-build command")
+		}
+		results := r.ToolResultTexts()
+		switch len(results) {
+		case 0:
+			return claudetest.Bash(`"$RALPH_BIN" task claim`)
+		case 1:
+			id := strings.Fields(results[0])[0]
+			return claudetest.Bash(`"$RALPH_BIN" task done ` + id + ` --summary "did ` + id + `"`)
+		}
+		id := strings.Fields(results[0])[0]
+		return claudetest.Text("Claimed, did and reported " + id + ".\n<task-done>" + id + "</task-done>")
+	})
+	e.ok("task", "add", "First")
+	e.ok("task", "add", "Second", "--blocked-by", "t-1")
+
+	r := e.run("build", "--claim", "agent", "--use-api-key")
+	if r.code != 0 {
+		t.Fatalf("build --claim agent: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=0 active=0 done=2 failed=0 blocked=0 total=2\n" {
+		t.Errorf("plan-status: %s", got)
+	}
+	for _, id := range []string{"t-1", "t-2"} {
+		var kinds []string
+		for _, l := range e.show(id).Logs {
+			kinds = append(kinds, l.Kind)
+			if !strings.HasPrefix(l.Actor, "agent-") {
+				t.Errorf("%s: %s entry by %q, want the agent", id, l.Kind, l.Actor)
+			}
+			if l.Kind == "claim" && !strings.Contains(l.Message, "by the agent, holder ") {
+				t.Errorf("%s: claim %q does not name the loop as its holder", id, l.Message)
+			}
+		}
+		if diff := cmp.Diff([]string{"claim", "done"}, kinds); diff != "" {
+			t.Errorf("%s history (-want +got):\n%s", id, diff)
+		}
+	}
+}
+
+// TestE2EPlanThenBuild plans from a spec with the real agent adding tasks
+// through $RALPH_BIN, then builds what was planned.
+func TestE2EPlanThenBuild(t *testing.T) {
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		if strings.Contains(r.UserText(), "You are the planner of ralph") {
+			if r.ToolResults() == 0 {
+				return claudetest.Bash(`"$RALPH_BIN" task add "Write the greeting" && "$RALPH_BIN" task add "Print the greeting" --blocked-by t-1`)
+			}
+			return claudetest.Text("Planned two tasks.\n<promise>COMPLETE</promise>")
+		}
+		return worker(r)
+	})
+	if err := os.MkdirAll(filepath.Join(e.dir, "specs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "specs", "hello.md"), []byte("# Hello\n\nGreet the world.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run("plan", "--use-api-key"); r.code != 0 {
+		t.Fatalf("plan: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=2 active=0 done=0 failed=0 blocked=0 total=2\n" {
+		t.Fatalf("after plan: %s", got)
+	}
+	if r := e.run("build", "--use-api-key"); r.code != 0 {
+		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if diff := cmp.Diff("t-1\nt-2\n", e.read("order.txt")); diff != "" {
+		t.Errorf("order the planned tasks ran in (-want +got):\n%s", diff)
+	}
+}

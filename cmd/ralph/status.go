@@ -39,7 +39,12 @@ type statusJSON struct {
 // claimJSON is an active claim. lease_age_seconds is how long ago the claim
 // was taken (as `task peek` shows it), lease_left_seconds how long the lease
 // still runs unless renewed (negative: expired; the next store call returns
-// the task to pending).
+// the task to pending). holder is the process that keeps the claim alive
+// (pid, start time, host: RALPH_HOLDER's form; "" for a claim by hand, which
+// lives by its lease alone), holder_host its host identity, holder_alive
+// what can be seen of it from here ("alive", "gone", "unknown": on another
+// host, or no holder process), claim_mode who claimed ("loop", "agent" or
+// "" by hand) and generation the claim's number.
 type claimJSON struct {
 	ID               string  `json:"id"`
 	Title            string  `json:"title"`
@@ -48,6 +53,11 @@ type claimJSON struct {
 	LeaseExpiresAt   string  `json:"lease_expires_at"`
 	LeaseAgeSeconds  float64 `json:"lease_age_seconds"`
 	LeaseLeftSeconds float64 `json:"lease_left_seconds"`
+	Holder           string  `json:"holder"`
+	HolderHost       string  `json:"holder_host"`
+	HolderAlive      string  `json:"holder_alive"`
+	ClaimMode        string  `json:"claim_mode"`
+	Generation       int64   `json:"generation"`
 }
 
 // receiptJSON is one agent session's receipt.
@@ -108,6 +118,8 @@ func toStatusJSON(counts loop.Counts, active []loop.Task, latest []loop.Receipt,
 			ClaimedAt: jsonTime(t.ClaimedAt), LeaseExpiresAt: jsonTime(t.LeaseExpiresAt),
 			LeaseAgeSeconds:  seconds(now.Sub(t.ClaimedAt)),
 			LeaseLeftSeconds: seconds(t.LeaseExpiresAt.Sub(now)),
+			Holder:           t.Holder.String(), HolderHost: t.Holder.Host, HolderAlive: t.Holder.Liveness().String(),
+			ClaimMode: string(t.ClaimMode), Generation: t.Generation,
 		})
 	}
 	for _, r := range latest {
@@ -143,7 +155,7 @@ func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest
 			if left := t.LeaseExpiresAt.Sub(now); left > 0 {
 				lease = "lease " + age(left) + " left"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\tclaimed %s ago, %s\n", t.ID, oneLine(t.Title), t.ClaimedBy, age(now.Sub(t.ClaimedAt)), lease)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tclaimed %s ago, %s\t%s\n", t.ID, oneLine(t.Title), t.ClaimedBy, age(now.Sub(t.ClaimedAt)), lease, holderText(t.Holder))
 		}
 		tw.Flush()
 	}
@@ -184,4 +196,20 @@ func age(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 	}
+}
+
+// holderText says who keeps a claim alive, for people: "pid 123 on this
+// host", "pid 123 on HOST", "lease only".
+func holderText(h loop.Holder) string {
+	switch {
+	case h.IsZero():
+		return "lease only"
+	case h.Host == loop.HostID():
+		state := "alive"
+		if h.Liveness() == loop.HolderGone {
+			state = "gone"
+		}
+		return fmt.Sprintf("pid %d on this host (%s)", h.PID, state)
+	}
+	return fmt.Sprintf("pid %d on %s", h.PID, h.Host)
 }

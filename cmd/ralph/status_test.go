@@ -38,7 +38,10 @@ func statusProject(t *testing.T) *harness {
 	h.add("Logout")
 	h.ok("task", "claim", "t-1", "--agent", "agent-00000001")
 	h.ok("task", "done", "t-1")
+	// An agent's claim inside a session of a loop running on machine-b.
+	h.env["RALPH_HOLDER"] = "4242:777@machine-b"
 	h.ok("task", "claim", "t-2", "--agent", "agent-0000000a")
+	delete(h.env, "RALPH_HOLDER")
 	s := "session-20260102-030000"
 	h.record(
 		loop.Receipt{Session: s, Iteration: 1, Mode: "build", TaskID: "t-1", Model: "claude-sonnet-4-5", InputTokens: 1200, OutputTokens: 80,
@@ -57,7 +60,7 @@ func TestStatusText(t *testing.T) {
 	want := `plan: open=1 active=1 done=1 failed=0 blocked=0 total=3
 
 active (1):
-  t-2  Login form  agent-0000000a  claimed 5m ago, lease 10m left
+  t-2  Login form  agent-0000000a  claimed 5m ago, lease 10m left  pid 4242 on machine-b
 
 last iterations (3 of 3):
   STARTED               SESSION                  ITER  MODE    TASK  MODEL              TURNS  DURATION  COST     ENDED
@@ -84,6 +87,8 @@ func TestStatusJSON(t *testing.T) {
 			"id": "t-2", "title": "Login form", "claimed_by": "agent-0000000a",
 			"claimed_at": "2026-01-02T03:04:05Z", "lease_expires_at": "2026-01-02T03:19:05Z",
 			"lease_age_seconds": 300.0, "lease_left_seconds": 600.0,
+			"holder": "4242:777@machine-b", "holder_host": "machine-b", "holder_alive": "unknown",
+			"claim_mode": "agent", "generation": 1.0,
 		}},
 		"sessions":       3.0,
 		"total_cost_usd": 1.3,

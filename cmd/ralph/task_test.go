@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
 )
 
 // step is one command of a scripted session and what it must print.
@@ -586,5 +588,54 @@ func BenchmarkPeek(b *testing.B) {
 	}
 	if !strings.Contains(out.String(), "# Claimable tasks (10)") {
 		b.Fatalf("peek printed:\n%s", out.String())
+	}
+}
+
+// TestWhoMayMoveTask: an agent moves only what it holds; a person may move
+// any task, one a live agent holds only with --force; and the history says
+// who did what.
+func TestWhoMayMoveTask(t *testing.T) {
+	h := initHarness(t)
+	h.add("Held by a")
+	h.add("Held by a live loop's agent")
+	h.ok("task", "claim", "t-1", "--agent", "agent-a")
+	h.env["RALPH_HOLDER"] = loop.ThisProcess().String() // a live loop: this test
+	h.ok("task", "claim", "t-2", "--agent", "agent-a")
+	delete(h.env, "RALPH_HOLDER")
+
+	for _, cmd := range [][]string{{"task", "done", "t-1"}, {"task", "fail", "t-1", "--reason", "no"}} {
+		h.env["RALPH_AGENT_ID"] = "agent-b"
+		r := h.run(cmd...)
+		if r.code != 1 || !strings.Contains(r.stderr, "held by agent-a") {
+			t.Errorf("%v by agent-b: exit %d, stderr %q; want 1 naming the holder", cmd, r.code, r.stderr)
+		}
+		delete(h.env, "RALPH_AGENT_ID")
+		if r := h.run(append(cmd, "--agent", "agent-b")...); r.code != 1 || !strings.Contains(r.stderr, "held by agent-a") {
+			t.Errorf("%v --agent agent-b: exit %d, stderr %q; want 1 naming the holder", cmd, r.code, r.stderr)
+		}
+	}
+	if got := h.dump().Tasks; got[0].Status != loop.StatusInProgress || got[1].Status != loop.StatusInProgress {
+		t.Fatalf("refused moves changed the tasks: %v, %v", got[0].Status, got[1].Status)
+	}
+	// A person may finish a task claimed by hand, but needs --force for one
+	// a live agent holds.
+	h.ok("task", "done", "t-1", "--summary", "finished by hand")
+	if r := h.run("task", "done", "t-2"); r.code != 1 || !strings.Contains(r.stderr, "--force") || !strings.Contains(r.stderr, "agent-a") {
+		t.Errorf("person's done of a live agent's task: exit %d, stderr %q; want 1 naming the holder and --force", r.code, r.stderr)
+	}
+	h.ok("task", "done", "t-2", "--force")
+
+	type entry struct{ Kind, Actor string }
+	for id, want := range map[string][]entry{
+		"t-1": {{"claim", "agent-a"}, {"done", "user-tester"}},
+		"t-2": {{"claim", "agent-a"}, {"done", "user-tester"}}, // a completion without a summary is logged too
+	} {
+		var got []entry
+		for _, l := range h.dump().Logs[id] {
+			got = append(got, entry{l.Kind, l.Actor})
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s history (-want +got):\n%s", id, diff)
+		}
 	}
 }

@@ -508,9 +508,7 @@ func (s *Store) Complete(ctx context.Context, p loop.MoveParams) error {
 		return err
 	}
 	delete(s.claims, id)
-	if summary != "" {
-		s.logLocked(now, id, loop.LogDone, summary, p.By.Name())
-	}
+	s.logLocked(now, id, loop.LogDone, summary, p.By.Name())
 	return nil
 }
 

@@ -105,7 +105,11 @@ var suiteStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // Complete log exactly the reason or summary given as the message of their
 // entry; the lease-expired entry's message names the old holder; an expired
 // claim is recovered at the latest by the next Claim, which recovers every
-// expired claim.
+// expired claim; a claim whose holder is gone on this host (DESIGN §8,
+// "Holders") is recovered by the next call of any method, with a
+// loop.LogHolderGone entry naming the holder; every history entry names its
+// actor (the agent, the person of loop.Actor.Name, or loop.ActorRalph for
+// recoveries and auto-transitions).
 func TestTaskStore(t *testing.T, newStore StoreFactory, opts ...Option) {
 	t.Helper()
 	s := &suite{newStore: newStore}
@@ -140,6 +144,11 @@ func TestTaskStore(t *testing.T, newStore StoreFactory, opts ...Option) {
 		{"ConcurrentClaims", s.testConcurrentClaims},
 		{"ConcurrentClaimByID", s.testConcurrentClaimByID},
 		{"CancelledContext", s.testCancelled},
+		{"ClaimRecordsHolder", s.testClaimRecordsHolder},
+		{"WhoMayMove", s.testWhoMayMove},
+		{"StaleClaimRefused", s.testStaleClaim},
+		{"HolderGone", s.testHolderGone},
+		{"History", s.testHistory},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.run)
@@ -1363,3 +1372,185 @@ func (s *suite) testCancelled(t *testing.T) {
 	}
 	f.unchanged(before, "calls with a cancelled context")
 }
+
+func (s *suite) testClaimRecordsHolder(t *testing.T) {
+	f := s.open(t, []Seed{s.seed("t1"), s.seed("t2")})
+	me := loop.ThisProcess()
+	got, err := f.store.Claim(t.Context(), loop.ClaimParams{TaskID: "t1", Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type claim struct {
+		ClaimedBy  string
+		Holder     loop.Holder
+		Mode       loop.ClaimMode
+		Generation int64
+	}
+	want := claim{"agent-a", me, loop.ClaimLoop, 1}
+	for _, task := range []loop.Task{got, f.get("t1")} {
+		if diff := cmp.Diff(want, claim{task.ClaimedBy, task.Holder, task.ClaimMode, task.Generation}); diff != "" {
+			t.Errorf("claim of t1 (-want +got):\n%s", diff)
+		}
+	}
+	// Each claim gets the next generation; the number survives the claim.
+	f.must(f.store.Release(t.Context(), loop.MoveParams{TaskID: "t1", Message: "later", By: loop.Actor{Agent: "agent-a"}}), "Release")
+	if task := f.get("t1"); task.Generation != 1 || !task.Holder.IsZero() || task.ClaimMode != "" {
+		t.Errorf("t1 released: generation %d, holder %v, mode %q; want 1 and no claim", task.Generation, task.Holder, task.ClaimMode)
+	}
+	again := f.claim("t1", "agent-b")
+	if again.Generation != 2 || !again.Holder.IsZero() || again.ClaimMode != "" {
+		t.Errorf("second claim of t1 (by hand): generation %d, holder %v, mode %q; want 2, none, none", again.Generation, again.Holder, again.ClaimMode)
+	}
+	if got := f.get("t2").Generation; got != 0 {
+		t.Errorf("t2, never claimed: generation %d", got)
+	}
+}
+
+func (s *suite) testWhoMayMove(t *testing.T) {
+	ctx := t.Context()
+	me := loop.ThisProcess() // a live holder
+	agentA, agentB := loop.Actor{Agent: "agent-a"}, loop.Actor{Agent: "agent-b"}
+	loopA := loop.Actor{Agent: "agent-a", Loop: true}
+	person := loop.Actor{Person: "user-alice"}
+	forced := loop.Actor{Person: "user-alice", Force: true}
+	type move func(loop.MoveParams) error
+	moves := map[loop.MoveKind]func(*fixture) move{
+		loop.MoveComplete: func(f *fixture) move { return func(p loop.MoveParams) error { return f.store.Complete(ctx, p) } },
+		loop.MoveFail:     func(f *fixture) move { return func(p loop.MoveParams) error { return f.store.Fail(ctx, p) } },
+		loop.MoveRelease:  func(f *fixture) move { return func(p loop.MoveParams) error { return f.store.Release(ctx, p) } },
+		loop.MoveRetry:    func(f *fixture) move { return func(p loop.MoveParams) error { return f.store.Retry(ctx, p) } },
+	}
+	tests := []struct {
+		name   string
+		claim  loop.ClaimParams // of t1
+		by     loop.Actor
+		kinds  []loop.MoveKind
+		refuse error // nil: allowed
+	}{
+		{"an agent moves another's task", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimAgent}, agentB,
+			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail, loop.MoveRelease, loop.MoveRetry}, loop.ErrNotHolder},
+		{"an agent moves its own claim", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimAgent}, agentA,
+			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail, loop.MoveRelease, loop.MoveRetry}, nil},
+		{"an agent completes or fails the loop's claim for it", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, agentA,
+			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail}, loop.ErrLoopClaim},
+		{"an agent releases the loop's claim for it", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, agentA,
+			[]loop.MoveKind{loop.MoveRelease}, nil},
+		{"the loop moves its claim", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, loopA,
+			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail, loop.MoveRelease, loop.MoveRetry}, nil},
+		{"a person moves a live agent's task", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, person,
+			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail, loop.MoveRelease, loop.MoveRetry}, loop.ErrHeldByLiveAgent},
+		{"a person forces it", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, forced,
+			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail, loop.MoveRelease, loop.MoveRetry}, nil},
+		{"a person moves a claim made by hand", loop.ClaimParams{Agent: "user-bob"}, person,
+			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail, loop.MoveRelease, loop.MoveRetry}, nil},
+	}
+	for _, tt := range tests {
+		for _, kind := range tt.kinds {
+			t.Run(tt.name+"/"+string(kind), func(t *testing.T) {
+				f := s.open(t, []Seed{s.seed("t1")})
+				p := tt.claim
+				p.TaskID = "t1"
+				task, err := f.store.Claim(ctx, p)
+				f.must(err, "Claim")
+				before := f.snapshot()
+				by := tt.by
+				if by.Loop {
+					by.Generation = task.Generation
+				}
+				err = moves[kind](f)(loop.MoveParams{TaskID: "t1", Message: "moved", By: by})
+				if tt.refuse != nil {
+					wantErr(t, err, tt.refuse, string(kind)+" by "+by.Name())
+					if err != nil && !strings.Contains(err.Error(), "t1") {
+						t.Errorf("refusal %q does not name the task", err)
+					}
+					if err != nil && tt.refuse != loop.ErrLoopClaim && !strings.Contains(err.Error(), "agent-a") {
+						t.Errorf("refusal %q does not name the holder agent-a", err)
+					}
+					f.unchanged(before, "a refused "+string(kind))
+					return
+				}
+				f.must(err, string(kind)+" by "+by.Name())
+				if got := f.lastLog("t1"); got.Actor != by.Name() {
+					t.Errorf("history names %q, want %q", got.Actor, by.Name())
+				}
+			})
+		}
+	}
+}
+
+func (s *suite) testStaleClaim(t *testing.T) {
+	ctx := t.Context()
+	f := s.open(t, []Seed{s.seed("t1")})
+	first, err := f.store.Claim(ctx, loop.ClaimParams{TaskID: "t1", Agent: "agent-a", Mode: loop.ClaimLoop})
+	f.must(err, "Claim")
+	f.must(f.store.Release(ctx, loop.MoveParams{TaskID: "t1", Message: "taken back", By: loop.Actor{Person: "user-alice"}}), "Release")
+	f.clock.Advance(time.Second)
+	second := f.claim("t1", "agent-a") // the same agent, a new claim
+	if second.Generation != first.Generation+1 {
+		t.Fatalf("generations %d then %d", first.Generation, second.Generation)
+	}
+	before := f.get("t1")
+	stale := loop.Actor{Agent: "agent-a", Loop: true, Generation: first.Generation}
+	err = f.store.Complete(ctx, loop.MoveParams{TaskID: "t1", Message: "late", By: stale})
+	wantErr(t, err, loop.ErrStaleClaim, "Complete from claim 1 after claim 2")
+	if diff := cmp.Diff(viewOf(before), viewOf(f.get("t1"))); diff != "" {
+		t.Errorf("a stale outcome changed the task (-before +after):\n%s", diff)
+	}
+	got := f.lastLog("t1")
+	if got.Kind != loop.LogOutcomeRefused || got.Actor != "agent-a" || !strings.Contains(got.Message, "1") {
+		t.Errorf("last history entry %+v, want the refusal, by agent-a, naming claim 1", got)
+	}
+	// The current claim's outcome is taken.
+	f.must(f.store.Complete(ctx, loop.MoveParams{TaskID: "t1", Message: "done", By: loop.Actor{Agent: "agent-a", Loop: true, Generation: second.Generation}}), "Complete from claim 2")
+}
+
+func (s *suite) testHolderGone(t *testing.T) {
+	f := s.open(t, []Seed{s.seed("t1"), s.seed("t2"), s.seed("t3")})
+	ctx := t.Context()
+	dead := DeadHolder(t)
+	f.must(claimErr(f.store.Claim(ctx, loop.ClaimParams{TaskID: "t1", Agent: "agent-dead", Holder: dead, Mode: loop.ClaimLoop})), "Claim t1")
+	f.must(claimErr(f.store.Claim(ctx, loop.ClaimParams{TaskID: "t2", Agent: "agent-live", Holder: loop.ThisProcess(), Mode: loop.ClaimLoop})), "Claim t2")
+	elsewhere := dead
+	elsewhere.Host = "another-machine"
+	f.must(claimErr(f.store.Claim(ctx, loop.ClaimParams{TaskID: "t3", Agent: "agent-far", Holder: elsewhere, Mode: loop.ClaimLoop})), "Claim t3")
+
+	// The next call of any method, well within the lease, recovers t1: its
+	// holder process is gone. The live holder's claim and the one on
+	// another host (known by its lease alone) stay.
+	got := f.get("t1")
+	if got.Status != loop.StatusPending || got.ClaimedBy != "" {
+		t.Errorf("t1, held by a process that is gone: %s held by %q, want pending", got.Status, got.ClaimedBy)
+	}
+	e := f.lastLog("t1")
+	if e.Kind != loop.LogHolderGone || e.Actor != loop.ActorRalph || !strings.Contains(e.Message, "agent-dead") || !strings.Contains(e.Message, dead.String()) {
+		t.Errorf("t1's last entry %+v, want holder-gone by ralph naming agent-dead and its holder", e)
+	}
+	for _, id := range []string{"t2", "t3"} {
+		if st := f.get(id).Status; st != loop.StatusInProgress {
+			t.Errorf("%s: %s, want still in_progress", id, st)
+		}
+	}
+}
+
+func (s *suite) testHistory(t *testing.T) {
+	f := s.open(t, []Seed{s.seed("t1")})
+	ctx := t.Context()
+	f.must(claimErr(f.store.Claim(ctx, loop.ClaimParams{TaskID: "t1", Agent: "agent-a", Mode: loop.ClaimLoop})), "Claim")
+	f.clock.Advance(time.Second)
+	f.must(f.store.Complete(ctx, loop.MoveParams{TaskID: "t1", Message: "built it", By: loop.Actor{Agent: "agent-a", Loop: true}}), "Complete")
+	type entry struct{ Kind, Actor string }
+	var got []entry
+	for _, e := range f.logs("t1") {
+		got = append(got, entry{e.Kind, e.Actor})
+	}
+	want := []entry{{loop.LogClaim, "agent-a"}, {loop.LogDone, "agent-a"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("t1's history (-want +got):\n%s", diff)
+	}
+	if got := loop.Summary(f.logs("t1")); got != "built it" {
+		t.Errorf("summary %q, want the completion's", got)
+	}
+}
+
+// claimErr drops the task of a Claim.
+func claimErr(_ loop.Task, err error) error { return err }

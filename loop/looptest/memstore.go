@@ -655,7 +655,7 @@ func (s *MemStore) setStatus(now time.Time, mt *memTask, to loop.Status, kind, m
 		clearClaim(&mt.task)
 	}
 	mt.task.UpdatedAt = now
-	if message != "" {
+	if kind != "" {
 		mt.logs = append(mt.logs, loop.LogEntry{At: now, Kind: kind, Message: message, Actor: actor})
 	}
 }

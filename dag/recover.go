@@ -1,0 +1,229 @@
+package dag
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// Recovery of the claims nobody keeps any more (DESIGN §2, §8 "Holders"):
+// a claim whose lease has expired, and a claim whose holder process ran on
+// this host and is gone (a ralph that was killed). Every method recovers
+// first: writes in their own transaction, reads only when a cheap look-up
+// finds something to recover.
+
+// holderCheckTTL is how long a holder process found alive is taken to be
+// alive without looking at /proc again. A loop's own store claims and
+// completes many times a minute; a holder that dies meanwhile is recovered
+// at most this late by that process, and at once by any other.
+const holderCheckTTL = time.Second
+
+// holderCache remembers the holders found alive, and when.
+type holderCache struct {
+	alive map[loop.Holder]time.Time
+}
+
+// gone reports whether h, a holder on this host, is gone.
+func (s *Store) holderGone(h loop.Holder) bool {
+	s.holderMu.Lock()
+	at, ok := s.holders.alive[h]
+	s.holderMu.Unlock()
+	if ok && time.Since(at) < holderCheckTTL {
+		return false
+	}
+	switch h.Liveness() {
+	case loop.HolderGone:
+		return true
+	case loop.HolderAlive:
+		s.holderMu.Lock()
+		if s.holders.alive == nil || len(s.holders.alive) > 1000 {
+			s.holders.alive = map[loop.Holder]time.Time{}
+		}
+		s.holders.alive[h] = time.Now()
+		s.holderMu.Unlock()
+	}
+	return false
+}
+
+// heldHereQuery lists the claims held by processes on this host.
+const heldHereQuery = `SELECT id, claimed_by, holder_pid, holder_start FROM tasks INDEXED BY tasks_active
+	WHERE status = 'in_progress' AND holder_host = ? AND holder_pid > 0 ORDER BY seq`
+
+// orphan is a claim whose holder is gone.
+type orphan struct {
+	id, agent string
+	holder    loop.Holder
+}
+
+// orphans reads the rows of heldHereQuery and keeps the claims whose holder
+// is gone.
+func (s *Store) orphans(rows rowSet) ([]orphan, error) {
+	var out []orphan
+	for rows.Next() {
+		o := orphan{holder: loop.Holder{Host: loop.HostID()}}
+		if err := rows.Scan(&o.id, &o.agent, &o.holder.PID, &o.holder.Start); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if s.holderGone(o.holder) {
+			out = append(out, o)
+		}
+	}
+	return out, rows.Close()
+}
+
+// recoverIfAny takes the write lock only when some claim needs recovering:
+// cheap indexed look-ups keep reads from serialising behind writers.
+func (s *Store) recoverIfAny(ctx context.Context) error {
+	need, err := s.needsRecovery(ctx)
+	if err != nil || !need {
+		return err
+	}
+	return s.write(ctx, func(*txn) error { return nil })
+}
+
+// needsRecovery reports whether some claim's lease has expired, or some
+// claim's holder on this host is gone.
+func (s *Store) needsRecovery(ctx context.Context) (bool, error) {
+	st, err := s.stmt(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_active
+			WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1)`)
+	if err != nil {
+		return false, s.dbErr(err)
+	}
+	var n int
+	if err := st.QueryRowContext(ctx, s.now()).Scan(&n); err != nil || n > 0 {
+		return n > 0, s.dbErr(err)
+	}
+	st, err = s.stmt(ctx, heldHereQuery)
+	if err != nil {
+		return false, s.dbErr(err)
+	}
+	rows, err := st.QueryContext(ctx, loop.HostID())
+	if err != nil {
+		return false, s.dbErr(err)
+	}
+	gone, err := s.orphans(rows)
+	return len(gone) > 0, s.dbErr(err)
+}
+
+// Recover returns to pending every claim whose lease has expired (log kind
+// loop.LogLeaseExpired) and every claim whose holder process ran on this
+// host and is gone (loop.LogHolderGone), each entry naming the old holder,
+// and returns the recovered ids. Every TaskStore method does this first.
+func (s *Store) Recover(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Nothing to recover (the usual case): no write lock, no transaction.
+	if need, err := s.needsRecovery(ctx); err != nil || !need {
+		return nil, err
+	}
+	t, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	ids, err := t.recover()
+	if err != nil {
+		return nil, s.dbErr(err)
+	}
+	if err := t.commit(); err != nil {
+		return nil, s.dbErr(err)
+	}
+	return ids, nil
+}
+
+// ensureRecovered recovers claims once in this transaction.
+func (t *txn) ensureRecovered() error {
+	if t.recovered {
+		return nil
+	}
+	_, err := t.recover()
+	return err
+}
+
+// leaseGuard returns a condition (with its argument) that holds when no
+// claim's lease has expired, to be ANDed to the WHERE clause of the first
+// statement of a writeGuarded transaction; it is empty once claims have
+// been recovered. Claims whose holder is gone are recovered before that
+// statement (recoverOrphans): no SQL condition can ask /proc.
+func (t *txn) leaseGuard() (string, []any) {
+	if t.recovered {
+		return "", nil
+	}
+	return ` AND NOT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_active
+		WHERE status = 'in_progress' AND lease_expires_at <= ?)`, []any{t.now}
+}
+
+// recover returns expired and orphaned claims to pending.
+func (t *txn) recover() ([]string, error) {
+	t.recovered = true
+	rows, err := t.query(`SELECT id, claimed_by, lease_expires_at FROM tasks INDEXED BY tasks_active
+		WHERE status = 'in_progress' AND lease_expires_at <= ? ORDER BY seq`, t.now)
+	if err != nil {
+		return nil, err
+	}
+	type expired struct {
+		id, agent string
+		at        int64
+	}
+	var exp []expired
+	for rows.Next() {
+		var e expired
+		if err := rows.Scan(&e.id, &e.agent, &e.at); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		exp = append(exp, e)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range exp {
+		msg := fmt.Sprintf("lease of %s expired at %s; returned to pending", e.agent, fromNanos(e.at).Format(time.RFC3339))
+		if err := t.unclaim(e.id, loop.LogLeaseExpired, msg); err != nil {
+			return nil, err
+		}
+		ids = append(ids, e.id)
+	}
+	more, err := t.recoverOrphans()
+	return append(ids, more...), err
+}
+
+// recoverOrphans returns to pending the claims whose holder process ran on
+// this host and is gone, once per transaction.
+func (t *txn) recoverOrphans() ([]string, error) {
+	if t.orphansDone {
+		return nil, nil
+	}
+	t.orphansDone = true
+	rows, err := t.query(heldHereQuery, loop.HostID())
+	if err != nil {
+		return nil, err
+	}
+	gone, err := t.s.orphans(rows)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, o := range gone {
+		msg := fmt.Sprintf("holder of %s's claim (%s) is gone; returned to pending", o.agent, o.holder)
+		if err := t.unclaim(o.id, loop.LogHolderGone, msg); err != nil {
+			return nil, err
+		}
+		ids = append(ids, o.id)
+	}
+	return ids, nil
+}
+
+// unclaim returns in_progress task id to pending, logging kind and msg as
+// ralph's own move.
+func (t *txn) unclaim(id, kind, msg string) error {
+	if err := t.setStatus(id, loop.StatusInProgress, loop.StatusPending); err != nil {
+		return err
+	}
+	return t.logAs(id, kind, msg, loop.ActorRalph)
+}
