@@ -605,3 +605,39 @@ func TestConcurrentOpenOfNewFile(t *testing.T) {
 	}
 	checkCounts(t, s)
 }
+
+// A commit by another process (here: another Store on the file) changes
+// the token; nothing else does.
+func TestChangeWatcher(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress.db")
+	a, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	mustAdd(t, a, AddParams{ID: "x"})
+	tok, err := a.ChangeToken(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Ready(t.Context(), loop.Scope{}, 10); err != nil { // a read changes nothing
+		t.Fatal(err)
+	}
+	if changed, err := a.WaitChange(t.Context(), tok, 200*time.Millisecond); changed || err != nil {
+		t.Fatalf("WaitChange after a read = %v, %v; want no change", changed, err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		mustAdd(t, b, AddParams{ID: "y"})
+	}()
+	start := time.Now()
+	changed, err := a.WaitChange(t.Context(), tok, 10*time.Second)
+	if !changed || err != nil || time.Since(start) > 5*time.Second {
+		t.Errorf("WaitChange after another store's commit = %v, %v after %v", changed, err, time.Since(start))
+	}
+}

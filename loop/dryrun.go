@@ -23,6 +23,9 @@ type DryRunPlan struct {
 	PromptName         string
 	PromptSource       string
 	SystemPromptSource string
+	// Waiting, when nothing is ready but other agents hold tasks in scope,
+	// are those tasks: a run would wait for them (Message says so).
+	Waiting []Task
 }
 
 // ExitCode is the exit code of `ralph build --dry-run`: 2 with no plan, 0
@@ -81,6 +84,13 @@ func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error
 		c, err := store.Counts(ctx, cfg.Scope)
 		if err != nil {
 			return plan, err
+		}
+		if c.InProgress > 0 {
+			if plan.Waiting, err = store.Active(ctx, cfg.Scope); err != nil {
+				return plan, err
+			}
+			plan.Message = "nothing is ready yet; a run would wait for " + describeHeld(plan.Waiting)
+			return plan, nil
 		}
 		s := terminalStop(c)
 		plan.Outcome, plan.Message = s.outcome, s.message

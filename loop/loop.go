@@ -127,6 +127,8 @@ type run struct {
 	// gateDetail is the last gate failure with its output's tail: the
 	// release reason the next attempt's prompt shows.
 	gateDetail string
+	// waitingFor names the held tasks the loop last said it waits for.
+	waitingFor string
 	// iter is the iteration under way, for the store's own bookkeeping
 	// (IterationRecorder); plan and adhoc hold plan and prompt mode state.
 	iter  iterState
@@ -460,11 +462,17 @@ func completeStop(c Counts) *stop {
 	return stopWith(OutcomeComplete, "complete: all %d %s done", c.Done, plural(c.Done, "task", "tasks"))
 }
 
-// terminal is step 2: nothing could be claimed; say why.
-func (r *run) terminal(ctx context.Context) *stop {
+// terminal is step 2: nothing could be claimed. With tasks in scope held
+// by other live agents, the loop waits for them and returns nil to try
+// again (waitForAgents); otherwise it says why it stops. token is the
+// store's change token from before the failed claim.
+func (r *run) terminal(ctx context.Context, token string) *stop {
 	c, err := r.store.Counts(ctx, r.cfg.Scope)
 	if err != nil {
 		return r.storeErr(ctx, err)
+	}
+	if c.InProgress > 0 {
+		return r.waitForAgents(ctx, token)
 	}
 	return terminalStop(c)
 }
@@ -521,9 +529,10 @@ func plural(n int, one, many string) string {
 // when a usage limit turned it into a wait.
 func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	n := r.report.Iterations + 1
+	token := r.changeToken(ctx)
 	task, err := r.claim(ctx, "")
 	if errors.Is(err, ErrNoReadyTask) {
-		return false, r.terminal(ctx)
+		return false, r.terminal(ctx, token)
 	}
 	if err != nil {
 		return false, r.storeErr(ctx, err)

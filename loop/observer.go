@@ -17,6 +17,7 @@ const (
 	NoteIterationEnd   NoteKind = "iteration_end"   // Iteration, Task, Model, Status, Receipt
 	NoteAgentEvent     NoteKind = "agent_event"     // AgentEvent, forwarded from the Runner
 	NoteWait           NoteKind = "wait"            // a usage-limit wait: Until, Wait
+	NoteWaitAgents     NoteKind = "wait_agents"     // nothing ready; waiting for the tasks other agents hold: Held, Message
 	NoteReceipt        NoteKind = "receipt"         // Receipt of one agent session
 	NoteNotice         NoteKind = "notice"          // Message for people (released claims, ignored COMPLETE, …)
 	NoteSessionEnd     NoteKind = "session_end"     // Report, sent once, last
@@ -47,6 +48,9 @@ type Note struct {
 	Receipt    *Receipt
 	Message    string
 	Report     *Report
+	// Held are the tasks other agents hold that the loop waits for
+	// (NoteWaitAgents).
+	Held []Task
 }
 
 // Observer receives what a run does: transitions, iterations, agent events,

@@ -18,7 +18,8 @@ const (
 	OutcomeLimitReached Outcome = "limit_reached"
 	// OutcomeNoPlan: the scope holds no task at all.
 	OutcomeNoPlan Outcome = "no_plan"
-	// OutcomeBlocked: tasks remain, but none is ready.
+	// OutcomeBlocked: tasks remain, but none is ready and no live agent
+	// holds one (a loop waits for tasks other agents hold).
 	OutcomeBlocked Outcome = "blocked"
 	// OutcomeFailure: the agent declared <promise>FAILURE</promise>.
 	OutcomeFailure Outcome = "failure"

@@ -245,6 +245,10 @@ func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskS
 		return outcomeError(plan.Outcome, plan.ExitCode(), plan.Message, progressMode, cfg.stdout)
 	}
 	w := cfg.stdout
+	if len(plan.Waiting) > 0 {
+		_, err := fmt.Fprintln(w, plan.Message)
+		return err
+	}
 	label := "next task"
 	if lc.ClaimMode == loop.ClaimAgent {
 		label = "first claimable task (the agent picks)"
@@ -354,6 +358,8 @@ func (v *buildView) Observe(n loop.Note) {
 		fmt.Fprintln(v.w, line)
 	case loop.NoteWait:
 		fmt.Fprintf(v.w, "usage limit reached; waiting until %s (%s)\n", n.Until.Format(time.RFC3339), n.Wait.Round(time.Second))
+	case loop.NoteWaitAgents:
+		fmt.Fprintln(v.w, oneLine(n.Message))
 	case loop.NoteNotice:
 		v.warn("%s", oneLine(n.Message))
 	}

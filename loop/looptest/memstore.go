@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 )
 
 var (
-	_ loop.TaskStore    = (*MemStore)(nil)
-	_ loop.FeatureStore = (*MemStore)(nil)
-	_ loop.ReceiptStore = (*MemStore)(nil)
+	_ loop.TaskStore     = (*MemStore)(nil)
+	_ loop.FeatureStore  = (*MemStore)(nil)
+	_ loop.ReceiptStore  = (*MemStore)(nil)
+	_ loop.ChangeWatcher = (*MemStore)(nil)
 )
 
 // MemStore is an in-memory loop.TaskStore, loop.FeatureStore and
@@ -44,6 +46,12 @@ type MemStore struct {
 	ready   []*memTask            // the ready tasks, in claim order
 	claimed map[*memTask]struct{} // the in_progress tasks
 	counts  loop.Counts           // tasks by status
+
+	// version counts the changes that can make work ready or end a wait
+	// (status moves, new tasks, new dependencies); changed is closed and
+	// replaced at each.
+	version uint64
+	changed chan struct{}
 }
 
 // memTask is a task with direct links to its neighbours and its readiness
@@ -73,6 +81,46 @@ func NewMemStore(now func() time.Time) *MemStore {
 		tasks:    make(map[string]*memTask),
 		features: make(map[string]loop.Feature),
 		claimed:  make(map[*memTask]struct{}),
+		changed:  make(chan struct{}),
+	}
+}
+
+// bumpLocked records a change for ChangeToken and WaitChange.
+func (s *MemStore) bumpLocked() {
+	s.version++
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// ChangeToken implements loop.ChangeWatcher.
+func (s *MemStore) ChangeToken(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strconv.FormatUint(s.version, 10), nil
+}
+
+// WaitChange implements loop.ChangeWatcher: it returns at the first status
+// move, new task or new dependency after token was taken.
+func (s *MemStore) WaitChange(ctx context.Context, token string, d time.Duration) (bool, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		ch, now := s.changed, strconv.FormatUint(s.version, 10)
+		s.mu.Unlock()
+		if now != token {
+			return true, nil
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
 }
 
@@ -196,6 +244,7 @@ func (s *MemStore) Add(tasks ...loop.Task) error {
 		}
 	}
 	s.indexAdded(s.order[len(s.order)-len(prepared):])
+	s.bumpLocked()
 	return nil
 }
 
@@ -251,6 +300,7 @@ func (s *MemStore) AddDependency(ctx context.Context, blocked, blocker string) e
 		t.unmet++
 		s.refresh(t)
 	}
+	s.bumpLocked()
 	return nil
 }
 
@@ -651,6 +701,7 @@ func (s *MemStore) move(ctx context.Context, p loop.MoveParams, kind loop.MoveKi
 // are explicit moves already checked, and auto-transitions.
 func (s *MemStore) setStatus(now time.Time, mt *memTask, to loop.Status, kind, message, actor string) {
 	s.changeStatus(mt, to)
+	s.bumpLocked()
 	if to != loop.StatusInProgress {
 		clearClaim(&mt.task)
 	}
