@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -39,6 +40,7 @@ const (
 	IterPeekError     IterationStatus = "peek_error"         // peek mode: the store could not be read
 	IterAlreadyClosed IterationStatus = "already_closed"     // the task was done when the session ended (someone else, or the progress file's agent, finished it)
 	IterClaimLost     IterationStatus = "claim_lost"         // the loop's claim ended behind its back: released (task trouble), taken over, or failed by someone else
+	IterNotRecorded   IterationStatus = "not_recorded"       // the store stayed unwritable: the outcome could not be recorded; the run stops
 )
 
 // Success reports whether the status counts as a successful iteration in
@@ -129,6 +131,9 @@ type run struct {
 	gateDetail string
 	// waitingFor names the held tasks the loop last said it waits for.
 	waitingFor string
+	// renewedUntil is the lease end (Unix nanoseconds) of the last renewal
+	// of the held claim; the renewal goroutine writes it.
+	renewedUntil atomic.Int64
 	// iter is the iteration under way, for the store's own bookkeeping
 	// (IterationRecorder); plan and adhoc hold plan and prompt mode state.
 	iter  iterState
@@ -724,8 +729,10 @@ func (r *run) handleTask(ctx context.Context, n int, model string, task Task, re
 		return r.taskDone(ctx, n, model, task, res)
 	case sig.TaskFailed(task.ID):
 		why := "agent reported the task failed: " + excerpt(res.Text, 300)
-		if err := r.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: why, By: r.by(task)}); err != nil {
-			return r.outcomeErr(ctx, task, IterTaskFailed, why, err)
+		if st, w, s, ok := r.commitMove(ctx, task, "failed", res.Text, func(ctx context.Context) error {
+			return r.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: why, By: r.by(task)})
+		}); !ok {
+			return st, w, s
 		}
 		r.held = Task{}
 		return IterTaskFailed, why, nil
@@ -809,34 +816,23 @@ func lastMove(ctx context.Context, store TaskStore, id string) string {
 	return "no entry in its history says how"
 }
 
-// outcomeErr handles an error from recording the outcome of the loop's
-// claim on task: a claim lost meanwhile (ErrStaleClaim, ErrNotHolder, a
-// *TransitionError) goes the way of claimLost; anything else is a store
-// error. status and why are what the iteration would have reported.
-func (r *run) outcomeErr(ctx context.Context, task Task, status IterationStatus, why string, err error) (IterationStatus, string, *stop) {
-	var te *TransitionError
-	if ctx.Err() == nil && (errors.Is(err, ErrStaleClaim) || errors.Is(err, ErrNotHolder) || errors.As(err, &te)) {
-		cur, gerr := r.store.Get(ctx, task.ID)
-		if gerr == nil && !holds(cur, task) {
-			return r.claimLost(ctx, r.iter.n, task, cur)
-		}
-	}
-	return status, why, r.storeErr(ctx, err)
-}
-
 // taskTrouble releases the task and counts a retry, or fails it when it
 // has run 1+MaxRetries times.
 func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus, why string) (IterationStatus, string, *stop) {
 	if task.RetryCount >= r.cfg.MaxRetries {
 		reason := fmt.Sprintf("%s (after %d %s)", why, task.RetryCount+1, plural(task.RetryCount+1, "run", "runs"))
-		if err := r.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: reason, By: r.by(task)}); err != nil {
-			return r.outcomeErr(ctx, task, status, why, err)
+		if st, w, s, ok := r.commitMove(ctx, task, "failed", "", func(ctx context.Context) error {
+			return r.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: reason, By: r.by(task)})
+		}); !ok {
+			return st, w, s
 		}
 		r.held = Task{}
 		return IterTaskFailed, reason, nil
 	}
-	if err := r.store.Retry(ctx, MoveParams{TaskID: task.ID, Message: why, By: r.by(task)}); err != nil {
-		return r.outcomeErr(ctx, task, status, why, err)
+	if st, w, s, ok := r.commitMove(ctx, task, "back to pending for a retry", "", func(ctx context.Context) error {
+		return r.store.Retry(ctx, MoveParams{TaskID: task.ID, Message: why, By: r.by(task)})
+	}); !ok {
+		return st, w, s
 	}
 	r.held = Task{}
 	return status, why, nil
@@ -865,8 +861,10 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 		r.releaseHeld(ctx, reason)
 		return status, why, s
 	}
-	if err := r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: summary(res.Text), By: r.by(task)}); err != nil {
-		return r.outcomeErr(ctx, task, IterDone, "", err)
+	if st, why, s, ok := r.commitMove(ctx, task, "done", res.Text, func(ctx context.Context) error {
+		return r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: summary(res.Text), By: r.by(task)})
+	}); !ok {
+		return st, why, s
 	}
 	r.held = Task{}
 	return IterDone, "", nil
@@ -1090,7 +1088,11 @@ func (r *run) renewLeases(ctx context.Context, n int, taskID string) (stop func(
 				ids = r.agentTasks(ctx)
 			}
 			for _, id := range ids {
-				if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err != nil && ctx.Err() == nil {
+				err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease)
+				switch {
+				case err == nil && id == r.held.ID:
+					r.renewedUntil.Store(r.cfg.Now().Add(r.cfg.Lease).UnixNano())
+				case err != nil && ctx.Err() == nil:
 					r.note.notice(n, "could not renew the lease on %s: %v", id, err)
 				}
 			}

@@ -51,6 +51,9 @@ type Note struct {
 	// Held are the tasks other agents hold that the loop waits for
 	// (NoteWaitAgents).
 	Held []Task
+	// Text is the agent's final text, when a notice is about an outcome
+	// that could not be recorded: the session log keeps it whole.
+	Text string
 }
 
 // Observer receives what a run does: transitions, iterations, agent events,

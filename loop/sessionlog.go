@@ -102,6 +102,9 @@ func (l *SessionLog) Observe(n Note) {
 		l.printf("[%s] wait %s until %s: %s\n", n.At.Format(logTime), n.Wait, n.Until.Format(logTime), n.Message)
 	case NoteNotice:
 		l.printf("[%s] %s\n", n.At.Format(logTime), n.Message)
+		if n.Text != "" {
+			l.printf("--- the agent's final text ---\n%s\n--- end of the agent's final text ---\n", strings.TrimRight(n.Text, "\n"))
+		}
 	case NoteSessionEnd:
 		r := n.Report
 		l.printf("\n=== session summary ===\niterations: %d\nsuccesses: %d\nfailures: %d\nduration: %s\ncost: $%.4f\noutcome: %s\nexit reason: %s\nexit code: %d\n",

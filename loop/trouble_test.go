@@ -3,11 +3,15 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/loop/looptest"
@@ -43,7 +47,7 @@ func (s brokenStore) Logs(ctx context.Context, id string) ([]loop.LogEntry, erro
 }
 
 func TestStoreErrorsAreInternal(t *testing.T) {
-	for _, method := range []string{"Complete", "Counts", "Logs"} {
+	for _, method := range []string{"Counts", "Logs"} {
 		t.Run(method, func(t *testing.T) {
 			mem := newStore(t, tasks("a", "b")...)
 			cfg := testConfig(t)
@@ -136,4 +140,98 @@ func TestPeekModeCommit(t *testing.T) {
 	if got := strings.TrimSpace(git(t, cfg.Root, "log", "-1", "--format=%s")); got != "build: iteration 1 - Add login" {
 		t.Errorf("commit %q", got)
 	}
+}
+
+// lockedStore fails Complete with a transient error (a locked database, a
+// full disk) until fails is spent; fails < 0 fails it for good.
+type lockedStore struct {
+	*looptest.MemStore
+	mu    sync.Mutex
+	fails int
+	tries int
+}
+
+func (s *lockedStore) Complete(ctx context.Context, p loop.MoveParams) error {
+	s.mu.Lock()
+	s.tries++
+	fail := s.fails != 0
+	if s.fails > 0 {
+		s.fails--
+	}
+	s.mu.Unlock()
+	if fail {
+		return errDisk
+	}
+	return s.MemStore.Complete(ctx, p)
+}
+
+// Finished work is never lost (DESIGN §8): a completion the store refuses
+// for a while is tried again, with the claim's lease renewed, until the
+// store takes it; the iteration says "done" only then.
+func TestOutcomeRetriedUntilRecorded(t *testing.T) {
+	clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	store := &lockedStore{MemStore: looptest.NewMemStore(clock.Now), fails: 5}
+	if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.Now = clock.Now
+	cfg.Sleep = func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
+	rec := &recorder{}
+	cfg.Observer = rec
+	rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(agent(done, "")))
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("outcome %s (%q), err %v; want complete", rep.Outcome, rep.Message, err)
+	}
+	if store.tries != 6 {
+		t.Errorf("Complete tried %d times, want 6", store.tries)
+	}
+	var statuses []loop.IterationStatus
+	for _, n := range rec.kind(loop.NoteIterationEnd) {
+		statuses = append(statuses, n.Status)
+	}
+	if diff := cmp.Diff([]loop.IterationStatus{loop.IterDone}, statuses); diff != "" {
+		t.Errorf("iterations (-want +got):\n%s", diff)
+	}
+	var said bool
+	for _, n := range rec.kind(loop.NoteNotice) {
+		said = said || strings.Contains(n.Message, "could not record that task a done yet")
+	}
+	if !said {
+		t.Error("no notice said the completion waited for the store")
+	}
+}
+
+// A store that stays unwritable for the whole lease stops the run (exit 1)
+// naming the task and the outcome; the session log keeps the agent's final
+// text and says the iteration was not recorded, never "done".
+func TestOutcomeNotRecorded(t *testing.T) {
+	clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	store := &lockedStore{MemStore: looptest.NewMemStore(clock.Now), fails: -1}
+	if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.SessionLog = true
+	cfg.Now = clock.Now
+	cfg.Sleep = func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
+	text := "I wrote the parser and its tests.\n<task-done>a</task-done>"
+	rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+		return looptest.Result(text), nil
+	}))
+	if !errors.Is(err, errDisk) || rep.Outcome != loop.OutcomeError || rep.ExitCode() != 1 ||
+		!strings.Contains(rep.Message, "could not record that task a is done") {
+		t.Fatalf("outcome %s (%q), err %v; want exit 1 naming task a and its outcome", rep.Outcome, rep.Message, err)
+	}
+	if store.tries < 10 {
+		t.Errorf("Complete tried %d times in the lease, want it retried", store.tries)
+	}
+	log, err := os.ReadFile(loop.SessionLogPath(cfg.LogDir, cfg.Session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), text) || !strings.Contains(string(log), "status: not_recorded") || strings.Contains(string(log), "status: done") {
+		t.Errorf("session log does not keep the final text, or says done:\n%s", log)
+	}
+	noneInProgress(t, store.MemStore)
 }

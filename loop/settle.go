@@ -1,0 +1,106 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Backoff of settle: the first wait, and the longest.
+const (
+	settleFirstWait = 50 * time.Millisecond
+	settleMaxWait   = 2 * time.Second
+)
+
+// settle makes move, an outcome of the loop's claim on task, durable
+// (DESIGN §8, "Finished work is never lost"): a transient store error (the
+// database locked by another process, a full disk, an I/O error) is retried
+// with backoff for as long as the claim's lease lives, and the lease is
+// renewed between tries, so that another loop does not take the task over
+// while its finished work waits to be recorded. The store's refusals (a
+// lost claim, an illegal move) and the end of ctx are returned at once.
+// The first transient error is said once, as a notice.
+func (r *run) settle(ctx context.Context, task Task, what string, move func(context.Context) error) error {
+	until := r.leaseUntil(task)
+	wait := settleFirstWait
+	for said := false; ; said = true {
+		err := move(ctx)
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		now := r.cfg.Now()
+		if !now.Add(wait).Before(until) {
+			return err
+		}
+		if !said {
+			r.note.notice(r.iter.n, "could not record that task %s %s yet (%v); retrying while its claim lasts (until %s)",
+				task.ID, what, err, until.Format(time.RFC3339))
+		}
+		if err := r.cfg.Sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, settleMaxWait)
+		if r.store.RenewLease(ctx, task.ID, r.cfg.AgentID, r.cfg.Lease) == nil {
+			until = r.cfg.Now().Add(r.cfg.Lease)
+			r.renewedUntil.Store(until.UnixNano())
+		}
+	}
+}
+
+// leaseUntil is when the loop's claim on task lapses unless renewed: the
+// last renewal's lease, else the claim's.
+func (r *run) leaseUntil(task Task) time.Time {
+	until := task.LeaseExpiresAt
+	if n := r.renewedUntil.Load(); n != 0 && time.Unix(0, n).After(until) {
+		until = time.Unix(0, n)
+	}
+	if until.IsZero() {
+		until = r.cfg.Now().Add(r.cfg.Lease)
+	}
+	return until
+}
+
+// transient reports whether a store error may pass if the move is tried
+// again: anything but the store's refusals and a context's end.
+func transient(err error) bool {
+	var te *TransitionError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, ErrNotFound), errors.Is(err, ErrNotHolder), errors.Is(err, ErrStaleClaim),
+		errors.Is(err, ErrLoopClaim), errors.Is(err, ErrHeldByLiveAgent), errors.As(err, &te):
+		return false
+	}
+	return true
+}
+
+// commitMove makes move, an outcome of the loop's claim on task, durably
+// (settle) and ends the iteration when it cannot: a claim lost meanwhile
+// goes the way of claimLost; a store that stays unwritable stops the run
+// (exit 1) with a message naming the task and the outcome, and the
+// session log keeps the agent's final text, agentText. what says the
+// outcome ("done", "failed", …). ok reports that the move was made.
+func (r *run) commitMove(ctx context.Context, task Task, what, agentText string, move func(context.Context) error) (status IterationStatus, why string, s *stop, ok bool) {
+	err := r.settle(ctx, task, what, move)
+	if err == nil {
+		return "", "", nil, true
+	}
+	if ctx.Err() != nil {
+		return IterCancelled, "", r.checkCancel(ctx), false
+	}
+	var te *TransitionError
+	if errors.Is(err, ErrStaleClaim) || errors.Is(err, ErrNotHolder) || errors.As(err, &te) {
+		if cur, gerr := r.store.Get(ctx, task.ID); gerr == nil && !holds(cur, task) {
+			status, why, s = r.claimLost(ctx, r.iter.n, task, cur)
+			return status, why, s, false
+		}
+	}
+	err = fmt.Errorf("loop: could not record that task %s is %s: %w", task.ID, what, err)
+	msg := strings.TrimPrefix(err.Error(), "loop: ")
+	if agentText != "" {
+		msg += "; the agent's final text is kept in the session log"
+	}
+	r.note.send(Note{Kind: NoteNotice, Iteration: r.iter.n, Message: msg, Text: agentText})
+	return IterNotRecorded, msg, &stop{outcome: OutcomeError, message: msg, err: err}, false
+}
