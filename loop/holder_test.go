@@ -55,19 +55,24 @@ func TestHolderLiveness(t *testing.T) {
 		t.Errorf("no holder: %v, want unknown", got)
 	}
 
-	// A process that has exited (and been reaped) is gone.
-	cmd := exec.Command("true")
+	// A process that has exited (and been reaped) is gone. It runs until
+	// its start time is read: one that exits at once may be a zombie by
+	// then, which ProcessStart rightly reports as gone already.
+	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	start, err := ProcessStart(cmd.Process.Pid)
 	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
 		t.Fatal(err)
 	}
 	dead := Holder{Host: HostID(), PID: cmd.Process.Pid, Start: start}
-	if err := cmd.Wait(); err != nil {
+	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	cmd.Wait() // killed: an error, as expected
 	if got := dead.Liveness(); got != HolderGone {
 		t.Errorf("exited process: %v, want gone", got)
 	}
