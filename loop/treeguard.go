@@ -76,21 +76,31 @@ type treeGuard struct {
 	env   []string
 }
 
-// gitFreeEnv is the environment without GIT_* variables that would point
-// git elsewhere (GIT_DIR, GIT_INDEX_FILE, GIT_WORK_TREE, …); discovery
-// settings stay.
+// gitFreeEnv is the environment without the variables that would point
+// git at another repository, index or object store, or change how it reads
+// pathspecs or attributes; the user's configuration (HOME,
+// GIT_CONFIG_GLOBAL, …) stays, for core.excludesFile.
 func gitFreeEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "GIT_") && k != "GIT_CEILING_DIRECTORIES" && k != "GIT_DISCOVERY_ACROSS_FILESYSTEM" {
-			continue
+		if !slices.Contains(relocatingGitVars, k) {
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	// Optional locks off: listing the project's files never refreshes or
 	// rewrites its index.
 	return append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+}
+
+var relocatingGitVars = []string{
+	"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
+	"GIT_PREFIX", "GIT_QUARANTINE_PATH", "GIT_IMPLICIT_WORK_TREE",
+	"GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE",
+	"GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS", "GIT_ATTR_SOURCE",
+	"GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS",
+	"GIT_ICASE_PATHSPECS", "GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT",
 }
 
 // privateConfig is given with -c to every command on the private

@@ -299,6 +299,19 @@ func TestVerifierWritesDoNotSurvive(t *testing.T) {
 			changed: []string{"settings.log"},
 		},
 		{
+			name: "GIT_DIR and GIT_INDEX_FILE in ralph's environment mislead nothing",
+			setup: func(t *testing.T, root string) {
+				writeFile(t, root, "settings.log", "level=info\n")
+				commitAll(t, root, "settings.log")
+				t.Setenv("GIT_DIR", filepath.Join(t.TempDir(), "elsewhere.git"))
+				t.Setenv("GIT_INDEX_FILE", filepath.Join(t.TempDir(), "index"))
+			},
+			act: func(t *testing.T, root string) {
+				writeFile(t, root, "settings.log", "level=debug\n")
+			},
+			changed: []string{"settings.log"},
+		},
+		{
 			name: "files hidden by an edit to .gitignore go too",
 			setup: func(t *testing.T, root string) {
 				commitAll(t, root)
@@ -308,6 +321,25 @@ func TestVerifierWritesDoNotSurvive(t *testing.T) {
 				writeFile(t, root, "hidden.md", "h\n")
 			},
 			changed: []string{".gitignore", "hidden.md"},
+		},
+		{
+			name: "files come back byte for byte whatever .gitattributes asks",
+			setup: func(t *testing.T, root string) {
+				global := filepath.Join(t.TempDir(), "gitconfig")
+				writeFile(t, filepath.Dir(global), "gitconfig", "[filter \"shout\"]\n\tclean = tr a-z A-Z\n\tsmudge = cat\n")
+				t.Setenv("GIT_CONFIG_GLOBAL", global)
+				writeFile(t, root, ".gitattributes", "* text eol=crlf\n*.md filter=shout\n")
+				writeFile(t, root, "lf.txt", "a\nb\n")
+				writeFile(t, root, "crlf.txt", "a\r\nb\r\n")
+				writeFile(t, root, "quiet.md", "quiet\n")
+				commitAll(t, root)
+			},
+			act: func(t *testing.T, root string) {
+				writeFile(t, root, "lf.txt", "x\n")
+				writeFile(t, root, "crlf.txt", "x\n")
+				writeFile(t, root, "quiet.md", "x\n")
+			},
+			changed: []string{"crlf.txt", "lf.txt", "quiet.md"},
 		},
 		{
 			name: "the project's .git/info/exclude is honoured",
