@@ -226,12 +226,20 @@ func (g *treeGuard) close(ctx context.Context, tidy bool) {
 	g.run(ctx, g.root, env, nil, g.private("prune", "--expire=1.day.ago")...)
 }
 
+// copyFile copies an index file with its modification time: git tells
+// racily clean entries (files changed in the instant the index was
+// written) by comparing their times with the index file's, and a copy
+// that looked newer would hide them.
 func copyFile(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
 	out, err := os.Create(to)
 	if err != nil {
 		return err
@@ -240,7 +248,10 @@ func copyFile(from, to string) error {
 		out.Close()
 		return err
 	}
-	return out.Close()
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chtimes(to, fi.ModTime(), fi.ModTime())
 }
 
 // private prefixes args with what every command on the private repository
