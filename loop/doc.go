@@ -251,7 +251,10 @@
 //     repository, index and objects are never written (its listing runs
 //     with GIT_OPTIONAL_LOCKS=0), and the project's .gitattributes cannot
 //     turn on filters or line-ending conversions (info/attributes unsets
-//     them), so files come back byte for byte. Blobs go into packs (one
+//     them), so files come back byte for byte. The store holds a
+//     .gitignore of "*", so the project's git never sees it, even where
+//     .ralph/ is not ignored (an agent's `git add -A` must not commit a
+//     copy of the tree). Blobs go into packs (one
 //     per snapshot that finds new content), which a run's end merges when
 //     there are more than 16; loose objects no index holds are pruned
 //     after a day. Each run uses its own copy of the index, handed on when

@@ -184,8 +184,16 @@ func (g *treeGuard) init(ctx context.Context) error {
 	if err := os.MkdirAll(info, 0o755); err != nil {
 		return fmt.Errorf("loop: verify snapshot: %w", err)
 	}
-	for name, content := range map[string]string{"attributes": privateAttributes, "exclude": "/.ralph/\n"} {
-		if err := os.WriteFile(filepath.Join(info, name), []byte(content), 0o644); err != nil {
+	files := map[string]string{
+		filepath.Join(info, "attributes"): privateAttributes,
+		filepath.Join(info, "exclude"):    "/.ralph/\n",
+		// The project's git ignores the store, even where .ralph/ is not
+		// ignored: an agent's `git add -A` must not commit a copy of the
+		// whole tree.
+		filepath.Join(g.dir, ".gitignore"): "*\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("loop: verify snapshot: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -150,6 +151,17 @@ func runVerify(t *testing.T, ctx context.Context, cfg loop.Config, store *loopte
 	v.after = readTree(t, cfg.Root)
 	if indexAfter, _ := os.ReadFile(index); string(indexAfter) != string(indexBefore) {
 		t.Errorf("the project's git index changed")
+	}
+	if len(indexBefore) > 0 {
+		cmd := exec.Command("git", "status", "--porcelain", "-uall")
+		cmd.Dir = cfg.Root
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+			return strings.HasPrefix(kv, "GIT_DIR=") || strings.HasPrefix(kv, "GIT_INDEX_FILE=")
+		})
+		st, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(st), "verify-snapshot") {
+			t.Errorf("git status: %v; the project's git must not see the snapshot store:\n%s", err, st)
+		}
 	}
 	noneInProgress(t, store)
 	return v
