@@ -254,12 +254,11 @@
 //     them), so files come back byte for byte. The store holds a
 //     .gitignore of "*", so the project's git never sees it, even where
 //     .ralph/ is not ignored (an agent's `git add -A` must not commit a
-//     copy of the tree). Blobs go into packs (one
-//     per snapshot that finds new content), which a run's end merges when
-//     there are more than 16; loose objects no index holds are pruned
-//     after a day. Each run uses its own copy of the index, handed on when
-//     it ends, so runs never contend for a lock and a killed run's lock
-//     never blocks the next.
+//     copy of the tree). Blobs go into packs (one per snapshot that finds
+//     new content), which a run's end merges when there are more than 16;
+//     loose objects no index holds are pruned after a day. Each run uses
+//     its own copy of the index, handed on when it ends, so runs never
+//     contend for a lock and a killed run's lock never blocks the next.
 //   - What a change does: the paths (at most 10 named, then "and N more")
 //     go into a task log entry of kind LogVerify ("the verifier changed
 //     files (restored): a.txt, b/c.go") and a notice, and the verdict
@@ -287,11 +286,14 @@
 // Cost, ralph's own time per verification on a tree of 10,000 files of
 // 1 KB (medians of three runs of `go test -run '^$' -bench
 // BenchmarkTreeGuard -benchtime 2s -count 3 -benchmem ./loop/` on a
-// shared, loaded 2-core EPYC VM with a slow disk): the two snapshots of a
-// verifier that changed nothing, 236 ms in a git repository and 278 ms
-// outside one; with one file changed and restored, 340 ms and 451 ms; the
+// shared 2-core EPYC VM with a slow disk; an earlier session under
+// heavier load measured up to 1.8 times these): the two snapshots of a
+// verifier that changed nothing, 133 ms in a git repository and 175 ms
+// outside one; with one file changed and restored, 268 ms and 337 ms; the
 // first snapshot of a project (an empty store: every file read and
-// stored), 1.07 s and 1.59 s. A verifier session lasts minutes.
+// stored), 1.06 s and 1.30 s — 8.6 s and 5.2 s when each blob was a loose
+// object, as git writes them by default, hence the packs. A verifier
+// session lasts minutes.
 //
 // # Prompt templates
 //
