@@ -118,7 +118,7 @@ var privateConfig = []string{
 	"core.splitIndex=false",
 	"core.checkStat=default",
 	"core.looseCompression=1",
-	// Every blob goes into a pack, one per command: a first snapshot of
+	// Every blob over a byte goes into a pack, one per command: a first snapshot of
 	// 10,000 files writes two files, not 10,000 (4.8 s against 1.3 s on
 	// a slow disk); packs are merged when a run ends.
 	"core.bigFileThreshold=1",
