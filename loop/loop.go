@@ -124,6 +124,9 @@ type run struct {
 	held Task
 	// limited is the verifier's usage-limited result, for the wait.
 	limited RunResult
+	// guard snapshots and restores the working tree around verifier
+	// sessions (nil without Verify).
+	guard *treeGuard
 	// autoSession is set when the session name came from the clock.
 	autoSession bool
 	// gateDetail is the last gate failure with its output's tail: the
@@ -205,6 +208,11 @@ func (r *run) exec(parent context.Context) (Report, error) {
 
 	s := r.loop(ctx)
 	r.releaseAll(parent)
+	if r.guard != nil {
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(parent), tidyTimeout)
+		r.guard.close(gctx, ctx.Err() == nil)
+		cancel()
+	}
 	r.finish(parent)
 	if perr := r.note.err(); perr != nil {
 		s = internal(perr)
@@ -369,8 +377,8 @@ func (r *run) load() *stop {
 	return nil
 }
 
-// prepare checks the commit gate and makes the raw log directory before
-// the first iteration.
+// prepare checks the commit gate, makes the raw log directory and, with
+// Verify, prepares the verifier's tree guard, before the first iteration.
 func (r *run) prepare(ctx context.Context) *stop {
 	if r.cfg.Commit {
 		if err := checkGitRepo(ctx, r.cfg.Root); err != nil {
@@ -381,6 +389,16 @@ func (r *run) prepare(ctx context.Context) *stop {
 		if err := os.MkdirAll(filepath.Join(r.cfg.LogDir, r.cfg.Session), 0o755); err != nil {
 			return internal(fmt.Errorf("loop: log directory: %w", err))
 		}
+	}
+	if r.cfg.Verify {
+		g, err := newTreeGuard(ctx, r.cfg.Root, r.cfg.AgentID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.checkCancel(ctx)
+			}
+			return internal(err)
+		}
+		r.guard = g
 	}
 	return nil
 }
@@ -559,7 +577,7 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	model, hinted := r.pickModel(ModelChoice{Iteration: n, Task: task, TaskLogs: logs, History: r.history})
 
 	r.beginIteration(ctx, n, task, model)
-	res, s := r.runAgent(ctx, n, model, sess, task, false)
+	res, s := r.runAgent(ctx, n, model, sess, task)
 	if s != nil {
 		return false, s
 	}
@@ -614,7 +632,7 @@ func (r *run) sessionData(mode Mode, n int) (PromptData, error) {
 func (r *run) runTaskless(ctx context.Context, n int, sess session) (res *RunResult, model string, hinted bool, s *stop) {
 	model, hinted = r.pickModel(ModelChoice{Iteration: n, History: r.history})
 	r.beginIteration(ctx, n, Task{}, model)
-	got, s := r.runAgent(ctx, n, model, sess, Task{}, false)
+	got, s := r.runAgent(ctx, n, model, sess, Task{})
 	switch {
 	case s != nil:
 		return nil, model, hinted, s
@@ -929,7 +947,7 @@ func (r *run) verify(ctx context.Context, n int, model string, task Task, agentT
 	if s != nil {
 		return verdictTrouble, "", s
 	}
-	res, s := r.runAgent(ctx, n, model, sess, task, true)
+	res, changed, s := r.runVerifier(ctx, n, model, sess, task)
 	if s != nil {
 		return verdictTrouble, "", s
 	}
@@ -949,6 +967,10 @@ func (r *run) verify(ctx context.Context, n int, model string, task Task, agentT
 	sig := sigil.Parse(res.Text)
 	v, why, word := verdictFail, "", "fail"
 	switch {
+	case len(changed) > 0:
+		// Whatever it said: a verifier that wrote to the tree judged a
+		// tree that is not the one ralph keeps.
+		why = "the verifier changed files (restored): " + changeList(changed)
 	case sig.VerifyPass:
 		v, word = verdictPass, "pass"
 	case sig.VerifyFail:
@@ -975,8 +997,89 @@ func (r *run) agentTrouble(why string) *stop {
 	return nil
 }
 
-// runAgent runs one session with lease renewal and records its receipt.
-func (r *run) runAgent(ctx context.Context, n int, model string, sess session, task Task, verifier bool) (RunResult, *stop) {
+// runAgent runs one working session with lease renewal and records its
+// receipt.
+func (r *run) runAgent(ctx context.Context, n int, model string, sess session, task Task) (RunResult, *stop) {
+	started := r.cfg.Now()
+	res, err := r.session(ctx, n, model, sess, task, false)
+	if err != nil {
+		return res, r.runnerErr(ctx, err)
+	}
+	r.record(ctx, r.receipt(n, model, task, false, res, started))
+	return res, nil
+}
+
+// runVerifier runs the verifier session under the tree guard: the working
+// tree is snapshotted before it and compared after it, whatever the
+// session's end (crash, timeout, usage limit and cancellation included);
+// what the verifier changed is restored, logged on the task and returned.
+// Its receipt's verdict is "fail" when it changed anything. A tree that
+// could not be snapshotted (the verifier is then not run) or restored is
+// an internal error.
+func (r *run) runVerifier(ctx context.Context, n int, model string, sess session, task Task) (RunResult, []treeChange, *stop) {
+	before, err := r.guard.snapshot(ctx)
+	if err != nil && ctx.Err() == nil {
+		// The snapshot store is a cache: a damaged one is rebuilt, once.
+		r.note.notice(n, "rebuilding the verifier's snapshot store: %v", err)
+		if err = r.guard.rebuild(ctx); err == nil {
+			before, err = r.guard.snapshot(ctx)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return RunResult{}, nil, r.checkCancel(ctx)
+		}
+		return RunResult{}, nil, internal(fmt.Errorf("%w: %v", ErrVerifySnapshot, err))
+	}
+	started := r.cfg.Now()
+	res, runErr := r.session(ctx, n, model, sess, task, true)
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	defer cancel()
+	changed, gerr := r.guard.check(gctx, before)
+	if len(changed) > 0 {
+		msg := "the verifier changed files (restored): " + changeList(changed)
+		if gerr != nil {
+			msg = "the verifier changed files: " + changeList(changed)
+		}
+		r.note.notice(n, "%s; its verdict does not count", msg)
+		if err := r.store.AddLog(gctx, task.ID, LogVerify, msg); err != nil && gerr == nil {
+			gerr = fmt.Errorf("loop: task %s: log: %w", task.ID, err)
+		}
+	}
+	if runErr == nil {
+		rc := r.receipt(n, model, task, true, res, started)
+		if len(changed) > 0 && rc.Verdict != "" {
+			rc.Verdict = "fail"
+		}
+		r.record(ctx, rc)
+	}
+	switch {
+	case gerr != nil:
+		return res, changed, internal(gerr)
+	case runErr != nil:
+		return res, changed, r.runnerErr(ctx, runErr)
+	}
+	return res, changed, nil
+}
+
+// tidyTimeout bounds the tidying of the verifier's snapshot store when a
+// run ends.
+const tidyTimeout = time.Minute
+
+// restoreTimeout bounds the comparison and restoration of the tree after a
+// verifier session; it runs with a context that is no longer cancelled.
+const restoreTimeout = 5 * time.Minute
+
+// runnerErr is the stop for a Runner that could not run the agent.
+func (r *run) runnerErr(ctx context.Context, err error) *stop {
+	if ctx.Err() != nil {
+		return r.checkCancel(ctx)
+	}
+	return internal(fmt.Errorf("loop: run agent: %w", err))
+}
+
+// session runs one agent session with lease renewal.
+func (r *run) session(ctx context.Context, n int, model string, sess session, task Task, verifier bool) (RunResult, error) {
 	req := RunRequest{
 		Prompt:       sess.prompt,
 		SystemPrompt: sess.system,
@@ -992,10 +1095,8 @@ func (r *run) runAgent(ctx context.Context, n int, model string, sess session, t
 			r.note.send(Note{Kind: NoteAgentEvent, Iteration: n, AgentEvent: e})
 		},
 	}
-	mode := r.cfg.Mode
 	if verifier {
 		req.Tools = append([]string(nil), VerifierTools...)
-		mode = ModeVerify
 	}
 	if r.cfg.RawLogs {
 		name := "iter-" + strconv.Itoa(n)
@@ -1004,15 +1105,16 @@ func (r *run) runAgent(ctx context.Context, n int, model string, sess session, t
 		}
 		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, name+".ndjson")
 	}
-	started := r.cfg.Now()
 	stopRenew := r.renewLeases(ctx, n, task.ID)
-	res, err := r.runner.Run(ctx, req)
-	stopRenew()
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, r.checkCancel(ctx)
-		}
-		return res, internal(fmt.Errorf("loop: run agent: %w", err))
+	defer stopRenew()
+	return r.runner.Run(ctx, req)
+}
+
+// receipt is the receipt of a session that started at started.
+func (r *run) receipt(n int, model string, task Task, verifier bool, res RunResult, started time.Time) Receipt {
+	mode := r.cfg.Mode
+	if verifier {
+		mode = ModeVerify
 	}
 	rc := Receipt{
 		Session: r.cfg.Session, Iteration: n, Mode: string(mode), TaskID: task.ID, Model: model,
@@ -1028,16 +1130,12 @@ func (r *run) runAgent(ctx context.Context, n int, model string, sess session, t
 		rc.Duration = r.cfg.Now().Sub(started)
 	}
 	if verifier && res.OK() {
-		s := sigil.Parse(res.Text)
-		switch {
-		case s.VerifyPass:
+		rc.Verdict = "fail"
+		if sigil.Parse(res.Text).VerifyPass {
 			rc.Verdict = "pass"
-		default:
-			rc.Verdict = "fail"
 		}
 	}
-	r.record(ctx, rc)
-	return res, nil
+	return rc
 }
 
 func (r *run) record(ctx context.Context, rc Receipt) {

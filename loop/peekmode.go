@@ -48,7 +48,7 @@ func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
 	}
 	model, hinted := r.pickModel(ModelChoice{Iteration: n, History: r.history})
 	r.beginIteration(ctx, n, Task{}, model)
-	res, s := r.runAgent(ctx, n, model, sess, Task{}, false)
+	res, s := r.runAgent(ctx, n, model, sess, Task{})
 	if s != nil {
 		return false, s
 	}

@@ -17,9 +17,10 @@ const (
 // settle makes move, an outcome of the loop's claim on task, durable
 // (DESIGN §8, "Finished work is never lost"): a transient store error (the
 // database locked by another process, a full disk, an I/O error) is retried
-// with backoff for as long as the claim's lease lives, and the lease is
-// renewed between tries, so that another loop does not take the task over
-// while its finished work waits to be recorded. The store's refusals (a
+// with backoff for as long as the claim's lease (as it stood at the first
+// failure) lives, and the lease is renewed between tries, so that another
+// loop does not take the task over while its finished work waits to be
+// recorded. The store's refusals (a
 // lost claim, an illegal move) and the end of ctx are returned at once.
 // The first transient error is said once, as a notice.
 func (r *run) settle(ctx context.Context, task Task, what string, move func(context.Context) error) error {
@@ -42,9 +43,11 @@ func (r *run) settle(ctx context.Context, task Task, what string, move func(cont
 			return err
 		}
 		wait = min(2*wait, settleMaxWait)
+		// Renewed, the claim stays the loop's while it tries; the tries
+		// still end with the lease they started under, so that a store
+		// that renews but never records cannot hold the run forever.
 		if r.store.RenewLease(ctx, task.ID, r.cfg.AgentID, r.cfg.Lease) == nil {
-			until = r.cfg.Now().Add(r.cfg.Lease)
-			r.renewedUntil.Store(until.UnixNano())
+			r.renewedUntil.Store(r.cfg.Now().Add(r.cfg.Lease).UnixNano())
 		}
 	}
 }

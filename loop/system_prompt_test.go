@@ -48,7 +48,7 @@ func TestSystemPromptPerMode(t *testing.T) {
 					notInSystem: []string{"Fix login", "The form 500s."},
 				},
 				{
-					system:      []string{"verifier of ralph", "<verify-pass/>", "<verify-fail>", "Read only", "final message"},
+					system:      []string{"verifier of ralph", "<verify-pass/>", "<verify-fail>", "Read only", "puts back whatever you changed", "final message"},
 					user:        []string{"Task a: Fix login", "All good."},
 					notInSystem: []string{"Fix login", "<task-done>ID</task-done>"},
 				},

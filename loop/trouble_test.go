@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -226,7 +227,7 @@ func TestOutcomeNotRecorded(t *testing.T) {
 	if store.tries < 10 {
 		t.Errorf("Complete tried %d times in the lease, want it retried", store.tries)
 	}
-	log, err := os.ReadFile(loop.SessionLogPath(cfg.LogDir, cfg.Session))
+	log, err := os.ReadFile(loop.SessionLogPath(filepath.Join(cfg.Root, ".ralph", "logs"), cfg.Session))
 	if err != nil {
 		t.Fatal(err)
 	}
