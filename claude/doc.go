@@ -23,9 +23,15 @@
 // F` (the system prompt is written to a temporary file, removed after the
 // run: a 1 MB prompt never meets argv limits), then
 // `--dangerously-skip-permissions`
-// when sandboxed or `--allowedTools=A,B` (with "=": the option is variadic
-// and would swallow what follows), then `--max-turns N` when set. The user
-// prompt is written to standard input, which is then closed.
+// when sandboxed, or else, when the request names Tools, `--tools=A,B
+// --allowedTools=A,B` (with "=": the options are variadic and would
+// swallow what follows), then `--max-turns N` when set. Both tool options
+// are needed: --allowedTools alone only pre-approves, and the model is
+// still offered every tool (Edit, Write, Agent, …); --tools alone
+// restricts the offer, but -p mode, which cannot ask, then refuses every
+// Bash command that is not read-only — a test run that writes a cache
+// among them (checked with the pinned CLI, in TestE2EVerifierTools). The
+// user prompt is written to standard input, which is then closed.
 //
 // System prompt. ralph's system prompt (its agent protocol: sigils, `$RALPH_BIN
 // task …`, one task per session) is appended to Claude Code's own, not put

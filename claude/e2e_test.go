@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -372,4 +373,46 @@ func BenchmarkRunOverhead(b *testing.B) {
 	b.ReportMetric(float64(own.Microseconds())/float64(runs), "ralph-µs/op")
 	b.ReportMetric(100*float64(own)/float64(agent), "overhead-%")
 	b.ReportMetric(float64(bare.Milliseconds())/float64(runs), "bare-ms/op")
+}
+
+// A verifier session (not sandboxed, Tools = loop.VerifierTools) is offered
+// those tools and no others — not Edit, Write or Agent — and its Bash
+// still runs without a permission prompt, even a command that writes a
+// file (as test runs write caches), which -p mode would refuse unless
+// pre-approved.
+func TestE2EVerifierTools(t *testing.T) {
+	api := claudetest.NewAPI(t, func(r claudetest.Request) claudetest.Reply {
+		if r.ToolResults() == 0 {
+			return claudetest.Bash("echo hi | tee out.txt")
+		}
+		return claudetest.Text("<verify-pass/>")
+	})
+	req := e2eRequest(t, api)
+	req.Sandboxed, req.Tools = false, loop.VerifierTools
+	res, _ := runReal(t, t.Context(), api, req)
+	if res.Class != loop.ClassSuccess || res.Text != "<verify-pass/>" {
+		t.Fatalf("class %s, text %q: %s", res.Class, res.Text, Describe(res))
+	}
+	reqs := api.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d API requests, want 2 (the Bash call, then the verdict)", len(reqs))
+	}
+	for i, r := range reqs {
+		var offered []string
+		for _, name := range r.ToolNames() {
+			// An internal placeholder of the CLI, not a tool the model
+			// can call.
+			if name != "DeferredToolPlaceholder" {
+				offered = append(offered, name)
+			}
+		}
+		slices.Sort(offered)
+		if diff := cmp.Diff([]string{"Bash", "Glob", "Grep", "Read"}, offered); diff != "" {
+			t.Errorf("request %d: tools offered (-want +got):\n%s", i+1, diff)
+		}
+	}
+	// The Bash call ran: no permission prompt stopped it.
+	if got := reqs[1].LastToolResult(); got != "hi" {
+		t.Errorf("Bash tool result %q, want %q", got, "hi")
+	}
 }

@@ -138,8 +138,11 @@ func unwrapExecErr(err error) error {
 // --append-system-prompt-file systemPromptFile, which adds it to Claude
 // Code's own system prompt (its tool instructions stay), or
 // --system-prompt-file when req.ReplaceSystemPrompt asks to replace that.
-// systemPromptFile is ignored when the request has no system prompt. The
-// user prompt is not an argument: it goes on standard input.
+// systemPromptFile is ignored when the request has no system prompt. A
+// request that is not Sandboxed and has Tools gets --tools=A,B (only those
+// are offered to the model) and --allowedTools=A,B (they run without
+// asking, which -p mode cannot do). The user prompt is not an argument: it goes on
+// standard input.
 func Args(req loop.RunRequest, systemPromptFile string) []string {
 	args := []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence"}
 	if req.Model != "" {
@@ -155,8 +158,13 @@ func Args(req loop.RunRequest, systemPromptFile string) []string {
 	if req.Sandboxed {
 		args = append(args, "--dangerously-skip-permissions")
 	} else if len(req.Tools) > 0 {
-		// With "=", the variadic option cannot swallow what follows.
-		args = append(args, "--allowedTools="+strings.Join(req.Tools, ","))
+		// --tools restricts the set the model is offered (alone,
+		// --allowedTools leaves Edit, Write, Agent, … on offer);
+		// --allowedTools pre-approves them, or -p mode refuses every
+		// Bash command that is not read-only (such as a test run). With
+		// "=", the variadic options cannot swallow what follows.
+		tools := strings.Join(req.Tools, ",")
+		args = append(args, "--tools="+tools, "--allowedTools="+tools)
 	}
 	if req.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))

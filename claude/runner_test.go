@@ -238,6 +238,55 @@ func processGone(pid int) bool {
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
+func TestArgs(t *testing.T) {
+	base := []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet"}
+	tests := []struct {
+		name   string
+		req    loop.RunRequest
+		spFile string
+		want   []string
+	}{
+		{name: "plain", req: loop.RunRequest{Model: "sonnet"}, want: base},
+		{
+			name: "sandboxed: every permission, tools ignored",
+			req:  loop.RunRequest{Model: "sonnet", Sandboxed: true, Tools: []string{"Bash"}},
+			want: append(base[:len(base):len(base)], "--dangerously-skip-permissions"),
+		},
+		{
+			// --tools restricts what the model is offered, --allowedTools
+			// lets those run without asking; "=" keeps either from
+			// swallowing what follows.
+			name: "tools: offered and allowed",
+			req:  loop.RunRequest{Model: "sonnet", Tools: loop.VerifierTools},
+			want: append(base[:len(base):len(base)], "--tools=Bash,Read,Glob,Grep", "--allowedTools=Bash,Read,Glob,Grep"),
+		},
+		{
+			name:   "appended system prompt, max turns",
+			req:    loop.RunRequest{Model: "sonnet", SystemPrompt: "x", MaxTurns: 3},
+			spFile: "/tmp/sp.md",
+			want:   append(base[:len(base):len(base)], "--append-system-prompt-file", "/tmp/sp.md", "--max-turns", "3"),
+		},
+		{
+			name:   "replacing system prompt",
+			req:    loop.RunRequest{Model: "sonnet", SystemPrompt: "x", ReplaceSystemPrompt: true},
+			spFile: "/tmp/sp.md",
+			want:   append(base[:len(base):len(base)], "--system-prompt-file", "/tmp/sp.md"),
+		},
+		{
+			name: "no system prompt: the file is ignored",
+			req:  loop.RunRequest{Model: "sonnet"}, spFile: "/tmp/sp.md",
+			want: base,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Args(tt.req, tt.spFile)); diff != "" {
+				t.Errorf("Args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestRunEcho(t *testing.T) {
 	// A temporary directory of its own: the check for left-behind system
 	// prompt files must not see those of other packages' tests running at
@@ -277,13 +326,13 @@ func TestRunEcho(t *testing.T) {
 			wantStdin: "do the thing",
 		},
 		{
-			name: "allowed tools with =, big system prompt by file, multi-line prompt",
+			name: "tools offered and allowed with =, big system prompt by file, multi-line prompt",
 			edit: func(r *loop.RunRequest) {
 				r.Tools, r.SystemPrompt = loop.VerifierTools, bigPrompt
 				r.Prompt = "line one\nline two\n" + strings.Repeat("z", 300<<10)
 			},
 			wantEnv:   map[string]string{"RALPH_TEST_INHERITED": "yes"},
-			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--append-system-prompt-file", "FILE", "--allowedTools=Bash,Read,Glob,Grep"},
+			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--append-system-prompt-file", "FILE", "--tools=Bash,Read,Glob,Grep", "--allowedTools=Bash,Read,Glob,Grep"},
 			wantSP:    true,
 			wantStdin: "line one\nline two\n" + strings.Repeat("z", 300<<10),
 		},
