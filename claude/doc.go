@@ -58,8 +58,9 @@
 // the CLI prints about the key, kept or removed.
 //
 // Process hygiene. The agent leads its own process group (Setpgid). On
-// cancel, wall timeout or idle timeout the group gets SIGTERM, then SIGKILL
-// after Runner.Grace (default 5 s). After any exit of the agent, the rest of
+// cancel, wall timeout or idle timeout the group gets SIGTERM and SIGCONT
+// (a stopped process acts on SIGTERM only once it runs again), then
+// SIGKILL after Runner.Grace (default 5 s). After any exit of the agent, the rest of
 // its group (shells, MCP servers) gets the same treatment; when nothing is
 // left — the usual case — this costs one kill(2). Zombies left to an init
 // that does not reap them count as gone (checked in /proc). cmd.WaitDelay is
@@ -70,6 +71,19 @@
 // stuck). Standard error is drained concurrently; its last 8 KiB go to
 // RunResult.Stderr and each line to an EventStderr. RunResult.Duration is
 // the wall time ralph measured, not the agent's duration_ms.
+//
+// A result ends the session (DESIGN §8). Once the result line is read, the
+// agent has Runner.ResultGrace (default 5 s: Claude Code takes up to about
+// 3 s after its result line when a SessionEnd hook is slow) to exit, and
+// the idle timeout no longer applies. An agent still there then — a hook
+// that hangs, or stops the CLI for good with `kill -STOP $PPID` — has its
+// group stopped as above, and the result is used as it is: a success stays
+// a success (the exit code of a process ralph killed says nothing against
+// it), not agent trouble and not a timeout; RunResult.Stderr ends with a
+// line saying the agent was stopped. A cancel or the wall timeout that
+// comes after the result stops the agent at once, and the result stands
+// too (an error result under a cancelled ctx counts as cancelled, as it
+// does when the agent exits by itself).
 //
 // Events. OnEvent is called in stream order; stderr lines come from another
 // goroutine, but calls never overlap. One stream line gives zero or more
@@ -105,10 +119,10 @@
 // Classification (Classify), from structured fields only, never from tool
 // output, first match wins:
 //
-//   - cancelled / timeout / idle_timeout: ralph stopped the agent. A cancel
-//     also covers an agent that exits on its own while ctx is cancelled
-//     without a clean result (Claude Code exits 0 with
-//     error_during_execution on SIGINT).
+//   - cancelled / timeout / idle_timeout: ralph stopped the agent before
+//     its result line. A cancel also covers an agent that exits on its own
+//     while ctx is cancelled without a clean result (Claude Code exits 0
+//     with error_during_execution on SIGINT).
 //   - usage_limit: a rejected rate_limit_event; or an error result with
 //     api_error "usage_limit_reached"; or a 429 error result whose text says
 //     a limit was hit ("You've hit your session limit · resets 6:30pm
@@ -117,7 +131,8 @@
 //     <time> (<zone>)" text (the next such time after now; an unknown zone
 //     or format leaves it zero, and the loop waits its default).
 //   - crashed: no result line, whatever the exit code.
-//   - success: a result without is_error, and exit code 0.
+//   - success: a result without is_error, and exit code 0 — or any exit
+//     code when ralph stopped the agent after that result.
 //   - max_turns: subtype error_max_turns or terminal_reason max_turns.
 //   - auth: api_error_status 401 or 403.
 //   - api_error: api_error_status 408, 429 or 5xx (529 included), or

@@ -416,3 +416,43 @@ func TestE2EVerifierTools(t *testing.T) {
 		t.Errorf("Bash tool result %q, want %q", got, "hi")
 	}
 }
+
+// A result ends the session: the real CLI, stopped by its own SessionEnd
+// hook right after its result line (state T, for good), is stopped by ralph
+// after the result grace, and its result stands — no waiting for the idle
+// timeout, nothing left running.
+func TestE2EResultThenHang(t *testing.T) {
+	api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply {
+		return claudetest.Text("All done.\n<task-done>t-1</task-done>")
+	})
+	req := e2eRequest(t, api)
+	req.IdleTimeout = time.Minute
+	hook := `{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"kill -STOP $PPID"}]}]}}`
+	if err := os.MkdirAll(filepath.Join(req.Dir, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(req.Dir, ".claude", "settings.json"), []byte(hook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, _ := runReal(t, t.Context(), api, req)
+	elapsed := time.Since(start)
+	if res.Class != loop.ClassSuccess || res.Text != "All done.\n<task-done>t-1</task-done>" {
+		t.Errorf("class %s, text %q, want the result as it was: %s", res.Class, res.Text, Describe(res))
+	}
+	if !strings.Contains(res.Stderr, "did not exit within") {
+		t.Errorf("Stderr = %q: the hook did not hold the CLI, or ralph did not say it stopped it", res.Stderr)
+	}
+	// The result grace (5 s) and a SIGTERM that ends the CLI at once once
+	// continued; the idle timeout is a minute.
+	if elapsed > 20*time.Second {
+		t.Errorf("Run took %v: it waited for more than the result grace", elapsed)
+	}
+	if pids := claudetest.ProcessesWithEnv("ANTHROPIC_BASE_URL=" + api.URL); len(pids) > 0 {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("processes of the run left: %v", pids)
+	}
+	t.Logf("Run took %v", elapsed)
+}

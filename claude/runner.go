@@ -22,6 +22,12 @@ import (
 // process group is stopped (DESIGN §8).
 const DefaultGrace = 5 * time.Second
 
+// DefaultResultGrace is how long the agent may take to exit once its
+// result line is read (DESIGN §8, "A result ends the session"). Claude
+// Code takes up to about 3 s after its result line when a SessionEnd hook
+// is slow; 5 s leaves room for that on a busy machine.
+const DefaultResultGrace = 5 * time.Second
+
 // StderrTail is how many bytes of the agent's standard error a RunResult
 // keeps (the end of it).
 const StderrTail = 8 << 10
@@ -40,6 +46,10 @@ type Runner struct {
 	// Grace is the time between SIGTERM and SIGKILL when the agent's
 	// process group is stopped; zero means DefaultGrace.
 	Grace time.Duration
+	// ResultGrace is how long the agent may take to exit once its result
+	// line is read; then its process group is stopped and the result is
+	// used as it is. Zero means DefaultResultGrace.
+	ResultGrace time.Duration
 	// Now is the clock for event times and usage-limit resets; nil means
 	// time.Now.
 	Now func() time.Time
@@ -233,6 +243,13 @@ func (r *Runner) grace() time.Duration {
 	return DefaultGrace
 }
 
+func (r *Runner) resultGrace() time.Duration {
+	if r.ResultGrace > 0 {
+		return r.ResultGrace
+	}
+	return DefaultResultGrace
+}
+
 func (r *Runner) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
@@ -248,6 +265,7 @@ const (
 	stopCancel
 	stopTimeout
 	stopIdle
+	stopResultGrace // the agent did not exit within ResultGrace of its result
 )
 
 // Run runs one agent session; see loop.Runner. It returns an error only
@@ -361,6 +379,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	var sess Session
 	streamDone := make(chan error, 1)
+	resultRead := make(chan struct{}, 1) // the stream has given a result line
 	go func() {
 		dec := NewDecoder(src)
 		dec.Now = r.Now
@@ -375,6 +394,12 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 			}
 			for _, ev := range line.Events {
 				sess.Add(ev)
+				if ev.Kind == loop.EventResult {
+					select {
+					case resultRead <- struct{}{}:
+					default:
+					}
+				}
 				emit(ev)
 			}
 		}
@@ -392,13 +417,13 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	waitDone := make(chan error, 1)
 	go func() { waitDone <- cmd.Wait() }()
 
-	reason := r.supervise(ctx, req, src, waitDone)
+	reason, afterResult := r.supervise(ctx, req, src, waitDone, resultRead)
 	termed := reason != stopNone
 	killAt := time.Now().Add(grace) // when what is left of the group gets SIGKILL
 	if termed {
 		// The agent is still running: SIGTERM the group, SIGKILL after
 		// the grace period.
-		signalGroup(pgid, syscall.SIGTERM)
+		termGroup(pgid)
 		t := time.NewTimer(grace)
 		select {
 		case <-waitDone:
@@ -429,13 +454,20 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	elapsed := time.Since(start)
 
-	end := Ending{ExitCode: cmd.ProcessState.ExitCode(), Now: r.now()}
-	switch reason {
-	case stopCancel:
+	end := Ending{ExitCode: cmd.ProcessState.ExitCode(), Now: r.now(), StoppedAfterResult: afterResult && termed}
+	switch {
+	case afterResult:
+		// The agent had finished: whatever stopped it afterwards, its
+		// result stands — unless it is an error result while ctx is
+		// cancelled, as below.
+		if ctx.Err() != nil && sess.Result != nil && sess.Result.IsError {
+			end.Cancelled = true
+		}
+	case reason == stopCancel:
 		end.Cancelled = true
-	case stopTimeout:
+	case reason == stopTimeout:
 		end.TimedOut = true
-	case stopIdle:
+	case reason == stopIdle:
 		end.IdleTimedOut = true
 	default:
 		// The agent may have been interrupted by the same signal that
@@ -453,12 +485,18 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	if src.logErr != nil {
 		res.Stderr += fmt.Sprintf("\nralph: writing %s: %v", req.LogPath, src.logErr)
 	}
+	if reason == stopResultGrace {
+		res.Stderr += fmt.Sprintf("\nralph: the agent did not exit within %v of its result line; its process group was stopped", r.resultGrace())
+	}
 	return res, nil
 }
 
 // supervise waits until the agent exits (stopNone: waitDone was received)
-// or must be stopped (waitDone was not received).
-func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activityReader, waitDone <-chan error) stopReason {
+// or must be stopped (waitDone was not received). afterResult says that
+// the stream had given its result line by then: from that moment the idle
+// timeout no longer applies (the agent has said its last word) and the
+// agent has ResultGrace to exit.
+func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activityReader, waitDone <-chan error, resultRead <-chan struct{}) (reason stopReason, afterResult bool) {
 	var wallC, idleC <-chan time.Time
 	if req.Timeout > 0 {
 		t := time.NewTimer(req.Timeout)
@@ -471,14 +509,15 @@ func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activi
 		defer idle.Stop()
 		idleC = idle.C
 	}
+	var graceC <-chan time.Time
 	for {
 		select {
 		case <-waitDone:
-			return stopNone
+			return stopNone, afterResult
 		case <-ctx.Done():
-			return stopCancel
+			return stopCancel, afterResult
 		case <-wallC:
-			return stopTimeout
+			return stopTimeout, afterResult
 		case <-idleC:
 			// Reads do not reset the timer (they only record the time);
 			// when it fires, it checks how long output has been quiet.
@@ -486,7 +525,15 @@ func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activi
 				idle.Reset(req.IdleTimeout - quiet)
 				continue
 			}
-			return stopIdle
+			return stopIdle, afterResult
+		case <-resultRead:
+			afterResult = true
+			resultRead, idleC = nil, nil
+			t := time.NewTimer(r.resultGrace())
+			defer t.Stop()
+			graceC = t.C
+		case <-graceC:
+			return stopResultGrace, true
 		}
 	}
 }

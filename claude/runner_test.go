@@ -118,6 +118,35 @@ func fakeAgent(mode string) int {
 		spawnGrandchild()
 		time.Sleep(time.Hour)
 		return 0
+	case "result-then-hang":
+		// Finishes, then neither exits nor lets SIGTERM end it, and
+		// leaves a grandchild that ignores SIGTERM too.
+		signal.Ignore(syscall.SIGTERM)
+		out(fakeInit)
+		spawnGrandchild()
+		out(fakeResult("done, then stuck"))
+		time.Sleep(time.Hour)
+		return 0
+	case "result-then-stop":
+		// Finishes, then stops itself (state T), as Claude Code does when
+		// a SessionEnd hook runs `kill -STOP $PPID`: SIGTERM alone does
+		// nothing until SIGCONT.
+		out(fakeInit)
+		out(fakeResult("done, then stopped"))
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		time.Sleep(time.Hour)
+		return 0
+	case "error-result-then-hang":
+		out(fakeInit)
+		out(`{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"num_turns":1,"result":"Invalid API key"}`)
+		time.Sleep(time.Hour)
+		return 0
+	case "result-then-slow-exit":
+		// A slow SessionEnd hook: the exit comes a while after the result.
+		out(fakeInit)
+		out(fakeResult("done, slowly"))
+		time.Sleep(300 * time.Millisecond)
+		return 0
 	case "exit-leaving-child":
 		out(fakeInit)
 		spawnGrandchild()
@@ -185,7 +214,7 @@ func fakeRequest(t *testing.T, mode string) loop.RunRequest {
 
 func testRunner(t *testing.T) *Runner {
 	t.Helper()
-	return &Runner{Path: os.Args[0], Grace: 500 * time.Millisecond}
+	return &Runner{Path: os.Args[0], Grace: 500 * time.Millisecond, ResultGrace: time.Second}
 }
 
 // collector gathers events from OnEvent.
@@ -473,6 +502,7 @@ func TestRunProcessHygiene(t *testing.T) {
 		maxElapsed  time.Duration
 		grandchild  bool
 		grace       time.Duration // instead of the default 500 ms
+		resultGrace time.Duration // instead of the default 1 s
 	}{
 		{
 			name: "hang with a grandchild: wall timeout kills the whole group", mode: "hang",
@@ -496,6 +526,45 @@ func TestRunProcessHygiene(t *testing.T) {
 			edit:      func(r *loop.RunRequest) { r.Timeout = time.Second },
 			grace:     2 * time.Second,
 			wantClass: loop.ClassTimeout, maxElapsed: time.Second + 3*time.Second, grandchild: true,
+		},
+		{
+			// A result ends the session: the agent gets the result grace
+			// (1 s) to exit, not the idle timeout (60 s); then the whole
+			// group is stopped, SIGKILL included, and the result stands.
+			name: "result, then hang with a grandchild: stopped after the result grace", mode: "result-then-hang",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = time.Minute },
+			wantClass: loop.ClassSuccess, wantText: "done, then stuck",
+			wantKinds:  []loop.EventKind{loop.EventInit, loop.EventSystem, loop.EventResult},
+			maxElapsed: time.Second + grace + margin, grandchild: true,
+		},
+		{
+			// SIGTERM reaches a stopped agent only with a SIGCONT: without
+			// it the agent would wait for SIGKILL, 10 s later.
+			name: "result, then stopped (state T): SIGCONT lets SIGTERM end it", mode: "result-then-stop",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = time.Minute },
+			grace:     10 * time.Second,
+			wantClass: loop.ClassSuccess, wantText: "done, then stopped", maxElapsed: time.Second + margin,
+		},
+		{
+			// The result is used as it is, an error result too.
+			name: "error result, then hang: the error stands", mode: "error-result-then-hang",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = time.Minute },
+			wantClass: loop.ClassAuth, wantText: "Invalid API key", maxElapsed: time.Second + grace + margin,
+		},
+		{
+			// The wall timeout after the result does not throw it away.
+			name: "result, then hang past the wall timeout: the result stands", mode: "result-then-hang",
+			edit:        func(r *loop.RunRequest) { r.Timeout = time.Second },
+			resultGrace: time.Minute,
+			wantClass:   loop.ClassSuccess, wantText: "done, then stuck", maxElapsed: time.Second + grace + margin, grandchild: true,
+		},
+		{
+			// Exiting within the grace is an ordinary exit: exit code 0
+			// counts, and the idle timeout (shorter than the exit's delay)
+			// no longer applies once the result is read.
+			name: "result, then a slow exit within the grace", mode: "result-then-slow-exit",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 100 * time.Millisecond },
+			wantClass: loop.ClassSuccess, wantText: "done, slowly", maxElapsed: margin,
 		},
 		{
 			name: "normal exit leaving a grandchild: it is stopped too", mode: "exit-leaving-child",
@@ -553,6 +622,9 @@ func TestRunProcessHygiene(t *testing.T) {
 			runner := testRunner(t)
 			if tt.grace != 0 {
 				runner.Grace = tt.grace
+			}
+			if tt.resultGrace != 0 {
+				runner.ResultGrace = tt.resultGrace
 			}
 			start := time.Now()
 			res, err := runner.Run(ctx, req)
