@@ -21,7 +21,8 @@
 // The arguments are `-p --verbose --output-format stream-json
 // --no-session-persistence --model M`, then `--append-system-prompt-file
 // F` (the system prompt is written to a temporary file, removed after the
-// run: a 1 MB prompt never meets argv limits), then
+// run: a 1 MB prompt never meets argv limits; "Nothing outlives ralph"
+// says how it is named and swept), then
 // `--dangerously-skip-permissions`
 // when sandboxed, or else, when the request names Tools, `--tools=A,B
 // --allowedTools=A,B` (with "=": the options are variadic and would
@@ -84,6 +85,31 @@
 // comes after the result stops the agent at once, and the result stands
 // too (an error result under a cancelled ctx counts as cancelled, as it
 // does when the agent exits by itself).
+//
+// Nothing outlives ralph (DESIGN §8, "Holders", "Claim generations"). On
+// Linux the agent gets a parent-death signal (SIGKILL): if ralph dies,
+// even by SIGKILL, the kernel kills the agent at once. The signal is tied
+// to the thread that forked the agent, and the Go runtime ends a thread
+// whose locked goroutine returns without unlocking, so the agent is
+// started and waited for on a goroutine locked to its thread for the
+// agent's whole life (no other goroutine can run there and end it). The
+// parent-death signal reaches the agent only; what the agent started
+// (shells, servers, a process that left its group) is found by Sweep at
+// the next start of ralph: a process of this user whose environment holds
+// RALPH_HOLDER (every agent gets it from the loop, its descendants
+// inherit it) naming a holder that is gone on this host identity, and
+// that started at or after that holder — never this process, its
+// ancestors or pid 1, never a holder on another host or one whose
+// liveness is unknown. It gets SIGTERM and SIGCONT, then SIGKILL after a
+// grace period (default 5 s), through a pidfd opened after its start time
+// was checked once more (a reused pid is never signalled). The system
+// prompt file is named ralph-system-prompt-<pid>-<start>-<host>-<random>.md
+// after the process that wrote it (host: a hash of its host identity, as
+// /tmp may be shared by pid namespaces); Run removes it when it returns,
+// and Sweep removes those whose writer is gone. A sweep that finds
+// nothing costs 1.5 ms on the development machine (71 processes; go test
+// ./claude -run '^$' -bench BenchmarkSweep). Outside Linux there is no
+// parent-death signal and Sweep does nothing (errors.ErrUnsupported).
 //
 // Events. OnEvent is called in stream order; stderr lines come from another
 // goroutine, but calls never overlap. One stream line gives zero or more

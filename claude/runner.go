@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,7 +298,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 
 	var spFile string
 	if req.SystemPrompt != "" {
-		f, err := os.CreateTemp("", "ralph-system-prompt-*.md")
+		// Named after this process, so that a later Sweep removes it if
+		// this process dies before the deferred Remove.
+		f, err := os.CreateTemp("", systemPromptPattern(loop.ThisProcess()))
 		if err != nil {
 			return loop.RunResult{}, fmt.Errorf("claude: system prompt file: %w", err)
 		}
@@ -344,14 +347,14 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	cmd.Stdin = strings.NewReader(req.Prompt)
 	cmd.Stdout = outW
 	cmd.Stderr = errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = agentSysProcAttr()
 	// A backstop: once the agent has exited, Wait gives up on the stdin
 	// copy after this long.
 	cmd.WaitDelay = grace
 
 	r.mark("spawn")
 	start := time.Now()
-	err = cmd.Start()
+	waitDone, err := startAgent(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -413,9 +416,6 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 			emit(loop.Event{Kind: loop.EventStderr, At: r.now(), Text: s})
 		})
 	}()
-
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
 
 	reason, afterResult := r.supervise(ctx, req, src, waitDone, resultRead)
 	termed := reason != stopNone
@@ -489,6 +489,32 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		res.Stderr += fmt.Sprintf("\nralph: the agent did not exit within %v of its result line; its process group was stopped", r.resultGrace())
 	}
 	return res, nil
+}
+
+// startAgent starts cmd and waits for it on a goroutine of its own; the
+// channel gets Wait's error. That goroutine is locked to its OS thread
+// from before the fork until the agent has exited. On Linux the agent's
+// parent-death signal fires when the thread that forked it ends, not the
+// process (go.dev/issue/27505), and the Go runtime ends a thread when a
+// goroutine locked to it returns without unlocking: any goroutine of the
+// program — a library's — that ran on the forking thread and did so would
+// kill the agent. No other goroutine runs on a locked thread, so the
+// forking thread lives as long as the agent. The cost is nothing: Wait
+// holds a thread in wait(2) all the same.
+func startAgent(cmd *exec.Cmd) (<-chan error, error) {
+	started := make(chan error, 1)
+	waitDone := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waitDone <- cmd.Wait()
+	}()
+	return waitDone, <-started
 }
 
 // supervise waits until the agent exits (stopNone: waitDone was received)

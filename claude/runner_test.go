@@ -53,20 +53,38 @@ func fakeResult(text string) string {
 }
 
 // spawnGrandchild starts a process that ignores SIGTERM, holds stdout and
-// sleeps, and reports its pid on the stream.
+// sleeps, and once it ignores SIGTERM, reports its pid on the stream.
 func spawnGrandchild() {
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), fakeAgentEnv+"=grandchild", "GORACE=atexit_sleep_ms=0")
 	cmd.Stdout = os.Stdout
+	cmd.ExtraFiles = []*os.File{readyW} // fd 3, closed by the grandchild when ready
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
+	readyW.Close()
+	// A Go program started with SIGTERM ignored catches it again while
+	// its runtime starts, until signal.Ignore: wait for that.
+	_, _ = io.ReadAll(ready)
+	ready.Close()
 	out(`{"type":"system","subtype":"status","status":"grandchild %d"}`, cmd.Process.Pid)
 }
 
+// extraFakeModes are more parts the test binary plays, added by other test
+// files (some build only on Linux).
+var extraFakeModes = map[string]func() int{}
+
 // fakeAgent plays an agent; it returns the exit code.
 func fakeAgent(mode string) int {
+	if play, ok := extraFakeModes[mode]; ok {
+		return play()
+	}
 	switch mode {
 	case "echo":
 		// Reports what it was given: stdin, args, environment, the system
@@ -103,6 +121,7 @@ func fakeAgent(mode string) int {
 		return 0
 	case "grandchild":
 		signal.Ignore(syscall.SIGTERM)
+		os.NewFile(3, "ready").Close()
 		time.Sleep(time.Hour)
 		return 0
 	case "hang":
