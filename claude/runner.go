@@ -152,8 +152,8 @@ func unwrapExecErr(err error) error {
 // systemPromptFile is ignored when the request has no system prompt. A
 // request that is not Sandboxed and has Tools gets --tools=A,B (only those
 // are offered to the model) and --allowedTools=A,B (they run without
-// asking, which -p mode cannot do). The user prompt is not an argument: it goes on
-// standard input.
+// asking, which -p mode cannot do). The user prompt is not an argument: it
+// goes on standard input.
 func Args(req loop.RunRequest, systemPromptFile string) []string {
 	args := []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence"}
 	if req.Model != "" {
@@ -517,11 +517,22 @@ func startAgent(cmd *exec.Cmd) (<-chan error, error) {
 	return waitDone, <-started
 }
 
+// ready reports whether c has a value, without waiting (a nil c has none).
+func ready(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // supervise waits until the agent exits (stopNone: waitDone was received)
 // or must be stopped (waitDone was not received). afterResult says that
-// the stream had given its result line by then: from that moment the idle
-// timeout no longer applies (the agent has said its last word) and the
-// agent has ResultGrace to exit.
+// the stream had given its result line by then (a result that came at the
+// same moment as the stop counts too): from that moment the idle timeout
+// no longer applies (the agent has said its last word) and the agent has
+// ResultGrace to exit.
 func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activityReader, waitDone <-chan error, resultRead <-chan struct{}) (reason stopReason, afterResult bool) {
 	var wallC, idleC <-chan time.Time
 	if req.Timeout > 0 {
@@ -539,11 +550,11 @@ func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activi
 	for {
 		select {
 		case <-waitDone:
-			return stopNone, afterResult
+			return stopNone, afterResult || ready(resultRead)
 		case <-ctx.Done():
-			return stopCancel, afterResult
+			return stopCancel, afterResult || ready(resultRead)
 		case <-wallC:
-			return stopTimeout, afterResult
+			return stopTimeout, afterResult || ready(resultRead)
 		case <-idleC:
 			// Reads do not reset the timer (they only record the time);
 			// when it fires, it checks how long output has been quiet.
@@ -551,7 +562,7 @@ func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activi
 				idle.Reset(req.IdleTimeout - quiet)
 				continue
 			}
-			return stopIdle, afterResult
+			return stopIdle, afterResult || ready(resultRead)
 		case <-resultRead:
 			afterResult = true
 			resultRead, idleC = nil, nil
