@@ -101,8 +101,8 @@
 // that started at or after that holder — never this process, its
 // ancestors or pid 1, never a holder on another host or one whose
 // liveness is unknown. It gets SIGTERM and SIGCONT, then SIGKILL after a
-// grace period (default 5 s), through a pidfd opened after its start time
-// was checked once more (a reused pid is never signalled). The system
+// grace period (default 5 s), through a pidfd that was opened before its
+// start time was checked once more (a reused pid is never signalled). The system
 // prompt file is named ralph-system-prompt-<pid>-<start>-<host>-<random>.md
 // after the process that wrote it (host: a hash of its host identity, as
 // /tmp may be shared by pid namespaces); Run removes it when it returns,

@@ -51,8 +51,9 @@ func (s Swept) Empty() bool { return len(s.Processes) == 0 && len(s.Files) == 0 
 // alone, and so are its processes. Leftovers get SIGTERM and SIGCONT (a
 // stopped process acts on SIGTERM only once it runs again), then SIGKILL
 // when still there after grace (zero means DefaultGrace). Each is
-// signalled through a pidfd opened after its start time was checked, so a
-// pid reused in the meantime is never hit.
+// signalled through a pidfd opened before its start time was checked once
+// more, so a pid reused in the meantime is never hit (kernels before 5.3
+// have no pidfd: there the last check comes just before the signal).
 //
 // The temporary files are the system prompt files Run writes, whose names
 // carry the pid, start time and host of the process that wrote them
