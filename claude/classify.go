@@ -60,6 +60,11 @@ type Ending struct {
 	Cancelled    bool
 	TimedOut     bool
 	IdleTimedOut bool
+	// StoppedAfterResult says that ralph stopped the agent after its
+	// result line (it did not exit in time, or was cancelled or timed out
+	// then): its exit code is ralph's doing and says nothing against the
+	// result.
+	StoppedAfterResult bool
 	// Now is the time of classification, to resolve "resets 6:30pm" texts.
 	Now time.Time
 }
@@ -116,7 +121,7 @@ func Classify(s *Session, e Ending) loop.RunResult {
 		return res
 	}
 	switch r := s.Result; {
-	case !r.IsError && e.ExitCode == 0:
+	case !r.IsError && (e.ExitCode == 0 || e.StoppedAfterResult):
 		res.Class = loop.ClassSuccess
 	case r.Subtype == "error_max_turns" || r.TerminalReason == "max_turns":
 		res.Class = loop.ClassMaxTurns

@@ -42,6 +42,14 @@ func TestClassifyFixtures(t *testing.T) {
 		// A good result, but the process was killed by ralph's timeout.
 		{file: "default_model", end: Ending{ExitCode: -1, TimedOut: true}, wantClass: loop.ClassTimeout,
 			wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
+		// A good result, then killed by ralph when the agent did not
+		// exit within the result grace: the result stands.
+		{file: "default_model", end: Ending{ExitCode: -1, StoppedAfterResult: true}, wantClass: loop.ClassSuccess,
+			wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
+		// A non-zero exit the agent chose after a good result is still
+		// agent trouble.
+		{file: "default_model", end: Ending{ExitCode: 1}, wantClass: loop.ClassAgentError},
+		{file: "err_http401", end: Ending{ExitCode: -1, StoppedAfterResult: true}, wantClass: loop.ClassAuth},
 		{file: "multi_step_failing_cmd", wantClass: loop.ClassSuccess, wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
 		// is_error with exit 0 is still an error.
 		{file: "recorded_voxi_cli-2.1.200_misc_lines", wantClass: loop.ClassAgentError},

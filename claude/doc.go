@@ -21,11 +21,18 @@
 // The arguments are `-p --verbose --output-format stream-json
 // --no-session-persistence --model M`, then `--append-system-prompt-file
 // F` (the system prompt is written to a temporary file, removed after the
-// run: a 1 MB prompt never meets argv limits), then
+// run: a 1 MB prompt never meets argv limits; "Nothing outlives ralph"
+// says how it is named and swept), then
 // `--dangerously-skip-permissions`
-// when sandboxed or `--allowedTools=A,B` (with "=": the option is variadic
-// and would swallow what follows), then `--max-turns N` when set. The user
-// prompt is written to standard input, which is then closed.
+// when sandboxed, or else, when the request names Tools, `--tools=A,B
+// --allowedTools=A,B` (with "=": the options are variadic and would
+// swallow what follows), then `--max-turns N` when set. Both tool options
+// are needed: --allowedTools alone only pre-approves, and the model is
+// still offered every tool (Edit, Write, Agent, …); --tools alone
+// restricts the offer, but -p mode, which cannot ask, then refuses every
+// Bash command that is not read-only — a test run that writes a cache
+// among them (checked with the pinned CLI, in TestE2EVerifierTools). The
+// user prompt is written to standard input, which is then closed.
 //
 // System prompt. ralph's system prompt (its agent protocol: sigils, `$RALPH_BIN
 // task …`, one task per session) is appended to Claude Code's own, not put
@@ -52,8 +59,9 @@
 // the CLI prints about the key, kept or removed.
 //
 // Process hygiene. The agent leads its own process group (Setpgid). On
-// cancel, wall timeout or idle timeout the group gets SIGTERM, then SIGKILL
-// after Runner.Grace (default 5 s). After any exit of the agent, the rest of
+// cancel, wall timeout or idle timeout the group gets SIGTERM and SIGCONT
+// (a stopped process acts on SIGTERM only once it runs again), then
+// SIGKILL after Runner.Grace (default 5 s). After any exit of the agent, the rest of
 // its group (shells, MCP servers) gets the same treatment; when nothing is
 // left — the usual case — this costs one kill(2). Zombies left to an init
 // that does not reap them count as gone (checked in /proc). cmd.WaitDelay is
@@ -64,6 +72,44 @@
 // stuck). Standard error is drained concurrently; its last 8 KiB go to
 // RunResult.Stderr and each line to an EventStderr. RunResult.Duration is
 // the wall time ralph measured, not the agent's duration_ms.
+//
+// A result ends the session (DESIGN §8). Once the result line is read, the
+// agent has Runner.ResultGrace (default 5 s: Claude Code takes up to about
+// 3 s after its result line when a SessionEnd hook is slow) to exit, and
+// the idle timeout no longer applies. An agent still there then — a hook
+// that hangs, or stops the CLI for good with `kill -STOP $PPID` — has its
+// group stopped as above, and the result is used as it is: a success stays
+// a success (the exit code of a process ralph killed says nothing against
+// it), not agent trouble and not a timeout; RunResult.Stderr ends with a
+// line saying the agent was stopped. A cancel or the wall timeout that
+// comes after the result stops the agent at once, and the result stands
+// too (an error result under a cancelled ctx counts as cancelled, as it
+// does when the agent exits by itself).
+//
+// Nothing outlives ralph (DESIGN §8, "Holders", "Claim generations"). On
+// Linux the agent gets a parent-death signal (SIGKILL): if ralph dies,
+// even by SIGKILL, the kernel kills the agent at once. The signal is tied
+// to the thread that forked the agent, and the Go runtime ends a thread
+// whose locked goroutine returns without unlocking, so the agent is
+// started and waited for on a goroutine locked to its thread for the
+// agent's whole life (no other goroutine can run there and end it). The
+// parent-death signal reaches the agent only; what the agent started
+// (shells, servers, a process that left its group) is found by Sweep at
+// the next start of ralph: a process of this user whose environment holds
+// RALPH_HOLDER (every agent gets it from the loop, its descendants
+// inherit it) naming a holder that is gone on this host identity, and
+// that started at or after that holder — never this process, its
+// ancestors or pid 1, never a holder on another host or one whose
+// liveness is unknown. It gets SIGTERM and SIGCONT, then SIGKILL after a
+// grace period (default 5 s), through a pidfd that was opened before its
+// start time was checked once more (a reused pid is never signalled). The system
+// prompt file is named ralph-system-prompt-<pid>-<start>-<host>-<random>.md
+// after the process that wrote it (host: a hash of its host identity, as
+// /tmp may be shared by pid namespaces); Run removes it when it returns,
+// and Sweep removes those whose writer is gone. A sweep that finds
+// nothing costs 1.5 ms on the development machine (71 processes; go test
+// ./claude -run '^$' -bench BenchmarkSweep). Outside Linux there is no
+// parent-death signal and Sweep does nothing (errors.ErrUnsupported).
 //
 // Events. OnEvent is called in stream order; stderr lines come from another
 // goroutine, but calls never overlap. One stream line gives zero or more
@@ -99,10 +145,10 @@
 // Classification (Classify), from structured fields only, never from tool
 // output, first match wins:
 //
-//   - cancelled / timeout / idle_timeout: ralph stopped the agent. A cancel
-//     also covers an agent that exits on its own while ctx is cancelled
-//     without a clean result (Claude Code exits 0 with
-//     error_during_execution on SIGINT).
+//   - cancelled / timeout / idle_timeout: ralph stopped the agent before
+//     its result line. A cancel also covers an agent that exits on its own
+//     while ctx is cancelled without a clean result (Claude Code exits 0
+//     with error_during_execution on SIGINT).
 //   - usage_limit: a rejected rate_limit_event; or an error result with
 //     api_error "usage_limit_reached"; or a 429 error result whose text says
 //     a limit was hit ("You've hit your session limit · resets 6:30pm
@@ -111,7 +157,8 @@
 //     <time> (<zone>)" text (the next such time after now; an unknown zone
 //     or format leaves it zero, and the loop waits its default).
 //   - crashed: no result line, whatever the exit code.
-//   - success: a result without is_error, and exit code 0.
+//   - success: a result without is_error, and exit code 0 — or any exit
+//     code when ralph stopped the agent after that result.
 //   - max_turns: subtype error_max_turns or terminal_reason max_turns.
 //   - auth: api_error_status 401 or 403.
 //   - api_error: api_error_status 408, 429 or 5xx (529 included), or

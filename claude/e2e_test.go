@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -372,4 +373,86 @@ func BenchmarkRunOverhead(b *testing.B) {
 	b.ReportMetric(float64(own.Microseconds())/float64(runs), "ralph-µs/op")
 	b.ReportMetric(100*float64(own)/float64(agent), "overhead-%")
 	b.ReportMetric(float64(bare.Milliseconds())/float64(runs), "bare-ms/op")
+}
+
+// A verifier session (not sandboxed, Tools = loop.VerifierTools) is offered
+// those tools and no others — not Edit, Write or Agent — and its Bash
+// still runs without a permission prompt, even a command that writes a
+// file (as test runs write caches), which -p mode would refuse unless
+// pre-approved.
+func TestE2EVerifierTools(t *testing.T) {
+	api := claudetest.NewAPI(t, func(r claudetest.Request) claudetest.Reply {
+		if r.ToolResults() == 0 {
+			return claudetest.Bash("echo hi | tee out.txt")
+		}
+		return claudetest.Text("<verify-pass/>")
+	})
+	req := e2eRequest(t, api)
+	req.Sandboxed, req.Tools = false, loop.VerifierTools
+	res, _ := runReal(t, t.Context(), api, req)
+	if res.Class != loop.ClassSuccess || res.Text != "<verify-pass/>" {
+		t.Fatalf("class %s, text %q: %s", res.Class, res.Text, Describe(res))
+	}
+	reqs := api.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d API requests, want 2 (the Bash call, then the verdict)", len(reqs))
+	}
+	for i, r := range reqs {
+		var offered []string
+		for _, name := range r.ToolNames() {
+			// An internal placeholder of the CLI, not a tool the model
+			// can call.
+			if name != "DeferredToolPlaceholder" {
+				offered = append(offered, name)
+			}
+		}
+		slices.Sort(offered)
+		if diff := cmp.Diff([]string{"Bash", "Glob", "Grep", "Read"}, offered); diff != "" {
+			t.Errorf("request %d: tools offered (-want +got):\n%s", i+1, diff)
+		}
+	}
+	// The Bash call ran: no permission prompt stopped it.
+	if got := reqs[1].LastToolResult(); got != "hi" {
+		t.Errorf("Bash tool result %q, want %q", got, "hi")
+	}
+}
+
+// A result ends the session: the real CLI, stopped by its own SessionEnd
+// hook right after its result line (state T, for good), is stopped by ralph
+// after the result grace, and its result stands — no waiting for the idle
+// timeout, nothing left running.
+func TestE2EResultThenHang(t *testing.T) {
+	api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply {
+		return claudetest.Text("All done.\n<task-done>t-1</task-done>")
+	})
+	req := e2eRequest(t, api)
+	req.IdleTimeout = time.Minute
+	hook := `{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"kill -STOP $PPID"}]}]}}`
+	if err := os.MkdirAll(filepath.Join(req.Dir, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(req.Dir, ".claude", "settings.json"), []byte(hook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, _ := runReal(t, t.Context(), api, req)
+	elapsed := time.Since(start)
+	if res.Class != loop.ClassSuccess || res.Text != "All done.\n<task-done>t-1</task-done>" {
+		t.Errorf("class %s, text %q, want the result as it was: %s", res.Class, res.Text, Describe(res))
+	}
+	if !strings.Contains(res.Stderr, "did not exit within") {
+		t.Errorf("Stderr = %q: the hook did not hold the CLI, or ralph did not say it stopped it", res.Stderr)
+	}
+	// The result grace (5 s) and a SIGTERM that ends the CLI at once once
+	// continued; the idle timeout is a minute.
+	if elapsed > 20*time.Second {
+		t.Errorf("Run took %v: it waited for more than the result grace", elapsed)
+	}
+	if pids := claudetest.ProcessesWithEnv("ANTHROPIC_BASE_URL=" + api.URL); len(pids) > 0 {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("processes of the run left: %v", pids)
+	}
+	t.Logf("Run took %v", elapsed)
 }

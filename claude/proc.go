@@ -88,6 +88,15 @@ func signalGroup(pgid int, sig syscall.Signal) {
 	_ = syscall.Kill(-pgid, sig)
 }
 
+// termGroup asks every process of the group pgid to end: SIGTERM, then
+// SIGCONT, since a stopped process (state T: a debugger, a job-control
+// stop, a hook that ran `kill -STOP $PPID`) acts on SIGTERM only once it
+// runs again.
+func termGroup(pgid int) {
+	signalGroup(pgid, syscall.SIGTERM)
+	signalGroup(pgid, syscall.SIGCONT)
+}
+
 // groupAlive reports whether any live process of the group pgid is left.
 // Zombies do not count: a grandchild orphaned to an init that does not reap
 // (as in some containers) is dead all the same.
@@ -133,7 +142,7 @@ func reapGroup(pgid int, killAt time.Time, termed bool) {
 		return
 	}
 	if !termed {
-		signalGroup(pgid, syscall.SIGTERM)
+		termGroup(pgid)
 	}
 	for time.Now().Before(killAt) {
 		time.Sleep(10 * time.Millisecond)

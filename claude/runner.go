@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,12 @@ import (
 // DefaultGrace is the time between SIGTERM and SIGKILL when the agent's
 // process group is stopped (DESIGN §8).
 const DefaultGrace = 5 * time.Second
+
+// DefaultResultGrace is how long the agent may take to exit once its
+// result line is read (DESIGN §8, "A result ends the session"). Claude
+// Code takes up to about 3 s after its result line when a SessionEnd hook
+// is slow; 5 s leaves room for that on a busy machine.
+const DefaultResultGrace = 5 * time.Second
 
 // StderrTail is how many bytes of the agent's standard error a RunResult
 // keeps (the end of it).
@@ -40,6 +47,10 @@ type Runner struct {
 	// Grace is the time between SIGTERM and SIGKILL when the agent's
 	// process group is stopped; zero means DefaultGrace.
 	Grace time.Duration
+	// ResultGrace is how long the agent may take to exit once its result
+	// line is read; then its process group is stopped and the result is
+	// used as it is. Zero means DefaultResultGrace.
+	ResultGrace time.Duration
 	// Now is the clock for event times and usage-limit resets; nil means
 	// time.Now.
 	Now func() time.Time
@@ -138,8 +149,11 @@ func unwrapExecErr(err error) error {
 // --append-system-prompt-file systemPromptFile, which adds it to Claude
 // Code's own system prompt (its tool instructions stay), or
 // --system-prompt-file when req.ReplaceSystemPrompt asks to replace that.
-// systemPromptFile is ignored when the request has no system prompt. The
-// user prompt is not an argument: it goes on standard input.
+// systemPromptFile is ignored when the request has no system prompt. A
+// request that is not Sandboxed and has Tools gets --tools=A,B (only those
+// are offered to the model) and --allowedTools=A,B (they run without
+// asking, which -p mode cannot do). The user prompt is not an argument: it
+// goes on standard input.
 func Args(req loop.RunRequest, systemPromptFile string) []string {
 	args := []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence"}
 	if req.Model != "" {
@@ -155,8 +169,13 @@ func Args(req loop.RunRequest, systemPromptFile string) []string {
 	if req.Sandboxed {
 		args = append(args, "--dangerously-skip-permissions")
 	} else if len(req.Tools) > 0 {
-		// With "=", the variadic option cannot swallow what follows.
-		args = append(args, "--allowedTools="+strings.Join(req.Tools, ","))
+		// --tools restricts the set the model is offered (alone,
+		// --allowedTools leaves Edit, Write, Agent, … on offer);
+		// --allowedTools pre-approves them, or -p mode refuses every
+		// Bash command that is not read-only (such as a test run). With
+		// "=", the variadic options cannot swallow what follows.
+		tools := strings.Join(req.Tools, ",")
+		args = append(args, "--tools="+tools, "--allowedTools="+tools)
 	}
 	if req.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
@@ -225,6 +244,13 @@ func (r *Runner) grace() time.Duration {
 	return DefaultGrace
 }
 
+func (r *Runner) resultGrace() time.Duration {
+	if r.ResultGrace > 0 {
+		return r.ResultGrace
+	}
+	return DefaultResultGrace
+}
+
 func (r *Runner) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
@@ -240,6 +266,7 @@ const (
 	stopCancel
 	stopTimeout
 	stopIdle
+	stopResultGrace // the agent did not exit within ResultGrace of its result
 )
 
 // Run runs one agent session; see loop.Runner. It returns an error only
@@ -271,7 +298,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 
 	var spFile string
 	if req.SystemPrompt != "" {
-		f, err := os.CreateTemp("", "ralph-system-prompt-*.md")
+		// Named after this process, so that a later Sweep removes it if
+		// this process dies before the deferred Remove.
+		f, err := os.CreateTemp("", systemPromptPattern(loop.ThisProcess()))
 		if err != nil {
 			return loop.RunResult{}, fmt.Errorf("claude: system prompt file: %w", err)
 		}
@@ -318,14 +347,14 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	cmd.Stdin = strings.NewReader(req.Prompt)
 	cmd.Stdout = outW
 	cmd.Stderr = errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = agentSysProcAttr()
 	// A backstop: once the agent has exited, Wait gives up on the stdin
 	// copy after this long.
 	cmd.WaitDelay = grace
 
 	r.mark("spawn")
 	start := time.Now()
-	err = cmd.Start()
+	waitDone, err := startAgent(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -353,6 +382,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	var sess Session
 	streamDone := make(chan error, 1)
+	resultRead := make(chan struct{}, 1) // the stream has given a result line
 	go func() {
 		dec := NewDecoder(src)
 		dec.Now = r.Now
@@ -367,6 +397,12 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 			}
 			for _, ev := range line.Events {
 				sess.Add(ev)
+				if ev.Kind == loop.EventResult {
+					select {
+					case resultRead <- struct{}{}:
+					default:
+					}
+				}
 				emit(ev)
 			}
 		}
@@ -381,16 +417,13 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		})
 	}()
 
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
-
-	reason := r.supervise(ctx, req, src, waitDone)
+	reason, afterResult := r.supervise(ctx, req, src, waitDone, resultRead)
 	termed := reason != stopNone
 	killAt := time.Now().Add(grace) // when what is left of the group gets SIGKILL
 	if termed {
 		// The agent is still running: SIGTERM the group, SIGKILL after
 		// the grace period.
-		signalGroup(pgid, syscall.SIGTERM)
+		termGroup(pgid)
 		t := time.NewTimer(grace)
 		select {
 		case <-waitDone:
@@ -421,13 +454,20 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	elapsed := time.Since(start)
 
-	end := Ending{ExitCode: cmd.ProcessState.ExitCode(), Now: r.now()}
-	switch reason {
-	case stopCancel:
+	end := Ending{ExitCode: cmd.ProcessState.ExitCode(), Now: r.now(), StoppedAfterResult: afterResult && termed}
+	switch {
+	case afterResult:
+		// The agent had finished: whatever stopped it afterwards, its
+		// result stands — unless it is an error result while ctx is
+		// cancelled, as below.
+		if ctx.Err() != nil && sess.Result != nil && sess.Result.IsError {
+			end.Cancelled = true
+		}
+	case reason == stopCancel:
 		end.Cancelled = true
-	case stopTimeout:
+	case reason == stopTimeout:
 		end.TimedOut = true
-	case stopIdle:
+	case reason == stopIdle:
 		end.IdleTimedOut = true
 	default:
 		// The agent may have been interrupted by the same signal that
@@ -445,12 +485,55 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	if src.logErr != nil {
 		res.Stderr += fmt.Sprintf("\nralph: writing %s: %v", req.LogPath, src.logErr)
 	}
+	if reason == stopResultGrace {
+		res.Stderr += fmt.Sprintf("\nralph: the agent did not exit within %v of its result line; its process group was stopped", r.resultGrace())
+	}
 	return res, nil
 }
 
+// startAgent starts cmd and waits for it on a goroutine of its own; the
+// channel gets Wait's error. That goroutine is locked to its OS thread
+// from before the fork until the agent has exited. On Linux the agent's
+// parent-death signal fires when the thread that forked it ends, not the
+// process (go.dev/issue/27505), and the Go runtime ends a thread when a
+// goroutine locked to it returns without unlocking: any goroutine of the
+// program — a library's — that ran on the forking thread and did so would
+// kill the agent. No other goroutine runs on a locked thread, so the
+// forking thread lives as long as the agent. The cost is nothing: Wait
+// holds a thread in wait(2) all the same.
+func startAgent(cmd *exec.Cmd) (<-chan error, error) {
+	started := make(chan error, 1)
+	waitDone := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waitDone <- cmd.Wait()
+	}()
+	return waitDone, <-started
+}
+
+// ready reports whether c has a value, without waiting (a nil c has none).
+func ready(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // supervise waits until the agent exits (stopNone: waitDone was received)
-// or must be stopped (waitDone was not received).
-func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activityReader, waitDone <-chan error) stopReason {
+// or must be stopped (waitDone was not received). afterResult says that
+// the stream had given its result line by then (a result that came at the
+// same moment as the stop counts too): from that moment the idle timeout
+// no longer applies (the agent has said its last word) and the agent has
+// ResultGrace to exit.
+func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activityReader, waitDone <-chan error, resultRead <-chan struct{}) (reason stopReason, afterResult bool) {
 	var wallC, idleC <-chan time.Time
 	if req.Timeout > 0 {
 		t := time.NewTimer(req.Timeout)
@@ -463,14 +546,15 @@ func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activi
 		defer idle.Stop()
 		idleC = idle.C
 	}
+	var graceC <-chan time.Time
 	for {
 		select {
 		case <-waitDone:
-			return stopNone
+			return stopNone, afterResult || ready(resultRead)
 		case <-ctx.Done():
-			return stopCancel
+			return stopCancel, afterResult || ready(resultRead)
 		case <-wallC:
-			return stopTimeout
+			return stopTimeout, afterResult || ready(resultRead)
 		case <-idleC:
 			// Reads do not reset the timer (they only record the time);
 			// when it fires, it checks how long output has been quiet.
@@ -478,7 +562,15 @@ func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activi
 				idle.Reset(req.IdleTimeout - quiet)
 				continue
 			}
-			return stopIdle
+			return stopIdle, afterResult || ready(resultRead)
+		case <-resultRead:
+			afterResult = true
+			resultRead, idleC = nil, nil
+			t := time.NewTimer(r.resultGrace())
+			defer t.Stop()
+			graceC = t.C
+		case <-graceC:
+			return stopResultGrace, true
 		}
 	}
 }

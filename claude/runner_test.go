@@ -53,20 +53,38 @@ func fakeResult(text string) string {
 }
 
 // spawnGrandchild starts a process that ignores SIGTERM, holds stdout and
-// sleeps, and reports its pid on the stream.
+// sleeps, and once it ignores SIGTERM, reports its pid on the stream.
 func spawnGrandchild() {
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), fakeAgentEnv+"=grandchild", "GORACE=atexit_sleep_ms=0")
 	cmd.Stdout = os.Stdout
+	cmd.ExtraFiles = []*os.File{readyW} // fd 3, closed by the grandchild when ready
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
+	readyW.Close()
+	// A Go program started with SIGTERM ignored catches it again while
+	// its runtime starts, until signal.Ignore: wait for that.
+	_, _ = io.ReadAll(ready)
+	ready.Close()
 	out(`{"type":"system","subtype":"status","status":"grandchild %d"}`, cmd.Process.Pid)
 }
 
+// extraFakeModes are more parts the test binary plays, added by other test
+// files (some build only on Linux).
+var extraFakeModes = map[string]func() int{}
+
 // fakeAgent plays an agent; it returns the exit code.
 func fakeAgent(mode string) int {
+	if play, ok := extraFakeModes[mode]; ok {
+		return play()
+	}
 	switch mode {
 	case "echo":
 		// Reports what it was given: stdin, args, environment, the system
@@ -103,6 +121,7 @@ func fakeAgent(mode string) int {
 		return 0
 	case "grandchild":
 		signal.Ignore(syscall.SIGTERM)
+		os.NewFile(3, "ready").Close()
 		time.Sleep(time.Hour)
 		return 0
 	case "hang":
@@ -117,6 +136,35 @@ func fakeAgent(mode string) int {
 		out(fakeInit)
 		spawnGrandchild()
 		time.Sleep(time.Hour)
+		return 0
+	case "result-then-hang":
+		// Finishes, then neither exits nor lets SIGTERM end it, and
+		// leaves a grandchild that ignores SIGTERM too.
+		signal.Ignore(syscall.SIGTERM)
+		out(fakeInit)
+		spawnGrandchild()
+		out(fakeResult("done, then stuck"))
+		time.Sleep(time.Hour)
+		return 0
+	case "result-then-stop":
+		// Finishes, then stops itself (state T), as Claude Code does when
+		// a SessionEnd hook runs `kill -STOP $PPID`: SIGTERM alone does
+		// nothing until SIGCONT.
+		out(fakeInit)
+		out(fakeResult("done, then stopped"))
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		time.Sleep(time.Hour)
+		return 0
+	case "error-result-then-hang":
+		out(fakeInit)
+		out(`{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"num_turns":1,"result":"Invalid API key"}`)
+		time.Sleep(time.Hour)
+		return 0
+	case "result-then-slow-exit":
+		// A slow SessionEnd hook: the exit comes a while after the result.
+		out(fakeInit)
+		out(fakeResult("done, slowly"))
+		time.Sleep(300 * time.Millisecond)
 		return 0
 	case "exit-leaving-child":
 		out(fakeInit)
@@ -185,7 +233,7 @@ func fakeRequest(t *testing.T, mode string) loop.RunRequest {
 
 func testRunner(t *testing.T) *Runner {
 	t.Helper()
-	return &Runner{Path: os.Args[0], Grace: 500 * time.Millisecond}
+	return &Runner{Path: os.Args[0], Grace: 500 * time.Millisecond, ResultGrace: time.Second}
 }
 
 // collector gathers events from OnEvent.
@@ -238,6 +286,55 @@ func processGone(pid int) bool {
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
+func TestArgs(t *testing.T) {
+	base := []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet"}
+	tests := []struct {
+		name   string
+		req    loop.RunRequest
+		spFile string
+		want   []string
+	}{
+		{name: "plain", req: loop.RunRequest{Model: "sonnet"}, want: base},
+		{
+			name: "sandboxed: every permission, tools ignored",
+			req:  loop.RunRequest{Model: "sonnet", Sandboxed: true, Tools: []string{"Bash"}},
+			want: append(base[:len(base):len(base)], "--dangerously-skip-permissions"),
+		},
+		{
+			// --tools restricts what the model is offered, --allowedTools
+			// lets those run without asking; "=" keeps either from
+			// swallowing what follows.
+			name: "tools: offered and allowed",
+			req:  loop.RunRequest{Model: "sonnet", Tools: loop.VerifierTools},
+			want: append(base[:len(base):len(base)], "--tools=Bash,Read,Glob,Grep", "--allowedTools=Bash,Read,Glob,Grep"),
+		},
+		{
+			name:   "appended system prompt, max turns",
+			req:    loop.RunRequest{Model: "sonnet", SystemPrompt: "x", MaxTurns: 3},
+			spFile: "/tmp/sp.md",
+			want:   append(base[:len(base):len(base)], "--append-system-prompt-file", "/tmp/sp.md", "--max-turns", "3"),
+		},
+		{
+			name:   "replacing system prompt",
+			req:    loop.RunRequest{Model: "sonnet", SystemPrompt: "x", ReplaceSystemPrompt: true},
+			spFile: "/tmp/sp.md",
+			want:   append(base[:len(base):len(base)], "--system-prompt-file", "/tmp/sp.md"),
+		},
+		{
+			name: "no system prompt: the file is ignored",
+			req:  loop.RunRequest{Model: "sonnet"}, spFile: "/tmp/sp.md",
+			want: base,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Args(tt.req, tt.spFile)); diff != "" {
+				t.Errorf("Args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestRunEcho(t *testing.T) {
 	// A temporary directory of its own: the check for left-behind system
 	// prompt files must not see those of other packages' tests running at
@@ -277,13 +374,13 @@ func TestRunEcho(t *testing.T) {
 			wantStdin: "do the thing",
 		},
 		{
-			name: "allowed tools with =, big system prompt by file, multi-line prompt",
+			name: "tools offered and allowed with =, big system prompt by file, multi-line prompt",
 			edit: func(r *loop.RunRequest) {
 				r.Tools, r.SystemPrompt = loop.VerifierTools, bigPrompt
 				r.Prompt = "line one\nline two\n" + strings.Repeat("z", 300<<10)
 			},
 			wantEnv:   map[string]string{"RALPH_TEST_INHERITED": "yes"},
-			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--append-system-prompt-file", "FILE", "--allowedTools=Bash,Read,Glob,Grep"},
+			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--append-system-prompt-file", "FILE", "--tools=Bash,Read,Glob,Grep", "--allowedTools=Bash,Read,Glob,Grep"},
 			wantSP:    true,
 			wantStdin: "line one\nline two\n" + strings.Repeat("z", 300<<10),
 		},
@@ -424,6 +521,7 @@ func TestRunProcessHygiene(t *testing.T) {
 		maxElapsed  time.Duration
 		grandchild  bool
 		grace       time.Duration // instead of the default 500 ms
+		resultGrace time.Duration // instead of the default 1 s
 	}{
 		{
 			name: "hang with a grandchild: wall timeout kills the whole group", mode: "hang",
@@ -447,6 +545,45 @@ func TestRunProcessHygiene(t *testing.T) {
 			edit:      func(r *loop.RunRequest) { r.Timeout = time.Second },
 			grace:     2 * time.Second,
 			wantClass: loop.ClassTimeout, maxElapsed: time.Second + 3*time.Second, grandchild: true,
+		},
+		{
+			// A result ends the session: the agent gets the result grace
+			// (1 s) to exit, not the idle timeout (60 s); then the whole
+			// group is stopped, SIGKILL included, and the result stands.
+			name: "result, then hang with a grandchild: stopped after the result grace", mode: "result-then-hang",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = time.Minute },
+			wantClass: loop.ClassSuccess, wantText: "done, then stuck",
+			wantKinds:  []loop.EventKind{loop.EventInit, loop.EventSystem, loop.EventResult},
+			maxElapsed: time.Second + grace + margin, grandchild: true,
+		},
+		{
+			// SIGTERM reaches a stopped agent only with a SIGCONT: without
+			// it the agent would wait for SIGKILL, 10 s later.
+			name: "result, then stopped (state T): SIGCONT lets SIGTERM end it", mode: "result-then-stop",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = time.Minute },
+			grace:     10 * time.Second,
+			wantClass: loop.ClassSuccess, wantText: "done, then stopped", maxElapsed: time.Second + margin,
+		},
+		{
+			// The result is used as it is, an error result too.
+			name: "error result, then hang: the error stands", mode: "error-result-then-hang",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = time.Minute },
+			wantClass: loop.ClassAuth, wantText: "Invalid API key", maxElapsed: time.Second + grace + margin,
+		},
+		{
+			// The wall timeout after the result does not throw it away.
+			name: "result, then hang past the wall timeout: the result stands", mode: "result-then-hang",
+			edit:        func(r *loop.RunRequest) { r.Timeout = time.Second },
+			resultGrace: time.Minute,
+			wantClass:   loop.ClassSuccess, wantText: "done, then stuck", maxElapsed: time.Second + grace + margin, grandchild: true,
+		},
+		{
+			// Exiting within the grace is an ordinary exit: exit code 0
+			// counts, and the idle timeout (shorter than the exit's delay)
+			// no longer applies once the result is read.
+			name: "result, then a slow exit within the grace", mode: "result-then-slow-exit",
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 100 * time.Millisecond },
+			wantClass: loop.ClassSuccess, wantText: "done, slowly", maxElapsed: margin,
 		},
 		{
 			name: "normal exit leaving a grandchild: it is stopped too", mode: "exit-leaving-child",
@@ -504,6 +641,9 @@ func TestRunProcessHygiene(t *testing.T) {
 			runner := testRunner(t)
 			if tt.grace != 0 {
 				runner.Grace = tt.grace
+			}
+			if tt.resultGrace != 0 {
+				runner.ResultGrace = tt.resultGrace
 			}
 			start := time.Now()
 			res, err := runner.Run(ctx, req)

@@ -149,6 +149,7 @@ func build(c *cli.Context, cfg appConfig) error {
 		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
 	}
 
+	sweepLeftovers(c.Context, cfg)
 	var runner loop.Runner = &claude.Runner{Path: agent}
 	view := newBuildView(cfg.stdout)
 	view.logDir = p.rel(lc.LogDir)

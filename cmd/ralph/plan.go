@@ -149,6 +149,7 @@ func plan(c *cli.Context, cfg appConfig) error {
 		return fmt.Errorf("plan mode needs the path of the ralph binary for the agent: %w", err)
 	}
 	lc.Observer = &modeView{buildView: newBuildView(cfg.stdout), label: "plan"}
+	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.Plan(c.Context, lc, st, runner)
 	if err != nil {

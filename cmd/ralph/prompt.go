@@ -73,6 +73,7 @@ func promptRun(c *cli.Context, cfg appConfig) error {
 		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
 	}
 	lc.Observer = &modeView{buildView: newBuildView(cfg.stdout), label: "prompt " + filepath.Base(file)}
+	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.RunPrompt(c.Context, lc, loop.PromptParams{Text: string(text), Title: c.String("title"), Receipts: st}, runner)
 	if err != nil {
