@@ -7,8 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -251,5 +255,175 @@ func TestE2EPlanThenBuild(t *testing.T) {
 	}
 	if diff := cmp.Diff("t-1\nt-2\n", e.read("order.txt")); diff != "" {
 		t.Errorf("order the planned tasks ran in (-want +got):\n%s", diff)
+	}
+}
+
+// TestE2EVerify runs `ralph build --verify`. The real verifier session is
+// offered only Bash, Read, Glob and Grep, and its first session tries to
+// write anyway: the tree comes back as it was, that verdict does not count,
+// and the task is verified again and done.
+func TestE2EVerify(t *testing.T) {
+	var mu sync.Mutex
+	verifiers := 0
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		if !strings.Contains(r.UserText(), "You are the verifier of ralph") {
+			return worker(r)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if r.ToolResults() == 0 {
+			verifiers++
+			if verifiers == 1 {
+				return claudetest.Bash(`echo verifier-was-here > evil.txt; echo changed >> notes.txt; rm keep.txt; echo wrote`)
+			}
+		}
+		return claudetest.Text("Checked the work.\n<verify-pass/>")
+	})
+	for name, content := range map[string]string{"notes.txt": "my notes\n", "keep.txt": "keep me\n"} {
+		if err := os.WriteFile(filepath.Join(e.dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.ok("task", "add", "Write it")
+
+	r := e.run("build", "--verify", "--use-api-key")
+	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 1 task done") {
+		t.Fatalf("build --verify: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	files := map[string]string{}
+	for _, name := range []string{"notes.txt", "keep.txt", "order.txt"} {
+		files[name] = e.read(name)
+	}
+	if diff := cmp.Diff(map[string]string{"notes.txt": "my notes\n", "keep.txt": "keep me\n", "order.txt": "t-1\nt-1\n"}, files); diff != "" {
+		t.Errorf("files after the run (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "evil.txt")); !os.IsNotExist(err) {
+		t.Errorf("the verifier's evil.txt survived: %v", err)
+	}
+	var verifierTools [][]string
+	for _, req := range e.api.Requests() {
+		if strings.Contains(req.UserText(), "You are the verifier of ralph") {
+			var tools []string
+			for _, name := range req.ToolNames() {
+				if name != "DeferredToolPlaceholder" { // the CLI's placeholder, not a tool
+					tools = append(tools, name)
+				}
+			}
+			sort.Strings(tools)
+			verifierTools = append(verifierTools, tools)
+		}
+	}
+	if len(verifierTools) == 0 {
+		t.Fatal("no verifier request reached the API")
+	}
+	for _, tools := range verifierTools {
+		if diff := cmp.Diff([]string{"Bash", "Glob", "Grep", "Read"}, tools); diff != "" {
+			t.Errorf("tools offered to the verifier (-want +got):\n%s", diff)
+		}
+	}
+	var logged bool
+	for _, l := range e.show("t-1").Logs {
+		logged = logged || strings.Contains(l.Message, "the verifier changed files (restored)")
+	}
+	if !logged {
+		t.Errorf("the task's history does not say the verifier changed files: %+v", e.show("t-1").Logs)
+	}
+}
+
+// TestE2EKillNine kills ralph with SIGKILL while the real agent works:
+// the agent dies with it (a parent-death signal), the claim of the dead
+// loop is recovered by the very next ralph call (holder-gone), not after
+// its 15-minute lease, and the next build finishes the task.
+func TestE2EKillNine(t *testing.T) {
+	var stall atomic.Bool
+	stall.Store(true)
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		if stall.Load() {
+			return claudetest.Reply{Blocks: []claudetest.Block{{Text: "Thinking"}}, StallAt: 2}
+		}
+		return worker(r)
+	})
+	e.ok("task", "add", "Survive a crash")
+	cmd := exec.CommandContext(t.Context(), e.bin, "build", "--use-api-key")
+	cmd.Dir, cmd.Env = e.dir, e.env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.api.Stalled:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the agent never reached the API")
+	}
+	marker := "ANTHROPIC_BASE_URL=" + e.api.URL
+	agents := slices.DeleteFunc(claudetest.ProcessesWithEnv(marker), func(pid int) bool { return pid == cmd.Process.Pid })
+	if len(agents) == 0 {
+		t.Fatal("no agent process found while the session runs")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed := time.Now()
+	for left := agents; ; {
+		left = slices.DeleteFunc(left, func(pid int) bool { return !slices.Contains(claudetest.ProcessesWithEnv(marker), pid) })
+		if len(left) == 0 {
+			break
+		}
+		if time.Since(killed) > 5*time.Second {
+			t.Fatalf("agent processes %v still run 5 s after ralph was killed", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The next call recovers the dead loop's claim at once.
+	got := e.show("t-1")
+	if got.Status != "pending" || got.Logs[len(got.Logs)-1].Kind != "holder-gone" {
+		t.Fatalf("after the crash: %s, last entry %+v; want pending, holder-gone", got.Status, got.Logs[len(got.Logs)-1])
+	}
+	stall.Store(false)
+	if r := e.run("build", "--use-api-key"); r.code != 0 {
+		t.Fatalf("build after the crash: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=0 active=0 done=1 failed=0 blocked=0 total=1\n" {
+		t.Errorf("plan-status: %s", got)
+	}
+}
+
+// TestE2EResultThenStall: the real agent prints its result line and then
+// hangs (here a SessionEnd hook of the user's stops it). ralph takes the
+// result after a short grace instead of waiting for the idle timeout, and
+// the task is done.
+func TestE2EResultThenStall(t *testing.T) {
+	e := newE2E(t, worker)
+	settings := filepath.Join(e.dir, ".claude", "settings.json")
+	data, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	hooks := s["hooks"].(map[string]any)
+	hooks["SessionEnd"] = append(hooks["SessionEnd"].([]any),
+		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "kill -STOP $PPID"}}})
+	if data, err = json.Marshal(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("task", "add", "Finish and hang")
+
+	start := time.Now()
+	r := e.run("build", "--use-api-key", "--idle-timeout", "2m")
+	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 1 task done") {
+		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if took := time.Since(start); took > 60*time.Second {
+		t.Errorf("took %v: ralph waited for the hung agent", took)
+	}
+	if left := claudetest.ProcessesWithEnv("ANTHROPIC_BASE_URL=" + e.api.URL); len(left) > 0 {
+		t.Errorf("processes of the run left behind: %v", left)
 	}
 }
