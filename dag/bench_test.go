@@ -100,14 +100,14 @@ func BenchmarkClaimComplete(b *testing.B) {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			s := benchStore(b, n)
 			for b.Loop() {
-				task, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-bench"})
+				task, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-bench", Holder: loop.ThisProcess(), Mode: loop.ClaimLoop})
 				if errors.Is(err, loop.ErrNoReadyTask) {
 					b.Fatalf("the %d-task fixture ran out of ready tasks; use a smaller -benchtime", n)
 				}
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := s.Complete(b.Context(), loop.MoveParams{TaskID: task.ID, Message: "ok"}); err != nil {
+				if err := s.Complete(b.Context(), loop.MoveParams{TaskID: task.ID, Message: "ok", By: byLoop(task)}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -121,16 +121,16 @@ func BenchmarkClaimComplete(b *testing.B) {
 func BenchmarkClaimCompleteHeld(b *testing.B) {
 	s := benchStore(b, 10_000)
 	for i := range 7 {
-		if _, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-" + strconv.Itoa(i), Lease: time.Hour}); err != nil {
+		if _, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-" + strconv.Itoa(i), Lease: time.Hour, Holder: loop.ThisProcess(), Mode: loop.ClaimLoop}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for b.Loop() {
-		task, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-bench"})
+		task, err := s.Claim(b.Context(), loop.ClaimParams{Agent: "agent-bench", Holder: loop.ThisProcess(), Mode: loop.ClaimLoop})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Complete(b.Context(), loop.MoveParams{TaskID: task.ID, Message: "ok"}); err != nil {
+		if err := s.Complete(b.Context(), loop.MoveParams{TaskID: task.ID, Message: "ok", By: byLoop(task)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -213,4 +213,9 @@ func BenchmarkPeek(b *testing.B) {
 			}
 		})
 	}
+}
+
+// byLoop is the loop completing its own claim of task, as ralph build does.
+func byLoop(task loop.Task) loop.Actor {
+	return loop.Actor{Agent: task.ClaimedBy, Loop: true, Generation: task.Generation}
 }

@@ -74,7 +74,7 @@ func claimer(path, agent string) error {
 	var first, last int64
 	for {
 		start := time.Now().UnixNano()
-		task, err := s.Claim(ctx, loop.ClaimParams{Agent: agent})
+		task, err := s.Claim(ctx, loop.ClaimParams{Agent: agent, Holder: loop.ThisProcess(), Mode: loop.ClaimLoop})
 		if errors.Is(err, loop.ErrNoReadyTask) {
 			c, err := s.Counts(ctx, loop.Scope{})
 			if err != nil {
@@ -93,7 +93,7 @@ func claimer(path, agent string) error {
 		if first == 0 {
 			first = start
 		}
-		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "done by " + agent}); err != nil {
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "done by " + agent, By: byLoop(task)}); err != nil {
 			return err
 		}
 		last = time.Now().UnixNano()

@@ -20,9 +20,34 @@ import (
 // at most this late by that process, and at once by any other.
 const holderCheckTTL = time.Second
 
-// holderCache remembers the holders found alive, and when.
+// orphanCheckEvery is how long a store that found no orphaned claim skips
+// looking again. A process that starts (every `ralph task` call) looks at
+// once; a long-lived one (a loop, a busy claimer) at most this late.
+const orphanCheckEvery = 100 * time.Millisecond
+
+// holderCache remembers the holders found alive, and when; noneAt, when
+// the last look found no orphaned claim.
 type holderCache struct {
-	alive map[loop.Holder]time.Time
+	alive  map[loop.Holder]time.Time
+	noneAt time.Time
+}
+
+// orphansFresh reports whether the store found no orphaned claim a moment
+// ago; sawNone records such a look.
+func (s *Store) orphansFresh() bool {
+	s.holderMu.Lock()
+	defer s.holderMu.Unlock()
+	return time.Since(s.holders.noneAt) < orphanCheckEvery
+}
+
+func (s *Store) sawOrphans(n int) {
+	s.holderMu.Lock()
+	defer s.holderMu.Unlock()
+	if n == 0 {
+		s.holders.noneAt = time.Now()
+	} else {
+		s.holders.noneAt = time.Time{}
+	}
 }
 
 // gone reports whether h, a holder on this host, is gone.
@@ -96,6 +121,9 @@ func (s *Store) needsRecovery(ctx context.Context) (bool, error) {
 	if err := st.QueryRowContext(ctx, s.now()).Scan(&n); err != nil || n > 0 {
 		return n > 0, s.dbErr(err)
 	}
+	if s.orphansFresh() {
+		return false, nil
+	}
 	st, err = s.stmt(ctx, heldHereQuery)
 	if err != nil {
 		return false, s.dbErr(err)
@@ -105,6 +133,9 @@ func (s *Store) needsRecovery(ctx context.Context) (bool, error) {
 		return false, s.dbErr(err)
 	}
 	gone, err := s.orphans(rows)
+	if err == nil {
+		s.sawOrphans(len(gone))
+	}
 	return len(gone) > 0, s.dbErr(err)
 }
 
@@ -196,7 +227,7 @@ func (t *txn) recover() ([]string, error) {
 // recoverOrphans returns to pending the claims whose holder process ran on
 // this host and is gone, once per transaction.
 func (t *txn) recoverOrphans() ([]string, error) {
-	if t.orphansDone {
+	if t.orphansDone || t.s.orphansFresh() {
 		return nil, nil
 	}
 	t.orphansDone = true
@@ -208,6 +239,7 @@ func (t *txn) recoverOrphans() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.s.sawOrphans(len(gone))
 	var ids []string
 	for _, o := range gone {
 		msg := fmt.Sprintf("holder of %s's claim (%s) is gone; returned to pending", o.agent, o.holder)

@@ -194,6 +194,9 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 		task = ts[0]
 		return err
 	})
+	if err == nil && !p.Holder.IsZero() && s.holderGone(p.Holder) {
+		s.sawOrphans(1) // a claim for a holder already gone: the next call recovers it
+	}
 	return task, err
 }
 
