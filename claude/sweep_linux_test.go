@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ralph-dev/ralph/claude/claudetest"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
 func init() {
@@ -117,22 +118,6 @@ func isolateHost(t *testing.T) string {
 	return host
 }
 
-// deadHolder returns the holder of a process that ran on host and is gone.
-func deadHolder(t *testing.T, host string) loop.Holder {
-	t.Helper()
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	start, err := loop.ProcessStart(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	return loop.Holder{Host: host, PID: cmd.Process.Pid, Start: start}
-}
-
 // startProcess starts argv with env on top of this process's environment,
 // and kills it at the end of the test.
 func startProcess(t *testing.T, env []string, argv ...string) *exec.Cmd {
@@ -190,7 +175,7 @@ func waitState(t *testing.T, pid int, state byte) {
 func TestSweep(t *testing.T) {
 	host := isolateHost(t)
 	t.Setenv("TMPDIR", t.TempDir())
-	dead := deadHolder(t, host)
+	dead := looptest.DeadHolderOn(t, host)
 	self, err := loop.ProcessStart(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +284,7 @@ func TestSweep(t *testing.T) {
 // when they carry a dead holder's RALPH_HOLDER (a ralph started from a
 // shell of a dead ralph's agent).
 func TestSweepSparesItselfAndAncestors(t *testing.T) {
-	dead := deadHolder(t, isolateHost(t))
+	dead := looptest.DeadHolderOn(t, isolateHost(t))
 	sibling := startProcess(t, []string{loop.EnvHolder + "=" + dead.String()}, "sleep", "60")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), fakeAgentEnv+"=sweep-parent", "GORACE=atexit_sleep_ms=0", loop.EnvHolder+"="+dead.String())

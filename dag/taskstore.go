@@ -183,7 +183,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 		if err != nil {
 			return err
 		}
-		if err := t.log(task.ID, loop.LogClaim, claimMessage(p, task.Generation)); err != nil {
+		if err := t.log(task.ID, loop.LogClaim, loop.ClaimMessage(p, task.Generation)); err != nil {
 			return err
 		}
 		if blockers == 0 {
@@ -243,19 +243,6 @@ func (s *Store) RenewLease(ctx context.Context, id, agent string, lease time.Dur
 		_, err = t.exec(`UPDATE tasks SET lease_expires_at = ? WHERE id = ?`, t.now+int64(lease), id)
 		return err
 	})
-}
-
-// claimMessage is the history entry of a claim: who, which claim, held by
-// which process.
-func claimMessage(p loop.ClaimParams, gen int64) string {
-	msg := fmt.Sprintf("claimed by %s (claim %d", p.Agent, gen)
-	if p.Mode != "" {
-		msg += ", by the " + string(p.Mode)
-	}
-	if !p.Holder.IsZero() {
-		msg += ", holder " + p.Holder.String()
-	}
-	return msg + ")"
 }
 
 func holderErr(st state, agent string) error {

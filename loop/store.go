@@ -72,6 +72,20 @@ type ClaimParams struct {
 	Mode ClaimMode
 }
 
+// ClaimMessage is the history entry of a claim: who made it, its
+// generation, who claimed (the loop or the agent) and the process that
+// holds it. Every store writes it in these words.
+func ClaimMessage(p ClaimParams, generation int64) string {
+	msg := fmt.Sprintf("claimed by %s (claim %d", p.Agent, generation)
+	if p.Mode != "" {
+		msg += ", by the " + string(p.Mode)
+	}
+	if !p.Holder.IsZero() {
+		msg += ", holder " + p.Holder.String()
+	}
+	return msg + ")"
+}
+
 // Actor is who moves a task (DESIGN §8, "Who may move a task"), recorded
 // in the task's history.
 type Actor struct {

@@ -8,29 +8,15 @@ import (
 	"testing"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
 // leftover starts `sleep 60` as a ralph that is gone would have left it: a
 // RALPH_HOLDER naming a process that ran on this host and has exited.
 func leftover(t *testing.T) *exec.Cmd {
 	t.Helper()
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := exec.Command(sleep, "60")
-	if err := gone.Start(); err != nil {
-		t.Fatal(err)
-	}
-	start, err := loop.ProcessStart(gone.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = gone.Process.Kill()
-	_ = gone.Wait()
-	holder := loop.Holder{Host: loop.HostID(), PID: gone.Process.Pid, Start: start}
-
-	cmd := exec.Command(sleep, "60")
+	holder := looptest.DeadHolder(t)
+	cmd := exec.Command("sleep", "60")
 	cmd.Env = append(os.Environ(), loop.EnvHolder+"="+holder.String())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

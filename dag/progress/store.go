@@ -424,7 +424,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 	}
 	s.claims[it.ID] = claim{agent: p.Agent, at: now, expires: now.Add(p.Lease), holder: p.Holder, mode: p.Mode}
 	s.gens[it.ID]++
-	s.logLocked(now, it.ID, loop.LogClaim, fmt.Sprintf("claimed by %s (claim %d)", p.Agent, s.gens[it.ID]), p.Agent)
+	s.logLocked(now, it.ID, loop.LogClaim, loop.ClaimMessage(p, s.gens[it.ID]), p.Agent)
 	return s.task(d, it), nil
 }
 

@@ -13,6 +13,13 @@ import (
 // where process start times cannot be read (outside Linux).
 func DeadHolder(t testing.TB) loop.Holder {
 	t.Helper()
+	return DeadHolderOn(t, loop.HostID())
+}
+
+// DeadHolderOn is DeadHolder with the host identity host: tests that set
+// $RALPH_HOST_ID to keep their dead holders to themselves use it.
+func DeadHolderOn(t testing.TB, host string) loop.Holder {
+	t.Helper()
 	// A process that lives until told: its start time is read while it
 	// runs, then it is killed and reaped.
 	cmd := exec.Command("sleep", "60")
@@ -25,5 +32,5 @@ func DeadHolder(t testing.TB) loop.Holder {
 	if err != nil {
 		t.Skipf("process start times are not readable here: %v", err)
 	}
-	return loop.Holder{Host: loop.HostID(), PID: cmd.Process.Pid, Start: start}
+	return loop.Holder{Host: host, PID: cmd.Process.Pid, Start: start}
 }

@@ -612,7 +612,7 @@ func (s *MemStore) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, er
 			return loop.Task{}, fmt.Errorf("looptest: claim task %s: %s: %w", p.TaskID, why, loop.ErrNotReady)
 		}
 	}
-	s.setStatus(now, mt, loop.StatusInProgress, loop.LogClaim, claimMessage(p, mt.task.Generation+1), p.Agent)
+	s.setStatus(now, mt, loop.StatusInProgress, loop.LogClaim, loop.ClaimMessage(p, mt.task.Generation+1), p.Agent)
 	mt.task.ClaimedBy = p.Agent
 	mt.task.ClaimedAt = now
 	mt.task.LeaseExpiresAt = now.Add(p.Lease)
@@ -645,19 +645,6 @@ func (s *MemStore) RenewLease(ctx context.Context, id, agent string, lease time.
 	mt.task.LeaseExpiresAt = now.Add(lease)
 	mt.task.UpdatedAt = now
 	return nil
-}
-
-// claimMessage is the history entry of a claim: who, which generation,
-// held by which process.
-func claimMessage(p loop.ClaimParams, gen int64) string {
-	msg := fmt.Sprintf("claimed by %s (claim %d", p.Agent, gen)
-	if p.Mode != "" {
-		msg += ", by the " + string(p.Mode)
-	}
-	if !p.Holder.IsZero() {
-		msg += ", holder " + p.Holder.String()
-	}
-	return msg + ")"
 }
 
 // move applies one explicit transition of task p.TaskID from one of the
