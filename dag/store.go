@@ -44,6 +44,10 @@ var (
 	ErrNotADatabase  = errors.New("dag: not a ralph database") // corrupt / foreign file
 	ErrSchemaTooNew  = errors.New("dag: database schema is newer than this ralph")
 	ErrFeatureExists = errors.New("dag: feature already exists")
+	// ErrUnwritable: the database cannot be written: its directory is
+	// read-only, or the disk is full. The message says which. A store that
+	// could only be opened read-only returns it from every write.
+	ErrUnwritable = errors.New("dag: the database cannot be written")
 	// ErrNoDependency: RemoveDependency named a dependency that does not exist.
 	ErrNoDependency = errors.New("dag: no such dependency")
 )
@@ -105,6 +109,13 @@ type Store struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 
+	// create: the store may initialise an empty database (Open, not
+	// OpenExisting).
+	create bool
+	// readOnly, when set, is why the store could only be opened for
+	// reading (an ErrUnwritable): every write returns it.
+	readOnly error
+
 	// holders caches the holder processes found alive.
 	holderMu sync.Mutex
 	holders  holderCache
@@ -163,7 +174,23 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 		return nil, fmt.Errorf("dag: %w", err)
 	case err != nil && !create:
 		return nil, fmt.Errorf("dag: no database at %s: %w", path, fs.ErrNotExist)
+	case err == nil && !create && fi.Size() == 0:
+		// An empty file is not a new plan: only init makes one.
+		return nil, fmt.Errorf("%w: %s is empty (0 bytes); 'ralph init' creates the database", ErrNotADatabase, path)
 	}
+	s, err := openRW(ctx, abs, path, opts, create)
+	if err != nil && !create && errors.Is(err, ErrUnwritable) {
+		// A read-only directory, a full disk: reads can still work.
+		if ro, rerr := openReadOnly(ctx, abs, path, opts, err); rerr == nil {
+			return ro, nil
+		}
+	}
+	return s, err
+}
+
+// openRW opens the database for reading and writing and migrates it.
+func openRW(ctx context.Context, abs, path string, opts Options, create bool) (*Store, error) {
+	fi, err := os.Stat(abs)
 	busy := opts.BusyTimeout
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
@@ -172,7 +199,7 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 	if !create {
 		mode = "rw"
 	}
-	s := &Store{Now: opts.Now, db: nil, path: path, busy: busy}
+	s := &Store{Now: opts.Now, db: nil, path: path, busy: busy, create: create}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -269,6 +296,9 @@ func (s *Store) checkHeader(version, appID, tables int) error {
 		return s.tooNew(version, SchemaVersion())
 	case appID == 0 && tables > 0:
 		return fmt.Errorf("%w: %s is a SQLite database of another application", ErrNotADatabase, s.path)
+	case appID == 0 && version == 0 && !s.create:
+		// An empty SQLite file is not a plan until init makes it one.
+		return fmt.Errorf("%w: %s has no ralph schema; 'ralph init' creates the database", ErrNotADatabase, s.path)
 	}
 	return nil
 }
@@ -400,6 +430,12 @@ func (s *Store) dbErr(err error) error {
 		return s.lockedErr()
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 		return fmt.Errorf("%w: %s is corrupt or not a database (%v)", ErrNotADatabase, s.path, err)
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
+		// SQLite's codes ("disk I/O error (4874)") mean nothing to a user:
+		// say what keeps the file from being written, when that is it.
+		if why := writeTrouble(filepath.Dir(s.path)); why != "" {
+			return fmt.Errorf("%w: %s: %s", ErrUnwritable, s.path, why)
+		}
 	}
 	return fmt.Errorf("dag: %s: %w", s.path, err)
 }
@@ -480,6 +516,9 @@ func (t *txn) row(q string, args ...any) scanner {
 // writer's connection; end rolls it back if it was not committed and
 // releases the lock.
 func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
+	if s.readOnly != nil {
+		return nil, nil, s.readOnly
+	}
 	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
 	if err != nil {
 		return nil, nil, err
@@ -612,13 +651,21 @@ func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func
 }
 
 // read runs fn in one read transaction (a consistent snapshot), after
-// recovering expired claims if there are any.
+// recovering expired and orphaned claims if there are any and the store
+// can be written: a read never fails because recovery could not write (the
+// store read-only, the disk full, the lock held), nor waits long for it.
 func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.recoverIfAny(ctx); err != nil {
-		return err
+	if s.readOnly == nil {
+		rctx, cancel := context.WithTimeout(ctx, readRecoverWait)
+		err := s.recoverIfAny(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		_ = err // recovery is the next writer's business then
 	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

@@ -743,7 +743,7 @@ func (r *run) handleTask(ctx context.Context, n int, model string, task Task, re
 	}
 
 	switch {
-	case sig.TaskDone(task.ID):
+	case sig.TaskDone(task.ID) || r.markedDone(ctx, task.ID):
 		return r.taskDone(ctx, n, model, task, res)
 	case sig.TaskFailed(task.ID):
 		why := "agent reported the task failed: " + excerpt(res.Text, 300)
@@ -764,6 +764,17 @@ func (r *run) handleTask(ctx context.Context, n int, model string, task Task, re
 	default:
 		return r.taskTrouble(ctx, task, IterNoSigil, "the agent ended without a task sigil")
 	}
+}
+
+// markedDone reports whether the agent marked task id done in the store's
+// own way (DoneMarker): a ticked progress-file box.
+func (r *run) markedDone(ctx context.Context, id string) bool {
+	m, ok := r.store.(DoneMarker)
+	if !ok {
+		return false
+	}
+	done, err := m.MarkedDone(ctx, id)
+	return err == nil && done
 }
 
 // holds reports whether cur, the task as the store has it now, is still
@@ -1290,8 +1301,14 @@ func troubleText(res RunResult) string {
 		s = "unknown"
 	}
 	detail := res.Text
-	if res.APIErrorStatus != 0 {
+	switch {
+	case res.APIErrorStatus != 0:
 		detail = fmt.Sprintf("API error %d %s", res.APIErrorStatus, detail)
+	case res.Class == ClassCrashed:
+		// Its last text is not an answer (a sigil in it counts for
+		// nothing): say what happened, and what it wrote on stderr.
+		s += fmt.Sprintf(": the agent printed no result line (exit code %d)", res.ExitCode)
+		detail = lastLine(res.Stderr)
 	}
 	if strings.TrimSpace(detail) == "" {
 		detail = res.Stderr
@@ -1340,6 +1357,15 @@ func excerptLines(s string, n int) string {
 		i++
 	}
 	return head + "\n…" + s[i:]
+}
+
+// lastLine is the last non-blank line of s.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(s)
 }
 
 func firstLine(s string) string {

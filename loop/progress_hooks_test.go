@@ -167,7 +167,7 @@ func TestIterationRecorder(t *testing.T) {
 		{1, "a", loop.IterDone, 2, ""},
 		{2, "b", loop.IterNoSigil, 0, "the agent ended without a task sigil"},
 		{3, "b", loop.IterDone, 1, ""},
-		{4, "d", loop.IterAgentTrouble, 0, "crashed: boom"},
+		{4, "d", loop.IterAgentTrouble, 0, "crashed: the agent printed no result line (exit code 1)"},
 		{5, "d", loop.IterDone, 1, ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

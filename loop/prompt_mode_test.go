@@ -53,7 +53,7 @@ func TestPromptOutcomes(t *testing.T) {
 		}()},
 			want: loop.OutcomeAgentFailed, exit: 4, runs: 1},
 		{name: "a crash is exit 4 at once", results: []loop.RunResult{looptest.ErrorResult(loop.ClassCrashed, "segfault")},
-			want: loop.OutcomeAgentFailed, exit: 4, runs: 1, message: "agent failed: crashed: segfault"},
+			want: loop.OutcomeAgentFailed, exit: 4, runs: 1, message: "agent failed: crashed: the agent printed no result line (exit code 1)"},
 		{name: "is_error is exit 4", results: []loop.RunResult{looptest.ErrorResult(loop.ClassAgentError, "bad request")},
 			want: loop.OutcomeAgentFailed, exit: 4, runs: 1},
 		{name: "a timeout is exit 4", results: []loop.RunResult{looptest.ErrorResult(loop.ClassTimeout, "")},

@@ -209,6 +209,16 @@ type TaskStore interface {
 	Logs(ctx context.Context, id string) ([]LogEntry, error)
 }
 
+// DoneMarker is implemented by stores in which the agent can mark its task
+// done in the store's own way, outside ralph's commands: the progress file,
+// whose box the agent ticks (DESIGN §8, "Progress file"). The loop takes
+// such a mark like the done sigil: it verifies, runs the gates and then
+// completes the task.
+type DoneMarker interface {
+	// MarkedDone reports whether the agent marked task id done.
+	MarkedDone(ctx context.Context, id string) (bool, error)
+}
+
 // Feature is a named slice of the plan with a spec and a plan file.
 type Feature struct {
 	Name      string

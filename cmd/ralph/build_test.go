@@ -971,3 +971,32 @@ func BenchmarkBuildOnce(b *testing.B) {
 		}
 	}
 }
+
+// TestBuildProgressFileAgentTicks: an agent that finishes its box by
+// ticking it in the file (no sigil) has done its task: the gates run as for
+// the sigil (here the test gate), and the Iteration Log says done — not
+// "already_closed", as when the tick was taken for someone else's.
+func TestBuildProgressFileAgentTicks(t *testing.T) {
+	h := newHarness(t)
+	path := h.write("progress.md", progressDoc)
+	agent, _ := fakeAgentPath(t,
+		agentStep{Sh: `sed -i 's/- \[ \] Add the cart/- [x] Add the cart/' progress.md`, Text: "Added the cart and ticked its box."},
+		agentStep{Sh: `sed -i 's/- \[ \] Add checkout/- [x] Add checkout/' progress.md`, Text: "Added checkout and ticked its box."},
+	)
+	r := h.build(t.Context(), agent, "--progress", path, "--test-cmd", "echo ran >> gate.txt")
+	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 2 tasks done") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := h.read("gate.txt"); got != "ran\nran\n" {
+		t.Errorf("the test gate ran %q, want once per ticked box", got)
+	}
+	got := h.read("progress.md")
+	for _, want := range []string{"Add the cart (add-the-cart): done |", "Add checkout (add-checkout): done |"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Iteration Log lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "already_closed") {
+		t.Errorf("Iteration Log says already_closed:\n%s", got)
+	}
+}

@@ -138,7 +138,7 @@ func TestPlanOutcomes(t *testing.T) {
 		{name: "FAILURE", steps: []agentStep{{Text: "The spec contradicts itself. <promise>FAILURE</promise>"}},
 			code: 7, message: "ralph: the agent declared FAILURE: The spec contradicts itself. <promise>FAILURE</promise>", runs: 1},
 		{name: "a crashing agent", args: []string{"--max-retries", "1"}, steps: []agentStep{{Crash: true}},
-			code: 4, message: "ralph: agent failed 2 times in a row: crashed: about to fall over", runs: 2},
+			code: 4, message: "ralph: agent failed 2 times in a row: crashed: the agent printed no result line (exit code 3): fake agent: crashing as scripted", runs: 2},
 		{name: "usage limit with stop", args: []string{"--on-usage-limit", "stop"}, steps: []agentStep{{UsageLimit: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Unix()}},
 			code: 10, message: "ralph: usage limit reached; resets at 2030-01-01T00:00:00Z", runs: 1},
 		{name: "a budget", args: []string{"--max-cost", "0.5"}, steps: []agentStep{{Sh: addOne, Text: "more", Cost: 0.6}},

@@ -91,7 +91,7 @@ func TestPromptExitCodes(t *testing.T) {
 		{name: "FAILURE is exit 7", step: agentStep{Text: "Cannot. <promise>FAILURE</promise>"}, code: 7,
 			message: "ralph: the agent declared FAILURE: Cannot. <promise>FAILURE</promise>", runs: 1},
 		{name: "a crash is exit 4, not retried", step: agentStep{Crash: true}, code: 4,
-			message: "ralph: agent failed: crashed: about to fall over", runs: 1},
+			message: "ralph: agent failed: crashed: the agent printed no result line (exit code 3): fake agent: crashing as scripted", runs: 1},
 		{name: "is_error is exit 4", step: agentStep{Text: "API Error: 400 bad request", IsError: true}, code: 4,
 			message: "ralph: agent failed: agent_error: API Error: 400 bad request", runs: 1},
 		{name: "a timeout is exit 4", args: []string{"--timeout", "300ms"}, step: agentStep{Hang: true}, code: 4,

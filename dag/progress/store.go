@@ -14,7 +14,10 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-var _ loop.TaskStore = (*Store)(nil)
+var (
+	_ loop.TaskStore  = (*Store)(nil)
+	_ loop.DoneMarker = (*Store)(nil)
+)
 
 // ErrFeatures: a Scope named a feature; a progress file has none.
 var ErrFeatures = errors.New("progress: a progress file has no features")
@@ -182,10 +185,12 @@ func (s *Store) logLocked(now time.Time, id, kind, msg, actor string) {
 func (s *Store) status(d *Doc, it Item) loop.Status {
 	if !it.Phase {
 		switch {
+		case s.hasClaim(it.ID):
+			// A box the agent ticked is still its loop's claim: the loop
+			// completes it after verification and gates.
+			return loop.StatusInProgress
 		case it.Checked:
 			return loop.StatusDone
-		case s.hasClaim(it.ID):
-			return loop.StatusInProgress
 		case s.failed[it.ID]:
 			return loop.StatusFailed
 		}
@@ -454,22 +459,31 @@ func (s *Store) RenewLease(ctx context.Context, id, agent string, lease time.Dur
 	return nil
 }
 
+// MarkedDone implements loop.DoneMarker: the agent ticked the box of the
+// task its loop claimed.
+func (s *Store) MarkedDone(ctx context.Context, id string) (bool, error) {
+	d, _, err := s.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer s.mu.Unlock()
+	it, err := s.get(d, id)
+	if err != nil {
+		return false, err
+	}
+	return !it.Phase && it.Checked && s.hasClaim(id), nil
+}
+
 // transition checks that by may make the move of kind on task id
 // (loop.CheckMove) and that it is in_progress, the only status Complete,
-// Fail and Release move a task from, and returns its item. One exception
-// makes the agent's own tick count: a claimed box the agent ticked in the
-// file may still be completed (and only completed).
+// Fail and Release move a task from, and returns its item. A claimed box
+// the agent ticked in the file is still in_progress (see status).
 func (s *Store) transition(d *Doc, now time.Time, id string, kind loop.MoveKind, by loop.Actor, to loop.Status) (Item, error) {
 	it, err := s.get(d, id)
 	if err != nil {
 		return Item{}, err
 	}
 	t := s.task(d, it)
-	ticked := to == loop.StatusDone && !it.Phase && it.Checked && s.hasClaim(id)
-	if ticked {
-		c := s.claims[id]
-		t.Status, t.ClaimedBy, t.Holder, t.ClaimMode, t.LeaseExpiresAt = loop.StatusInProgress, c.agent, c.holder, c.mode, c.expires
-	}
 	if err := s.checkMove(now, t, kind, by); err != nil {
 		return Item{}, err
 	}

@@ -231,9 +231,14 @@ func TestStoreRereads(t *testing.T) {
 		}
 		s.edit(t, "- [ ] Add a Makefile", "- [x] Add a Makefile")
 		before := s.content(t)
+		// Ticked, the box is still the loop's claim until it completes it
+		// (after verification and gates), and it says the agent marked it.
 		active, err := s.Active(ctx, loop.Scope{})
-		if err != nil || len(active) != 0 {
-			t.Errorf("Active = %v, %v; want none: the box is ticked", ids(active), err)
+		if err != nil || len(active) != 1 {
+			t.Errorf("Active = %v, %v; want the ticked box, still claimed", ids(active), err)
+		}
+		if marked, err := s.MarkedDone(ctx, "add-a-makefile"); !marked || err != nil {
+			t.Errorf("MarkedDone = %v, %v; want true", marked, err)
 		}
 		if err := s.Complete(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: "by the agent"}); err != nil {
 			t.Errorf("Complete after the agent ticked the box: %v", err)
