@@ -434,7 +434,10 @@ func (s *Store) dbErr(err error) error {
 		// SQLite's codes ("disk I/O error (4874)") mean nothing to a user:
 		// say what keeps the file from being written, when that is it.
 		if why := writeTrouble(filepath.Dir(s.path)); why != "" {
-			return fmt.Errorf("%w: %s: %s", ErrUnwritable, s.path, why)
+			return temporary{fmt.Errorf("%w: %s: %s", ErrUnwritable, s.path, why)}
+		}
+		if code := se.Code() & 0xff; code == sqlite3.SQLITE_FULL || code == sqlite3.SQLITE_IOERR {
+			return temporary{fmt.Errorf("dag: %s: %w", s.path, err)}
 		}
 	}
 	return fmt.Errorf("dag: %s: %w", s.path, err)
@@ -587,8 +590,16 @@ func (t *txn) commit() error {
 }
 
 func (s *Store) lockedErr() error {
-	return fmt.Errorf("%w (%s; gave up after waiting %s)", ErrLocked, s.path, s.busy)
+	return temporary{fmt.Errorf("%w (%s; gave up after waiting %s)", ErrLocked, s.path, s.busy)}
 }
+
+// temporary marks an error that may pass if the call is made again (a
+// locked database, a full disk, an I/O error): the loop retries the
+// outcome of finished work on those (loop.TaskStore).
+type temporary struct{ error }
+
+func (temporary) Temporary() bool { return true }
+func (e temporary) Unwrap() error { return e.error }
 
 // write runs fn in one BEGIN IMMEDIATE transaction, after returning expired
 // claims to pending. On any error nothing is changed (but for a

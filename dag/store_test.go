@@ -641,3 +641,48 @@ func TestChangeWatcher(t *testing.T) {
 		t.Errorf("WaitChange after another store's commit = %v, %v after %v", changed, err, time.Since(start))
 	}
 }
+
+// A read never fails, nor waits long, because the claims it would recover
+// first cannot be written back: here a dead holder's claim awaits
+// recovery while another store holds the write lock for seconds. The next
+// read after the lock is free recovers it.
+func TestReadDoesNotWaitToRecover(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress.db")
+	a, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	mustAdd(t, a, AddParams{ID: "x"})
+	if _, err := a.Claim(t.Context(), loop.ClaimParams{TaskID: "x", Agent: "agent-dead", Holder: looptest.DeadHolder(t), Mode: loop.ClaimLoop}); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	_, end, err := locker.begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := OpenExisting(t.Context(), path, Options{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		end()
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	start := time.Now()
+	tasks, err := reader.List(t.Context(), ListParams{})
+	took := time.Since(start)
+	end()
+	if err != nil || len(tasks) != 1 || took > 2*time.Second {
+		t.Fatalf("List with the lock held: %d tasks, %v, after %v; want the task at once", len(tasks), err, took)
+	}
+	if tasks[0].Status != loop.StatusInProgress {
+		t.Errorf("x is %s; the locked store cannot have recovered it yet", tasks[0].Status)
+	}
+	if got, err := reader.Get(t.Context(), "x"); err != nil || got.Status != loop.StatusPending {
+		t.Errorf("after the lock: x is %s, %v; want pending (holder-gone)", got.Status, err)
+	}
+}

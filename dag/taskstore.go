@@ -352,15 +352,22 @@ func (s *Store) Release(ctx context.Context, p loop.MoveParams) error {
 func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]string, error) {
 	var ids []string
 	err := s.writeAs(ctx, agent, func(t *txn) error {
-		var err error
-		ids, err = t.ids(`SELECT id FROM tasks WHERE status = 'in_progress' AND claimed_by = ? ORDER BY seq`, agent)
+		held, err := t.ids(`SELECT id FROM tasks WHERE status = 'in_progress' AND claimed_by = ? ORDER BY seq`, agent)
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
+		for _, id := range held {
+			st, err := t.state(id)
+			if err != nil {
+				return err
+			}
+			if loop.LoopHeld(st.claim()) {
+				continue // its live loop releases it
+			}
 			if _, err := t.transition(id, loop.StatusPending, loop.LogRelease, reason); err != nil {
 				return err
 			}
+			ids = append(ids, id)
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -44,10 +45,10 @@ func TestAgentCannotCompleteLoopClaim(t *testing.T) {
 }
 
 // A claim released behind the loop's back during every session (the old
-// SessionEnd hook did that) is task trouble: counted against the task's
-// breaker with a reason that says who released it, so the task fails after
-// 1+MaxRetries runs instead of running at retry_count 0 until the
-// iteration limit.
+// SessionEnd hook did that; now only a person with --force can) is task
+// trouble: counted against the task's breaker with a reason that says who
+// released it, so the task fails after 1+MaxRetries runs instead of running
+// at retry_count 0 until the iteration limit.
 func TestReleasedClaimIsTaskTrouble(t *testing.T) {
 	store := newStore(t, tasks("a", "b")...)
 	cfg := testConfig(t)
@@ -55,8 +56,16 @@ func TestReleasedClaimIsTaskTrouble(t *testing.T) {
 	runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 		id := envOf(req, "RALPH_TASK_ID")
 		if id == "a" {
-			agent := envOf(req, "RALPH_AGENT_ID")
-			if _, err := store.ReleaseAgent(ctx, agent, "released by 'ralph task release --agent "+agent+"'"); err != nil {
+			// The agent itself may not: the loop's claim is the loop's.
+			me := loop.Actor{Agent: envOf(req, "RALPH_AGENT_ID")}
+			if err := store.Release(ctx, loop.MoveParams{TaskID: id, Message: "mine", By: me}); !errors.Is(err, loop.ErrLoopClaim) {
+				t.Errorf("the agent's release of the loop's claim: %v, want ErrLoopClaim", err)
+			}
+			if ids, _ := store.ReleaseAgent(ctx, me.Agent, "session ended"); len(ids) != 0 {
+				t.Errorf("ReleaseAgent released the live loop's claims %v", ids)
+			}
+			person := loop.Actor{Person: "user-alice", Force: true}
+			if err := store.Release(ctx, loop.MoveParams{TaskID: id, Message: "taking it back", By: person}); err != nil {
 				return loop.RunResult{}, err
 			}
 		}
@@ -74,7 +83,7 @@ func TestReleasedClaimIsTaskTrouble(t *testing.T) {
 	a, _ := store.Get(t.Context(), "a")
 	logs, _ := store.Logs(t.Context(), "a")
 	last := logs[len(logs)-1]
-	if a.RetryCount != 2 || last.Kind != loop.LogFail || !strings.Contains(last.Message, "the claim was lost during the session: release by "+testAgent) ||
+	if a.RetryCount != 2 || last.Kind != loop.LogFail || !strings.Contains(last.Message, "the claim was lost during the session: release by user-alice: taking it back") ||
 		!strings.Contains(last.Message, "after 3 runs") {
 		t.Errorf("task a: retry count %d, last entry %+v; want failed after 3 runs, saying who released it", a.RetryCount, last)
 	}
@@ -181,5 +190,27 @@ func TestStaleOutcomeRefused(t *testing.T) {
 	}
 	if rep.Failures != 1 {
 		t.Errorf("report: %d failures, want the iteration counted as one", rep.Failures)
+	}
+}
+
+// The loop renews its claim from the claim until the outcome is recorded,
+// not only while the agent works: a test gate that outlasts the lease does
+// not lose the claim (DESIGN §8, "Leases"). Real time: the lease is 300 ms,
+// the gate takes a second.
+func TestLeaseRenewedThroughGates(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	cfg := testConfig(t)
+	cfg.Lease = 300 * time.Millisecond
+	cfg.TestCmd = "sleep 1"
+	cfg.MaxRetries = 0
+	rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(agent(done, "")))
+	if err != nil || rep.Outcome != loop.OutcomeComplete || rep.Iterations != 1 {
+		t.Fatalf("outcome %s (%q) after %d iterations, err %v; want complete after 1", rep.Outcome, rep.Message, rep.Iterations, err)
+	}
+	logs, _ := store.Logs(t.Context(), "a")
+	for _, l := range logs {
+		if l.Kind == loop.LogLeaseExpired || l.Kind == loop.LogOutcomeRefused {
+			t.Errorf("history has %s: %q", l.Kind, l.Message)
+		}
 	}
 }

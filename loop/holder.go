@@ -99,7 +99,9 @@ func (l Liveness) String() string {
 // Liveness checks h against this host's processes. The zero Holder is
 // HolderUnknown: a claim without a holder process lives by its lease.
 func (h Holder) Liveness() Liveness {
-	if h.IsZero() || h.Host != HostID() {
+	// Start 0: the start time could not be read (no /proc), so a pid alone
+	// would have to decide, and pids are reused.
+	if h.IsZero() || h.Host != HostID() || h.Start == 0 {
 		return HolderUnknown
 	}
 	start, err := ProcessStart(h.PID)

@@ -2,11 +2,19 @@ package loop
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
+
+// processGone confirms with kill(pid, 0) that no process has pid: ESRCH.
+// Permission denied (another user's process) or success means it runs.
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
 
 // readHostID is the boot id and the pid namespace: "<boot id>.<pid ns>".
 func readHostID() string {
@@ -32,6 +40,11 @@ func ProcessStart(pid int) (int64, error) {
 		return 0, fmt.Errorf("loop: pid %d: %w", pid, os.ErrNotExist)
 	}
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, os.ErrNotExist) && !processGone(pid) {
+		// /proc does not show it (not mounted, or hidepid), yet it may
+		// run: nothing can be said.
+		return 0, fmt.Errorf("loop: pid %d: /proc does not show it: %w", pid, errors.ErrUnsupported)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -134,9 +133,11 @@ type run struct {
 	gateDetail string
 	// waitingFor names the held tasks the loop last said it waits for.
 	waitingFor string
-	// renewedUntil is the lease end (Unix nanoseconds) of the last renewal
-	// of the held claim; the renewal goroutine writes it.
-	renewedUntil atomic.Int64
+	// recounting is set while claimLost counts a lost claim against its
+	// task, under a claim of its own.
+	recounting bool
+	// renewal renews the held claim's lease for as long as it is held.
+	renewal renewal
 	// iter is the iteration under way, for the store's own bookkeeping
 	// (IterationRecorder); plan and adhoc hold plan and prompt mode state.
 	iter  iterState
@@ -205,8 +206,12 @@ func (r *run) exec(parent context.Context) (Report, error) {
 			panic(v)
 		}
 	}()
+	// (The renewal goroutine below is stopped before the claims are
+	// released; on a panic the deferred cancel of ctx stops it.)
 
+	stopRenew := r.renewHeld(ctx)
 	s := r.loop(ctx)
+	stopRenew()
 	r.releaseAll(parent)
 	if r.guard != nil {
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(parent), tidyTimeout)
@@ -605,6 +610,7 @@ func (r *run) claim(ctx context.Context, id string) (Task, error) {
 		Lease: r.cfg.Lease, Holder: r.cfg.Holder, Mode: ClaimLoop})
 	if err == nil {
 		r.held = task
+		r.renewal.hold(task.ID, task.LeaseExpiresAt)
 	}
 	return task, err
 }
@@ -752,7 +758,7 @@ func (r *run) handleTask(ctx context.Context, n int, model string, task Task, re
 		}); !ok {
 			return st, w, s
 		}
-		r.held = Task{}
+		r.unhold()
 		return IterTaskFailed, why, nil
 	case sig.Failure:
 		// FAILURE without a verdict on the task: the task is not at fault.
@@ -792,11 +798,19 @@ func holds(cur, held Task) bool {
 // claim, or done or failed by someone else, is noted, and the loop moves
 // on.
 func (r *run) claimLost(ctx context.Context, n int, task, cur Task) (IterationStatus, string, *stop) {
-	r.held = Task{}
+	r.unhold()
 	who := lastMove(ctx, r.store, task.ID)
 	switch cur.Status {
 	case StatusPending:
 		why := "the claim was lost during the session: " + who
+		if r.recounting {
+			// The claim taken to count the trouble was lost too: count
+			// no further, so that this never goes round again.
+			r.note.notice(n, "task %s: %s", task.ID, why)
+			return IterClaimLost, why, nil
+		}
+		r.recounting = true
+		defer func() { r.recounting = false }()
 		again, err := r.claim(ctx, task.ID)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -855,7 +869,7 @@ func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus
 		}); !ok {
 			return st, w, s
 		}
-		r.held = Task{}
+		r.unhold()
 		return IterTaskFailed, reason, nil
 	}
 	if st, w, s, ok := r.commitMove(ctx, task, "back to pending for a retry", "", func(ctx context.Context) error {
@@ -863,7 +877,7 @@ func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus
 	}); !ok {
 		return st, w, s
 	}
-	r.held = Task{}
+	r.unhold()
 	return status, why, nil
 }
 
@@ -895,7 +909,7 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 	}); !ok {
 		return st, why, s
 	}
-	r.held = Task{}
+	r.unhold()
 	return IterDone, "", nil
 }
 
@@ -1116,8 +1130,11 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		}
 		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, name+".ndjson")
 	}
-	stopRenew := r.renewLeases(ctx, n, task.ID)
-	defer stopRenew()
+	if task.ID == "" && r.cfg.ClaimMode == ClaimAgent && r.cfg.Mode == ModeBuild {
+		// Peek mode: the claims the agent makes in the session.
+		stopRenew := r.renewAgentClaims(ctx, n)
+		defer stopRenew()
+	}
 	return r.runner.Run(ctx, req)
 }
 
@@ -1178,9 +1195,39 @@ func (r *run) env(n int, taskID string) []string {
 	return env
 }
 
-// renewLeases renews, every third of the lease, the claim on taskID (or,
-// with taskID empty, every claim this agent holds) until stop is called.
-func (r *run) renewLeases(ctx context.Context, n int, taskID string) (stop func()) {
+// renewAgentClaims renews, every third of the lease, every claim this
+// agent holds (peek mode: the agent claims in its session), until stop is
+// called.
+func (r *run) renewAgentClaims(ctx context.Context, n int) (stop func()) {
+	return r.every(ctx, func(ctx context.Context) {
+		for _, id := range r.agentTasks(ctx) {
+			if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err != nil && ctx.Err() == nil {
+				r.note.notice(n, "could not renew the lease on %s: %v", id, err)
+			}
+		}
+	})
+}
+
+// renewHeld renews, every third of the lease, the claim the loop holds
+// (r.renewal), for the whole run: from the claim until its outcome is
+// recorded — through the agent's session, verification, the gates and the
+// retries of a durable outcome (DESIGN §8, "Leases").
+func (r *run) renewHeld(ctx context.Context) (stop func()) {
+	return r.every(ctx, func(ctx context.Context) {
+		id, _ := r.renewal.get()
+		if id == "" {
+			return
+		}
+		if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err == nil {
+			r.renewal.renewed(id, r.cfg.Now().Add(r.cfg.Lease))
+		} else if ctx.Err() == nil {
+			r.note.notice(r.iter.n, "could not renew the lease on %s: %v", id, err)
+		}
+	})
+}
+
+// every runs f every third of the lease until stop is called.
+func (r *run) every(ctx context.Context, f func(context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -1191,19 +1238,7 @@ func (r *run) renewLeases(ctx context.Context, n int, taskID string) (stop func(
 			case <-ctx.Done():
 				return
 			case <-t.C:
-			}
-			ids := []string{taskID}
-			if taskID == "" {
-				ids = r.agentTasks(ctx)
-			}
-			for _, id := range ids {
-				err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease)
-				switch {
-				case err == nil && id == r.held.ID:
-					r.renewedUntil.Store(r.cfg.Now().Add(r.cfg.Lease).UnixNano())
-				case err != nil && ctx.Err() == nil:
-					r.note.notice(n, "could not renew the lease on %s: %v", id, err)
-				}
+				f(ctx)
 			}
 		}
 	})
@@ -1211,6 +1246,42 @@ func (r *run) renewLeases(ctx context.Context, n int, taskID string) (stop func(
 		cancel()
 		wg.Wait()
 	}
+}
+
+// renewal is the claim the loop holds, shared with the goroutine that
+// renews its lease.
+type renewal struct {
+	mu    sync.Mutex
+	id    string
+	until time.Time // when the lease runs out unless renewed again
+}
+
+func (w *renewal) hold(id string, until time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.id, w.until = id, until
+}
+
+func (w *renewal) get() (string, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.id, w.until
+}
+
+// renewed records a renewal of claim id, unless the loop let it go since.
+func (w *renewal) renewed(id string, until time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.id == id {
+		w.until = until
+	}
+}
+
+// unhold forgets the claim the loop held: released, or its outcome
+// recorded.
+func (r *run) unhold() {
+	r.held = Task{}
+	r.renewal.hold("", time.Time{})
 }
 
 // agentTasks lists the ids of the tasks this agent holds, anywhere.
@@ -1261,12 +1332,12 @@ func (r *run) releaseHeld(ctx context.Context, reason string) {
 		return
 	}
 	task := r.held
+	r.unhold()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := r.store.Release(rctx, MoveParams{TaskID: task.ID, Message: reason, By: r.by(task)}); err != nil {
 		r.note.notice(r.report.Iterations, "could not release %s: %v", task.ID, err)
 	}
-	r.held = Task{}
 }
 
 // releaseAll is the guarantee: on the way out, nothing stays in_progress

@@ -26,8 +26,8 @@ const (
 //     that generation (the claim was recovered, taken over or ended).
 //   - ErrNotHolder: an agent moving an in_progress task another agent
 //     holds.
-//   - ErrLoopClaim: an agent other than its loop completing or failing a
-//     ClaimLoop claim.
+//   - ErrLoopClaim: an agent other than its loop completing, failing,
+//     releasing or retrying a ClaimLoop claim whose loop lives (LoopHeld).
 //   - ErrHeldByLiveAgent: a person moving, without Force, an in_progress
 //     task held by a live agent: its holder process runs on this host, or
 //     runs elsewhere (HolderUnknown) and its lease has not expired. A claim
@@ -50,7 +50,9 @@ func CheckMove(t Task, kind MoveKind, by Actor, now time.Time) error {
 		if t.ClaimedBy != by.Agent {
 			return fmt.Errorf("%w: task %s is held by %s, not %s", ErrNotHolder, t.ID, t.ClaimedBy, by.Agent)
 		}
-		if t.ClaimMode == ClaimLoop && !by.Loop && (kind == MoveComplete || kind == MoveFail) {
+		if t.ClaimMode == ClaimLoop && !by.Loop && LoopHeld(t) {
+			// Releasing it too: that, a claim of its own and a done
+			// would get round verification and gates all the same.
 			return fmt.Errorf("%w: task %s was claimed for you by the ralph loop, which completes it after verification and gates: "+
 				"end your final answer with <task-done>%s</task-done> (or <task-failed>%s</task-failed>) instead", ErrLoopClaim, t.ID, t.ID, t.ID)
 		}
@@ -60,6 +62,13 @@ func CheckMove(t Task, kind MoveKind, by Actor, now time.Time) error {
 		return nil
 	}
 	return fmt.Errorf("%w: task %s is held by %s (holder %s); pass --force to %s it anyway", ErrHeldByLiveAgent, t.ID, t.ClaimedBy, t.Holder, kind)
+}
+
+// LoopHeld reports whether t is a claim the ralph loop made for its agent
+// (ClaimLoop) and whose loop may still live: only that loop moves it.
+// ReleaseAgent leaves such claims alone.
+func LoopHeld(t Task) bool {
+	return t.Status == StatusInProgress && t.ClaimMode == ClaimLoop && t.Holder.Liveness() != HolderGone
 }
 
 // liveHolder reports whether the in_progress task t is held by a live

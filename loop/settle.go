@@ -47,7 +47,7 @@ func (r *run) settle(ctx context.Context, task Task, what string, move func(cont
 		// still end with the lease they started under, so that a store
 		// that renews but never records cannot hold the run forever.
 		if r.store.RenewLease(ctx, task.ID, r.cfg.AgentID, r.cfg.Lease) == nil {
-			r.renewedUntil.Store(r.cfg.Now().Add(r.cfg.Lease).UnixNano())
+			r.renewal.renewed(task.ID, r.cfg.Now().Add(r.cfg.Lease))
 		}
 	}
 }
@@ -56,8 +56,8 @@ func (r *run) settle(ctx context.Context, task Task, what string, move func(cont
 // last renewal's lease, else the claim's.
 func (r *run) leaseUntil(task Task) time.Time {
 	until := task.LeaseExpiresAt
-	if n := r.renewedUntil.Load(); n != 0 && time.Unix(0, n).After(until) {
-		until = time.Unix(0, n)
+	if id, renewed := r.renewal.get(); id == task.ID && renewed.After(until) {
+		until = renewed
 	}
 	if until.IsZero() {
 		until = r.cfg.Now().Add(r.cfg.Lease)
@@ -66,16 +66,13 @@ func (r *run) leaseUntil(task Task) time.Time {
 }
 
 // transient reports whether a store error may pass if the move is tried
-// again: anything but the store's refusals and a context's end.
+// again: the store says so, with an error in its chain whose Temporary
+// method returns true (a locked database, a full disk; see TaskStore).
+// Anything else — a refusal, a corrupt file, a context's end — is not
+// retried.
 func transient(err error) bool {
-	var te *TransitionError
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, ErrNotFound), errors.Is(err, ErrNotHolder), errors.Is(err, ErrStaleClaim),
-		errors.Is(err, ErrLoopClaim), errors.Is(err, ErrHeldByLiveAgent), errors.As(err, &te):
-		return false
-	}
-	return true
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // commitMove makes move, an outcome of the loop's claim on task, durably

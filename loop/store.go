@@ -142,6 +142,12 @@ type MoveParams struct {
 // the store is exactly as it was. A cancelled context makes a method return
 // the context's error without changing anything.
 //
+// An error that may pass if the call is made again (the database locked by
+// another process, a full disk, a dropped connection) has, somewhere in its
+// chain, a method Temporary() bool that returns true: the loop retries the
+// outcomes of finished work on those (DESIGN §8, "Finished work is never
+// lost"), and on no other.
+//
 // Any method may first return expired claims to pending (with a log entry of
 // kind LogLeaseExpired naming the old holder); that is the only change a
 // read-only-looking method makes.
@@ -189,7 +195,9 @@ type TaskStore interface {
 	// Errors: ErrNotFound, *TransitionError, and the refusals of CheckMove.
 	Release(ctx context.Context, p MoveParams) error
 
-	// ReleaseAgent releases every task agent holds and returns their ids.
+	// ReleaseAgent releases every task agent holds and returns their ids,
+	// but for the claims a live ralph loop made for it (LoopHeld): the loop
+	// releases those itself.
 	ReleaseAgent(ctx context.Context, agent, reason string) ([]string, error)
 
 	// Retry returns an in_progress or failed task to pending with

@@ -18,7 +18,13 @@ import (
 	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
-var errDisk = errors.New("disk I/O error")
+var errDisk error = temporary{errors.New("disk I/O error")}
+
+// temporary is a store error that may pass on a retry (loop.TaskStore).
+type temporary struct{ error }
+
+func (temporary) Temporary() bool { return true }
+func (e temporary) Unwrap() error { return e.error }
 
 // brokenStore fails one method with errDisk.
 type brokenStore struct {

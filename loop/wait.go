@@ -53,6 +53,12 @@ func (r *run) waitForAgents(ctx context.Context, token string) *stop {
 	if err != nil {
 		return r.storeErr(ctx, err)
 	}
+	if slices.ContainsFunc(active, func(t Task) bool { return t.ClaimedBy == r.cfg.AgentID }) {
+		// Claims its own agent made beside the task the loop gave it: the
+		// loop holds nothing now, so they are nobody's work.
+		r.releaseAgent(ctx, "claimed by the agent beside the task its loop gave it")
+		return nil
+	}
 	if len(active) == 0 {
 		return nil // they finished meanwhile: look again
 	}

@@ -407,6 +407,13 @@ func taskClaim(cfg appConfig) storeAction {
 		if lease <= 0 {
 			return &usageError{cmd: commandPath(c), err: fmt.Errorf("--lease %s: want a positive duration", lease)}
 		}
+		// In a session of a loop that claimed a task for the agent, that
+		// task is the agent's whole job: a claim of its own would hold a
+		// task the loop then waits for.
+		if held := strings.TrimSpace(cfg.getenv("RALPH_TASK_ID")); held != "" {
+			return fmt.Errorf("the ralph loop claimed task %s for you: work on it alone, and end your final answer with "+
+				"<task-done>%s</task-done> (or <task-failed>%s</task-failed>); add work the plan lacks with 'task add'", held, held, held)
+		}
 		p := loop.ClaimParams{Agent: agentID(c, cfg), Lease: lease}
 		if len(a) == 1 {
 			p.TaskID = a[0]

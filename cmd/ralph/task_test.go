@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -637,5 +639,40 @@ func TestWhoMayMoveTask(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s history (-want +got):\n%s", id, diff)
 		}
+	}
+}
+
+// TestAgentCannotTakeLoopClaim: inside a session of a loop that claimed a
+// task for it, the agent can neither finish, release nor re-claim that
+// task through ralph's commands — the way round verification and gates that
+// a release, a claim of its own and a done would be — and claims nothing
+// else.
+func TestAgentCannotTakeLoopClaim(t *testing.T) {
+	h := initHarness(t)
+	h.add("The loop's task")
+	h.add("Another")
+	st, err := dag.OpenExisting(t.Context(), filepath.Join(h.dir, ".ralph", "progress.db"), dag.Options{Now: func() time.Time { return h.clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Claim(t.Context(), loop.ClaimParams{TaskID: "t-1", Agent: "agent-a", Holder: loop.ThisProcess(), Mode: loop.ClaimLoop})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.env["RALPH_AGENT_ID"] = "agent-a"
+	h.env["RALPH_TASK_ID"] = "t-1"
+	h.env["RALPH_HOLDER"] = loop.ThisProcess().String()
+	for _, cmd := range [][]string{{"task", "done", "t-1"}, {"task", "fail", "t-1", "--reason", "x"}, {"task", "claim", "t-2"}, {"task", "claim"}} {
+		if r := h.run(cmd...); r.code != 1 || !strings.Contains(r.stderr, "<task-done>t-1</task-done>") {
+			t.Errorf("%v in the loop's session: exit %d, stderr %q; want 1 telling the agent to answer with the sigil", cmd, r.code, r.stderr)
+		}
+	}
+	if out := h.ok("task", "release"); out != "" {
+		t.Errorf("task release released %q: the loop's claim is the loop's", out)
+	}
+	got := h.dump().Tasks
+	if got[0].Status != loop.StatusInProgress || got[0].ClaimedBy != "agent-a" || got[1].Status != loop.StatusPending {
+		t.Errorf("tasks after the agent's attempts: t-1 %s by %q, t-2 %s", got[0].Status, got[0].ClaimedBy, got[1].Status)
 	}
 }

@@ -599,14 +599,19 @@ func (s *Store) ReleaseAgent(ctx context.Context, agent, reason string) ([]strin
 	}
 	var ids []string
 	for _, it := range d.Items {
-		if c, ok := s.claims[it.ID]; ok && c.agent == agent && s.status(d, it) == loop.StatusInProgress {
+		c, ok := s.claims[it.ID]
+		if !ok || c.agent != agent || loop.LoopHeld(s.task(d, it)) {
+			continue
+		}
+		if s.status(d, it) == loop.StatusInProgress {
 			ids = append(ids, it.ID)
 			s.logLocked(now, it.ID, loop.LogRelease, reason, agent)
 		}
+		delete(s.claims, it.ID)
 	}
 	for id, c := range s.claims {
-		if c.agent == agent {
-			delete(s.claims, id)
+		if _, ok := d.item(id); !ok && c.agent == agent {
+			delete(s.claims, id) // a box that left the file
 		}
 	}
 	return ids, nil

@@ -1393,7 +1393,7 @@ func (s *suite) testClaimRecordsHolder(t *testing.T) {
 		}
 	}
 	// Each claim gets the next generation; the number survives the claim.
-	f.must(f.store.Release(t.Context(), loop.MoveParams{TaskID: "t1", Message: "later", By: loop.Actor{Agent: "agent-a"}}), "Release")
+	f.must(f.store.Release(t.Context(), loop.MoveParams{TaskID: "t1", Message: "later", By: loop.Actor{Agent: "agent-a", Loop: true}}), "Release")
 	if task := f.get("t1"); task.Generation != 1 || !task.Holder.IsZero() || task.ClaimMode != "" {
 		t.Errorf("t1 released: generation %d, holder %v, mode %q; want 1 and no claim", task.Generation, task.Holder, task.ClaimMode)
 	}
@@ -1433,8 +1433,8 @@ func (s *suite) testWhoMayMove(t *testing.T) {
 			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail, loop.MoveRelease, loop.MoveRetry}, nil},
 		{"an agent completes or fails the loop's claim for it", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, agentA,
 			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail}, loop.ErrLoopClaim},
-		{"an agent releases the loop's claim for it", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, agentA,
-			[]loop.MoveKind{loop.MoveRelease}, nil},
+		{"an agent releases or retries the loop's claim for it", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, agentA,
+			[]loop.MoveKind{loop.MoveRelease, loop.MoveRetry}, loop.ErrLoopClaim},
 		{"the loop moves its claim", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, loopA,
 			[]loop.MoveKind{loop.MoveComplete, loop.MoveFail, loop.MoveRelease, loop.MoveRetry}, nil},
 		{"a person moves a live agent's task", loop.ClaimParams{Agent: "agent-a", Holder: me, Mode: loop.ClaimLoop}, person,

@@ -774,7 +774,7 @@ func (s *MemStore) ReleaseAgent(ctx context.Context, agent, reason string) ([]st
 	}
 	var held []*memTask
 	for mt := range s.claimed {
-		if mt.task.ClaimedBy == agent {
+		if mt.task.ClaimedBy == agent && !loop.LoopHeld(mt.task) {
 			held = append(held, mt)
 		}
 	}
