@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if n, err := strconv.ParseInt(os.Getenv(decodeChildEnv), 10, 64); err == nil && n > 0 {
 		os.Exit(decodeMemoryChild(n))
 	}
+	if spec := os.Getenv(hugeChildEnv); spec != "" {
+		os.Exit(hugeChild(spec))
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,0 +1,220 @@
+package claude
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sigil"
+)
+
+// A stream line can be huge: a tool result echoing a big file, or an
+// answer whose text is enormous. These tests run Runner.Run in a child
+// process against a fake agent that prints one such line, and read the
+// child's peak RSS (VmHWM): the cost of a line must stay near one copy of
+// it.
+
+var hugeBytes = flag.Int64("huge-bytes", 64<<20, "size of the line TestRunHugeLineMemory has the fake agent print (200<<20 for the README's second figure)")
+
+// The kinds of huge line the fake agent prints.
+const (
+	hugeText   = "text"   // an assistant message with one huge text block
+	hugeTool   = "tool"   // a user message with one huge tool_result
+	hugeResult = "result" // a result line whose "result" text is huge
+)
+
+var hugeKinds = []string{hugeText, hugeTool, hugeResult}
+
+// Environment of the huge-line fake agent and of the measuring child.
+const (
+	hugeKindEnv  = "RALPH_HUGE_KIND"
+	hugeBytesEnv = "RALPH_HUGE_BYTES"
+	hugeChildEnv = "RALPH_HUGE_CHILD" // kind:bytes, for the measuring child
+)
+
+// hugeSigil ends the huge texts: it must survive the trip whole.
+const hugeSigil = "<task-done>t-1</task-done>"
+
+// hugePattern is the body of the huge strings, already JSON-escaped:
+// source code, with the quotes, tabs and newlines a real file has.
+const hugePattern = `\tfmt.Println(\"hello, world\") // a line of code ` + "\u00e9" + `\n`
+
+// hugeDecoded is hugePattern as it decodes.
+const hugeDecoded = "\tfmt.Println(\"hello, world\") // a line of code \u00e9\n"
+
+func init() {
+	extraFakeModes["huge-line"] = fakeHugeLine
+}
+
+// fakeHugeLine prints an init line, one line of about $RALPH_HUGE_BYTES
+// bytes of kind $RALPH_HUGE_KIND, and a result (the huge line itself for
+// the result kind). The huge strings end with hugeSigil.
+func fakeHugeLine() int {
+	kind := os.Getenv(hugeKindEnv)
+	n, _ := strconv.ParseInt(os.Getenv(hugeBytesEnv), 10, 64)
+	var head, tail string
+	switch kind {
+	case hugeText:
+		head = `{"type":"assistant","message":{"id":"m1","model":"fake-model","role":"assistant","content":[{"type":"text","text":"`
+		tail = hugeSigil + `"}]},"session_id":"fake-1"}`
+	case hugeTool:
+		head = `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"a","type":"tool_result","content":"`
+		tail = hugeSigil + `","is_error":false}]},"session_id":"fake-1"}`
+	case hugeResult:
+		head = `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,"session_id":"fake-1","result":"`
+		tail = hugeSigil + `"}`
+	default:
+		fmt.Fprintf(os.Stderr, "unknown huge kind %q\n", kind)
+		return 2
+	}
+	out(fakeInit)
+	chunk := []byte(strings.Repeat(hugePattern, (1<<20)/len(hugePattern)))
+	w := os.Stdout
+	_, _ = io.WriteString(w, head)
+	left := n - int64(len(head)+len(tail))
+	for left > 0 {
+		c := chunk
+		if int64(len(c)) > left {
+			c = c[:left/int64(len(hugePattern))*int64(len(hugePattern))]
+			if len(c) == 0 {
+				break
+			}
+		}
+		_, _ = w.Write(c)
+		left -= int64(len(c))
+	}
+	out(tail)
+	if kind != hugeResult {
+		out(fakeResult("after the huge line " + hugeSigil))
+	}
+	return 0
+}
+
+// hugeRun is what the measuring child reports.
+type hugeRun struct {
+	peakKB  int64
+	textLen int
+	logLen  int64
+	report  string
+}
+
+// runHugeChild runs the measuring child for a line of kind and size n and
+// returns its report.
+func runHugeChild(tb testing.TB, kind string, n int64) hugeRun {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), hugeChildEnv+"="+kind+":"+strconv.FormatInt(n, 10), "GORACE=atexit_sleep_ms=0")
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		tb.Fatalf("child: %v\n%s", err, outb)
+	}
+	var r hugeRun
+	r.report = string(bytes.TrimSpace(outb))
+	for _, f := range strings.Fields(r.report) {
+		k, v, _ := strings.Cut(f, "=")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "vmhwm_kb":
+			r.peakKB = n
+		case "text":
+			r.textLen = int(n)
+		case "log":
+			r.logLen = n
+		}
+	}
+	if r.peakKB == 0 {
+		tb.Fatalf("the child reported no peak RSS: %s", outb)
+	}
+	return r
+}
+
+// hugeChild is the measuring child: it runs the fake agent through
+// Runner.Run with a terminal view (to io.Discard) on OnEvent, as the CLI
+// does, checks what came back, and prints its peak RSS.
+func hugeChild(spec string) int {
+	kind, size, _ := strings.Cut(spec, ":")
+	dir, err := os.MkdirTemp("", "ralph-huge-*")
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	view := NewFormatter(io.Discard)
+	r := &Runner{Path: os.Args[0], Grace: time.Second, ResultGrace: 5 * time.Second}
+	req := loop.RunRequest{
+		Prompt:  "go",
+		Dir:     dir,
+		Env:     []string{fakeAgentEnv + "=huge-line", hugeKindEnv + "=" + kind, hugeBytesEnv + "=" + size, "GORACE=atexit_sleep_ms=0"},
+		LogPath: filepath.Join(dir, "iter-1.ndjson"),
+		OnEvent: view.Event,
+	}
+	start := time.Now()
+	res, err := r.Run(context.Background(), req)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if res.Class != loop.ClassSuccess {
+		fmt.Printf("class %s: %s\n", res.Class, Describe(res))
+		return 1
+	}
+	if !sigil.Parse(res.Text).TaskDone("t-1") {
+		fmt.Printf("no sigil in the result text (%d bytes)\n", len(res.Text))
+		return 1
+	}
+	secs := time.Since(start).Seconds()
+	fi, err := os.Stat(req.LogPath)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Printf("kind=%s bytes=%s text=%d log=%d in %.2fs vmhwm_kb=%d\n", kind, size, len(res.Text), fi.Size(), secs, peakRSSKB())
+	return 0
+}
+
+// TestRunHugeLineMemory runs a session whose stream holds one line of
+// -huge-bytes (an assistant text, a tool result, a result text) and checks
+// the peak RSS of the process that ran it.
+func TestRunHugeLineMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads lines of -huge-bytes in child processes")
+	}
+	for _, kind := range hugeKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := runHugeChild(t, kind, *hugeBytes)
+			peakMB := float64(r.peakKB) / 1024
+			lineMB := float64(*hugeBytes) / (1 << 20)
+			t.Logf("%.0f MB line: peak RSS %.1f MB; %s", lineMB, peakMB, r.report)
+			if r.logLen < *hugeBytes {
+				t.Errorf("raw log holds %d bytes, want at least %d", r.logLen, *hugeBytes)
+			}
+		})
+	}
+}
+
+// BenchmarkRunHugeLine reports the peak RSS (peak-MB) of a process that
+// runs one session whose stream holds one huge line, per kind and size.
+func BenchmarkRunHugeLine(b *testing.B) {
+	for _, size := range []int64{64 << 20, 200 << 20} {
+		for _, kind := range hugeKinds {
+			b.Run(fmt.Sprintf("%s-%dMB", kind, size>>20), func(b *testing.B) {
+				var peak int64
+				for b.Loop() {
+					peak = max(peak, runHugeChild(b, kind, size).peakKB)
+				}
+				b.ReportMetric(float64(peak)/1024, "peak-MB")
+				b.ReportMetric(float64(peak)/1024/float64(size>>20), "peak/line")
+			})
+		}
+	}
+}
