@@ -21,7 +21,7 @@ type activityReader struct {
 	log    io.Writer
 	start  time.Time
 	last   atomic.Int64 // nanoseconds since start of the last read with data
-	logErr error
+	logErr error        // the first failed write to log; nothing is written after it
 }
 
 func (a *activityReader) Read(p []byte) (int, error) {

@@ -271,7 +271,9 @@ const (
 
 // Run runs one agent session; see loop.Runner. It returns an error only
 // when the agent could not be started (loop.ErrAgentNotFound, a log file
-// or system prompt file that cannot be written). Events go to req.OnEvent
+// or system prompt file that cannot be written). A log that cannot be
+// written later (a full disk) does not stop the session: the log stops
+// there, and RunResult.LogErr says why. Events go to req.OnEvent
 // one at a time (stderr lines come from their own goroutine, but calls never
 // overlap); the stream is not read while OnEvent runs, so it must be quick,
 // or the idle timeout may count its time as the agent's silence.
@@ -482,9 +484,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		res.Model = req.Model
 	}
 	res.Stderr = tail.String()
-	if src.logErr != nil {
-		res.Stderr += fmt.Sprintf("\nralph: writing %s: %v", req.LogPath, src.logErr)
-	}
+	res.LogErr = src.logErr
 	if reason == stopResultGrace {
 		res.Stderr += fmt.Sprintf("\nralph: the agent did not exit within %v of its result line; its process group was stopped", r.resultGrace())
 	}

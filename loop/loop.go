@@ -1118,7 +1118,17 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 	}
 	stopRenew := r.renewLeases(ctx, n, task.ID)
 	defer stopRenew()
-	return r.runner.Run(ctx, req)
+	res, err := r.runner.Run(ctx, req)
+	if err == nil && res.LogErr != nil {
+		// A raw log cut short (a full disk) is said, never silent.
+		path, cause := req.LogPath, res.LogErr
+		var pe *fs.PathError
+		if errors.As(cause, &pe) {
+			path, cause = pe.Path, pe.Err
+		}
+		r.note.notice(n, "the raw stream log %s could not be written: %v; the rest of the stream is lost from it", path, cause)
+	}
+	return res, err
 }
 
 // receipt is the receipt of a session that started at started.
