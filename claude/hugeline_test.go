@@ -31,9 +31,10 @@ const (
 	hugeText   = "text"   // an assistant message with one huge text block
 	hugeTool   = "tool"   // a user message with one huge tool_result
 	hugeResult = "result" // a result line whose "result" text is huge
+	hugeAnswer = "answer" // both: a huge answer, then the result repeating it, as Claude Code does
 )
 
-var hugeKinds = []string{hugeText, hugeTool, hugeResult}
+var hugeKinds = []string{hugeText, hugeTool, hugeResult, hugeAnswer}
 
 // Environment of the huge-line fake agent and of the measuring child.
 const (
@@ -57,11 +58,32 @@ func init() {
 }
 
 // fakeHugeLine prints an init line, one line of about $RALPH_HUGE_BYTES
-// bytes of kind $RALPH_HUGE_KIND, and a result (the huge line itself for
-// the result kind). The huge strings end with hugeSigil.
+// bytes of kind $RALPH_HUGE_KIND (two for the answer kind) and a result
+// (the huge line itself for the result and answer kinds). The huge
+// strings end with hugeSigil.
 func fakeHugeLine() int {
 	kind := os.Getenv(hugeKindEnv)
 	n, _ := strconv.ParseInt(os.Getenv(hugeBytesEnv), 10, 64)
+	out(fakeInit)
+	switch kind {
+	case hugeText, hugeTool:
+		printHugeLine(kind, n)
+		out(fakeResult("after the huge line " + hugeSigil))
+	case hugeResult:
+		printHugeLine(kind, n)
+	case hugeAnswer:
+		printHugeLine(hugeText, n)
+		printHugeLine(hugeResult, n)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown huge kind %q\n", kind)
+		return 2
+	}
+	return 0
+}
+
+// printHugeLine prints one line of about n bytes of kind text, tool or
+// result; the huge string in it is the same for every kind and size n.
+func printHugeLine(kind string, n int64) {
 	var head, tail string
 	switch kind {
 	case hugeText:
@@ -73,31 +95,18 @@ func fakeHugeLine() int {
 	case hugeResult:
 		head = `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,"session_id":"fake-1","result":"`
 		tail = hugeSigil + `"}`
-	default:
-		fmt.Fprintf(os.Stderr, "unknown huge kind %q\n", kind)
-		return 2
 	}
-	out(fakeInit)
 	chunk := []byte(strings.Repeat(hugePattern, (1<<20)/len(hugePattern)))
 	w := os.Stdout
 	_, _ = io.WriteString(w, head)
-	left := n - int64(len(head)+len(tail))
+	// The same body whatever the kind: a whole number of patterns.
+	left := (n - 200) / int64(len(hugePattern)) * int64(len(hugePattern))
 	for left > 0 {
-		c := chunk
-		if int64(len(c)) > left {
-			c = c[:left/int64(len(hugePattern))*int64(len(hugePattern))]
-			if len(c) == 0 {
-				break
-			}
-		}
+		c := chunk[:min(int64(len(chunk)), left)]
 		_, _ = w.Write(c)
 		left -= int64(len(c))
 	}
 	out(tail)
-	if kind != hugeResult {
-		out(fakeResult("after the huge line " + hugeSigil))
-	}
-	return 0
 }
 
 // hugeRun is what the measuring child reports.
@@ -138,11 +147,29 @@ func runHugeChild(tb testing.TB, kind string, n int64) hugeRun {
 	return r
 }
 
+// hugeBody reports whether text is the huge string printHugeLine prints
+// for size n, decoded: whole, byte for byte (compared in place: a copy
+// would count in the peak).
+func hugeBody(text string, n int64) bool {
+	k := int((n - 200) / int64(len(hugePattern)))
+	if len(text) != k*len(hugeDecoded)+len(hugeSigil) || !strings.HasSuffix(text, hugeSigil) {
+		return false
+	}
+	for i := 0; i < k*len(hugeDecoded); i += len(hugeDecoded) {
+		if text[i:i+len(hugeDecoded)] != hugeDecoded {
+			return false
+		}
+	}
+	return true
+}
+
 // hugeChild is the measuring child: it runs the fake agent through
 // Runner.Run with a terminal view (to io.Discard) on OnEvent, as the CLI
-// does, checks what came back, and prints its peak RSS.
+// does, checks that the huge texts came whole (in the events; in the
+// result, where it is huge, with its sigil), and prints its peak RSS.
 func hugeChild(spec string) int {
 	kind, size, _ := strings.Cut(spec, ":")
+	n, _ := strconv.ParseInt(size, 10, 64)
 	dir, err := os.MkdirTemp("", "ralph-huge-*")
 	if err != nil {
 		fmt.Println(err)
@@ -156,7 +183,17 @@ func hugeChild(spec string) int {
 		Dir:     dir,
 		Env:     []string{fakeAgentEnv + "=huge-line", hugeKindEnv + "=" + kind, hugeBytesEnv + "=" + size, "GORACE=atexit_sleep_ms=0"},
 		LogPath: filepath.Join(dir, "iter-1.ndjson"),
-		OnEvent: view.Event,
+	}
+	var whole, broken int // huge event texts, whole and not
+	req.OnEvent = func(ev loop.Event) {
+		if len(ev.Text) > ToolOutputLimit {
+			if hugeBody(ev.Text, n) {
+				whole++
+			} else {
+				broken++
+			}
+		}
+		view.Event(ev)
 	}
 	start := time.Now()
 	res, err := r.Run(context.Background(), req)
@@ -170,6 +207,11 @@ func hugeChild(spec string) int {
 	}
 	if !sigil.Parse(res.Text).TaskDone("t-1") {
 		fmt.Printf("no sigil in the result text (%d bytes)\n", len(res.Text))
+		return 1
+	}
+	wantWhole := map[string]int{hugeText: 1, hugeTool: 0, hugeResult: 1, hugeAnswer: 2}[kind]
+	if whole != wantWhole || broken != 0 || (kind == hugeResult || kind == hugeAnswer) && !hugeBody(res.Text, n) {
+		fmt.Printf("huge texts: %d whole, %d broken, want %d whole; result text of %d bytes\n", whole, broken, wantWhole, len(res.Text))
 		return 1
 	}
 	secs := time.Since(start).Seconds()
@@ -195,8 +237,24 @@ func TestRunHugeLineMemory(t *testing.T) {
 			peakMB := float64(r.peakKB) / 1024
 			lineMB := float64(*hugeBytes) / (1 << 20)
 			t.Logf("%.0f MB line: peak RSS %.1f MB; %s", lineMB, peakMB, r.report)
-			if r.logLen < *hugeBytes {
-				t.Errorf("raw log holds %d bytes, want at least %d", r.logLen, *hugeBytes)
+			if r.logLen < *hugeBytes-200 {
+				t.Errorf("raw log holds %d bytes, want the whole stream", r.logLen)
+			}
+			// One copy of the line, and some room: the process itself
+			// (about 10 MB), the reader's buffers, a megabyte or two of
+			// the line before it moves out of the heap. The answer kind
+			// keeps the agent's huge answer (it is the session's final
+			// text) while the result line that repeats it is read.
+			copies := 1.0
+			if kind == hugeAnswer {
+				copies = 2
+			}
+			limit := 40 + 1.1*copies*lineMB
+			if raceEnabled {
+				limit = 200 + 2.5*copies*lineMB // the race detector's shadow memory
+			}
+			if peakMB > limit {
+				t.Errorf("peak RSS %.1f MB, want under %.0f MB (%.0f copies of the line and room)", peakMB, limit, copies)
 			}
 		})
 	}
