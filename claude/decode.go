@@ -39,7 +39,7 @@ type Line struct {
 	// type, or the rate_limit_event's status.
 	Subtype string
 	// Raw is the line as read, without its newline. It is only valid until
-	// the next call to Decode. It is nil for a line of more than 1 MB read
+	// the next call to Decode. It is nil for a line of more than 4 MB read
 	// by Decode: such a line's memory is given back as soon as it is
 	// decoded, and its big strings' memory while they are copied out of
 	// it, so that a huge line costs about one copy of itself.

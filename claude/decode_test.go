@@ -327,7 +327,7 @@ func bigTexts() (raws, decs []string) {
 }
 
 // TestDecodeBigTexts decodes big texts in assistant lines of several
-// blocks (over 1 MB: read into memory of the line's own, given back while
+// blocks (over 4 MB: read into memory of the line's own, given back while
 // the texts are copied out of it) and gives each last text back in a
 // result line, as Claude Code does, followed by fields that must survive;
 // once through Decode and once through DecodeLine. Every text must come
@@ -337,8 +337,11 @@ func TestDecodeBigTexts(t *testing.T) {
 	raws, decs := bigTexts()
 	var stream bytes.Buffer
 	var want []string // the texts of the events, in order
-	for i := 0; i < len(raws); i += 8 {
-		end := min(i+8, len(raws))
+	// Enough blocks for a line longer than heapLine: read into memory of
+	// its own, which is given back as the texts are decoded.
+	group := heapLine/bigStep + 2
+	for i := 0; i < len(raws); i += group {
+		end := min(i+group, len(raws))
 		stream.WriteString(`{"type":"assistant","message":{"content":[`)
 		for j := i; j < end; j++ {
 			if j > i {
@@ -352,7 +355,7 @@ func TestDecodeBigTexts(t *testing.T) {
 		// from it late in the text, in a byte (same length: compared up
 		// to there) or by one more at the end.
 		res, resDec := raws[end-1], decs[end-1]
-		if (i/8)%2 == 1 {
+		if (i/group)%2 == 1 {
 			if j := strings.LastIndexByte(res, 'b'); j >= 0 {
 				k := strings.LastIndexByte(resDec, 'b')
 				res, resDec = res[:j]+"c"+res[j+1:], resDec[:k]+"c"+resDec[k+1:]
