@@ -15,7 +15,10 @@ import (
 type Session struct {
 	SessionID string
 	Model     string
-	// LastText is the last assistant text block.
+	// LastText is the last assistant text block, the final text of a
+	// session without a result line (or with a result of no text). A
+	// result line with a text supersedes it: it is emptied then, so that
+	// a huge answer is not kept twice.
 	LastText string
 	// Result is the result line, if one came.
 	Result *loop.RunResult
@@ -45,6 +48,9 @@ func (s *Session) Add(ev loop.Event) {
 		if ev.Result != nil {
 			r := *ev.Result
 			s.Result = &r
+			if r.Text != "" {
+				s.LastText = ""
+			}
 		}
 	case loop.EventMalformed:
 		s.Malformed++
@@ -222,6 +228,10 @@ func ParseResetText(text string, now time.Time) time.Time {
 	return time.Time{}
 }
 
+// describeWidth bounds the agent's words in Describe's account: an
+// agent's text can be huge, and all on one line.
+const describeWidth = 500
+
 // Describe returns a one-line account of a finished run for error messages
 // and logs: its class and the agent's words or the stderr tail.
 func Describe(res loop.RunResult) string {
@@ -246,7 +256,7 @@ func Describe(res loop.RunResult) string {
 		detail = lastLine(res.Stderr)
 	}
 	if detail != "" && res.Class != loop.ClassTimeout && res.Class != loop.ClassIdleTimeout && res.Class != loop.ClassCancelled {
-		msg += ": " + firstLine(detail)
+		msg += ": " + shorten(firstLine(detail), describeWidth)
 	}
 	return msg
 }

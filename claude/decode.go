@@ -39,7 +39,10 @@ type Line struct {
 	// type, or the rate_limit_event's status.
 	Subtype string
 	// Raw is the line as read, without its newline. It is only valid until
-	// the next call to Decode.
+	// the next call to Decode. It is nil for a line of more than 4 MB read
+	// by Decode: such a line's memory is given back as soon as it is
+	// decoded, and its big strings' memory while they are copied out of
+	// it, so that a huge line costs about one copy of itself.
 	Raw []byte
 	// Events are the typed events the line carries: none for lines that
 	// only matter to the raw log (stream_event, unknown types), one
@@ -56,7 +59,7 @@ type Decoder struct {
 	Now func() time.Time
 
 	r      *bufio.Reader
-	long   []byte            // accumulates lines longer than the reader's buffer
+	long   lineBuf           // accumulates lines longer than the reader's buffer
 	events []loop.Event      // reused by each Decode
 	tools  map[string]string // tool_use id → tool name, to name tool results
 	eof    bool
@@ -65,7 +68,11 @@ type Decoder struct {
 	// The current line's message, read in the same pass as the line.
 	blocks   []contentBlock
 	msgModel []byte
-	scratch  []byte // tool output being unescaped
+	scratch  []byte // tool output being unescaped, or a piece of a big string
+
+	// lastText is the last assistant text: the result line repeats it,
+	// and a huge answer must not cost two copies.
+	lastText string
 
 	// Every line repeats the session id and most repeat the model: the
 	// last ones are kept to save an allocation per line.
@@ -86,11 +93,6 @@ func intern(last *string, val []byte) string {
 // decoded in place without a copy.
 const readerSize = 64 << 10
 
-// longKeep is the largest long-line buffer kept between lines; a bigger one
-// (a 60 MB tool result) is dropped so that memory stays flat; smaller ones
-// are reused, so that long lines do not churn the heap.
-const longKeep = 16 << 20
-
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
 	return &Decoder{r: bufio.NewReaderSize(r, readerSize), tools: make(map[string]string)}
@@ -99,10 +101,10 @@ func NewDecoder(r io.Reader) *Decoder {
 // Reset makes d read a new stream from r, keeping its buffers.
 func (d *Decoder) Reset(r io.Reader) {
 	d.r.Reset(r)
-	d.long = d.long[:0]
+	d.long.reset()
 	clear(d.tools)
 	d.eof = false
-	d.sessionID, d.model = "", ""
+	d.sessionID, d.model, d.lastText = "", "", ""
 }
 
 // Decode reads and decodes the next non-blank line. It returns io.EOF after
@@ -118,7 +120,15 @@ func (d *Decoder) Decode() (Line, error) {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
-		return d.DecodeLine(raw), nil
+		line := d.DecodeLine(raw)
+		if d.long.mapped || len(raw) > heapLine {
+			// Nothing refers to the line any more (the events hold
+			// copies): give its memory back before the next one comes.
+			clear(d.blocks)
+			d.blocks, d.msgModel, line.Raw = d.blocks[:0], nil, nil
+			d.long.reset()
+		}
+		return line, nil
 	}
 }
 
@@ -127,28 +137,25 @@ func (d *Decoder) readLine() ([]byte, error) {
 	if d.eof {
 		return nil, io.EOF
 	}
-	if cap(d.long) > longKeep {
-		d.long = nil
-	}
-	d.long = d.long[:0]
+	d.long.reset()
 	for {
 		chunk, err := d.r.ReadSlice('\n')
 		switch {
 		case err == nil:
-			if len(d.long) == 0 {
+			if len(d.long.b) == 0 {
 				return chunk, nil // the common case: no copy
 			}
-			d.long = append(d.long, chunk...)
-			return d.long, nil
+			d.long.add(chunk)
+			return d.long.b, nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			d.long = append(d.long, chunk...)
+			d.long.add(chunk)
 		case errors.Is(err, io.EOF):
 			d.eof = true
-			d.long = append(d.long, chunk...)
-			if len(d.long) == 0 {
+			d.long.add(chunk)
+			if len(d.long.b) == 0 {
 				return nil, io.EOF
 			}
-			return d.long, nil
+			return d.long.b, nil
 		default:
 			return nil, err
 		}
@@ -218,6 +225,7 @@ func (f *fields) set(key, val []byte) {
 // DecodeLine decodes one line (without its newline). The returned Line's
 // Raw is raw itself, and its Events are reused by the next call.
 func (d *Decoder) DecodeLine(raw []byte) Line {
+	clear(d.events) // the last line's texts must not outlive their use
 	d.events = d.events[:0]
 	if d.Now != nil {
 		d.at = d.Now()
@@ -226,6 +234,7 @@ func (d *Decoder) DecodeLine(raw []byte) Line {
 	}
 	line := Line{Raw: raw}
 	var f fields
+	clear(d.blocks)
 	d.blocks, d.msgModel = d.blocks[:0], nil
 	end, err := walkObject(raw, 0, func(key []byte, i int) (int, error) {
 		if string(key) == "message" {
@@ -451,9 +460,10 @@ func (d *Decoder) assistant(sessionID string) {
 	for _, b := range d.blocks {
 		switch string(b.typ) {
 		case `"text"`:
-			d.emit(loop.Event{Kind: loop.EventText, SessionID: sessionID, Model: modelName, Text: jsonString(b.text)})
+			d.lastText = d.text(b.text, "")
+			d.emit(loop.Event{Kind: loop.EventText, SessionID: sessionID, Model: modelName, Text: d.lastText})
 		case `"thinking"`:
-			d.emit(loop.Event{Kind: loop.EventThinking, SessionID: sessionID, Model: modelName, Text: jsonString(b.thinking)})
+			d.emit(loop.Event{Kind: loop.EventThinking, SessionID: sessionID, Model: modelName, Text: d.text(b.thinking, "")})
 		case `"tool_use"`:
 			tool := jsonString(b.name)
 			if len(d.tools) > 4096 { // a bound, in case results never come
@@ -610,7 +620,7 @@ func (d *Decoder) rateLimit(info []byte, sessionID string) string {
 // line in a RunResult (Class is left for classification).
 func (d *Decoder) result(f *fields, sessionID string) {
 	res := &loop.RunResult{
-		Text:           jsonString(f.result),
+		Text:           d.text(f.result, d.lastText),
 		IsError:        jsonBool(f.isError),
 		SessionID:      sessionID,
 		Turns:          int(jsonInt(f.numTurns)),
@@ -650,5 +660,74 @@ func (d *Decoder) result(f *fields, sessionID string) {
 		text = strings.Join(errs, "; ")
 	}
 	clear(d.tools)
+	d.lastText = ""
 	d.emit(loop.Event{Kind: loop.EventResult, SessionID: sessionID, Subtype: res.Subtype, Text: text, IsError: res.IsError, Result: res})
+}
+
+// bigText is the size from which a text is decoded a piece at a time
+// (bigStep bytes of the line at once): the line's memory is given back as
+// the text is copied out of it.
+const (
+	bigText = 256 << 10
+	bigStep = 256 << 10
+)
+
+// text decodes the raw JSON string val, which may be huge (an assistant
+// text, a result). When it decodes to same, same is returned: the result
+// line repeats the last assistant text, and the two share their memory.
+// A text in the line's own memory (see lineBuf) has the memory it was
+// read from given back as it is decoded: the line must not be read there
+// again.
+func (d *Decoder) text(val []byte, same string) string {
+	if len(val) < 2 || val[0] != '"' {
+		return ""
+	}
+	inner := val[1 : len(val)-1]
+	if len(inner) < bigText {
+		if s := jsonString(val); s != same {
+			return s
+		}
+		return same
+	}
+	n := len(inner)
+	escaped := bytes.IndexByte(inner, '\\') >= 0
+	if escaped {
+		n = unescapedLen(inner)
+	}
+	off, owned := d.long.offset(inner)
+	freed := off // memory of the line before freed was given back
+	var sb strings.Builder
+	compare := n == len(same) // until a difference shows
+	if !compare {
+		sb.Grow(n) // exactly: no copy on the way, no zeroing
+	}
+	done := 0 // bytes decoded
+	for i := 0; i < len(inner); {
+		piece := inner[i:min(i+bigStep, len(inner))]
+		next := i + len(piece)
+		if escaped {
+			d.scratch, next = unescapeStep(d.scratch[:0], inner, i, next, -1)
+			piece = d.scratch
+		}
+		if compare && (done+len(piece) > len(same) || string(piece) != same[done:done+len(piece)]) {
+			compare = false
+			sb.Grow(n)
+			sb.WriteString(same[:done])
+		}
+		if !compare {
+			sb.Write(piece)
+		}
+		done += len(piece)
+		i = next
+		if owned {
+			freed = d.long.discard(freed, off+i)
+		}
+	}
+	if cap(d.scratch) > 2*bigStep {
+		d.scratch = nil
+	}
+	if compare {
+		return same
+	}
+	return sb.String()
 }

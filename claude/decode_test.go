@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ralph-dev/ralph/loop"
@@ -263,7 +264,8 @@ func TestDecodeMalformedThenGood(t *testing.T) {
 
 // TestDecodeHugeLine reads a 64 MB line (a tool result) between two small
 // ones: no line-length limit, and the tool output is cut to
-// ToolOutputLimit in the event.
+// ToolOutputLimit in the event. The huge line's Raw is nil (its memory is
+// given back once it is decoded); the small ones' are there.
 func TestDecodeHugeLine(t *testing.T) {
 	const size = 64 << 20
 	payload := strings.Repeat("x", size)
@@ -272,7 +274,7 @@ func TestDecodeHugeLine(t *testing.T) {
 		`{"type":"result","subtype":"success","result":"done"}` + "\n"
 	dec := NewDecoder(strings.NewReader(in))
 	var kinds []loop.EventKind
-	var rawLen int
+	var raws []int
 	for {
 		line, err := dec.Decode()
 		if errors.Is(err, io.EOF) {
@@ -281,20 +283,149 @@ func TestDecodeHugeLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rawLen = max(rawLen, len(line.Raw))
+		raws = append(raws, len(line.Raw))
 		for _, ev := range line.Events {
 			kinds = append(kinds, ev.Kind)
-			if ev.Kind == loop.EventToolResult && len(ev.Text) != ToolOutputLimit {
-				t.Errorf("tool result text is %d bytes, want %d", len(ev.Text), ToolOutputLimit)
+			if ev.Kind == loop.EventToolResult && ev.Text != payload[:ToolOutputLimit] {
+				t.Errorf("tool result text is %d bytes, want the first %d of the output", len(ev.Text), ToolOutputLimit)
 			}
 		}
 	}
 	if diff := cmp.Diff([]loop.EventKind{loop.EventInit, loop.EventToolResult, loop.EventResult}, kinds); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)
 	}
-	if rawLen < size {
-		t.Errorf("longest raw line %d bytes, want > %d", rawLen, size)
+	if diff := cmp.Diff([]int{63, 0, 53}, raws); diff != "" {
+		t.Errorf("lengths of Raw (-want +got):\n%s", diff)
 	}
+}
+
+// bigTexts returns texts big enough to be decoded a piece at a time, raw
+// (the inside of a JSON string) and decoded, with every kind of escape
+// placed across the first piece's end, and one of 3 MB with escapes all
+// over it.
+func bigTexts() (raws, decs []string) {
+	pieces := []struct{ raw, dec string }{
+		{`\n`, "\n"}, {`\"`, `"`}, {`\\`, `\`}, {`\/`, "/"}, {`\u00e9`, "\u00e9"},
+		{`\ud83d\ude00`, "\U0001F600"}, {`\ud83d!`, "\uFFFD!"}, {"\u00e9", "\u00e9"}, {"\U0001F600", "\U0001F600"},
+	}
+	for _, p := range pieces {
+		for k := 1; k <= 13; k++ {
+			plain := strings.Repeat("a", bigStep-k)
+			tail := strings.Repeat("b", 100)
+			raws = append(raws, plain+p.raw+tail+p.raw)
+			decs = append(decs, plain+p.dec+tail+p.dec)
+		}
+	}
+	var raw, dec strings.Builder
+	for i := 0; raw.Len() < 3<<20; i++ {
+		p := pieces[i%len(pieces)]
+		run := strings.Repeat("z", (i*7919)%5000)
+		raw.WriteString(run + p.raw)
+		dec.WriteString(run + p.dec)
+	}
+	return append(raws, raw.String()), append(decs, dec.String())
+}
+
+// TestDecodeBigTexts decodes big texts in assistant lines of several
+// blocks (over 4 MB: read into memory of the line's own, given back while
+// the texts are copied out of it) and gives each last text back in a
+// result line, as Claude Code does, followed by fields that must survive;
+// once through Decode and once through DecodeLine. Every text must come
+// out whole and as encoding/json decodes it, and a result that repeats
+// the last text shares its memory.
+func TestDecodeBigTexts(t *testing.T) {
+	raws, decs := bigTexts()
+	var stream bytes.Buffer
+	var want []string // the texts of the events, in order
+	// Enough blocks for a line longer than heapLine: read into memory of
+	// its own, which is given back as the texts are decoded.
+	group := heapLine/bigStep + 2
+	for i := 0; i < len(raws); i += group {
+		end := min(i+group, len(raws))
+		stream.WriteString(`{"type":"assistant","message":{"content":[`)
+		for j := i; j < end; j++ {
+			if j > i {
+				stream.WriteString(",")
+			}
+			stream.WriteString(`{"type":"text","text":"` + raws[j] + `"}`)
+			want = append(want, decs[j])
+		}
+		stream.WriteString(`]},"session_id":"s"}` + "\n")
+		// The result repeats the last text; every other result differs
+		// from it late in the text, in a byte (same length: compared up
+		// to there) or by one more at the end.
+		res, resDec := raws[end-1], decs[end-1]
+		if (i/group)%2 == 1 {
+			if j := strings.LastIndexByte(res, 'b'); j >= 0 {
+				k := strings.LastIndexByte(resDec, 'b')
+				res, resDec = res[:j]+"c"+res[j+1:], resDec[:k]+"c"+resDec[k+1:]
+			} else {
+				res, resDec = res+"!", resDec+"!"
+			}
+		}
+		stream.WriteString(`{"type":"result","subtype":"success","result":"` + res + `","session_id":"s9","num_turns":7,"usage":{"output_tokens":5}}` + "\n")
+		want = append(want, resDec)
+	}
+	for i, raw := range raws {
+		var dec string
+		if err := json.Unmarshal([]byte(`"`+raw+`"`), &dec); err != nil || dec != decs[i] {
+			t.Fatalf("text %d: encoding/json decodes it differently (%v)", i, err)
+		}
+	}
+	check := func(t *testing.T, events []loop.Event) {
+		t.Helper()
+		var got []string
+		var last string
+		for _, ev := range events {
+			got = append(got, ev.Text)
+			switch ev.Kind {
+			case loop.EventText:
+				last = ev.Text
+			case loop.EventResult:
+				if r := ev.Result; r.SessionID != "s9" || r.Turns != 7 || r.Usage.OutputTokens != 5 {
+					t.Errorf("result fields after the big text: %+v", r)
+				}
+				if shared := unsafe.StringData(ev.Text) == unsafe.StringData(last); shared != (ev.Text == last) {
+					t.Errorf("result %d bytes, equal to the last text: %v, sharing its memory: %v", len(ev.Text), ev.Text == last, shared)
+				}
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d events, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				n := 0
+				for n < min(len(got[i]), len(want[i])) && got[i][n] == want[i][n] {
+					n++
+				}
+				t.Errorf("event %d: %d bytes, want %d; first difference at byte %d", i, len(got[i]), len(want[i]), n)
+			}
+		}
+	}
+	t.Run("Decode", func(t *testing.T) {
+		dec := NewDecoder(bytes.NewReader(stream.Bytes()))
+		var events []loop.Event
+		for {
+			line, err := dec.Decode()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			events = append(events, line.Events...)
+		}
+		check(t, events)
+	})
+	t.Run("DecodeLine", func(t *testing.T) {
+		dec := NewDecoder(nil)
+		var events []loop.Event
+		for line := range bytes.SplitSeq(bytes.TrimSuffix(stream.Bytes(), []byte("\n")), []byte("\n")) {
+			events = append(events, dec.DecodeLine(line).Events...)
+		}
+		check(t, events)
+	})
 }
 
 func TestJSONStringMax(t *testing.T) {

@@ -50,6 +50,8 @@
 // under the same number after a usage-limit wait, and iter-<n>.ndjson then
 // holds every attempt of iteration n, in order. An earlier stream cut in
 // the middle of a line (its agent killed) is ended with a newline first.
+// A write that fails (a full disk) ends the log there but not the session:
+// RunResult.LogErr says why, and the loop says so in a notice.
 //
 // Environment. ralph's own environment, then RunRequest.Env on top (a later
 // entry wins), without CLAUDECODE (Claude Code refuses to nest) and without
@@ -65,8 +67,10 @@
 // its group (shells, MCP servers) gets the same treatment; when nothing is
 // left — the usual case — this costs one kill(2). Zombies left to an init
 // that does not reap them count as gone (checked in /proc). cmd.WaitDelay is
-// the grace period, and reading the stream gives up 2 s after the group is
-// gone, in case a process that left the group (setsid) still holds the pipe.
+// the grace period, and once the group is gone, reading the stream gives
+// up when a read has waited 2 s for more in vain, in case a process that
+// left the group (setsid) still holds the pipe; a reader still busy with
+// what it read (a huge line, a slow OnEvent) is waited for.
 // The idle timeout counts from the start and is reset by every byte on
 // standard output (not standard error: a process that only complains is
 // stuck). Standard error is drained concurrently; its last 8 KiB go to
@@ -134,8 +138,13 @@
 //
 // Parsing. Lines are read with a bufio.Reader of 64 KiB, so most are parsed
 // where they lie; longer ones (any length) are gathered in a buffer that is
-// reused up to 16 MiB and dropped above, so memory stays flat over long
-// streams. Instead of encoding/json, a small structural scanner reads each
+// reused up to 4 MiB, so memory stays flat over long streams. A longer
+// line goes to memory of its own (on Linux an mmap grown by mremap, so
+// no copies are left behind as it grows), given back once it is decoded;
+// its big texts are decoded a piece at a time into strings of their exact
+// size while the pieces read are given back, and a result that repeats
+// the last assistant text shares its string. A huge line costs about one
+// copy of itself (Line.Raw is nil for it). Instead of encoding/json, a small structural scanner reads each
 // line in one pass, skipping strings with bytes.IndexByte and picking out
 // only the fields ralph reads. It checks structure (brackets, quotes,
 // colons, commas, literals), which is what tells a truncated or garbled

@@ -25,6 +25,7 @@ const (
 const (
 	errorLines = 5   // first lines of a failed tool's output
 	argWidth   = 160 // a tool call's key argument, in bytes
+	errorWidth = 500 // the first line of an agent's error, in bytes
 )
 
 // Formatter writes a session's events as a terminal view: assistant text,
@@ -41,8 +42,13 @@ type Formatter struct {
 
 	mu       sync.Mutex
 	w        io.Writer
-	lastText string // the last assistant text shown, not to repeat it as an error
+	lastText string // the session's last short assistant text, not to repeat it as an error
 }
+
+// lastTextLimit is the longest assistant text the view remembers to
+// compare with an error result (API errors are short); a longer one is
+// not kept, so that a huge answer is not kept alive after its session.
+const lastTextLimit = 4 << 10
 
 // NewFormatter returns a Formatter writing to w, with colour when w is a
 // terminal and NO_COLOR is not set.
@@ -71,6 +77,25 @@ func (f *Formatter) printf(format string, args ...any) {
 	_, _ = fmt.Fprintf(f.w, format, args...)
 }
 
+// text writes s, which may be huge (an agent's answer), styled with code
+// ("" for none) and followed by a newline, without copying it: fmt would
+// build the whole line in a buffer of its own first.
+func (f *Formatter) text(code, s string) {
+	if len(s) < 64<<10 {
+		f.printf("%s\n", f.style(code, s)) // one write
+		return
+	}
+	if !f.Color {
+		code = ""
+	}
+	_, _ = io.WriteString(f.w, code)
+	_, _ = io.WriteString(f.w, s)
+	if code != "" {
+		_, _ = io.WriteString(f.w, ansiReset)
+	}
+	_, _ = io.WriteString(f.w, "\n")
+}
+
 // Event writes one event.
 func (f *Formatter) Event(ev loop.Event) {
 	f.mu.Lock()
@@ -80,12 +105,15 @@ func (f *Formatter) Event(ev loop.Event) {
 		f.printf("%s\n", f.style(ansiDim, "session "+ev.SessionID+" · model "+ev.Model))
 	case loop.EventText:
 		if text := strings.TrimRight(ev.Text, "\n "); text != "" {
-			f.printf("%s\n", text)
-			f.lastText = ev.Text
+			f.text("", text)
+			f.lastText = ""
+			if len(ev.Text) <= lastTextLimit {
+				f.lastText = ev.Text
+			}
 		}
 	case loop.EventThinking:
 		if f.Thinking && strings.TrimSpace(ev.Text) != "" {
-			f.printf("%s\n", f.style(ansiDim, strings.TrimSpace(ev.Text)))
+			f.text(ansiDim, strings.TrimSpace(ev.Text))
 		}
 	case loop.EventToolUse:
 		f.printf("%s %s\n", f.style(ansiCyan, "> "+ev.Tool), shorten(ev.Input, argWidth))
@@ -119,8 +147,9 @@ func (f *Formatter) Event(ev loop.Event) {
 		// An API error comes as a synthetic assistant text and again as the
 		// result: once is enough.
 		if ev.IsError && ev.Text != "" && ev.Text != f.lastText {
-			f.printf("%s\n", f.style(ansiRed, "x agent error: "+firstLine(ev.Text)))
+			f.printf("%s\n", f.style(ansiRed, "x agent error: "+shorten(firstLine(ev.Text), errorWidth)))
 		}
+		f.lastText = "" // the session is over
 	case loop.EventMalformed:
 		f.printf("%s\n", f.style(ansiYellow, "! malformed stream line: "+shorten(ev.Text, 80)))
 	case loop.EventStderr:

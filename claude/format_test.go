@@ -140,3 +140,27 @@ func ExampleFormatter() {
 	//   FAIL	github.com/x/y	0.01s
 	// -- 3s · 4 turns · 5000 in / 300 out tokens (cache 12000 read, 0 write) · $0.0123 · success
 }
+
+// A huge answer is written whole, in colour too for thinking, and the view
+// keeps no huge text once it is written: only a short one, for comparing
+// with an error result, and none after the session's result.
+func TestFormatterHugeText(t *testing.T) {
+	huge := strings.Repeat("a long answer ", 100_000)
+	var buf bytes.Buffer
+	fm := NewFormatter(&buf)
+	fm.Color, fm.Thinking = true, true
+	fm.Event(loop.Event{Kind: loop.EventThinking, Text: huge})
+	fm.Event(loop.Event{Kind: loop.EventText, Text: huge})
+	if fm.lastText != "" {
+		t.Errorf("the view keeps a text of %d bytes", len(fm.lastText))
+	}
+	want := ansiDim + strings.TrimSpace(huge) + ansiReset + "\n" + strings.TrimSpace(huge) + "\n"
+	if got := buf.String(); got != want {
+		t.Errorf("wrote %d bytes, want %d: the thinking dimmed, then the answer", len(got), len(want))
+	}
+	fm.Event(loop.Event{Kind: loop.EventText, Text: "API Error: 500"})
+	fm.Event(loop.Event{Kind: loop.EventResult, IsError: true, Text: "API Error: 500"})
+	if fm.lastText != "" || strings.Count(buf.String(), "API Error: 500") != 1 {
+		t.Errorf("an error result that repeats the last text: written %d times, kept %q", strings.Count(buf.String(), "API Error: 500"), fm.lastText)
+	}
+}

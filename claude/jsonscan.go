@@ -345,16 +345,26 @@ func jsonStringMax(val []byte, max int) string {
 // appendUnescaped appends the decoded form of the inside of a JSON string
 // to dst, stopping once max bytes were written (max < 0: no limit).
 func appendUnescaped(dst, s []byte, max int) []byte {
+	dst, _ = unescapeStep(dst, s, 0, len(s), max)
+	return dst
+}
+
+// unescapeStep appends the decoded form of s[i:] (the inside of a JSON
+// string) to dst until it reaches stop — a run of plain bytes ends there,
+// an escape that starts before it is decoded whole — or has written max
+// bytes (max < 0: no limit). It returns dst and where in s it stopped, so
+// that a huge string can be decoded a piece at a time.
+func unescapeStep(dst, s []byte, i, stop, max int) ([]byte, int) {
 	start := len(dst)
-	for i := 0; i < len(s); {
+	for i < stop {
 		if max >= 0 && len(dst)-start >= max {
 			break
 		}
 		c := s[i]
 		if c != '\\' {
-			j := bytes.IndexByte(s[i:], '\\')
+			j := bytes.IndexByte(s[i:stop], '\\')
 			if j < 0 {
-				j = len(s) - i
+				j = stop - i
 			}
 			if max >= 0 && len(dst)-start+j > max {
 				j = max - (len(dst) - start)
@@ -362,6 +372,7 @@ func appendUnescaped(dst, s []byte, max int) []byte {
 					j--
 				}
 				dst = append(dst, s[i:i+j]...)
+				i += j
 				break
 			}
 			dst = append(dst, s[i:i+j]...)
@@ -369,6 +380,7 @@ func appendUnescaped(dst, s []byte, max int) []byte {
 			continue
 		}
 		if i+1 >= len(s) {
+			i = len(s)
 			break
 		}
 		if s[i+1] == 'u' {
@@ -398,7 +410,30 @@ func appendUnescaped(dst, s []byte, max int) []byte {
 		}
 		i += 2
 	}
-	return dst
+	return dst, i
+}
+
+// unescapedLen is the length of the decoded form of s (the inside of a
+// JSON string), as appendUnescaped writes it.
+func unescapedLen(s []byte) int {
+	n := 0
+	for i := 0; i < len(s); {
+		j := bytes.IndexByte(s[i:], '\\')
+		if j < 0 {
+			return n + len(s) - i
+		}
+		n, i = n+j, i+j
+		switch {
+		case i+1 >= len(s):
+			return n
+		case s[i+1] == 'u':
+			r, k := decodeU(s[i:])
+			n, i = n+utf8.RuneLen(r), i+k
+		default:
+			n, i = n+1, i+2
+		}
+	}
+	return n
 }
 
 // decodeU decodes a \uXXXX escape (and its low surrogate, if any) at the

@@ -33,9 +33,9 @@ const DefaultResultGrace = 5 * time.Second
 // keeps (the end of it).
 const StderrTail = 8 << 10
 
-// streamBackstop bounds the wait for the end of the agent's output once its
+// streamBackstop bounds the wait for more of the agent's output once its
 // whole process group is gone; only a process that left the group (setsid)
-// and kept the pipe could hold it longer.
+// and kept the pipe could hold it longer. See awaitEnd.
 const streamBackstop = 2 * time.Second
 
 // Runner runs Claude Code (or any program that speaks its stream-json) as a
@@ -271,7 +271,9 @@ const (
 
 // Run runs one agent session; see loop.Runner. It returns an error only
 // when the agent could not be started (loop.ErrAgentNotFound, a log file
-// or system prompt file that cannot be written). Events go to req.OnEvent
+// or system prompt file that cannot be written). A log that cannot be
+// written later (a full disk) does not stop the session: the log stops
+// there, and RunResult.LogErr says why. Events go to req.OnEvent
 // one at a time (stderr lines come from their own goroutine, but calls never
 // overlap); the stream is not read while OnEvent runs, so it must be quick,
 // or the idle timeout may count its time as the agent's silence.
@@ -410,9 +412,10 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 
 	tail := &tailBuffer{max: StderrTail}
 	stderrDone := make(chan struct{})
+	errSrc := &activityReader{r: errR, start: start}
 	go func() {
 		defer close(stderrDone)
-		drainStderr(errR, tail, func(s string) {
+		drainStderr(errSrc, tail, func(s string) {
 			emit(loop.Event{Kind: loop.EventStderr, At: r.now(), Text: s})
 		})
 	}()
@@ -440,18 +443,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// twice.
 	reapGroup(pgid, killAt, termed)
 
-	select {
-	case <-streamDone:
-	case <-time.After(streamBackstop):
-		outR.Close() // unblocks the reader
-		<-streamDone
-	}
-	select {
-	case <-stderrDone:
-	case <-time.After(streamBackstop):
-		errR.Close()
-		<-stderrDone
-	}
+	gone := time.Now()
+	awaitEnd(streamDone, src, outR, gone)
+	awaitEnd(stderrDone, errSrc, errR, gone)
 	elapsed := time.Since(start)
 
 	end := Ending{ExitCode: cmd.ProcessState.ExitCode(), Now: r.now(), StoppedAfterResult: afterResult && termed}
@@ -482,13 +476,36 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		res.Model = req.Model
 	}
 	res.Stderr = tail.String()
-	if src.logErr != nil {
-		res.Stderr += fmt.Sprintf("\nralph: writing %s: %v", req.LogPath, src.logErr)
-	}
+	res.LogErr = src.logErr
 	if reason == stopResultGrace {
 		res.Stderr += fmt.Sprintf("\nralph: the agent did not exit within %v of its result line; its process group was stopped", r.resultGrace())
 	}
 	return res, nil
+}
+
+// awaitEnd waits for a reader of the agent's output to reach the end of
+// its pipe (done), once the agent's process group is gone (since gone).
+// Only a process that left the group (setsid) and kept the pipe open can
+// hold that end back: the pipe is closed once the reader has waited
+// streamBackstop for more in vain — never while the reader is busy with
+// what it has read (a huge line to decode, an OnEvent writing a huge
+// answer to a slow terminal), which would throw away what is still in
+// the pipe, the result line among it.
+func awaitEnd[T any](done <-chan T, src *activityReader, pipe *os.File, gone time.Time) {
+	tick := time.NewTicker(streamBackstop / 8)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			if src.readWait(gone) >= streamBackstop {
+				pipe.Close() // unblocks the reader
+				<-done
+				return
+			}
+		}
+	}
 }
 
 // startAgent starts cmd and waits for it on a goroutine of its own; the

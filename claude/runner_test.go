@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if n, err := strconv.ParseInt(os.Getenv(decodeChildEnv), 10, 64); err == nil && n > 0 {
 		os.Exit(decodeMemoryChild(n))
 	}
+	if spec := os.Getenv(hugeChildEnv); spec != "" {
+		os.Exit(hugeChild(spec))
+	}
 	os.Exit(m.Run())
 }
 
@@ -54,7 +57,11 @@ func fakeResult(text string) string {
 
 // spawnGrandchild starts a process that ignores SIGTERM, holds stdout and
 // sleeps, and once it ignores SIGTERM, reports its pid on the stream.
-func spawnGrandchild() {
+func spawnGrandchild() { spawnGrandchildWith(nil) }
+
+// spawnGrandchildWith is spawnGrandchild with the grandchild's process
+// attributes (a session of its own: it leaves the agent's group).
+func spawnGrandchildWith(attr *syscall.SysProcAttr) {
 	ready, readyW, err := os.Pipe()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -64,6 +71,7 @@ func spawnGrandchild() {
 	cmd.Env = append(os.Environ(), fakeAgentEnv+"=grandchild", "GORACE=atexit_sleep_ms=0")
 	cmd.Stdout = os.Stdout
 	cmd.ExtraFiles = []*os.File{readyW} // fd 3, closed by the grandchild when ready
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
@@ -185,6 +193,19 @@ func fakeAgent(mode string) int {
 		}
 		out(`"}]}}`)
 		out(fakeResult("after the huge line"))
+		return 0
+	case "escapee-holds-stdout":
+		// Finishes and exits, leaving a grandchild in a session of its
+		// own (out of reach of the group's signals) that holds stdout.
+		out(fakeInit)
+		spawnGrandchildWith(&syscall.SysProcAttr{Setsid: true})
+		out(fakeResult("done, the pipe still held"))
+		return 0
+	case "text-then-exit":
+		out(fakeInit)
+		out(`{"type":"assistant","message":{"content":[{"type":"text","text":"a long answer"}]}}`)
+		fmt.Fprintln(os.Stderr, "a last word on stderr")
+		out(fakeResult("the answer " + "<task-done>t-1</task-done>"))
 		return 0
 	case "garbage":
 		out(fakeInit)
@@ -786,5 +807,61 @@ func TestAPIKeyNotice(t *testing.T) {
 				t.Errorf("got %q, want a notice containing %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A reader busy with what it read — a huge line to decode, an OnEvent
+// that writes a huge answer to a slow terminal — may still be at work
+// long after the agent has exited: what is left in the pipes (the result
+// line) must be read all the same, not cut off by the backstop that
+// guards against a pipe held open by a process that left the group.
+func TestRunSlowConsumerAfterExit(t *testing.T) {
+	req := fakeRequest(t, "text-then-exit")
+	var c collector
+	req.OnEvent = func(ev loop.Event) {
+		if ev.Kind == loop.EventText {
+			time.Sleep(streamBackstop + time.Second)
+		}
+		c.add(ev)
+	}
+	res, err := testRunner(t).Run(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Class != loop.ClassSuccess || res.Text != "the answer <task-done>t-1</task-done>" {
+		t.Errorf("class %s, text %q: %s", res.Class, res.Text, Describe(res))
+	}
+	var stderr bool
+	for _, ev := range c.events {
+		stderr = stderr || ev.Kind == loop.EventStderr && ev.Text == "a last word on stderr"
+	}
+	if !stderr {
+		t.Error("the agent's stderr line was not reported")
+	}
+}
+
+// A process that left the agent's group and holds its stdout cannot keep
+// Run waiting: once the group is gone and the reader has waited
+// streamBackstop for more output in vain, the pipe is closed.
+func TestRunPipeHeldByEscapee(t *testing.T) {
+	req := fakeRequest(t, "escapee-holds-stdout")
+	var c collector
+	req.OnEvent = c.add
+	start := time.Now()
+	res, err := testRunner(t).Run(t.Context(), req)
+	elapsed := time.Since(start)
+	if pid := c.grandchildPID(); pid != 0 {
+		_ = syscall.Kill(pid, syscall.SIGKILL) // it is out of the group's reach
+	} else {
+		t.Error("the fake agent reported no grandchild")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Class != loop.ClassSuccess || res.Text != "done, the pipe still held" {
+		t.Errorf("class %s, text %q: %s", res.Class, res.Text, Describe(res))
+	}
+	if elapsed < streamBackstop || elapsed > streamBackstop+3*time.Second {
+		t.Errorf("Run took %v, want the backstop's %v and a little", elapsed, streamBackstop)
 	}
 }

@@ -1135,7 +1135,17 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		stopRenew := r.renewAgentClaims(ctx, n)
 		defer stopRenew()
 	}
-	return r.runner.Run(ctx, req)
+	res, err := r.runner.Run(ctx, req)
+	if err == nil && res.LogErr != nil {
+		// A raw log cut short (a full disk) is said, never silent.
+		path, cause := req.LogPath, res.LogErr
+		var pe *fs.PathError
+		if errors.As(cause, &pe) {
+			path, cause = pe.Path, pe.Err
+		}
+		r.note.notice(n, "the raw stream log %s could not be written: %v; the rest of the stream is lost from it", path, cause)
+	}
+	return res, err
 }
 
 // receipt is the receipt of a session that started at started.
@@ -1393,15 +1403,29 @@ func troubleText(res RunResult) string {
 // excerpt folds text to one line of at most n bytes (keeping the end, where
 // agents put their conclusion).
 func excerpt(text string, n int) string {
-	s := strings.Join(strings.Fields(text), " ")
-	if len(s) > n {
-		i := len(s) - n
-		for i < len(s) && !utf8.RuneStart(s[i]) {
-			i++
+	// Only the end is folded, widened until it gives n bytes: folding a
+	// huge text whole would cost a slice of all its words and a copy.
+	for w := 2*n + 64; w < len(text); w *= 2 {
+		if s := fold(text[runeStart(text, len(text)-w):]); len(s) > n {
+			return "…" + s[runeStart(s, len(s)-n):]
 		}
-		s = "…" + s[i:]
+	}
+	s := fold(text)
+	if len(s) > n {
+		s = "…" + s[runeStart(s, len(s)-n):]
 	}
 	return s
+}
+
+// fold puts text on one line, its runs of space made single spaces.
+func fold(text string) string { return strings.Join(strings.Fields(text), " ") }
+
+// runeStart is the first character boundary of s at or after i.
+func runeStart(s string, i int) int {
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return i
 }
 
 // sigilTags matches the sigils, which a task summary leaves out.
@@ -1410,6 +1434,24 @@ var sigilTags = regexp.MustCompile(`<(?:task-done|task-failed|promise|next-model
 // summary is what the loop logs when it completes a task: the agent's final
 // text without sigils, on one line.
 func summary(text string) string {
+	// As in excerpt, only the end is copied, widened as needed; it starts
+	// where a sigil does if it would start inside one.
+	w := 4*summaryLimit + 64
+	if len(text) <= w {
+		return excerpt(sigilTags.ReplaceAllString(text, " "), summaryLimit)
+	}
+	sigils := sigilTags.FindAllStringIndex(text, -1)
+	for ; w < len(text); w *= 2 {
+		start := runeStart(text, len(text)-w)
+		for _, m := range sigils {
+			if m[0] < start && start < m[1] {
+				start = m[0]
+			}
+		}
+		if s := fold(sigilTags.ReplaceAllString(text[start:], " ")); len(s) > summaryLimit {
+			return "…" + s[runeStart(s, len(s)-summaryLimit):]
+		}
+	}
 	return excerpt(sigilTags.ReplaceAllString(text, " "), summaryLimit)
 }
 

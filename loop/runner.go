@@ -183,6 +183,10 @@ type RunResult struct {
 	UsageLimit *UsageLimit
 	// Stderr is the tail of the agent's standard error.
 	Stderr string
+	// LogErr, if not nil, is why the raw stream log (RunRequest.LogPath)
+	// stopped being written (a full disk): the session went on, but the
+	// log lacks the rest of its stream. The loop says so in a notice.
+	LogErr error `json:"-"`
 }
 
 // OK reports whether the session ended in success.
