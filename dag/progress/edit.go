@@ -36,7 +36,7 @@ type edit struct {
 }
 
 // apply applies non-overlapping edits to src and returns a new slice.
-func apply(src []byte, edits []edit) []byte {
+func apply(src string, edits []edit) []byte {
 	slices.SortStableFunc(edits, func(a, b edit) int { return a.start - b.start })
 	var out []byte
 	at := 0
@@ -64,18 +64,17 @@ func (d *Doc) withLines(lines ...string) string {
 // one when line i is the last line and has none. The returned prefix must
 // be put before any inserted text.
 func (d *Doc) endOf(i int) (int, string) {
-	l := d.lines[i]
-	if l.next == l.end {
-		return l.end, d.nl()
+	if next, end := d.next(i), d.end(i); next != end {
+		return next, ""
 	}
-	return l.next, ""
+	return d.end(i), d.nl()
 }
 
 // lastContent returns the index of the last non-blank line in [from, to),
 // or from-1 when all are blank.
 func (d *Doc) lastContent(from, to int) int {
 	for i := to - 1; i >= from; i-- {
-		if strings.TrimSpace(d.lines[i].text) != "" {
+		if strings.TrimSpace(d.text(i)) != "" {
 			return i
 		}
 	}
@@ -90,7 +89,7 @@ func (d *Doc) tick(id string) ([]byte, error) {
 		return nil, fmt.Errorf("progress: task %s: no box with that id: %w", id, loop.ErrNotFound)
 	}
 	if it.Checked {
-		return d.src, nil
+		return []byte(d.src), nil
 	}
 	return apply(d.src, []edit{{it.box, it.box + 1, "x"}}), nil
 }
@@ -105,7 +104,7 @@ func (d *Doc) appendIteration(r IterationRow) []byte {
 		at, pre := len(d.src), ""
 		if n := len(d.lines); n > 0 {
 			at, pre = d.endOf(n - 1)
-			if strings.TrimSpace(d.lines[n-1].text) != "" {
+			if strings.TrimSpace(d.text(n-1)) != "" {
 				pre += d.nl()
 			}
 		}
@@ -155,7 +154,7 @@ func (d *Doc) addAttempt(a Attempt, keep int) []byte {
 		text := d.withLines("## "+string(SectionAttempts)) + block
 		if lg, ok := d.sections[SectionLog]; ok {
 			at, pre := d.lines[lg.from].start, ""
-			if lg.from > 0 && strings.TrimSpace(d.lines[lg.from-1].text) != "" {
+			if lg.from > 0 && strings.TrimSpace(d.text(lg.from-1)) != "" {
 				pre = d.nl()
 			}
 			return apply(d.src, []edit{{at, at, pre + text + d.nl()}})
@@ -163,7 +162,7 @@ func (d *Doc) addAttempt(a Attempt, keep int) []byte {
 		at, pre := len(d.src), ""
 		if n := len(d.lines); n > 0 {
 			at, pre = d.endOf(n - 1)
-			if strings.TrimSpace(d.lines[n-1].text) != "" {
+			if strings.TrimSpace(d.text(n-1)) != "" {
 				pre += d.nl()
 			}
 		}
@@ -191,7 +190,7 @@ func (d *Doc) addAttempt(a Attempt, keep int) []byte {
 func (d *Doc) trimAttempts(keep int) ([]byte, bool) {
 	drop := len(d.attempts) - keep
 	if drop <= 0 {
-		return d.src, false
+		return []byte(d.src), false
 	}
 	var edits []edit
 	for _, b := range d.attempts[:drop] {

@@ -1,7 +1,6 @@
 package progress
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -152,7 +151,7 @@ func (s *Store) write(d *Doc, change func(*Doc) ([]byte, error)) error {
 		if err != nil {
 			return err
 		}
-		if bytes.Equal(out, d.src) {
+		if string(out) == d.src {
 			return nil
 		}
 		if s.beforeCheck != nil {
@@ -162,7 +161,7 @@ func (s *Store) write(d *Doc, change func(*Doc) ([]byte, error)) error {
 		if err != nil {
 			return fmt.Errorf("progress: %w", err)
 		}
-		if !bytes.Equal(now, d.src) {
+		if string(now) != d.src {
 			if d, err = Parse(now); err != nil {
 				return fmt.Errorf("%s: %w", s.path, err)
 			}
