@@ -112,8 +112,11 @@
 // WithoutPriorities (file order is the only order), WithoutFeatures and
 // WithoutNesting (phases do not nest); leases are supported.
 //
-// Store re-reads and re-parses the file on every call: the agent or the
-// user may edit it between iterations (or during one). The file is the
+// Store reads the file on every call: the agent or the user may edit it
+// between iterations (or during one). It keeps the content it last read or
+// wrote and its parse; a call compares the file with that content through
+// a small buffer and parses again only when they differ (byte for byte,
+// not by size or time: ticking a box changes neither). The file is the
 // truth for which tasks exist and which are done (ticked); everything else
 // lives in memory for the life of the Store, i.e. one run:
 //

@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -35,17 +36,25 @@ type edit struct {
 	text       string
 }
 
-// apply applies non-overlapping edits to src and returns a new slice.
-func apply(src string, edits []edit) []byte {
-	slices.SortStableFunc(edits, func(a, b edit) int { return a.start - b.start })
-	var out []byte
+// apply applies non-overlapping edits to src and returns the result, built
+// in one allocation of its exact size. An insertion at the start of a
+// deletion goes before it.
+func apply(src string, edits []edit) string {
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Or(a.start-b.start, a.end-b.end) })
+	n := len(src)
+	for _, e := range edits {
+		n += len(e.text) - (e.end - e.start)
+	}
+	var b strings.Builder
+	b.Grow(n)
 	at := 0
 	for _, e := range edits {
-		out = append(out, src[at:e.start]...)
-		out = append(out, e.text...)
+		b.WriteString(src[at:e.start])
+		b.WriteString(e.text)
 		at = e.end
 	}
-	return append(out, src[at:]...)
+	b.WriteString(src[at:])
+	return b.String()
 }
 
 func (d *Doc) nl() string {
@@ -83,21 +92,43 @@ func (d *Doc) lastContent(from, to int) int {
 
 // tick returns the source with the box of task id checked. It changes the
 // one byte between the brackets.
-func (d *Doc) tick(id string) ([]byte, error) {
+func (d *Doc) tick(id string) (string, error) {
 	it, ok := d.item(id)
 	if !ok || it.Phase {
-		return nil, fmt.Errorf("progress: task %s: no box with that id: %w", id, loop.ErrNotFound)
+		return "", fmt.Errorf("progress: task %s: no box with that id: %w", id, loop.ErrNotFound)
 	}
 	if it.Checked {
-		return []byte(d.src), nil
+		return d.src, nil
 	}
 	return apply(d.src, []edit{{it.box, it.box + 1, "x"}}), nil
+}
+
+// ticked turns d, in place, into the parse of out, which tick(id) returned:
+// one byte changed and nothing moved, so only the box's Checked changes
+// (the fuzz test checks this against parsing out).
+func (d *Doc) ticked(id, out string) {
+	for i := range d.Items {
+		if d.Items[i].ID == id && !d.Items[i].Phase {
+			d.Items[i].Checked = true
+		}
+	}
+	d.src = out
 }
 
 // appendIteration returns the source with row appended to the Iteration
 // Log table, creating the table, or the section at the end of the file,
 // when missing.
-func (d *Doc) appendIteration(r IterationRow) []byte {
+func (d *Doc) appendIteration(r IterationRow) string {
+	return apply(d.src, d.appendIterationEdits(r))
+}
+
+// logIteration is appendIteration and trimAttempts(keep) in one edit, as
+// AppendIteration writes them.
+func (d *Doc) logIteration(r IterationRow, keep int) string {
+	return apply(d.src, append(d.trimEdits(keep), d.appendIterationEdits(r)...))
+}
+
+func (d *Doc) appendIterationEdits(r IterationRow) []edit {
 	row := formatRow(r)
 	sp, ok := d.sections[SectionLog]
 	if !ok {
@@ -108,18 +139,18 @@ func (d *Doc) appendIteration(r IterationRow) []byte {
 				pre += d.nl()
 			}
 		}
-		return apply(d.src, []edit{{at, at, pre + d.withLines("## "+string(SectionLog), logHeader[0], logHeader[1], row)}})
+		return []edit{{at, at, pre + d.withLines("## "+string(SectionLog), logHeader[0], logHeader[1], row)}}
 	}
 	if d.logLast >= 0 {
 		at, pre := d.endOf(d.logLast)
-		return apply(d.src, []edit{{at, at, pre + d.withLines(row)}})
+		return []edit{{at, at, pre + d.withLines(row)}}
 	}
 	last := d.lastContent(sp.from, sp.to)
 	at, pre := d.endOf(last)
 	if last > sp.from {
 		pre += d.nl()
 	}
-	return apply(d.src, []edit{{at, at, pre + d.withLines(logHeader[0], logHeader[1], row)}})
+	return []edit{{at, at, pre + d.withLines(logHeader[0], logHeader[1], row)}}
 }
 
 // formatRow renders an Iteration Log row. Notes are put on one line and
@@ -147,7 +178,7 @@ func formatDuration(d time.Duration) string {
 // Recent Attempts and the oldest blocks dropped so that at most keep
 // remain. The section is created (before Iteration Log, else at the end)
 // when missing.
-func (d *Doc) addAttempt(a Attempt, keep int) []byte {
+func (d *Doc) addAttempt(a Attempt, keep int) string {
 	block := d.formatAttempt(a)
 	sp, ok := d.sections[SectionAttempts]
 	if !ok {
@@ -185,18 +216,14 @@ func (d *Doc) addAttempt(a Attempt, keep int) []byte {
 	return apply(d.src, edits)
 }
 
-// trimAttempts returns the source with the oldest attempt blocks dropped so
-// that at most keep remain, and whether anything changed.
-func (d *Doc) trimAttempts(keep int) ([]byte, bool) {
-	drop := len(d.attempts) - keep
-	if drop <= 0 {
-		return []byte(d.src), false
-	}
+// trimEdits are the edits dropping the oldest attempt blocks so that at
+// most keep remain.
+func (d *Doc) trimEdits(keep int) []edit {
 	var edits []edit
-	for _, b := range d.attempts[:drop] {
+	for _, b := range d.attempts[:max(len(d.attempts)-keep, 0)] {
 		edits = append(edits, d.removeLines(b))
 	}
-	return apply(d.src, edits), true
+	return edits
 }
 
 // removeLines is the edit deleting lines [s.from, s.to). When that runs to

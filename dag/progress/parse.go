@@ -176,9 +176,12 @@ func (d *Doc) item(id string) (Item, bool) {
 // "# Progress: <name>" heading as the first non-blank line and a "## Tasks"
 // section; every other section is optional. Errors are *ParseError values
 // naming the line, wrapping ErrNotProgressFile.
-func Parse(data []byte) (*Doc, error) { return parse(string(data)) }
+func Parse(data []byte) (*Doc, error) { return parse(string(data), true) }
 
-func parse(src string) (*Doc, error) {
+// parse parses src; the Log rows only when rows is true (the store needs
+// just where the table ends, and the rows of a long log cost more memory
+// than the file).
+func parse(src string, rows bool) (*Doc, error) {
 	lines, err := scan(src)
 	if err != nil {
 		return nil, err
@@ -250,7 +253,7 @@ func parse(src string) (*Doc, error) {
 		return nil, err
 	}
 	d.parseAttempts()
-	d.parseLog()
+	d.parseLog(rows)
 	return d, nil
 }
 
@@ -479,24 +482,36 @@ func (d *Doc) parseAttempts() {
 	closeBlock(sp.to)
 }
 
-func (d *Doc) parseLog() {
+func (d *Doc) parseLog(rows bool) {
 	sp, ok := d.sections[SectionLog]
 	if !ok {
 		return
 	}
-	rows := 0
-	for i := sp.from + 1; i < sp.to; i++ {
+	isRow := func(i int) (string, bool) {
 		if l := d.lines[i]; l.inert() || l.kind == lineSetext {
-			continue
+			return "", false
 		}
 		t := strings.TrimSpace(d.text(i))
-		if !strings.HasPrefix(t, "|") {
+		return t, strings.HasPrefix(t, "|")
+	}
+	if !rows {
+		for i := sp.to - 1; i > sp.from && d.logLast < 0; i-- {
+			if _, ok := isRow(i); ok {
+				d.logLast = i
+			}
+		}
+		return
+	}
+	n := 0
+	for i := sp.from + 1; i < sp.to; i++ {
+		t, ok := isRow(i)
+		if !ok {
 			continue
 		}
 		d.logLast = i
-		rows++
+		n++
 		cells := splitRow(t)
-		if rows == 1 || isSeparatorRow(cells) {
+		if n == 1 || isSeparatorRow(cells) {
 			continue // the header, the |---| line
 		}
 		d.Log = append(d.Log, LogRow{Line: i + 1, Cells: cells})

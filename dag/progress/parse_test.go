@@ -407,10 +407,10 @@ func TestRoundTrip(t *testing.T) {
 				if len(out) != len(d.src) {
 					t.Fatalf("tick %s changed the length", it.ID)
 				}
-				if s, e := changedRegion([]byte(d.src), out); e-s != 1 || s != it.box {
+				if s, e := changedRegion([]byte(d.src), []byte(out)); e-s != 1 || s != it.box {
 					t.Fatalf("tick %s changed bytes [%d,%d), want only the box at %d", it.ID, s, e, it.box)
 				}
-				d = mustParse(t, out)
+				d = mustParse(t, []byte(out))
 				want[i].Checked = true
 				if diff := cmp.Diff(want, d.Items, ignore); diff != "" {
 					t.Fatalf("items after ticking %s (-want +got):\n%s", it.ID, diff)
@@ -422,8 +422,8 @@ func TestRoundTrip(t *testing.T) {
 				before := d
 				out := d.appendIteration(IterationRow{Iteration: 10 + n, Started: started, Duration: 90 * time.Second,
 					TasksCompleted: n, Notes: "row | with a pipe\nand a newline"})
-				d = mustParse(t, out)
-				checkOnlySection(t, before, out, SectionLog)
+				d = mustParse(t, []byte(out))
+				checkOnlySection(t, before, []byte(out), SectionLog)
 				if diff := cmp.Diff(before.Items, d.Items, ignore); diff != "" {
 					t.Fatalf("items after a log row (-want +got):\n%s", diff)
 				}
@@ -441,8 +441,8 @@ func TestRoundTrip(t *testing.T) {
 			for n := 1; n <= 6; n++ {
 				before := d
 				out := d.addAttempt(Attempt{Iteration: 20 + n, Tried: "try " + fmt.Sprint(n), Result: "line one\nline two", Next: ""}, KeepAttempts)
-				d = mustParse(t, out)
-				checkOnlySection(t, before, out, SectionAttempts)
+				d = mustParse(t, []byte(out))
+				checkOnlySection(t, before, []byte(out), SectionAttempts)
 				if diff := cmp.Diff(before.Items, d.Items, ignore); diff != "" {
 					t.Fatalf("items after an attempt (-want +got):\n%s", diff)
 				}
