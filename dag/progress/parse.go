@@ -58,9 +58,10 @@ type Item struct {
 	// Line is the 1-based line of the heading or box.
 	Line int
 
-	box        int    // byte offset of the character between the brackets; -1 for phases
-	phaseNum   int    // N of a "Phase N:" heading, 0 if none
-	explicitID string // the id given by an "<!-- id: X -->" marker, if any
+	// explicit is true when ID was given by an "<!-- id: X -->" marker;
+	// until assignIDs, ID holds that id, or the one to derive from.
+	explicit bool
+	box      int // byte offset of the character between the brackets; -1 for phases
 }
 
 // Attempt is one block of the Recent Attempts section:
@@ -302,9 +303,15 @@ var idMarker = regexp.MustCompile(`\s*<!--\s*id:\s*(\S*?)\s*-->\s*$`)
 // checklist every heading starts a group. Groups without boxes are
 // dropped. It assigns the ids.
 func collectItems(s *source, from, to int, progressFile bool) ([]Item, error) {
-	var items []Item
-	var parents []int // index in items of each item's phase, -1 none
-	phase := -1       // index in items of the current phase, -1 none
+	n := 0
+	for i := from; i < to; i++ {
+		if k := s.lines[i].kind; k == lineBox || k == lineHeading {
+			n++
+		}
+	}
+	items := make([]Item, 0, n)
+	parents := make([]int32, 0, n) // index in items of each item's phase, -1 none
+	phase := -1                    // index in items of the current phase, -1 none
 	phaseHasBox := false
 	endPhase := func() {
 		if phase >= 0 && !phaseHasBox {
@@ -320,14 +327,22 @@ func collectItems(s *source, from, to int, progressFile bool) ([]Item, error) {
 			if err != nil {
 				return nil, err
 			}
-			it := Item{Title: text, Phase: true, Line: i + 1, box: -1, explicitID: id}
+			it := Item{ID: id, Title: text, Phase: true, Line: i + 1, box: -1, explicit: id != ""}
+			num := 0
 			if m := phaseHeading.FindStringSubmatch(text); m != nil {
-				it.phaseNum, _ = strconv.Atoi(m[1])
+				num, _ = strconv.Atoi(m[1])
 				if name := strings.TrimSpace(m[2]); name != "" {
 					it.Title = name
 				}
 			} else if progressFile || text == "" {
 				continue // not a phase: the boxes below have no parent
+			}
+			switch {
+			case it.explicit:
+			case num > 0:
+				it.ID = "phase-" + strconv.Itoa(num)
+			default:
+				it.ID = slug(it.Title)
 			}
 			items = append(items, it)
 			parents = append(parents, -1)
@@ -345,13 +360,16 @@ func collectItems(s *source, from, to int, progressFile bool) ([]Item, error) {
 		if title == "" {
 			return nil, errorAt(i+1, "a checkbox with no task text")
 		}
-		it := Item{Title: title, Checked: text[l.box] != ' ', Line: i + 1, box: s.textStart(i) + int(l.box), explicitID: id}
+		it := Item{ID: id, Title: title, Checked: text[l.box] != ' ', Line: i + 1, box: s.textStart(i) + int(l.box), explicit: id != ""}
+		if !it.explicit {
+			it.ID = slug(title)
+		}
 		if phase >= 0 {
 			phaseHasBox = true
 		}
 		it.Description = description(s, i, to)
 		items = append(items, it)
-		parents = append(parents, phase)
+		parents = append(parents, int32(phase))
 	}
 	endPhase()
 	if err := assignIDs(items); err != nil {
@@ -386,44 +404,40 @@ func cutID(text string, line int) (string, string, error) {
 // between them are kept.
 func description(s *source, i, to int) string {
 	base := indent(s.text(i))
-	var kept []string
-	blank := 0
+	first, last, cut := -1, -1, -1 // the lines kept, their least indentation
 	for j := i + 1; j < to; j++ {
-		l := s.lines[j]
 		text := s.text(j)
 		if strings.TrimSpace(text) == "" {
-			blank++
 			continue
 		}
-		if indent(text) <= base || l.kind == lineHeading || l.kind == lineBox {
+		n := indent(text)
+		if k := s.lines[j].kind; n <= base || k == lineHeading || k == lineBox {
 			break
 		}
-		if len(kept) > 0 {
-			for ; blank > 0; blank-- {
-				kept = append(kept, "")
-			}
+		if first < 0 {
+			first = j
 		}
-		blank = 0
-		kept = append(kept, text)
-	}
-	if len(kept) == 0 {
-		return ""
-	}
-	cut := -1
-	for _, k := range kept {
-		if strings.TrimSpace(k) == "" {
-			continue
-		}
-		if n := indent(k); cut < 0 || n < cut {
+		last = j
+		if cut < 0 || n < cut {
 			cut = n
 		}
 	}
-	for i, k := range kept {
-		if len(k) >= cut {
-			kept[i] = strings.TrimRight(k[cut:], " \t")
+	if first < 0 {
+		return ""
+	}
+	if first == last {
+		return strings.TrimRight(s.text(first)[cut:], " \t")
+	}
+	var b strings.Builder
+	for j := first; j <= last; j++ {
+		if j > first {
+			b.WriteByte('\n')
+		}
+		if text := s.text(j); strings.TrimSpace(text) != "" {
+			b.WriteString(strings.TrimRight(text[cut:], " \t"))
 		}
 	}
-	return strings.Join(kept, "\n")
+	return b.String()
 }
 
 func (d *Doc) parseAttempts() {

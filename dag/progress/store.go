@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"slices"
 	"strings"
@@ -306,9 +307,9 @@ func (s *Store) get(d *Doc, id string) (Item, error) {
 	return it, nil
 }
 
-// inScope lists the boxes in scope, in file order. A scope naming a phase
-// holds its boxes; naming a box, that box.
-func (s *Store) inScope(d *Doc, scope loop.Scope) ([]Item, error) {
+// inScope lists the boxes in scope, in file order (without copying the
+// list). A scope naming a phase holds its boxes; naming a box, that box.
+func (s *Store) inScope(d *Doc, scope loop.Scope) (iter.Seq[Item], error) {
 	if scope.Feature != "" {
 		return nil, fmt.Errorf("progress: scope feature %q: %w", scope.Feature, ErrFeatures)
 	}
@@ -317,16 +318,16 @@ func (s *Store) inScope(d *Doc, scope loop.Scope) ([]Item, error) {
 			return nil, fmt.Errorf("progress: scope: %w", err)
 		}
 	}
-	var out []Item
-	for _, it := range d.Items {
-		if it.Phase {
-			continue
+	return func(yield func(Item) bool) {
+		for _, it := range d.Items {
+			if it.Phase || (scope.TaskID != "" && it.ID != scope.TaskID && it.Parent != scope.TaskID) {
+				continue
+			}
+			if !yield(it) {
+				return
+			}
 		}
-		if scope.TaskID == "" || it.ID == scope.TaskID || it.Parent == scope.TaskID {
-			out = append(out, it)
-		}
-	}
-	return out, nil
+	}, nil
 }
 
 // Get implements loop.TaskStore. Phases are tasks too (parents of their
@@ -358,7 +359,7 @@ func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.
 		return nil, err
 	}
 	var out []loop.Task
-	for _, it := range items {
+	for it := range items {
 		if limit > 0 && len(out) == limit {
 			break
 		}
@@ -381,7 +382,7 @@ func (s *Store) Active(ctx context.Context, scope loop.Scope) ([]loop.Task, erro
 		return nil, err
 	}
 	var out []loop.Task
-	for _, it := range items {
+	for it := range items {
 		if t := s.task(d, it); t.Status == loop.StatusInProgress {
 			out = append(out, t)
 		}
@@ -404,7 +405,7 @@ func (s *Store) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, erro
 		return loop.Counts{}, err
 	}
 	var c loop.Counts
-	for _, it := range items {
+	for it := range items {
 		switch s.status(d, it) {
 		case loop.StatusPending:
 			c.Pending++
@@ -445,7 +446,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			return loop.Task{}, err
 		}
 		found := false
-		for _, c := range items {
+		for c := range items {
 			if s.notReady(d, c) == "" {
 				it, found = c, true
 				break
