@@ -25,6 +25,16 @@ func FuzzParse(f *testing.F) {
 	ignore := cmpopts.IgnoreUnexported(Item{})
 	f.Fuzz(func(t *testing.T, src []byte) {
 		_, _ = Checklist(src)
+		lines, _ := scan(string(src))
+		s := &source{src: string(src), lines: lines}
+		for i, l := range lines {
+			if i > 0 && l.start <= lines[i-1].start {
+				t.Fatalf("line %d starts at %d, line %d at %d", i+1, l.start, i, lines[i-1].start)
+			}
+			if at := s.textStart(i) + int(l.box); l.kind == lineBox && (src[at-1] != '[' || src[at+1] != ']') {
+				t.Fatalf("line %d: box at %d is not between brackets: %q", i+1, at, s.text(i))
+			}
+		}
 		d, err := parse(string(src), false)
 		if err != nil {
 			return
