@@ -34,10 +34,10 @@ const (
 
 // line is one line of the source, as scan classifies it.
 type line struct {
-	start int      // byte offset of the line's first byte
-	box   int32    // lineBox: offset in the line's text of the character between the brackets
-	kind  lineKind //
-	level uint8    // lineHeading: 1–6
+	start int   // byte offset of the line's first byte
+	box   int32 // lineBox: offset in the line's text of the character between the brackets
+	kind  lineKind
+	level uint8 // lineHeading: 1–6
 }
 
 // inert reports whether the line is code or HTML: nothing in it counts.
