@@ -127,3 +127,23 @@ func TestProgressFileAsANewUser(t *testing.T) {
 		t.Errorf("the user's section was changed:\n%s", text)
 	}
 }
+
+// TestProgressDryRunSkipsExamples: a checkbox shown as an example in an
+// indented code block, an HTML block or a block quote is not the next
+// task; `ralph build --progress FILE --dry-run` names the first real one.
+func TestProgressDryRunSkipsExamples(t *testing.T) {
+	h := newHarness(t)
+	path := h.write("progress.md", "# Progress: Shop\n\n## Status\nIn Progress\n\n## Tasks\n"+
+		"A task is written like this:\n\n    - [ ] Example task\n\n"+
+		"<details>\n- [ ] Hidden idea\n</details>\n\n"+
+		"> - [ ] Quoted task\n\n"+
+		"- Backend\n  - [ ] Add the cart\n")
+	agent, script := fakeAgentPath(t, agentStep{Text: done})
+	r := h.build(t.Context(), agent, "--progress", path, "--dry-run")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "next task: add-the-cart Add the cart\n") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the next task to be add-the-cart", r.code, r.stdout, r.stderr)
+	}
+	if calls := agentCalls(t, script); len(calls) != 0 {
+		t.Errorf("%d agent sessions ran", len(calls))
+	}
+}

@@ -15,7 +15,8 @@ var ErrNoChecklist = errors.New("progress: no checklist items")
 //   - a full progress file (first line "# Progress: <name>"): the phases and
 //     boxes of its Tasks section, exactly as Parse reads them (errors and
 //     all);
-//   - any other markdown: every box outside code fences and HTML comments,
+//   - any other markdown: every box outside code, HTML blocks and block
+//     quotes (read as in a progress file, see the package doc),
 //     grouped under the nearest heading above it (of any level). A heading
 //     with boxes directly under it becomes a phase, the parent of those
 //     boxes; headings without boxes are dropped; boxes before any heading
@@ -38,11 +39,12 @@ func Checklist(data []byte) ([]Item, error) {
 		}
 		return d.Items, nil
 	}
-	lines, err := splitLines(data)
+	src := string(data)
+	lines, err := scan(src)
 	if err != nil {
 		return nil, err
 	}
-	items, err := collectItems(lines, 0, len(lines), false)
+	items, err := collectItems(&source{src: src, lines: lines}, 0, len(lines), false)
 	if err != nil {
 		var pe *ParseError
 		if errors.As(err, &pe) {
@@ -63,21 +65,17 @@ func errorAtNoBox(line int) error {
 // isProgressFile reports whether the first non-blank line outside HTML
 // comments is a "# Progress:" heading.
 func isProgressFile(data []byte) bool {
-	lines, err := splitLines(data)
-	if err != nil {
-		// An unclosed fence: look at the raw lines; the parser that runs
-		// next reports the fence.
-		lines = nil
-		for _, l := range strings.Split(string(data), "\n") {
-			lines = append(lines, line{text: strings.TrimSuffix(l, "\r")})
-		}
-	}
-	for _, l := range lines {
-		if strings.TrimSpace(l.text) == "" || l.comment {
+	src := string(data)
+	// An unclosed fence is reported by the parser that runs next; the
+	// lines are classified all the same.
+	lines, _ := scan(src)
+	s := &source{src: src, lines: lines}
+	for i, l := range lines {
+		if l.kind == lineBlank || l.kind == lineComment {
 			continue
 		}
-		lvl, text := heading(l.text)
-		return lvl == 1 && strings.HasPrefix(text, "Progress:")
+		lvl, text := heading(s.text(i))
+		return l.kind == lineHeading && lvl == 1 && strings.HasPrefix(text, "Progress:")
 	}
 	return false
 }

@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -35,17 +36,25 @@ type edit struct {
 	text       string
 }
 
-// apply applies non-overlapping edits to src and returns a new slice.
-func apply(src []byte, edits []edit) []byte {
-	slices.SortStableFunc(edits, func(a, b edit) int { return a.start - b.start })
-	var out []byte
+// apply applies non-overlapping edits to src and returns the result, built
+// in one allocation of its exact size. An insertion at the start of a
+// deletion goes before it.
+func apply(src string, edits []edit) string {
+	slices.SortFunc(edits, func(a, b edit) int { return cmp.Or(a.start-b.start, a.end-b.end) })
+	n := len(src)
+	for _, e := range edits {
+		n += len(e.text) - (e.end - e.start)
+	}
+	var b strings.Builder
+	b.Grow(n)
 	at := 0
 	for _, e := range edits {
-		out = append(out, src[at:e.start]...)
-		out = append(out, e.text...)
+		b.WriteString(src[at:e.start])
+		b.WriteString(e.text)
 		at = e.end
 	}
-	return append(out, src[at:]...)
+	b.WriteString(src[at:])
+	return b.String()
 }
 
 func (d *Doc) nl() string {
@@ -64,18 +73,17 @@ func (d *Doc) withLines(lines ...string) string {
 // one when line i is the last line and has none. The returned prefix must
 // be put before any inserted text.
 func (d *Doc) endOf(i int) (int, string) {
-	l := d.lines[i]
-	if l.next == l.end {
-		return l.end, d.nl()
+	if next, end := d.next(i), d.end(i); next != end {
+		return next, ""
 	}
-	return l.next, ""
+	return d.end(i), d.nl()
 }
 
 // lastContent returns the index of the last non-blank line in [from, to),
 // or from-1 when all are blank.
 func (d *Doc) lastContent(from, to int) int {
 	for i := to - 1; i >= from; i-- {
-		if strings.TrimSpace(d.lines[i].text) != "" {
+		if strings.TrimSpace(d.text(i)) != "" {
 			return i
 		}
 	}
@@ -84,10 +92,10 @@ func (d *Doc) lastContent(from, to int) int {
 
 // tick returns the source with the box of task id checked. It changes the
 // one byte between the brackets.
-func (d *Doc) tick(id string) ([]byte, error) {
+func (d *Doc) tick(id string) (string, error) {
 	it, ok := d.item(id)
 	if !ok || it.Phase {
-		return nil, fmt.Errorf("progress: task %s: no box with that id: %w", id, loop.ErrNotFound)
+		return "", fmt.Errorf("progress: task %s: no box with that id: %w", id, loop.ErrNotFound)
 	}
 	if it.Checked {
 		return d.src, nil
@@ -95,32 +103,54 @@ func (d *Doc) tick(id string) ([]byte, error) {
 	return apply(d.src, []edit{{it.box, it.box + 1, "x"}}), nil
 }
 
+// ticked turns d, in place, into the parse of out, which tick(id) returned:
+// one byte changed and nothing moved, so only the box's Checked changes
+// (the fuzz test checks this against parsing out).
+func (d *Doc) ticked(id, out string) {
+	for i := range d.Items {
+		if d.Items[i].ID == id && !d.Items[i].Phase {
+			d.Items[i].Checked = true
+		}
+	}
+	d.src = out
+}
+
 // appendIteration returns the source with row appended to the Iteration
 // Log table, creating the table, or the section at the end of the file,
 // when missing.
-func (d *Doc) appendIteration(r IterationRow) []byte {
+func (d *Doc) appendIteration(r IterationRow) string {
+	return apply(d.src, d.appendIterationEdits(r))
+}
+
+// logIteration is appendIteration and trimAttempts(keep) in one edit, as
+// AppendIteration writes them.
+func (d *Doc) logIteration(r IterationRow, keep int) string {
+	return apply(d.src, append(d.trimEdits(keep), d.appendIterationEdits(r)...))
+}
+
+func (d *Doc) appendIterationEdits(r IterationRow) []edit {
 	row := formatRow(r)
 	sp, ok := d.sections[SectionLog]
 	if !ok {
 		at, pre := len(d.src), ""
 		if n := len(d.lines); n > 0 {
 			at, pre = d.endOf(n - 1)
-			if strings.TrimSpace(d.lines[n-1].text) != "" {
+			if strings.TrimSpace(d.text(n-1)) != "" {
 				pre += d.nl()
 			}
 		}
-		return apply(d.src, []edit{{at, at, pre + d.withLines("## "+string(SectionLog), logHeader[0], logHeader[1], row)}})
+		return []edit{{at, at, pre + d.withLines("## "+string(SectionLog), logHeader[0], logHeader[1], row)}}
 	}
 	if d.logLast >= 0 {
 		at, pre := d.endOf(d.logLast)
-		return apply(d.src, []edit{{at, at, pre + d.withLines(row)}})
+		return []edit{{at, at, pre + d.withLines(row)}}
 	}
 	last := d.lastContent(sp.from, sp.to)
 	at, pre := d.endOf(last)
 	if last > sp.from {
 		pre += d.nl()
 	}
-	return apply(d.src, []edit{{at, at, pre + d.withLines(logHeader[0], logHeader[1], row)}})
+	return []edit{{at, at, pre + d.withLines(logHeader[0], logHeader[1], row)}}
 }
 
 // formatRow renders an Iteration Log row. Notes are put on one line and
@@ -148,14 +178,14 @@ func formatDuration(d time.Duration) string {
 // Recent Attempts and the oldest blocks dropped so that at most keep
 // remain. The section is created (before Iteration Log, else at the end)
 // when missing.
-func (d *Doc) addAttempt(a Attempt, keep int) []byte {
+func (d *Doc) addAttempt(a Attempt, keep int) string {
 	block := d.formatAttempt(a)
 	sp, ok := d.sections[SectionAttempts]
 	if !ok {
 		text := d.withLines("## "+string(SectionAttempts)) + block
 		if lg, ok := d.sections[SectionLog]; ok {
 			at, pre := d.lines[lg.from].start, ""
-			if lg.from > 0 && strings.TrimSpace(d.lines[lg.from-1].text) != "" {
+			if lg.from > 0 && strings.TrimSpace(d.text(lg.from-1)) != "" {
 				pre = d.nl()
 			}
 			return apply(d.src, []edit{{at, at, pre + text + d.nl()}})
@@ -163,7 +193,7 @@ func (d *Doc) addAttempt(a Attempt, keep int) []byte {
 		at, pre := len(d.src), ""
 		if n := len(d.lines); n > 0 {
 			at, pre = d.endOf(n - 1)
-			if strings.TrimSpace(d.lines[n-1].text) != "" {
+			if strings.TrimSpace(d.text(n-1)) != "" {
 				pre += d.nl()
 			}
 		}
@@ -186,18 +216,14 @@ func (d *Doc) addAttempt(a Attempt, keep int) []byte {
 	return apply(d.src, edits)
 }
 
-// trimAttempts returns the source with the oldest attempt blocks dropped so
-// that at most keep remain, and whether anything changed.
-func (d *Doc) trimAttempts(keep int) ([]byte, bool) {
-	drop := len(d.attempts) - keep
-	if drop <= 0 {
-		return d.src, false
-	}
+// trimEdits are the edits dropping the oldest attempt blocks so that at
+// most keep remain.
+func (d *Doc) trimEdits(keep int) []edit {
 	var edits []edit
-	for _, b := range d.attempts[:drop] {
+	for _, b := range d.attempts[:max(len(d.attempts)-keep, 0)] {
 		edits = append(edits, d.removeLines(b))
 	}
-	return apply(d.src, edits), true
+	return edits
 }
 
 // removeLines is the edit deleting lines [s.from, s.to). When that runs to

@@ -3,6 +3,7 @@ package progress
 import (
 	"strconv"
 	"unicode"
+	"unicode/utf8"
 )
 
 // maxSlug bounds the length of a derived id, in runes, before any "-2"
@@ -10,32 +11,32 @@ import (
 const maxSlug = 48
 
 // assignIDs gives every item its id: the explicit one of an
-// "<!-- id: X -->" marker, else "phase-<N>" for a "Phase N" heading, else
-// the slug of the text; a repeated derived id gets "-2", "-3", … in file
-// order. Checking a box does not change its text, so it does not change any
-// id. An explicit id given twice is an error.
+// "<!-- id: X -->" marker, else the one collectItems derived ("phase-<N>"
+// for a "Phase N" heading, else the slug of the text); a repeated derived
+// id gets "-2", "-3", … in file order. Checking a box does not change its
+// text, so it does not change any id. An explicit id given twice is an
+// error.
 func assignIDs(items []Item) error {
-	seen := map[string]int{}     // id -> times handed out
-	explicit := map[string]int{} // explicit id -> its line
+	seen := make(map[string]int, len(items)) // id -> times handed out
+	var explicit map[string]int              // explicit id -> its line
 	for _, it := range items {
-		if it.explicitID == "" {
+		if !it.explicit {
 			continue
 		}
-		if line, dup := explicit[it.explicitID]; dup {
-			return errorAt(it.Line, "id %q is already used on line %d", it.explicitID, line)
+		if explicit == nil {
+			explicit = map[string]int{}
 		}
-		explicit[it.explicitID] = it.Line
-		seen[it.explicitID] = 1
+		if line, dup := explicit[it.ID]; dup {
+			return errorAt(it.Line, "id %q is already used on line %d", it.ID, line)
+		}
+		explicit[it.ID] = it.Line
+		seen[it.ID] = 1
 	}
 	for i := range items {
-		if id := items[i].explicitID; id != "" {
-			items[i].ID = id
+		if items[i].explicit {
 			continue
 		}
-		base := slug(items[i].Title)
-		if items[i].phaseNum > 0 {
-			base = "phase-" + strconv.Itoa(items[i].phaseNum)
-		}
+		base := items[i].ID
 		id := base
 		for seen[id] > 0 {
 			seen[base]++
@@ -51,43 +52,53 @@ func assignIDs(items []Item) error {
 // dropping markdown punctuation: "Add `--dry-run` to **build**" →
 // "add-dry-run-to-build". An empty result becomes "task".
 func slug(text string) string {
-	b := make([]rune, 0, min(len(text), maxSlug+1))
+	var buf [4 * (maxSlug + 2)]byte // the loop stops at maxSlug+2 runes
+	b := buf[:0]
+	n := 0 // runes in b
 	dash := false
 	for _, r := range text {
 		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			if dash && len(b) > 0 {
-				b = append(b, '-')
-			}
-			b = append(b, unicode.ToLower(r))
-			dash = false
+		case r < utf8.RuneSelf && ('a' <= r && r <= 'z' || '0' <= r && r <= '9'):
+		case r < utf8.RuneSelf && 'A' <= r && r <= 'Z':
+			r += 'a' - 'A'
+		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			r = unicode.ToLower(r)
 		case r == '\'' || r == '’':
-			// "don't" → "dont"
+			continue // "don't" → "dont"
 		default:
 			dash = true
+			continue
 		}
-		if len(b) > maxSlug {
+		if dash && n > 0 {
+			b = append(b, '-')
+			n++
+		}
+		dash = false
+		b = utf8.AppendRune(b, r)
+		n++
+		if n > maxSlug {
 			break
 		}
 	}
-	if len(b) > maxSlug {
-		b = b[:maxSlug]
-		// Cut at a word boundary when one is not too far back.
-		if i := lastIndex(b, '-'); i >= maxSlug/2 {
-			b = b[:i]
+	if n > maxSlug {
+		// Keep maxSlug runes, cut at a word boundary when one is not too
+		// far back.
+		cut, runes, dashAt := 0, 0, -1
+		for runes < maxSlug {
+			if b[cut] == '-' && runes >= maxSlug/2 {
+				dashAt = cut
+			}
+			_, size := utf8.DecodeRune(b[cut:])
+			cut += size
+			runes++
+		}
+		b = b[:cut]
+		if dashAt >= 0 {
+			b = b[:dashAt]
 		}
 	}
 	if len(b) == 0 {
 		return "task"
 	}
 	return string(b)
-}
-
-func lastIndex(rs []rune, r rune) int {
-	for i := len(rs) - 1; i >= 0; i-- {
-		if rs[i] == r {
-			return i
-		}
-	}
-	return -1
 }

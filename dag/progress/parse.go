@@ -58,9 +58,10 @@ type Item struct {
 	// Line is the 1-based line of the heading or box.
 	Line int
 
-	box        int    // byte offset of the character between the brackets; -1 for phases
-	phaseNum   int    // N of a "Phase N:" heading, 0 if none
-	explicitID string // the id given by an "<!-- id: X -->" marker, if any
+	// explicit is true when ID was given by an "<!-- id: X -->" marker;
+	// until assignIDs, ID holds that id, or the one to derive from.
+	explicit bool
+	box      int // byte offset of the character between the brackets; -1 for phases
 }
 
 // Attempt is one block of the Recent Attempts section:
@@ -109,7 +110,7 @@ type Doc struct {
 	// Status is the first non-blank line of the Status section ("" if none).
 	Status string
 	// Done is true when RALPH_DONE stands alone on a line of the Status
-	// section (outside code fences and HTML comments).
+	// section (outside code and HTML blocks).
 	Done bool
 	// Items are the phases and boxes of the Tasks section, in file order.
 	Items []Item
@@ -119,8 +120,7 @@ type Doc struct {
 	// Log holds the data rows of the Iteration Log table, in file order.
 	Log []LogRow
 
-	src      []byte
-	lines    []line
+	source
 	sections map[Section]span // heading line index .. end line index (exclusive)
 	attempts []span           // line ranges of the attempt blocks
 	logLast  int              // index of the last table line of Iteration Log, -1 if none
@@ -129,16 +129,6 @@ type Doc struct {
 
 // span is a half-open range of line indexes.
 type span struct{ from, to int }
-
-// line is one line of the source.
-type line struct {
-	start   int    // byte offset of the first byte
-	end     int    // byte offset just past the text (before "\r\n" or "\n")
-	next    int    // byte offset of the next line
-	text    string // without the line ending
-	inert   bool   // inside a code fence or HTML comment (or its delimiter)
-	comment bool   // inert because of an HTML comment
-}
 
 // Tasks returns the boxes (not the phases), in file order.
 func (d *Doc) Tasks() []Item {
@@ -151,9 +141,8 @@ func (d *Doc) Tasks() []Item {
 	return out
 }
 
-// Bytes returns the source the Doc was parsed from. It must not be
-// modified.
-func (d *Doc) Bytes() []byte { return d.src }
+// Bytes returns (a copy of) the source the Doc was parsed from.
+func (d *Doc) Bytes() []byte { return []byte(d.src) }
 
 // Finished reports whether the run is over according to the file:
 // RALPH_DONE in Status, or at least one box and every box checked.
@@ -188,18 +177,23 @@ func (d *Doc) item(id string) (Item, bool) {
 // "# Progress: <name>" heading as the first non-blank line and a "## Tasks"
 // section; every other section is optional. Errors are *ParseError values
 // naming the line, wrapping ErrNotProgressFile.
-func Parse(data []byte) (*Doc, error) {
-	lines, err := splitLines(data)
+func Parse(data []byte) (*Doc, error) { return parse(string(data), true) }
+
+// parse parses src; the Log rows only when rows is true (the store needs
+// just where the table ends, and the rows of a long log cost more memory
+// than the file).
+func parse(src string, rows bool) (*Doc, error) {
+	lines, err := scan(src)
 	if err != nil {
 		return nil, err
 	}
-	d := &Doc{src: data, lines: lines, sections: map[Section]span{}, logLast: -1}
-	d.crlf = len(lines) > 0 && lines[0].next-lines[0].end == 2
+	d := &Doc{source: source{src: src, lines: lines}, sections: map[Section]span{}, logLast: -1}
+	d.crlf = len(lines) > 0 && d.next(0)-d.end(0) == 2
 
 	// The title.
 	first := -1
 	for i, l := range lines {
-		if strings.TrimSpace(l.text) == "" || l.comment {
+		if l.kind == lineBlank || l.kind == lineComment {
 			continue
 		}
 		first = i
@@ -208,10 +202,10 @@ func Parse(data []byte) (*Doc, error) {
 	if first < 0 {
 		return nil, errorAt(max(len(lines), 1), "empty document: a progress file starts with \"# Progress: <name>\"")
 	}
-	lvl, text := heading(lines[first].text)
+	lvl, text := heading(d.text(first))
 	name, ok := strings.CutPrefix(text, "Progress:")
-	if lines[first].inert || lvl != 1 || !ok {
-		return nil, errorAt(first+1, "want \"# Progress: <name>\" as the first line, got %q", clip(lines[first].text))
+	if lines[first].kind != lineHeading || lvl != 1 || !ok {
+		return nil, errorAt(first+1, "want \"# Progress: <name>\" as the first line, got %q", clip(d.text(first)))
 	}
 	d.Name = strings.TrimSpace(name)
 	if d.Name == "" {
@@ -230,15 +224,12 @@ func Parse(data []byte) (*Doc, error) {
 	}
 	for i := first + 1; i < len(lines); i++ {
 		l := lines[i]
-		if l.inert {
+		if l.kind != lineHeading || l.level > 2 {
 			continue
 		}
-		lvl, text := heading(l.text)
-		if lvl != 1 && lvl != 2 {
-			continue
-		}
+		text := d.headingText(i)
 		closeSection(i)
-		if lvl == 1 {
+		if l.level == 1 {
 			if _, ok := strings.CutPrefix(text, "Progress:"); ok {
 				return nil, errorAt(i+1, "a second \"# Progress:\" heading (the first is on line %d)", first+1)
 			}
@@ -263,7 +254,7 @@ func Parse(data []byte) (*Doc, error) {
 		return nil, err
 	}
 	d.parseAttempts()
-	d.parseLog()
+	d.parseLog(rows)
 	return d, nil
 }
 
@@ -272,11 +263,11 @@ func (d *Doc) parseStatus() {
 	if !ok {
 		return
 	}
-	for _, l := range d.lines[sp.from+1 : sp.to] {
-		if l.inert {
+	for i := sp.from + 1; i < sp.to; i++ {
+		if k := d.lines[i].kind; k == lineBlank || k == lineSetext || d.lines[i].inert() {
 			continue
 		}
-		t := strings.TrimSpace(l.text)
+		t := strings.TrimSpace(d.text(i))
 		if t == "" {
 			continue
 		}
@@ -291,7 +282,7 @@ func (d *Doc) parseStatus() {
 
 func (d *Doc) parseTasks() error {
 	sp := d.sections[SectionTasks]
-	items, err := collectItems(d.lines, sp.from+1, sp.to, true)
+	items, err := collectItems(&d.source, sp.from+1, sp.to, true)
 	if err != nil {
 		return err
 	}
@@ -311,10 +302,16 @@ var idMarker = regexp.MustCompile(`\s*<!--\s*id:\s*(\S*?)\s*-->\s*$`)
 // phases, and any other level-3 heading ends the current phase; in a plain
 // checklist every heading starts a group. Groups without boxes are
 // dropped. It assigns the ids.
-func collectItems(lines []line, from, to int, progressFile bool) ([]Item, error) {
-	var items []Item
-	var parents []int // index in items of each item's phase, -1 none
-	phase := -1       // index in items of the current phase, -1 none
+func collectItems(s *source, from, to int, progressFile bool) ([]Item, error) {
+	n := 0
+	for i := from; i < to; i++ {
+		if k := s.lines[i].kind; k == lineBox || k == lineHeading {
+			n++
+		}
+	}
+	items := make([]Item, 0, n)
+	parents := make([]int32, 0, n) // index in items of each item's phase, -1 none
+	phase := -1                    // index in items of the current phase, -1 none
 	phaseHasBox := false
 	endPhase := func() {
 		if phase >= 0 && !phaseHasBox {
@@ -323,48 +320,56 @@ func collectItems(lines []line, from, to int, progressFile bool) ([]Item, error)
 		phase = -1
 	}
 	for i := from; i < to; i++ {
-		l := lines[i]
-		if l.inert {
-			continue
-		}
-		if lvl, text := heading(l.text); lvl > 0 && (!progressFile || lvl == 3) {
+		l := s.lines[i]
+		if l.kind == lineHeading && (!progressFile || l.level == 3) {
 			endPhase()
-			text, id, err := cutID(text, i+1)
+			text, id, err := cutID(s.headingText(i), i+1)
 			if err != nil {
 				return nil, err
 			}
-			it := Item{Title: text, Phase: true, Line: i + 1, box: -1, explicitID: id}
+			it := Item{ID: id, Title: text, Phase: true, Line: i + 1, box: -1, explicit: id != ""}
+			num := 0
 			if m := phaseHeading.FindStringSubmatch(text); m != nil {
-				it.phaseNum, _ = strconv.Atoi(m[1])
+				num, _ = strconv.Atoi(m[1])
 				if name := strings.TrimSpace(m[2]); name != "" {
 					it.Title = name
 				}
 			} else if progressFile || text == "" {
 				continue // not a phase: the boxes below have no parent
 			}
+			switch {
+			case it.explicit:
+			case num > 0:
+				it.ID = "phase-" + strconv.Itoa(num)
+			default:
+				it.ID = slug(it.Title)
+			}
 			items = append(items, it)
 			parents = append(parents, -1)
 			phase, phaseHasBox = len(items)-1, false
 			continue
 		}
-		off, checked, title, isBox := box(l.text)
-		if !isBox {
+		if l.kind != lineBox {
 			continue
 		}
-		title, id, err := cutID(title, i+1)
+		text := s.text(i)
+		title, id, err := cutID(strings.TrimSpace(text[l.box+2:]), i+1)
 		if err != nil {
 			return nil, err
 		}
 		if title == "" {
 			return nil, errorAt(i+1, "a checkbox with no task text")
 		}
-		it := Item{Title: title, Checked: checked, Line: i + 1, box: l.start + off, explicitID: id}
+		it := Item{ID: id, Title: title, Checked: text[l.box] != ' ', Line: i + 1, box: s.textStart(i) + int(l.box), explicit: id != ""}
+		if !it.explicit {
+			it.ID = slug(title)
+		}
 		if phase >= 0 {
 			phaseHasBox = true
 		}
-		it.Description = description(lines, i, to)
+		it.Description = description(s, i, to)
 		items = append(items, it)
-		parents = append(parents, phase)
+		parents = append(parents, int32(phase))
 	}
 	endPhase()
 	if err := assignIDs(items); err != nil {
@@ -397,51 +402,42 @@ func cutID(text string, line int) (string, string, error) {
 // description gathers the lines under the box on line i that are indented
 // deeper than it and are not boxes or headings, dedented; blank lines
 // between them are kept.
-func description(lines []line, i, to int) string {
-	base := indent(lines[i].text)
-	var kept []string
-	blank := 0
+func description(s *source, i, to int) string {
+	base := indent(s.text(i))
+	first, last, cut := -1, -1, -1 // the lines kept, their least indentation
 	for j := i + 1; j < to; j++ {
-		l := lines[j]
-		if strings.TrimSpace(l.text) == "" {
-			blank++
+		text := s.text(j)
+		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		if indent(l.text) <= base {
+		n := indent(text)
+		if k := s.lines[j].kind; n <= base || k == lineHeading || k == lineBox {
 			break
 		}
-		if lvl, _ := heading(l.text); lvl > 0 && !l.inert {
-			break
+		if first < 0 {
+			first = j
 		}
-		if _, _, _, isBox := box(l.text); isBox && !l.inert {
-			break
-		}
-		if len(kept) > 0 {
-			for ; blank > 0; blank-- {
-				kept = append(kept, "")
-			}
-		}
-		blank = 0
-		kept = append(kept, l.text)
-	}
-	if len(kept) == 0 {
-		return ""
-	}
-	cut := -1
-	for _, k := range kept {
-		if strings.TrimSpace(k) == "" {
-			continue
-		}
-		if n := indent(k); cut < 0 || n < cut {
+		last = j
+		if cut < 0 || n < cut {
 			cut = n
 		}
 	}
-	for i, k := range kept {
-		if len(k) >= cut {
-			kept[i] = strings.TrimRight(k[cut:], " \t")
+	if first < 0 {
+		return ""
+	}
+	if first == last {
+		return strings.TrimRight(s.text(first)[cut:], " \t")
+	}
+	var b strings.Builder
+	for j := first; j <= last; j++ {
+		if j > first {
+			b.WriteByte('\n')
+		}
+		if text := s.text(j); strings.TrimSpace(text) != "" {
+			b.WriteString(strings.TrimRight(text[cut:], " \t"))
 		}
 	}
-	return strings.Join(kept, "\n")
+	return b.String()
 }
 
 func (d *Doc) parseAttempts() {
@@ -461,12 +457,12 @@ func (d *Doc) parseAttempts() {
 	}
 	for i := sp.from + 1; i < sp.to; i++ {
 		l := d.lines[i]
-		if l.inert {
+		if l.inert() || l.kind == lineSetext {
 			continue
 		}
-		if lvl, text := heading(l.text); lvl == 3 {
+		if l.kind == lineHeading && l.level == 3 {
 			closeBlock(i)
-			if n, ok := iterationHeading(text); ok {
+			if n, ok := iterationHeading(d.headingText(i)); ok {
 				open, cur = i, Attempt{Iteration: n}
 			}
 			continue
@@ -474,8 +470,9 @@ func (d *Doc) parseAttempts() {
 		if open < 0 {
 			continue
 		}
-		t := strings.TrimSpace(l.text)
-		if rest, ok := cutBullet(t); ok && indent(l.text) == 0 {
+		text := d.text(i)
+		t := strings.TrimSpace(text)
+		if rest, ok := cutBullet(t); ok && indent(text) == 0 {
 			field = nil
 			k, v, _ := strings.Cut(rest, ":")
 			v = strings.TrimLeft(v, "*_")
@@ -492,32 +489,43 @@ func (d *Doc) parseAttempts() {
 			}
 			continue
 		}
-		if field != nil && t != "" && indent(l.text) > 0 {
+		if field != nil && t != "" && indent(text) > 0 {
 			*field += "\n" + t
 		}
 	}
 	closeBlock(sp.to)
 }
 
-func (d *Doc) parseLog() {
+func (d *Doc) parseLog(rows bool) {
 	sp, ok := d.sections[SectionLog]
 	if !ok {
 		return
 	}
-	rows := 0
-	for i := sp.from + 1; i < sp.to; i++ {
-		l := d.lines[i]
-		if l.inert {
-			continue
+	isRow := func(i int) (string, bool) {
+		if l := d.lines[i]; l.inert() || l.kind == lineSetext {
+			return "", false
 		}
-		t := strings.TrimSpace(l.text)
-		if !strings.HasPrefix(t, "|") {
+		t := strings.TrimSpace(d.text(i))
+		return t, strings.HasPrefix(t, "|")
+	}
+	if !rows {
+		for i := sp.to - 1; i > sp.from && d.logLast < 0; i-- {
+			if _, ok := isRow(i); ok {
+				d.logLast = i
+			}
+		}
+		return
+	}
+	n := 0
+	for i := sp.from + 1; i < sp.to; i++ {
+		t, ok := isRow(i)
+		if !ok {
 			continue
 		}
 		d.logLast = i
-		rows++
+		n++
 		cells := splitRow(t)
-		if rows == 1 || isSeparatorRow(cells) {
+		if n == 1 || isSeparatorRow(cells) {
 			continue // the header, the |---| line
 		}
 		d.Log = append(d.Log, LogRow{Line: i + 1, Cells: cells})
@@ -594,64 +602,6 @@ func sectionNamed(text string) (Section, bool) {
 	return "", false
 }
 
-// splitLines splits data into lines and marks those inside fenced code
-// blocks and HTML comments. A fence that is never closed is an error: it
-// would silently hide every box after it.
-func splitLines(data []byte) ([]line, error) {
-	text := string(data) // one copy; every line's text is a slice of it
-	lines := make([]line, 0, strings.Count(text, "\n")+1)
-	for start := 0; start < len(text); {
-		end, next := len(text), len(text)
-		if i := strings.IndexByte(text[start:], '\n'); i >= 0 {
-			end, next = start+i, start+i+1
-		}
-		e := end
-		if e > start && text[e-1] == '\r' {
-			e--
-		}
-		lines = append(lines, line{start: start, end: e, next: next, text: text[start:e]})
-		start = next
-	}
-	if len(lines) > 0 {
-		// A byte order mark (some Windows editors write one) is not text.
-		// The first line is the title, never a box, so its offsets do not
-		// matter.
-		lines[0].text = strings.TrimPrefix(lines[0].text, "\ufeff")
-	}
-	fenceLine := -1
-	var fence string // the opening fence run, "```" or "~~~~"…
-	inComment := false
-	for i := range lines {
-		t := strings.TrimSpace(lines[i].text)
-		switch {
-		case fence != "":
-			lines[i].inert = true
-			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
-				fence = ""
-			}
-		case inComment:
-			lines[i].inert, lines[i].comment = true, true
-			if strings.Contains(t, "-->") {
-				inComment = false
-			}
-		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
-			run := t[:len(t)-len(strings.TrimLeft(t, t[:1]))]
-			if run[0] == '`' && strings.Contains(t[len(run):], "`") {
-				continue // inline code such as ```x```, not a fence
-			}
-			lines[i].inert = true
-			fence, fenceLine = run, i
-		case strings.HasPrefix(t, "<!--"):
-			lines[i].inert, lines[i].comment = true, true
-			inComment = !strings.Contains(t[4:], "-->")
-		}
-	}
-	if fence != "" {
-		return nil, errorAt(fenceLine+1, "code fence %q is never closed", fence)
-	}
-	return lines, nil
-}
-
 // heading returns the level and text of an ATX heading ("## Tasks" → 2,
 // "Tasks"), or 0 when s is not a heading.
 func heading(s string) (int, string) {
@@ -675,44 +625,6 @@ func heading(s string) (int, string) {
 		rest = strings.TrimSpace(trimmed)
 	}
 	return n, rest
-}
-
-// box parses a task-list item: a list marker ("-", "*", "+", "1." or "1)"),
-// a space, "[ ]", "[x]" or "[X]", then a space or the end of the line. It
-// returns the offset in s of the character between the brackets.
-func box(s string) (off int, checked bool, title string, ok bool) {
-	i := indent(s)
-	j := i
-	switch {
-	case j < len(s) && (s[j] == '-' || s[j] == '*' || s[j] == '+'):
-		j++
-	default:
-		k := j
-		for k < len(s) && k-j < 9 && s[k] >= '0' && s[k] <= '9' {
-			k++
-		}
-		if k == j || k >= len(s) || (s[k] != '.' && s[k] != ')') {
-			return 0, false, "", false
-		}
-		j = k + 1
-	}
-	if j >= len(s) || (s[j] != ' ' && s[j] != '\t') {
-		return 0, false, "", false
-	}
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
-	if j+3 > len(s) || s[j] != '[' || s[j+2] != ']' {
-		return 0, false, "", false
-	}
-	c := s[j+1]
-	if c != ' ' && c != 'x' && c != 'X' {
-		return 0, false, "", false
-	}
-	if j+3 < len(s) && s[j+3] != ' ' && s[j+3] != '\t' {
-		return 0, false, "", false
-	}
-	return j + 1, c != ' ', strings.TrimSpace(s[j+3:]), true
 }
 
 // indent is the number of leading spaces and tabs of s.

@@ -133,6 +133,10 @@ func TestParseErrors(t *testing.T) {
 			`progress: line 3: a second "# Progress:" heading (the first is on line 1)`},
 		{"unclosed fence", "# Progress: x\n## Tasks\n- [ ] a\n```go\n- [ ] b\n",
 			"progress: line 4: code fence \"```\" is never closed"},
+		{"unclosed comment", "# Progress: x\n## Tasks\n- [ ] a\n<!--\n- [ ] b\n",
+			`progress: line 4: HTML comment "<!--" is never closed (no "-->")`},
+		{"unclosed pre", "# Progress: x\n## Tasks\n- [ ] a\n<PRE>\n- [ ] b\n",
+			`progress: line 4: HTML block "<PRE" is never closed (no "</pre>")`},
 		{"fence closed by the wrong char", "# Progress: x\n## Tasks\n~~~\n- [ ] b\n```\n",
 			`progress: line 3: code fence "~~~" is never closed`},
 		{"empty box", "# Progress: x\n## Tasks\n- [ ] a\n- [x]   \n", `progress: line 4: a checkbox with no task text`},
@@ -192,6 +196,8 @@ func TestParseDone(t *testing.T) {
 		{"in bold", head + "## Status\n**RALPH_DONE**\n" + tasks, false},
 		{"in a fence in Status", head + "## Status\n```\nRALPH_DONE\n```\n" + tasks, false},
 		{"in a comment in Status", head + "## Status\n<!-- RALPH_DONE -->\n" + tasks, false},
+		{"in indented code in Status", head + "## Status\nIn Progress\n\n    RALPH_DONE\n" + tasks, false},
+		{"in an HTML block in Status", head + "## Status\n<div>\nRALPH_DONE\n</div>\n\n" + tasks, false},
 		{"in a task's text", head + "## Status\nIn Progress\n## Tasks\n- [ ] RALPH_DONE\n", false},
 		{"alone in Tasks", head + "## Status\nIn Progress\n" + tasks + "RALPH_DONE\n", false},
 		{"before Status", head + "RALPH_DONE\n## Status\nIn Progress\n" + tasks, false},
@@ -243,13 +249,18 @@ func TestBox(t *testing.T) {
 		{"1234567890. [ ] ten digits", result{}},
 		{"- [link](x)", result{}},
 		{"", result{}},
+		{"    - [ ] indented code", result{}},
+		{"> - [ ] quoted", result{}},
+		{"- - [ ] nested", result{5, false, "nested", true}},
+		{"-     [ ] code in the item", result{}},
+		{"- [\t] tab in the box", result{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
 			var got result
-			got.Off, got.Checked, got.Title, got.OK = box(tt.line)
-			if !got.OK {
-				got = result{}
+			if lines, err := scan(tt.line); err == nil && len(lines) > 0 && lines[0].kind == lineBox {
+				off := int(lines[0].box)
+				got = result{off, tt.line[off] != ' ', strings.TrimSpace(tt.line[off+2:]), true}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("box(%q) (-want +got):\n%s", tt.line, diff)
@@ -396,10 +407,10 @@ func TestRoundTrip(t *testing.T) {
 				if len(out) != len(d.src) {
 					t.Fatalf("tick %s changed the length", it.ID)
 				}
-				if s, e := changedRegion(d.src, out); e-s != 1 || s != it.box {
+				if s, e := changedRegion([]byte(d.src), []byte(out)); e-s != 1 || s != it.box {
 					t.Fatalf("tick %s changed bytes [%d,%d), want only the box at %d", it.ID, s, e, it.box)
 				}
-				d = mustParse(t, out)
+				d = mustParse(t, []byte(out))
 				want[i].Checked = true
 				if diff := cmp.Diff(want, d.Items, ignore); diff != "" {
 					t.Fatalf("items after ticking %s (-want +got):\n%s", it.ID, diff)
@@ -411,8 +422,8 @@ func TestRoundTrip(t *testing.T) {
 				before := d
 				out := d.appendIteration(IterationRow{Iteration: 10 + n, Started: started, Duration: 90 * time.Second,
 					TasksCompleted: n, Notes: "row | with a pipe\nand a newline"})
-				d = mustParse(t, out)
-				checkOnlySection(t, before, out, SectionLog)
+				d = mustParse(t, []byte(out))
+				checkOnlySection(t, before, []byte(out), SectionLog)
 				if diff := cmp.Diff(before.Items, d.Items, ignore); diff != "" {
 					t.Fatalf("items after a log row (-want +got):\n%s", diff)
 				}
@@ -430,8 +441,8 @@ func TestRoundTrip(t *testing.T) {
 			for n := 1; n <= 6; n++ {
 				before := d
 				out := d.addAttempt(Attempt{Iteration: 20 + n, Tried: "try " + fmt.Sprint(n), Result: "line one\nline two", Next: ""}, KeepAttempts)
-				d = mustParse(t, out)
-				checkOnlySection(t, before, out, SectionAttempts)
+				d = mustParse(t, []byte(out))
+				checkOnlySection(t, before, []byte(out), SectionAttempts)
 				if diff := cmp.Diff(before.Items, d.Items, ignore); diff != "" {
 					t.Fatalf("items after an attempt (-want +got):\n%s", diff)
 				}
@@ -443,7 +454,7 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("attempts (-want +got):\n%s", diff)
 				}
 			}
-			golden(t, strings.TrimSuffix(path, ".md")+".edited.golden", d.src)
+			golden(t, strings.TrimSuffix(path, ".md")+".edited.golden", []byte(d.src))
 		})
 	}
 }
@@ -462,7 +473,7 @@ func checkOnlySection(t *testing.T, before *Doc, new []byte, s Section) {
 		// Cutting the new section out must give the old file back, up to
 		// the line breaks put before the section to separate it.
 		cut := append(slices.Clone(new[:nfrom]), new[nto:]...)
-		p, e := changedRegion(before.src, cut)
+		p, e := changedRegion([]byte(before.src), cut)
 		added := cut[p : p+len(cut)-len(before.src)]
 		if p != e || strings.Trim(string(added), "\r\n") != "" {
 			t.Fatalf("adding section %s changed more than it added: old [%d,%d) became %q", s, p, e, added)
@@ -605,5 +616,92 @@ func TestRalphDoneAgreesWithSigil(t *testing.T) {
 		if got, want := isRalphDone(line), sigil.RalphDone(line); got != want {
 			t.Errorf("isRalphDone(%q) = %v, sigil.RalphDone = %v", line, got, want)
 		}
+	}
+}
+
+// TestCommonMark reads task lists as CommonMark (and GitHub) render them:
+// a checkbox in an indented code block, a fenced block, an HTML block or
+// comment, or a block quote is not a task; a task list item nested under
+// another list item is. Each case gives the Tasks section and the titles
+// of the boxes that must be read from it.
+func TestCommonMark(t *testing.T) {
+	tests := []struct {
+		name  string
+		tasks string // the Tasks section's body
+		want  []string
+	}{
+		{"indented code block after a paragraph and a blank line",
+			"- [ ] Real task\n\nAn example of a task:\n\n    - [ ] Example in indented code\n\n- [ ] Next real task\n",
+			[]string{"Real task", "Next real task"}},
+		{"indented code block at the top of the section",
+			"\n    - [ ] Example\n    - [x] Done example\n- [ ] Real task\n", []string{"Real task"}},
+		{"indented code block by a tab", "Example:\n\n\t- [ ] Example\n\n- [ ] Real task\n", []string{"Real task"}},
+		{"four spaces under a paragraph continue it", "Some text\n    - [ ] part of the paragraph\n", nil},
+		{"four spaces under a box nest a box", "- [ ] Parent\n\n    - [ ] Child after a blank line\n", []string{"Parent", "Child after a blank line"}},
+		{"nested under a box", "- [ ] Parent\n  - [ ] Child\n    - [x] Grandchild\n", []string{"Parent", "Child", "Grandchild"}},
+		{"nested under a plain item", "- Backend\n  - [ ] API\n  - [ ] Schema\n", []string{"API", "Schema"}},
+		{"nested under an ordered item", "1. Backend\n   - [ ] API\n", []string{"API"}},
+		{"nested on the same line", "- - [ ] Inner\n", []string{"Inner"}},
+		{"five spaces after the marker make code", "-     [ ] code in the item\n", nil},
+		{"tab after the marker", "-\t[ ] Tabbed\n", []string{"Tabbed"}},
+		{"fence", "```\n- [ ] in a fence\n```\n- [ ] Real task\n", []string{"Real task"}},
+		{"fence in a list item ends with the item", "- [ ] First\n  ```sh\n  - [ ] in code\n- [ ] Second\n", []string{"First", "Second"}},
+		{"fence indented four spaces is code, not a fence", "Text\n\n    ```\n- [ ] Real task\n", []string{"Real task"}},
+		{"closing fence indented four spaces does not close", "```\n    ```\n- [ ] still in the fence\n```\n- [ ] Real task\n", []string{"Real task"}},
+		{"HTML block", "<details>\n<summary>Later</summary>\n- [ ] hidden in the HTML block\n</details>\n\n- [ ] Real task\n", []string{"Real task"}},
+		{"markdown between HTML tags", "<details>\n\n- [ ] Shown as a task\n\n</details>\n", []string{"Shown as a task"}},
+		{"HTML block of a custom tag", "<my-note>\n- [ ] hidden\n\n- [ ] Real task\n", []string{"Real task"}},
+		{"pre block", "<pre>\n- [ ] hidden\n\n- [ ] still hidden\n</pre>\n- [ ] Real task\n", []string{"Real task"}},
+		{"HTML comment", "<!--\n- [ ] commented out\n\n- [ ] still commented out\n-->\n- [ ] Real task\n", []string{"Real task"}},
+		{"one-line comment", "<!-- - [ ] commented out --> trailing\n- [ ] Real task\n", []string{"Real task"}},
+		{"block quote", "> - [ ] quoted\n> - [ ] quoted too\n- [ ] Real task\n", []string{"Real task"}},
+		{"lazy line of a block quote", "> Quoted text\ncontinued lazily - [ ] not a box\n- [ ] Real task\n", []string{"Real task"}},
+		{"block quote in a list item", "- [ ] Task\n  > - [ ] quoted in the item\n", []string{"Task"}},
+		{"ordered item other than 1 cannot interrupt a paragraph", "Text\n2. [ ] part of the paragraph\n", nil},
+		{"ordered item 1 interrupts a paragraph", "Text\n1. [ ] Interrupts\n", []string{"Interrupts"}},
+		{"thematic break is not a heading under a list", "- [ ] A\n---\n- [ ] B\n", []string{"A", "B"}},
+		{"setext heading ends the Tasks section", "- [ ] A\n\nNotes\n-----\n- [ ] under Notes\n", []string{"A"}},
+		{"link reference definition", "[x]: https://example.com\n- [x]: /url\n- [ ] Real task\n", []string{"Real task"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := "# Progress: x\n\n## Tasks\n" + tt.tasks + "\n## Notes\n- [ ] not in Tasks\n"
+			d, err := Parse([]byte(doc))
+			if err != nil {
+				t.Fatalf("Parse: %v\n%s", err, doc)
+			}
+			var got []string
+			for _, it := range d.Tasks() {
+				got = append(got, it.Title)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s\n%s", diff, doc)
+			}
+			for _, it := range d.Tasks() {
+				if b := doc[it.box]; b != ' ' && b != 'x' && b != 'X' {
+					t.Errorf("task %s: byte %d is %q, not the box", it.ID, it.box, b)
+				}
+			}
+		})
+	}
+}
+
+// TestSetextSections: a setext heading is a heading, so "Tasks" over a
+// line of dashes is the Tasks section, and a paragraph over "---" is no
+// longer Status text.
+func TestSetextSections(t *testing.T) {
+	d := mustParse(t, []byte("# Progress: x\n\nStatus\n------\nIn Progress\n\nTasks\n-----\n- [ ] A\n\nIteration Log\n---\n| Iteration | Notes |\n|---|---|\n| 1 | a |\n---\n\n## Notes\ntext\n"))
+	if d.Status != "In Progress" {
+		t.Errorf("Status = %q", d.Status)
+	}
+	if len(d.Tasks()) != 1 || d.Tasks()[0].Title != "A" {
+		t.Errorf("tasks: %+v", d.Tasks())
+	}
+	if len(d.Log) != 1 {
+		t.Errorf("log rows: %+v (a table followed by a thematic break is still a table)", d.Log)
+	}
+	d = mustParse(t, []byte("# Progress: x\n## Status\nRALPH_DONE\n---\n## Tasks\n- [ ] A\n"))
+	if d.Done {
+		t.Error(`"RALPH_DONE" over "---" is a heading, not Status text, but Done is true`)
 	}
 }

@@ -1,10 +1,10 @@
 package progress
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"slices"
 	"strings"
@@ -61,6 +61,14 @@ type Store struct {
 	// iteration is the number of the last row AppendIteration wrote in
 	// this run; Fail labels its Recent Attempts entry with iteration+1.
 	iteration int
+
+	// The file as the store last read or wrote it (known false: not
+	// known), and parsed (nil until needed). A call whose file still holds
+	// exactly cur uses doc instead of reading and parsing the file again.
+	cur   string
+	known bool
+	doc   *Doc
+	buf   []byte // for reading the file
 }
 
 type claim struct {
@@ -97,17 +105,47 @@ func Open(path string, opt Options) (*Store, error) {
 // Path is the progress file's path.
 func (s *Store) Path() string { return s.path }
 
-// read reads and parses the file.
+// read returns the file parsed. It reads and parses the file only when it
+// no longer holds what the store last read or wrote: deciding that reads
+// the file through a small buffer and keeps no copy of it.
 func (s *Store) read() (*Doc, error) {
-	data, err := os.ReadFile(s.path)
+	if s.buf == nil {
+		s.buf = make([]byte, 256<<10)
+	}
+	if s.known {
+		same, err := holds(s.path, s.cur, s.buf)
+		if err != nil {
+			return nil, fmt.Errorf("progress: %w", err)
+		}
+		if same {
+			if s.doc == nil {
+				d, err := parse(s.cur, false)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", s.path, err)
+				}
+				s.doc = d
+			}
+			return s.doc, nil
+		}
+	}
+	// Let the old content go before the new is read.
+	s.cur, s.known, s.doc = "", false, nil
+	src, err := readString(s.path, s.buf)
 	if err != nil {
 		return nil, fmt.Errorf("progress: %w", err)
 	}
-	d, err := Parse(data)
+	d, err := parse(src, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.path, err)
 	}
+	s.cur, s.known, s.doc = src, true, d
 	return d, nil
+}
+
+// remember records content as what the file holds, parsed as d (nil: to
+// be parsed when needed).
+func (s *Store) remember(content string, d *Doc) {
+	s.cur, s.known, s.doc = content, true, d
 }
 
 // begin checks ctx, locks the store, reads the file and recovers expired
@@ -142,35 +180,37 @@ func (s *Store) begin(ctx context.Context) (*Doc, time.Time, error) {
 	return d, now, nil
 }
 
-// write replaces the file with the result of change applied to its current
-// content, atomically. The file is read again just before the rename; if it
-// changed since change saw it, change runs again on the new content (up to
-// three times, then ErrConflict).
-func (s *Store) write(d *Doc, change func(*Doc) ([]byte, error)) error {
+// write replaces the file with the result of change applied to d,
+// atomically, when that differs from d's source. d is the Doc read
+// returned. Just before the rename the file is compared with d's source;
+// if it changed since, it is read again and change runs on the new content
+// (up to three times, then ErrConflict). It returns the Doc change last ran
+// on and what it returned, which the store then remembers as the file's
+// content, to be parsed when next needed.
+func (s *Store) write(d *Doc, change func(*Doc) (string, error)) (*Doc, string, error) {
 	for range 3 {
 		out, err := change(d)
-		if err != nil {
-			return err
-		}
-		if bytes.Equal(out, d.src) {
-			return nil
+		if err != nil || out == d.src {
+			return d, out, err
 		}
 		if s.beforeCheck != nil {
 			s.beforeCheck()
 		}
-		now, err := os.ReadFile(s.path)
+		now, err := s.read()
 		if err != nil {
-			return fmt.Errorf("progress: %w", err)
+			return nil, "", err
 		}
-		if !bytes.Equal(now, d.src) {
-			if d, err = Parse(now); err != nil {
-				return fmt.Errorf("%s: %w", s.path, err)
-			}
+		if now != d {
+			d = now // the file changed under the write
 			continue
 		}
-		return writeFile(s.path, out, s.rename)
+		if err := writeFile(s.path, out, s.rename); err != nil {
+			return nil, "", err
+		}
+		s.remember(out, nil)
+		return d, out, nil
 	}
-	return fmt.Errorf("%s: %w", s.path, ErrConflict)
+	return nil, "", fmt.Errorf("%s: %w", s.path, ErrConflict)
 }
 
 func (s *Store) logLocked(now time.Time, id, kind, msg, actor string) {
@@ -267,9 +307,9 @@ func (s *Store) get(d *Doc, id string) (Item, error) {
 	return it, nil
 }
 
-// inScope lists the boxes in scope, in file order. A scope naming a phase
-// holds its boxes; naming a box, that box.
-func (s *Store) inScope(d *Doc, scope loop.Scope) ([]Item, error) {
+// inScope lists the boxes in scope, in file order (without copying the
+// list). A scope naming a phase holds its boxes; naming a box, that box.
+func (s *Store) inScope(d *Doc, scope loop.Scope) (iter.Seq[Item], error) {
 	if scope.Feature != "" {
 		return nil, fmt.Errorf("progress: scope feature %q: %w", scope.Feature, ErrFeatures)
 	}
@@ -278,16 +318,16 @@ func (s *Store) inScope(d *Doc, scope loop.Scope) ([]Item, error) {
 			return nil, fmt.Errorf("progress: scope: %w", err)
 		}
 	}
-	var out []Item
-	for _, it := range d.Items {
-		if it.Phase {
-			continue
+	return func(yield func(Item) bool) {
+		for _, it := range d.Items {
+			if it.Phase || (scope.TaskID != "" && it.ID != scope.TaskID && it.Parent != scope.TaskID) {
+				continue
+			}
+			if !yield(it) {
+				return
+			}
 		}
-		if scope.TaskID == "" || it.ID == scope.TaskID || it.Parent == scope.TaskID {
-			out = append(out, it)
-		}
-	}
-	return out, nil
+	}, nil
 }
 
 // Get implements loop.TaskStore. Phases are tasks too (parents of their
@@ -319,7 +359,7 @@ func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.
 		return nil, err
 	}
 	var out []loop.Task
-	for _, it := range items {
+	for it := range items {
 		if limit > 0 && len(out) == limit {
 			break
 		}
@@ -342,7 +382,7 @@ func (s *Store) Active(ctx context.Context, scope loop.Scope) ([]loop.Task, erro
 		return nil, err
 	}
 	var out []loop.Task
-	for _, it := range items {
+	for it := range items {
 		if t := s.task(d, it); t.Status == loop.StatusInProgress {
 			out = append(out, t)
 		}
@@ -365,7 +405,7 @@ func (s *Store) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, erro
 		return loop.Counts{}, err
 	}
 	var c loop.Counts
-	for _, it := range items {
+	for it := range items {
 		switch s.status(d, it) {
 		case loop.StatusPending:
 			c.Pending++
@@ -406,7 +446,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			return loop.Task{}, err
 		}
 		found := false
-		for _, c := range items {
+		for c := range items {
 			if s.notReady(d, c) == "" {
 				it, found = c, true
 				break
@@ -518,8 +558,13 @@ func (s *Store) Complete(ctx context.Context, p loop.MoveParams) error {
 	if _, err := s.transition(d, now, id, loop.MoveComplete, p.By, loop.StatusDone); err != nil {
 		return err
 	}
-	if err := s.write(d, func(d *Doc) ([]byte, error) { return d.tick(id) }); err != nil {
+	d, out, err := s.write(d, func(d *Doc) (string, error) { return d.tick(id) })
+	if err != nil {
 		return err
+	}
+	if s.doc == nil {
+		d.ticked(id, out) // no need to parse the file again for one byte
+		s.remember(out, d)
 	}
 	delete(s.claims, id)
 	s.logLocked(now, id, loop.LogDone, summary, p.By.Name())
@@ -551,7 +596,7 @@ func (s *Store) Fail(ctx context.Context, p loop.MoveParams) error {
 		Result:    "failed: " + reason,
 		Next:      "not retried in this run; fix the cause or split the task, then run again",
 	}
-	if err := s.write(d, func(d *Doc) ([]byte, error) { return d.addAttempt(a, KeepAttempts), nil }); err != nil {
+	if _, _, err := s.write(d, func(d *Doc) (string, error) { return d.addAttempt(a, KeepAttempts), nil }); err != nil {
 		return err
 	}
 	delete(s.claims, id)
@@ -708,14 +753,15 @@ func (s *Store) Done(ctx context.Context) (bool, error) {
 	return d.Finished(), nil
 }
 
-// Doc returns the file as parsed now.
+// Doc returns the file as parsed now, as Parse reads it (Log included: the
+// store itself does not read the log's rows). The Doc is the caller's.
 func (s *Store) Doc(ctx context.Context) (*Doc, error) {
 	d, _, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	return d, nil
+	return parse(d.src, true)
 }
 
 // AppendIteration appends a row to the Iteration Log table (creating the
@@ -731,15 +777,7 @@ func (s *Store) AppendIteration(ctx context.Context, r IterationRow) error {
 	if r.Iteration < 1 {
 		return fmt.Errorf("progress: iteration log row: iteration %d is not positive", r.Iteration)
 	}
-	err = s.write(d, func(d *Doc) ([]byte, error) {
-		if out, trimmed := d.trimAttempts(KeepAttempts); trimmed {
-			if d, err = Parse(out); err != nil {
-				return nil, err
-			}
-		}
-		return d.appendIteration(r), nil
-	})
-	if err != nil {
+	if _, _, err := s.write(d, func(d *Doc) (string, error) { return d.logIteration(r, KeepAttempts), nil }); err != nil {
 		return err
 	}
 	s.iteration = r.Iteration
@@ -758,7 +796,8 @@ func (s *Store) AddAttempt(ctx context.Context, a Attempt) error {
 	if a.Iteration < 1 {
 		return fmt.Errorf("progress: attempt: iteration %d is not positive", a.Iteration)
 	}
-	return s.write(d, func(d *Doc) ([]byte, error) { return d.addAttempt(a, KeepAttempts), nil })
+	_, _, err = s.write(d, func(d *Doc) (string, error) { return d.addAttempt(a, KeepAttempts), nil })
+	return err
 }
 
 // ReplaceDocument replaces the whole file with text, an updated document
@@ -776,19 +815,23 @@ func (s *Store) ReplaceDocument(ctx context.Context, text string) error {
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
-	nd, err := Parse([]byte(text))
+	nd, err := parse(text, false)
 	if err != nil {
 		return fmt.Errorf("progress: replacement document: %w", err)
 	}
 	if err := keepsTasks(d, nd); err != nil {
 		return err
 	}
-	return s.write(d, func(cur *Doc) ([]byte, error) {
+	_, out, err := s.write(d, func(cur *Doc) (string, error) {
 		if err := keepsTasks(cur, nd); err != nil {
-			return nil, err
+			return "", err
 		}
-		return []byte(text), nil
+		return text, nil
 	})
+	if err == nil && out == text {
+		s.remember(text, nd)
+	}
+	return err
 }
 
 // keepsTasks checks that every box of old is in new.
