@@ -62,6 +62,32 @@
 //     changes nothing they recover expired leases and try again, so the
 //     usual claim or completion is one statement shorter.
 //
+// # Claims, holders and recovery
+//
+// Schema version 2 records, with each claim, who made it (claim_mode: loop,
+// agent, or by hand), the process that keeps it alive (holder_host,
+// holder_pid, holder_start: loop.Holder) and its generation; every history
+// entry records its actor. A claim's entry is written when the claim is
+// made. Every write first returns to pending the claims whose lease has
+// expired (lease-expired) and those whose holder process ran on this host
+// identity and is gone (holder-gone, checked against /proc by pid and start
+// time); a store that just found no such claim skips that look for 100 ms
+// (a new process always looks), and a holder found alive is taken to be
+// alive for a second. Reads recover only when the database can be written,
+// waiting at most 200 ms for the lock, and never fail because they cannot.
+//
+// The store is a loop.ChangeWatcher without queries: its change token is
+// the size and modification time of the database file and its WAL, looked
+// at every 50 ms by a waiting loop.
+//
+// A database that cannot be written (its directory read-only, the disk
+// full) is opened read-only for commands that only read: SQLite's read-only
+// mode, else the file as immutable when no WAL holds commits the file
+// lacks; every write then returns ErrUnwritable with the cause in words
+// ("no space left on device (DIR)", "DIR is read-only"). Locked, full and
+// I/O errors are Temporary() for the loop's durable outcomes. A 0-byte or
+// schema-less file is not a plan: only Open (init) initialises one.
+//
 // # Readiness is kept on write
 //
 // A task is ready when it is pending, has no children, its parent is not

@@ -151,6 +151,37 @@
 //     store (the agent may finish several tasks in one session); an error
 //     there is a notice, as for receipts.
 //
+// # Claims, holders and what becomes of a claim (DESIGN §8)
+//
+//   - The loop claims with its Holder (Config.Holder, this process by
+//     default) and ClaimLoop; it renews the held claim every third of the
+//     lease from the claim until its outcome is recorded — through the
+//     session, verification, the gates and durable retries — and moves it
+//     as Actor{Agent, Loop, Generation}, so that an outcome from a claim
+//     that ended meanwhile is refused (ErrStaleClaim) rather than applied.
+//   - Who may move a task is one function, CheckMove, that every store
+//     applies inside its transaction; LoopHeld says which claims only their
+//     loop moves (ReleaseAgent leaves those too).
+//   - A claim found gone after a session (claimLost): back to pending is
+//     task trouble, counted by claiming the task again (at most once) and
+//     retrying or failing it with a reason naming who released it; done or
+//     failed by someone else, or held by another claim, is noted and left.
+//   - Outcomes of finished work (complete, fail, retry) go through settle:
+//     errors a store marks Temporary() are retried with backoff, 50 ms
+//     doubling to 2 s, until the lease that stood at the first failure
+//     runs out; then the run stops with OutcomeError (exit 1) naming the
+//     task and the outcome, IterNotRecorded, and the agent's final text in
+//     the session log.
+//   - Nothing ready but tasks in progress in scope (waitForAgents): the
+//     loop waits, saying which tasks and holders once per change, until
+//     the store changes (ChangeWatcher, else a look every second), a lease
+//     runs out or a holder on this host dies; it stops as blocked only
+//     when nothing is held. Claims its own agent made beside its task are
+//     released rather than waited for. Peek mode keeps DESIGN §5: an empty
+//     peek ends the run (exit 0).
+//   - A store that marks tasks done its own way (DoneMarker: a progress
+//     box the agent ticked) has that mark taken as the done sigil.
+//
 // # Plan mode (Plan, `ralph plan [N]`)
 //
 //   - Specs are <root>/specs/*.md in name order, then the spec of every

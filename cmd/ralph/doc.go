@@ -37,17 +37,22 @@
 //
 // init creates .ralph/ with progress.db, prompts/, skills/, logs/ and
 // features/, the /ralph-build slash command in .claude/commands/, and a
-// SessionEnd hook in .claude/settings.json that runs
-// `task release --agent "$RALPH_AGENT_ID"` when that variable is set (it is
-// a no-op outside a ralph run). It prints one line per thing created. An
-// existing ralph-build.md is never overwritten (delete it to get the current
-// one). The hook is merged into existing settings: other keys, other
-// events' hooks and other SessionEnd entries are kept, in their order; a
-// SessionEnd entry that already runs a `task release --agent
-// "$RALPH_AGENT_ID"` counts as ralph's. Settings that are not valid JSON or
-// not shaped as Claude Code expects, and a database file that is not a ralph
-// database, stop init before it changes anything. Running init again
-// changes no file.
+// SessionEnd hook in .claude/settings.json. Claude Code runs SessionEnd
+// hooks at the end of every `claude -p` session, normal exits included, so
+// the hook runs the hidden `ralph hook session-end`, which changes nothing
+// while the loop named by $RALPH_HOLDER lives (the loop decides what
+// becomes of the session's tasks), releases the agent's claims once that
+// loop is gone, and does nothing outside a ralph run (the shell test spares
+// starting ralph then). init prints one line per thing created. An existing
+// ralph-build.md is never overwritten (delete it to get the current one).
+// The hook is merged into existing settings: other keys, other events'
+// hooks and other SessionEnd entries are kept, in their order. A hook an
+// earlier ralph installed (`task release --agent "$RALPH_AGENT_ID"`, which
+// released the loop's own claim) has its command string replaced in place,
+// wherever it is, every other byte of the file kept. Settings that are not
+// valid JSON or not shaped as Claude Code expects, and a database file that
+// is not a ralph database, stop init before it changes anything. Running
+// init again changes no file.
 //
 // # JSON
 //
@@ -75,9 +80,20 @@
 // The agent is --agent, else $RALPH_AGENT_ID, else "user-$USER" (or
 // $LOGNAME; "user" when neither is set): a person claiming by hand gets a
 // stable holder name they can release with `task release --agent
-// user-NAME`. The lease is --lease (default 15m). Every `ralph task`
-// command first returns expired claims to pending (Store.Recover),
-// read-only ones included.
+// user-NAME`. The lease is --lease (default 15m). A claim made with
+// $RALPH_HOLDER set (an agent inside a ralph session, peek mode) takes it
+// as its holder and is an agent's claim; without it, the claim has a lease
+// only. Inside a session where the loop claimed a task for the agent
+// ($RALPH_TASK_ID set), `task claim` is refused: that task is the agent's
+// whole job. Every `ralph task` command first returns expired claims, and
+// claims whose holder process is gone, to pending (Store.Recover), read
+// commands too when the database can be written.
+//
+// done and fail take --agent (default $RALPH_AGENT_ID): an agent moves only
+// what it holds, never a claim its live loop made for it (loop.CheckMove);
+// without an agent id the caller is a person (user-$USER in the history),
+// who needs --force for a task a live agent holds. release leaves the
+// claims of the agent's live loop to that loop.
 //
 // # import and export
 //
