@@ -655,17 +655,8 @@ func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func
 // can be written: a read never fails because recovery could not write (the
 // store read-only, the disk full, the lock held), nor waits long for it.
 func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.beforeRead(ctx); err != nil {
 		return err
-	}
-	if s.readOnly == nil {
-		rctx, cancel := context.WithTimeout(ctx, readRecoverWait)
-		err := s.recoverIfAny(rctx)
-		cancel()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		_ = err // recovery is the next writer's business then
 	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -679,4 +670,55 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 		return s.dbErr(err)
 	}
 	return nil
+}
+
+// beforeRead recovers expired and orphaned claims for a read, if there are
+// any and the store can be written, giving up quietly after a short wait.
+func (s *Store) beforeRead(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.readOnly == nil {
+		rctx, cancel := context.WithTimeout(ctx, readRecoverWait)
+		err := s.recoverIfAny(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		_ = err // recovery is the next writer's business then
+	}
+	return nil
+}
+
+// readRaw is read for long scans: fn gets one read transaction on a
+// connection of the pool used through its driver, as the writer's is
+// (see wconn): database/sql's Rows cost a scan of a whole plan more than
+// SQLite's reading did. fn must not keep c.
+func (s *Store) readRaw(ctx context.Context, fn func(c *wconn) error) error {
+	if err := s.beforeRead(ctx); err != nil {
+		return err
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		c := &wconn{c: dc.(driver.Conn), stmts: map[string]*wstmt{}}
+		defer func() {
+			for _, st := range c.stmts {
+				st.st.Close()
+			}
+		}()
+		if _, err := c.exec(ctx, "BEGIN"); err != nil {
+			return err
+		}
+		// The context may have ended: end the transaction regardless.
+		defer c.exec(context.Background(), "ROLLBACK")
+		return fn(c)
+	})
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return s.dbErr(err)
 }

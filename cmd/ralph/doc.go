@@ -57,7 +57,12 @@
 // when absent; feature and claimed_by are always strings, "" when unset, so
 // consumers compare them without null checks; blocked_by is [] when empty;
 // times are RFC 3339 in UTC with sub-second digits when the store has them.
-// show adds logs: [{at, kind, message}]. Output is indented. plan-status
+// show adds logs: [{at, kind, message}]. Output is indented. `task list`
+// streams, in both forms: each task is written as the store reads it, so
+// a plan of any size lists in flat memory; the table's columns are sized
+// from the listing's shape (dag.ListShape, the same snapshot) and are what
+// text/tabwriter made of the whole list. --limit N lists the first N tasks
+// of the plan order (0, the default, lists all). plan-status
 // --json has the keys open, active, done, failed, blocked and total;
 // `feature list --json` prints [{name, spec, plan, created_at}].
 //

@@ -38,6 +38,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "status", Usage: "only tasks with status `S` (pending, in_progress, done, failed, blocked)"},
 					&cli.StringFlag{Name: "feature", Usage: "only the tasks of feature `NAME`"},
+					&cli.IntFlag{Name: "limit", Usage: "list at most the first `N` tasks (0: all)"},
 					jsonFlag(),
 				},
 				Action: withStore(cfg, taskList(cfg)),
@@ -239,14 +240,24 @@ func taskList(cfg appConfig) storeAction {
 			p.Status = status
 		}
 		p.Feature = c.String("feature")
-		tasks, err := st.List(c.Context, p)
-		if err != nil {
+		if p.Limit = c.Int("limit"); p.Limit < 0 {
+			return &usageError{cmd: commandPath(c), err: fmt.Errorf("--limit %d: want 0 (all) or more", p.Limit)}
+		}
+		// Both forms stream: each task is written as it is read, so that
+		// a plan of any size lists in flat memory (DESIGN §8, "Big plans").
+		if c.Bool("json") {
+			out := newTaskListJSON(cfg.stdout)
+			if err := st.EachTask(c.Context, p, out.task); err != nil {
+				return err
+			}
+			return out.end()
+		}
+		out := newTaskTable(cfg.stdout)
+		p.Shape = out.shape
+		if err := st.EachTask(c.Context, p, out.task); err != nil {
 			return err
 		}
-		if c.Bool("json") {
-			return writeJSON(cfg.stdout, tasksJSON(tasks))
-		}
-		return writeTaskTable(cfg.stdout, tasks)
+		return out.end()
 	}
 }
 
