@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -64,85 +63,89 @@ func (s *Store) EachTask(ctx context.Context, p ListParams, fn func(loop.Task) e
 	if p.Limit < 0 {
 		return fmt.Errorf("dag: list limit %d: want 0 (all) or more", p.Limit)
 	}
+	var fnErr error
+	err := s.readRaw(ctx, func(c *wconn) error {
+		var err error
+		fnErr, err = listTasks(ctx, c, p, 0, fn)
+		return err
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return err
+}
+
+// listTasks is EachTask in a transaction of c, over the tasks whose seq is
+// greater than after. fnErr is an error of fn or p.Shape, which ended the
+// listing; err any other.
+func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func(loop.Task) error) (fnErr, err error) {
 	limit := p.Limit
 	if limit == 0 {
 		limit = -1
 	}
 	// The filter is left out when there is none: on every row of a plan
-	// it costs more than it seems.
-	// (Unused parameters ?1 and ?2 are still bound: SQLite numbers
-	// parameters up to the highest it sees.)
-	filter := "1"
-	switch {
-	case p.Status != "" && p.Feature != "":
-		filter = "status = ?1 AND feature = ?2"
-	case p.Status != "":
-		filter = "status = ?1"
-	case p.Feature != "":
-		filter = "feature = ?2"
+	// it costs more than it seems. (Unused parameters are still bound:
+	// SQLite numbers parameters up to the highest it sees.)
+	filter := "t.seq > ?4"
+	if p.Status != "" {
+		filter += " AND t.status = ?1"
 	}
-	var fnErr error
-	err := s.readRaw(ctx, func(c *wconn) error {
-		if p.Shape != nil {
-			var sh ListShape
-			rows, err := c.query(ctx, `SELECT count(*), coalesce(max(length(id)), 0), coalesce(max(length(status)), 0),
-				coalesce(max(length(priority)), 0)
-				FROM (SELECT id, status, priority FROM tasks WHERE `+filter+` ORDER BY seq LIMIT ?3)`,
-				string(p.Status), p.Feature, limit)
-			if err := (wrow{rows: rows, err: err}).Scan(&sh.Tasks, &sh.IDWidth, &sh.StatusWidth, &sh.PriorityWidth); err != nil {
-				return err
-			}
-			if fnErr = p.Shape(sh); fnErr != nil {
-				return fnErr
-			}
+	if p.Feature != "" {
+		filter += " AND t.feature = ?2"
+	}
+	args := []any{string(p.Status), p.Feature, limit, after}
+	if p.Shape != nil {
+		var sh ListShape
+		rows, err := c.query(ctx, `SELECT count(*), coalesce(max(length(id)), 0), coalesce(max(length(status)), 0),
+			coalesce(max(length(priority)), 0)
+			FROM (SELECT id, status, priority FROM tasks t WHERE `+filter+` ORDER BY seq LIMIT ?3)`, args...)
+		if err := (wrow{rows: rows, err: err}).Scan(&sh.Tasks, &sh.IDWidth, &sh.StatusWidth, &sh.PriorityWidth); err != nil {
+			return nil, err
 		}
-		rows, err := c.query(ctx, `SELECT `+listCols+` FROM tasks WHERE `+filter+` ORDER BY seq LIMIT ?3`,
-			string(p.Status), p.Feature, limit)
+		if err := p.Shape(sh); err != nil {
+			return err, nil
+		}
+	}
+	rows, err := c.query(ctx, `SELECT `+listCols+` FROM tasks t WHERE `+filter+` ORDER BY seq LIMIT ?3`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var deps *depCursor
+	defer func() {
+		if deps != nil {
+			deps.close()
+		}
+	}()
+	for rows.Next() {
+		task, blockers, seq, err := listTask(rows.vals)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer rows.Close()
-		var deps *depCursor
-		defer func() {
-			if deps != nil {
-				deps.close()
-			}
-		}()
-		for rows.Next() {
-			task, blockers, seq, err := listTask(rows.vals)
-			if err != nil {
-				return err
-			}
-			if blockers > 0 {
-				if deps == nil {
-					// Opened at the first task with blockers, from there on.
-					// Ordered by the blocked task only: SQLite would sort
-					// each task's few blockers in a b-tree of their own.
-					dr, err := c.query(ctx, `SELECT t.seq, d.seq, d.blocker_id FROM tasks t CROSS JOIN deps d ON d.blocked_id = t.id
-						WHERE t.blocker_count > 0 AND t.seq >= ?3 AND `+filter+` ORDER BY t.seq`,
-						string(p.Status), p.Feature, seq)
-					if err != nil {
-						return err
-					}
-					deps = &depCursor{rows: dr}
-					if err := deps.next(); err != nil {
-						return err
-					}
+		if blockers > 0 {
+			if deps == nil {
+				// Opened at the first task with blockers, from there on.
+				// Ordered by the blocked task only: SQLite would sort
+				// each task's few blockers in a b-tree of their own.
+				dr, err := c.query(ctx, `SELECT t.seq, d.seq, d.blocker_id FROM tasks t CROSS JOIN deps d ON d.blocked_id = t.id
+					WHERE t.blocker_count > 0 AND t.seq >= ?5 AND `+filter+` ORDER BY t.seq`, append(args, seq)...)
+				if err != nil {
+					return nil, err
 				}
-				if task.BlockedBy, err = deps.blockers(seq); err != nil {
-					return err
+				deps = &depCursor{rows: dr}
+				if err := deps.next(); err != nil {
+					return nil, err
 				}
 			}
-			if fnErr = fn(task); fnErr != nil {
-				return fnErr
+			if task.BlockedBy, err = deps.blockers(seq); err != nil {
+				return nil, err
 			}
 		}
-		return rows.Err()
-	})
-	if fnErr != nil && errors.Is(err, fnErr) {
-		return fnErr
+		if err := fn(task); err != nil {
+			return err, nil
+		}
 	}
-	return err
+	return nil, rows.Err()
 }
 
 // listCols are the columns listTask reads: those of taskCols, less the

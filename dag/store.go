@@ -516,6 +516,16 @@ func (t *txn) row(q string, args ...any) scanner {
 // writer's connection; end rolls it back if it was not committed and
 // releases the lock.
 func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
+	return s.beginWith(ctx, false)
+}
+
+// beginWith is begin; with bulk, the transaction is a bulk load that
+// checks every reference itself (see importer): foreign keys are off on
+// the writer's connection for it, and its statement journals (the undo
+// log of one statement within the transaction, which SQLite keeps for
+// every statement that inserts many rows) stay in memory instead of
+// going to a temporary file a page at a time. Both are set back after it.
+func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), err error) {
 	if s.readOnly != nil {
 		return nil, nil, s.readOnly
 	}
@@ -532,7 +542,32 @@ func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
 		s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now()}
 	}
 	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
+	// unbulk sets the connection back after the transaction; one that
+	// cannot be is closed (the next write opens one as the DSN says).
+	unbulk := func() {
+		if !bulk {
+			return
+		}
+		for _, p := range []string{"foreign_keys = ON", "temp_store = DEFAULT"} {
+			if s.w.pragma(context.Background(), p) != nil {
+				s.w.close()
+				s.w = nil
+				return
+			}
+		}
+	}
+	if bulk {
+		// No-ops inside a transaction, or read when one begins.
+		for _, p := range []string{"foreign_keys = OFF", "temp_store = MEMORY"} {
+			if err := s.w.pragma(ctx, p); err != nil {
+				unbulk()
+				release(nil)
+				return nil, nil, s.dbErr(err)
+			}
+		}
+	}
 	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
+		unbulk()
 		release(nil)
 		return nil, nil, s.dbErr(err)
 	}
@@ -540,6 +575,11 @@ func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
 		if !t.committed {
 			// The context may have ended: roll back regardless.
 			s.w.exec(context.Background(), "ROLLBACK")
+			unbulk()
+			release(nil)
+			return
+		}
+		if unbulk(); s.w == nil {
 			release(nil)
 			return
 		}
@@ -612,10 +652,20 @@ func (s *Store) writeGuarded(ctx context.Context, actor string, fn func(t *txn) 
 }
 
 func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func(t *txn) error) error {
+	return s.writeTxWith(ctx, recover, actor, false, fn)
+}
+
+// writeBulk is write for a bulk load that checks every reference itself
+// (see beginWith).
+func (s *Store) writeBulk(ctx context.Context, fn func(t *txn) error) error {
+	return s.writeTxWith(ctx, true, "", true, fn)
+}
+
+func (s *Store) writeTxWith(ctx context.Context, recover bool, actor string, bulk bool, fn func(t *txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	t, end, err := s.begin(ctx)
+	t, end, err := s.beginWith(ctx, bulk)
 	if err != nil {
 		return err
 	}

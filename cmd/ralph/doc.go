@@ -99,9 +99,13 @@
 // nothing, and a longer version adds only what is new. JSON Lines stay
 // strict: a known id is an error. No dependencies are implied: file order is
 // claim order at equal priority (priority stays the default). Everything is
-// added in one transaction, and an error names the line. `--dry-run` prints
-// what would be added and changes nothing (for JSON Lines it does not check
-// references against the database; the import itself does).
+// added in one transaction, and an error names the line. JSON Lines stream
+// (dag.Store.ImportFrom): the file is read twice, once to check every task
+// and reference and once to write, and never held in memory (standard input
+// that cannot seek is first copied to a temporary file, removed at once);
+// parents and blockers may name tasks further down, and a parent is
+// inserted before its children. `--dry-run` makes the import, checks
+// included, prints what it added in insertion order, and rolls it back.
 //
 // The JSON Lines format is dag.ReadJSONL's: ralph's own keys (id, title,
 // description, priority, parent, blocked_by, status), strictly, plus an

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -495,61 +496,49 @@ func taskImport(cfg appConfig) storeAction {
 		} else {
 			name = "standard input"
 		}
-		tasks, checklist, err := readTasks(in)
+		input, err := readImport(c, st, in)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if len(tasks) == 0 {
+		if input.src == nil {
 			return nothingToDo("%s: no tasks to import", name)
 		}
-		// A checklist imports idempotently: what is already there (same
-		// id, or same title) is skipped. JSON Lines stay strict, all or
-		// nothing, as DESIGN §5 says: a known id is an error.
-		var present []dag.ImportTask
-		if checklist {
-			existing, err := st.List(c.Context, dag.ListParams{})
-			if err != nil {
-				return err
-			}
-			tasks, present = dag.SkipPresent(existing, tasks)
-		}
-		tasks = parentsFirst(tasks)
+		defer input.close()
 		already := ""
-		if len(present) > 0 {
-			already = fmt.Sprintf(" (%d already present)", len(present))
+		if len(input.present) > 0 {
+			already = fmt.Sprintf(" (%d already present)", len(input.present))
 		}
-		if c.Bool("dry-run") {
-			for _, t := range tasks {
-				line := fmt.Sprintf("would add %s %s [%s]", t.ID, t.Title, orPending(t.Status))
+		p := dag.ImportParams{Source: input.src, DryRun: c.Bool("dry-run")}
+		out := bufio.NewWriter(cfg.stdout)
+		if p.DryRun {
+			p.Added = func(t dag.ImportTask) error {
+				line := fmt.Sprintf("would add %s %s [%s]", t.ID, t.Title, t.Status)
 				if t.ParentID != "" {
 					line += " (parent " + t.ParentID + ")"
 				}
 				if len(t.BlockedBy) > 0 {
 					line += " (after " + strings.Join(t.BlockedBy, ", ") + ")"
 				}
-				fmt.Fprintln(cfg.stdout, line)
+				_, err := fmt.Fprintln(out, line)
+				return err
 			}
-			_, err = fmt.Fprintf(cfg.stdout, "would import %d task%s%s; nothing changed\n", len(tasks), plural(len(tasks)), already)
-			return err
 		}
 		n := 0
-		if len(tasks) > 0 {
-			if n, err = st.Import(c.Context, tasks); err != nil {
+		if !input.checklist || input.add > 0 {
+			if n, err = st.ImportFrom(c.Context, p); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
-		_, err = fmt.Fprintf(cfg.stdout, "imported %d task%s%s\n", n, plural(n), already)
-		return err
+		switch {
+		case n == 0 && !input.checklist:
+			return nothingToDo("%s: no tasks to import", name)
+		case p.DryRun:
+			fmt.Fprintf(out, "would import %d task%s%s; nothing changed\n", n, plural(n), already)
+		default:
+			fmt.Fprintf(out, "imported %d task%s%s\n", n, plural(n), already)
+		}
+		return out.Flush()
 	}
-}
-
-// orPending names the status a task is imported with ("" and in_progress
-// are imported as pending).
-func orPending(s loop.Status) loop.Status {
-	if s == "" || s == loop.StatusInProgress {
-		return loop.StatusPending
-	}
-	return s
 }
 
 func taskExport(cfg appConfig) storeAction {
@@ -563,37 +552,4 @@ func taskExport(cfg appConfig) storeAction {
 		}
 		return dag.WriteJSONL(cfg.stdout, tasks)
 	}
-}
-
-// parentsFirst returns tasks reordered so that a parent in the batch comes
-// before its children, and otherwise in file order: a file may name a
-// parent further down (a plan often lists the epic last), and the store
-// inserts in order. Leaves keep their relative order, so the claim order
-// of equal priorities is the file's. A parent loop is left for the store
-// to report.
-func parentsFirst(tasks []dag.ImportTask) []dag.ImportTask {
-	index := make(map[string]int, len(tasks))
-	for i, t := range tasks {
-		if _, dup := index[t.ID]; !dup {
-			index[t.ID] = i
-		}
-	}
-	out := make([]dag.ImportTask, 0, len(tasks))
-	state := make([]uint8, len(tasks)) // 0 new, 1 visiting, 2 placed
-	var place func(i int)
-	place = func(i int) {
-		if state[i] != 0 {
-			return
-		}
-		state[i] = 1
-		if j, ok := index[tasks[i].ParentID]; ok && tasks[i].ParentID != "" {
-			place(j)
-		}
-		state[i] = 2
-		out = append(out, tasks[i])
-	}
-	for i := range tasks {
-		place(i)
-	}
-	return out
 }
