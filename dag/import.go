@@ -3,6 +3,7 @@ package dag
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -59,26 +60,38 @@ func quiet(sentinel error, format string, args ...any) error {
 }
 
 // Export returns every task in insertion order, ready for Import (Line is
-// zero).
+// zero). It holds them all in memory: ExportJSONL streams them.
 func (s *Store) Export(ctx context.Context) ([]ImportTask, error) {
-	tasks, err := s.List(ctx, ListParams{})
-	if err != nil {
-		return nil, err
+	var out []ImportTask
+	err := s.EachTask(ctx, ListParams{}, func(t loop.Task) error {
+		out = append(out, exportTask(t))
+		return nil
+	})
+	return out, err
+}
+
+// ExportJSONL writes every task in insertion order to w as WriteJSONL
+// does, each as it is read (EachTask), in memory that does not grow with
+// the plan.
+func (s *Store) ExportJSONL(ctx context.Context, w io.Writer) error {
+	jw := newJSONLWriter(w)
+	if err := s.EachTask(ctx, ListParams{}, func(t loop.Task) error { return jw.write(exportTask(t)) }); err != nil {
+		return err
 	}
-	out := make([]ImportTask, len(tasks))
-	for i, task := range tasks {
-		out[i] = ImportTask{
-			ID:          task.ID,
-			Title:       task.Title,
-			Description: task.Description,
-			Priority:    task.Priority,
-			ParentID:    task.ParentID,
-			BlockedBy:   task.BlockedBy,
-			Status:      task.Status,
-			Feature:     task.Feature,
-		}
+	return jw.bw.Flush()
+}
+
+func exportTask(t loop.Task) ImportTask {
+	return ImportTask{
+		ID:          t.ID,
+		Title:       t.Title,
+		Description: t.Description,
+		Priority:    t.Priority,
+		ParentID:    t.ParentID,
+		BlockedBy:   t.BlockedBy,
+		Status:      t.Status,
+		Feature:     t.Feature,
 	}
-	return out, nil
 }
 
 // SkipPresent makes an import idempotent: it drops the tasks already in

@@ -334,3 +334,27 @@ func TestImportCycleAsBefore(t *testing.T) {
 		t.Errorf("%d of 300 batches had a cycle: the test does not test both sides", cycles)
 	}
 }
+
+// TestExportJSONL: the streamed export writes what WriteJSONL writes of
+// Export, and reads back as the plan.
+func TestExportJSONL(t *testing.T) {
+	s := newTestStore(t, newClock(testStart).Now)
+	if _, err := s.Import(context.Background(), fixture(500)); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := s.Export(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed strings.Builder
+	if err := s.ExportJSONL(context.Background(), &streamed); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(jsonl(t, tasks), streamed.String()); diff != "" {
+		t.Errorf("ExportJSONL (-WriteJSONL +streamed):\n%s", diff)
+	}
+	back, err := ReadJSONL(strings.NewReader(streamed.String()))
+	if err != nil || len(back) != 500 {
+		t.Fatalf("read back %d tasks, %v", len(back), err)
+	}
+}

@@ -397,28 +397,46 @@ func beadsDescription(bi beadsIssue) string {
 // null when the task has none and blocked_by is [] when it has no
 // blockers. ReadJSONL reads it back unchanged.
 func WriteJSONL(w io.Writer, tasks []ImportTask) error {
+	jw := newJSONLWriter(w)
+	for _, t := range tasks {
+		if err := jw.write(t); err != nil {
+			return err
+		}
+	}
+	return jw.bw.Flush()
+}
+
+// jsonlWriter writes tasks as WriteJSONL does, one at a time.
+type jsonlWriter struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+}
+
+func newJSONLWriter(w io.Writer) *jsonlWriter {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for _, t := range tasks {
-		jt := jsonlTask{
-			ID:          t.ID,
-			Title:       t.Title,
-			Description: t.Description,
-			Priority:    &t.Priority,
-			BlockedBy:   t.BlockedBy,
-			Status:      string(t.Status),
-			Feature:     t.Feature,
-		}
-		if t.ParentID != "" {
-			jt.Parent = &t.ParentID
-		}
-		if jt.BlockedBy == nil {
-			jt.BlockedBy = []string{}
-		}
-		if err := enc.Encode(jt); err != nil {
-			return fmt.Errorf("task %s: %w", t.ID, err)
-		}
+	return &jsonlWriter{bw: bw, enc: enc}
+}
+
+func (w *jsonlWriter) write(t ImportTask) error {
+	jt := jsonlTask{
+		ID:          t.ID,
+		Title:       t.Title,
+		Description: t.Description,
+		Priority:    &t.Priority,
+		BlockedBy:   t.BlockedBy,
+		Status:      string(t.Status),
+		Feature:     t.Feature,
 	}
-	return bw.Flush()
+	if t.ParentID != "" {
+		jt.Parent = &t.ParentID
+	}
+	if jt.BlockedBy == nil {
+		jt.BlockedBy = []string{}
+	}
+	if err := w.enc.Encode(jt); err != nil {
+		return fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	return nil
 }

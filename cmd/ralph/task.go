@@ -546,10 +546,6 @@ func taskExport(cfg appConfig) storeAction {
 		if _, err := args(c, 0, 0, ""); err != nil {
 			return err
 		}
-		tasks, err := st.Export(c.Context)
-		if err != nil {
-			return err
-		}
-		return dag.WriteJSONL(cfg.stdout, tasks)
+		return st.ExportJSONL(c.Context, cfg.stdout)
 	}
 }
