@@ -148,15 +148,26 @@ func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func
 	return nil, rows.Err()
 }
 
-// listCols are the columns listTask reads: those of taskCols, less the
-// claim's, which come as one JSON array, NULL for a task without a claim
-// (each column costs a scan of a whole plan time to hand over; the
-// claim's are set together, with a claimed_by never empty, and cleared
-// together, by clearClaim), then seq.
-const listCols = `id, title, description, status, priority, parent_id, feature, retry_count,
-	verification_status, created_at, updated_at, generation, blocker_count, seq,
+// listCols are the columns listTask reads: those of taskCols, shaped so
+// that a row costs little to hand over (each column is a few calls into
+// SQLite, and a string or large integer an allocation, times every task of
+// a plan): the status as a small number; NULL for a column that holds its
+// usual value (an empty text, a zero, updated_at equal to created_at —
+// CASE, not NULLIF, which is a function call); the claim's columns, set
+// together with a claimed_by never empty and cleared together (clearClaim),
+// as one JSON array, NULL for a task without a claim; then seq.
+const listCols = `id, title, CASE description WHEN '' THEN NULL ELSE description END,
+	CASE status WHEN 'pending' THEN 0 WHEN 'done' THEN 1 WHEN 'failed' THEN 2 WHEN 'blocked' THEN 3
+		WHEN 'in_progress' THEN 4 ELSE status END,
+	priority, parent_id, feature, CASE retry_count WHEN 0 THEN NULL ELSE retry_count END,
+	CASE verification_status WHEN '' THEN NULL ELSE verification_status END,
+	created_at, CASE updated_at WHEN created_at THEN NULL ELSE updated_at END,
+	CASE generation WHEN 0 THEN NULL ELSE generation END, blocker_count, seq,
 	CASE WHEN claimed_by <> '' THEN json_array(claimed_by, claimed_at, lease_expires_at, claim_mode,
 		holder_host, holder_pid, holder_start) END`
+
+// listStatuses are the statuses by the numbers of listCols.
+var listStatuses = [...]loop.Status{loop.StatusPending, loop.StatusDone, loop.StatusFailed, loop.StatusBlocked, loop.StatusInProgress}
 
 // listTask decodes a row of listCols.
 func listTask(v []driver.Value) (task loop.Task, blockers int, seq int64, err error) {
@@ -186,10 +197,21 @@ func listTask(v []driver.Value) (task loop.Task, blockers int, seq int64, err er
 		}
 		return n
 	}
+	status := loop.Status("")
+	if n, ok := v[3].(int64); ok && n >= 0 && int(n) < len(listStatuses) {
+		status = listStatuses[n]
+	} else {
+		status = loop.Status(str(v[3]))
+	}
+	created := num(v[9])
+	updated := created
+	if v[10] != nil {
+		updated = num(v[10])
+	}
 	t := loop.Task{
-		ID: str(v[0]), Title: str(v[1]), Description: str(v[2]), Status: loop.Status(str(v[3])),
+		ID: str(v[0]), Title: str(v[1]), Description: str(v[2]), Status: status,
 		Priority: int(num(v[4])), ParentID: str(v[5]), Feature: str(v[6]), RetryCount: int(num(v[7])),
-		VerificationStatus: str(v[8]), CreatedAt: fromNanos(num(v[9])), UpdatedAt: fromNanos(num(v[10])),
+		VerificationStatus: str(v[8]), CreatedAt: fromNanos(created), UpdatedAt: fromNanos(updated),
 		Generation: num(v[11]),
 	}
 	blockers, seq = int(num(v[12])), num(v[13])

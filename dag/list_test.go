@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -17,7 +18,8 @@ import (
 // after their tasks, and when the filter skips tasks that have some.
 func TestEachTaskBlockers(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t, newClock(testStart).Now)
+	clock := newClock(testStart)
+	s := newTestStore(t, clock.Now)
 	if _, err := s.AddFeature(ctx, FeatureParams{Name: "auth"}); err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +43,9 @@ func TestEachTaskBlockers(t *testing.T) {
 	if err := s.Block(ctx, loop.MoveParams{TaskID: "t8"}); err != nil {
 		t.Fatal(err)
 	}
-	// Claims: one held by a loop with a holder process, one done, one
-	// failed and retried, one verified.
+	// Claims, later: one held by a loop with a holder process, one done,
+	// one failed and retried, one verified.
+	clock.Advance(time.Minute)
 	holder := loop.Holder{Host: "host-1", PID: 4242, Start: 99}
 	if _, err := s.Claim(ctx, loop.ClaimParams{TaskID: "t3", Agent: "agent-a", Mode: loop.ClaimLoop, Holder: holder}); err != nil {
 		t.Fatal(err)
