@@ -325,6 +325,7 @@ func (im *importer) check() error {
 	}
 	im.count()
 	im.order()
+	im.ids.slots = nil // the second pass finds tasks by number, not by id
 	return nil
 }
 
@@ -584,9 +585,15 @@ func (im *importer) write() error {
 	}
 	// OR FAIL: on an error, rows already inserted by the statement stay;
 	// the whole transaction is rolled back then anyway.
+	// Binding a text costs an allocation and a copy: the status is bound
+	// as its number, and the times, the same for every row, are written
+	// into the statement.
+	now := strconv.FormatInt(t.now, 10)
 	tasks := newBulkInsert(t, `INSERT OR FAIL INTO tasks (seq, id, title, description, status, priority, parent_id, feature,
-		created_at, updated_at, unmet_blockers, child_count, parent_failed, blocker_count, dependent_count) VALUES `, 15, 64)
-	deps := newBulkInsert(t, `INSERT OR FAIL INTO deps (blocked_id, blocker_id) VALUES `, 2, 256)
+		created_at, updated_at, unmet_blockers, child_count, parent_failed, blocker_count, dependent_count) VALUES `,
+		`(?, ?, ?, ?, CASE ? WHEN 0 THEN 'pending' WHEN 1 THEN 'done' WHEN 2 THEN 'failed' ELSE 'blocked' END,
+		?, ?, ?, `+now+`, `+now+`, ?, ?, ?, ?, ?)`, 13, 64)
+	deps := newBulkInsert(t, `INSERT OR FAIL INTO deps (blocked_id, blocker_id) VALUES `, `(?, ?)`, 2, 256)
 	var batch []int32 // the tasks in tasks' pending rows
 	flushTasks := func() error {
 		err := tasks.flush()
@@ -632,8 +639,8 @@ func (im *importer) write() error {
 			}
 		}
 		batch = append(batch, int32(i))
-		if err := tasks.add(im.base+1+int64(im.pos[i]), id, task.Title, task.Description, string(codeStatus[im.status[i]]),
-			task.Priority, nullIfEmpty(parent), nullIfEmpty(task.Feature), t.now, t.now, unmet, im.children[i], pfailed,
+		if err := tasks.add(im.base+1+int64(im.pos[i]), id, task.Title, task.Description, int64(im.status[i]),
+			task.Priority, nullIfEmpty(parent), nullIfEmpty(task.Feature), unmet, im.children[i], pfailed,
 			len(blockers), im.dependents[i]); err != nil {
 			return err
 		}
@@ -778,13 +785,13 @@ func nullIfEmpty(s string) any {
 // import more than the rows' own writing.
 type bulkInsert struct {
 	t          *txn
-	head       string
+	head, row  string // row has cols parameters
 	cols, rows int
 	args       []any
 }
 
-func newBulkInsert(t *txn, head string, cols, rows int) *bulkInsert {
-	return &bulkInsert{t: t, head: head, cols: cols, rows: rows, args: make([]any, 0, cols*rows)}
+func newBulkInsert(t *txn, head, row string, cols, rows int) *bulkInsert {
+	return &bulkInsert{t: t, head: head, row: row, cols: cols, rows: rows, args: make([]any, 0, cols*rows)}
 }
 
 func (b *bulkInsert) full() bool { return len(b.args) == b.cols*b.rows }
@@ -805,8 +812,7 @@ func (b *bulkInsert) flush() error {
 	if rows == 0 {
 		return nil
 	}
-	row := "(" + placeholders(b.cols) + ")"
-	q := b.head + strings.TrimSuffix(strings.Repeat(row+",", rows), ",")
+	q := b.head + strings.TrimSuffix(strings.Repeat(b.row+",", rows), ",")
 	_, err := b.t.exec(q, b.args...)
 	b.args = b.args[:0]
 	return err
