@@ -617,7 +617,10 @@ func (im *importer) write() error {
 		if i >= im.n || (task.ID != "" && !im.ids.is(int32(i), task.ID)) {
 			return changed
 		}
-		id := im.ids.id(int32(i))
+		id := task.ID
+		if id == "" {
+			id = im.ids.id(int32(i))
+		}
 		parent := ""
 		pfailed := 0
 		if p := im.parent[i]; p != -1 {
