@@ -60,6 +60,8 @@ func readImport(c *cli.Context, st *dag.Store, in io.Reader) (importInput, error
 		input.src = src
 		return input, nil
 	}
+	// A checklist is read whole here: its file is closed on return (the
+	// deferred call is the closer as it is now), not by the caller.
 	defer input.close()
 	input.close = func() {}
 	data, err := io.ReadAll(rs)
