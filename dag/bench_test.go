@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -155,6 +156,105 @@ func BenchmarkImport(b *testing.B) {
 			b.StartTimer()
 		}
 	})
+}
+
+// BenchmarkImportJSONL imports a JSON Lines file of 100,000 tasks (the
+// fixture's, parents moved after their children as plans often have them)
+// through ImportFrom, as `ralph task import` does, and reports the peak of
+// the heap in use during the import, sampled every 5 ms, whole and per
+// task: the memory check of the streamed import (the script
+// scripts/bench-bigplans.sh measures a million tasks' peak RSS).
+func BenchmarkImportJSONL(b *testing.B) {
+	const n = 100_000
+	tasks := fixture(n)
+	for i := range tasks {
+		tasks[i].ParentID = ""
+		if i%10 == 0 && i+1 < n {
+			tasks[i].ParentID = tasks[i+1+(i*7)%(n-i-1)].ID
+		}
+		tasks[i].BlockedBy = slicesWithout(tasks[i].BlockedBy, "")
+	}
+	path := filepath.Join(b.TempDir(), "plan.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := WriteJSONL(f, tasks); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	tasks = nil
+	b.Run(strconv.Itoa(n), func(b *testing.B) {
+		var peak uint64
+		for b.Loop() {
+			b.StopTimer()
+			s, err := Open(b.Context(), filepath.Join(b.TempDir(), "progress.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			in, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			src, err := NewJSONLSource(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			stop := sampleHeap(&peak)
+			b.StartTimer()
+			if got, err := s.ImportFrom(b.Context(), ImportParams{Source: src}); err != nil || got != n {
+				b.Fatalf("ImportFrom = %d, %v", got, err)
+			}
+			b.StopTimer()
+			stop()
+			in.Close()
+			s.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(peak)/n, "peak-heap-B/task")
+	})
+}
+
+// sampleHeap records in peak the largest heap in use it sees until stop.
+func sampleHeap(peak *uint64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var m runtime.MemStats
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&m)
+			*peak = max(*peak, m.HeapInuse)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// BenchmarkEachTask lists every task of the fixture plans, as `ralph task
+// list` does without its formatting; with -benchmem, B/op is what a whole
+// listing allocates (all of it garbage as it goes).
+func BenchmarkEachTask(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s := benchStore(b, n)
+			for b.Loop() {
+				got := 0
+				if err := s.EachTask(b.Context(), ListParams{}, func(loop.Task) error { got++; return nil }); err != nil || got != n {
+					b.Fatalf("EachTask: %d tasks, %v", got, err)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkClaimProcesses reports the aggregate claims/s of 8 processes

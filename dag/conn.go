@@ -73,6 +73,14 @@ func (w *wconn) exec(ctx context.Context, q string, args ...any) (driver.Result,
 	return st.(driver.StmtExecContext).ExecContext(ctx, nv)
 }
 
+// pragma runs PRAGMA p on the connection, outside the statement cache:
+// flag pragmas change how statements compile, and SQLite expires the
+// prepared ones.
+func (w *wconn) pragma(ctx context.Context, p string) error {
+	_, err := w.c.(driver.ExecerContext).ExecContext(ctx, "PRAGMA "+p, nil)
+	return err
+}
+
 func (w *wconn) query(ctx context.Context, q string, args ...any) (*wrows, error) {
 	st, done, err := w.prepare(ctx, q)
 	if err != nil {

@@ -137,7 +137,25 @@
 //   - Import keeps statuses (in_progress becomes pending), computes
 //     readiness from them, writes no log entries, requires named features
 //     to exist, and names the input line of the first offending task.
-//     Tasks without an id get generated ones.
+//     Tasks without an id get generated ones. A parent in the batch is
+//     inserted before its children, the batch's order kept otherwise.
+//
+// # Big plans
+//
+// Listing streams: EachTask hands each task to its caller as it reads it,
+// with the blockers from a second cursor over deps in the order of the
+// blocked tasks, merged with the first (no query per task, no deps table in
+// memory). Import streams: ImportFrom reads its source twice in one write
+// transaction, keeping between the passes a few integers a task and the ids
+// (an open-addressing table over one byte arena), so that a batch of a
+// million tasks imports in memory well under the size of its file; the
+// cycle search runs over arrays. The second pass inserts many rows a
+// statement with explicit seqs (a parent's place before its first child),
+// with foreign keys and CHECK constraints off and the status-count trigger
+// dropped for the transaction (the first pass has checked all they check;
+// the counts are added once at the end and the trigger created again from
+// its own SQL), statement journals in memory and a 16 MB page cache; each
+// is set back as the transaction ends.
 //   - Feature names must be usable as directory names; spec and plan paths
 //     are stored as given (the CLI fills in the defaults).
 //   - SetVerification accepts "pass", "fail" or "" (clear).

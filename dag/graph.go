@@ -311,26 +311,3 @@ func (s *Store) Reset(ctx context.Context, p loop.MoveParams) error {
 		return nil
 	})
 }
-
-// ListParams filter Store.List; the zero value lists everything.
-type ListParams struct {
-	Status  loop.Status
-	Feature string
-}
-
-// List returns the tasks that match p, in insertion order.
-func (s *Store) List(ctx context.Context, p ListParams) ([]loop.Task, error) {
-	if p.Status != "" && !p.Status.Valid() {
-		_, err := loop.ParseStatus(string(p.Status))
-		return nil, err
-	}
-	var out []loop.Task
-	err := s.read(ctx, func(t *txn) error {
-		var err error
-		out, err = t.list(`SELECT `+taskCols+` FROM tasks
-			WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR feature = ?2) ORDER BY seq`,
-			string(p.Status), p.Feature)
-		return err
-	})
-	return out, err
-}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -71,35 +72,124 @@ type beadsDependency struct {
 // pending and done in either format. Checks that need the whole plan (duplicate
 // ids, unknown parents or blockers, cycles) are Store.Import's.
 //
-// Errors name the line: "line 3: …".
+// Errors name the line: "line 3: …". ReadJSONL holds every task in
+// memory; NewJSONLSource reads the same format as a stream, for
+// Store.ImportFrom.
 func ReadJSONL(r io.Reader) ([]ImportTask, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	jr := newJSONLReader(r)
 	var tasks []ImportTask
-	var deleted map[string]bool // beads tombstones
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+	for {
+		t, err := jr.next()
+		if errors.Is(err, io.EOF) {
+			return dropDeleted(tasks, jr.deleted), nil
 		}
-		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			t, perr := parseLine(trimmed)
-			switch {
-			case errors.Is(perr, errTombstone):
-				if deleted == nil {
-					deleted = map[string]bool{}
-				}
-				deleted[tombstoneID(trimmed)] = true
-			case perr != nil:
-				return nil, fmt.Errorf("line %d: %w", n, perr)
-			default:
-				t.Line = n
-				tasks = append(tasks, t)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+}
+
+// jsonlReader reads JSON Lines one task at a time.
+type jsonlReader struct {
+	br *bufio.Reader
+	n  int // the line last read
+	// deleted holds the ids of the beads tombstones read so far.
+	deleted map[string]bool
+	eof     bool
+}
+
+func newJSONLReader(r io.Reader) *jsonlReader {
+	return &jsonlReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// next returns the next task, or io.EOF after the last.
+func (r *jsonlReader) next() (ImportTask, error) {
+	for !r.eof {
+		r.n++
+		line, err := r.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it whole.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.br.ReadSlice('\n')
+				long = append(long, line...)
 			}
+			line = long
 		}
-		if err != nil { // io.EOF
-			return dropDeleted(tasks, deleted), nil
+		if err != nil && !errors.Is(err, io.EOF) {
+			return ImportTask{}, fmt.Errorf("line %d: %w", r.n, err)
+		}
+		r.eof = err != nil
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) == 0 {
+			continue
+		}
+		t, perr := parseLine(trimmed)
+		switch {
+		case errors.Is(perr, errTombstone):
+			if r.deleted == nil {
+				r.deleted = map[string]bool{}
+			}
+			r.deleted[tombstoneID(trimmed)] = true
+		case perr != nil:
+			return ImportTask{}, fmt.Errorf("line %d: %w", r.n, perr)
+		default:
+			t.Line = r.n
+			return t, nil
 		}
 	}
+	return ImportTask{}, io.EOF
+}
+
+// JSONLSource is JSON Lines in ReadJSONL's format as a TaskSource: each
+// pass reads the input again from where it stood when the source was
+// made, a line at a time, so that an import of any size holds no more of
+// it than a line.
+type JSONLSource struct {
+	rs      io.ReadSeeker
+	start   int64
+	deleted map[string]bool
+}
+
+// NewJSONLSource returns a source reading rs from its current offset.
+func NewJSONLSource(rs io.ReadSeeker) (*JSONLSource, error) {
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, err
+	}
+	return &JSONLSource{rs: rs, start: start}, nil
+}
+
+// Tasks implements TaskSource.
+func (s *JSONLSource) Tasks() iter.Seq2[ImportTask, error] {
+	return func(yield func(ImportTask, error) bool) {
+		if _, err := s.rs.Seek(s.start, io.SeekStart); err != nil {
+			yield(ImportTask{}, err)
+			return
+		}
+		jr := newJSONLReader(s.rs)
+		for {
+			t, err := jr.next()
+			if errors.Is(err, io.EOF) {
+				s.deleted = jr.deleted
+				return
+			}
+			if !yield(t, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Dropped implements TaskSource: the ids of the beads issues the last
+// complete pass found deleted (tombstones).
+func (s *JSONLSource) Dropped() []string {
+	out := make([]string, 0, len(s.deleted))
+	for id := range s.deleted {
+		out = append(out, id)
+	}
+	return out
 }
 
 // errTombstone marks a beads line of a deleted issue, which is skipped.
@@ -139,6 +229,9 @@ func dropDeleted(tasks []ImportTask, deleted map[string]bool) []ImportTask {
 func parseLine(line []byte) (ImportTask, error) {
 	if line[0] != '{' {
 		return ImportTask{}, errors.New("not a JSON object (want one task a line)")
+	}
+	if jt, ok := parseFast(line); ok {
+		return fromJSONL(jt)
 	}
 	var jt jsonlTask
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -304,28 +397,46 @@ func beadsDescription(bi beadsIssue) string {
 // null when the task has none and blocked_by is [] when it has no
 // blockers. ReadJSONL reads it back unchanged.
 func WriteJSONL(w io.Writer, tasks []ImportTask) error {
+	jw := newJSONLWriter(w)
+	for _, t := range tasks {
+		if err := jw.write(t); err != nil {
+			return err
+		}
+	}
+	return jw.bw.Flush()
+}
+
+// jsonlWriter writes tasks as WriteJSONL does, one at a time.
+type jsonlWriter struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+}
+
+func newJSONLWriter(w io.Writer) *jsonlWriter {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for _, t := range tasks {
-		jt := jsonlTask{
-			ID:          t.ID,
-			Title:       t.Title,
-			Description: t.Description,
-			Priority:    &t.Priority,
-			BlockedBy:   t.BlockedBy,
-			Status:      string(t.Status),
-			Feature:     t.Feature,
-		}
-		if t.ParentID != "" {
-			jt.Parent = &t.ParentID
-		}
-		if jt.BlockedBy == nil {
-			jt.BlockedBy = []string{}
-		}
-		if err := enc.Encode(jt); err != nil {
-			return fmt.Errorf("task %s: %w", t.ID, err)
-		}
+	return &jsonlWriter{bw: bw, enc: enc}
+}
+
+func (w *jsonlWriter) write(t ImportTask) error {
+	jt := jsonlTask{
+		ID:          t.ID,
+		Title:       t.Title,
+		Description: t.Description,
+		Priority:    &t.Priority,
+		BlockedBy:   t.BlockedBy,
+		Status:      string(t.Status),
+		Feature:     t.Feature,
 	}
-	return bw.Flush()
+	if t.ParentID != "" {
+		jt.Parent = &t.ParentID
+	}
+	if jt.BlockedBy == nil {
+		jt.BlockedBy = []string{}
+	}
+	if err := w.enc.Encode(jt); err != nil {
+		return fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	return nil
 }

@@ -519,6 +519,16 @@ func (t *txn) row(q string, args ...any) scanner {
 // writer's connection; end rolls it back if it was not committed and
 // releases the lock.
 func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
+	return s.beginWith(ctx, false)
+}
+
+// beginWith is begin; with bulk, the transaction is a bulk load that
+// checks every reference itself (see importer): foreign keys are off on
+// the writer's connection for it, and its statement journals (the undo
+// log of one statement within the transaction, which SQLite keeps for
+// every statement that inserts many rows) stay in memory instead of
+// going to a temporary file a page at a time. Both are set back after it.
+func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), err error) {
 	if s.readOnly != nil {
 		return nil, nil, s.readOnly
 	}
@@ -535,7 +545,32 @@ func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
 		s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now()}
 	}
 	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
+	// unbulk sets the connection back after the transaction; one that
+	// cannot be is closed (the next write opens one as the DSN says).
+	unbulk := func() {
+		if !bulk {
+			return
+		}
+		for _, p := range []string{"foreign_keys = ON", "temp_store = DEFAULT"} {
+			if s.w.pragma(context.Background(), p) != nil {
+				s.w.close()
+				s.w = nil
+				return
+			}
+		}
+	}
+	if bulk {
+		// No-ops inside a transaction, or read when one begins.
+		for _, p := range []string{"foreign_keys = OFF", "temp_store = MEMORY"} {
+			if err := s.w.pragma(ctx, p); err != nil {
+				unbulk()
+				release(nil)
+				return nil, nil, s.dbErr(err)
+			}
+		}
+	}
 	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
+		unbulk()
 		release(nil)
 		return nil, nil, s.dbErr(err)
 	}
@@ -543,6 +578,11 @@ func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
 		if !t.committed {
 			// The context may have ended: roll back regardless.
 			s.w.exec(context.Background(), "ROLLBACK")
+			unbulk()
+			release(nil)
+			return
+		}
+		if unbulk(); s.w == nil {
 			release(nil)
 			return
 		}
@@ -623,10 +663,20 @@ func (s *Store) writeGuarded(ctx context.Context, actor string, fn func(t *txn) 
 }
 
 func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func(t *txn) error) error {
+	return s.writeTxWith(ctx, recover, actor, false, fn)
+}
+
+// writeBulk is write for a bulk load that checks every reference itself
+// (see beginWith).
+func (s *Store) writeBulk(ctx context.Context, fn func(t *txn) error) error {
+	return s.writeTxWith(ctx, true, "", true, fn)
+}
+
+func (s *Store) writeTxWith(ctx context.Context, recover bool, actor string, bulk bool, fn func(t *txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	t, end, err := s.begin(ctx)
+	t, end, err := s.beginWith(ctx, bulk)
 	if err != nil {
 		return err
 	}
@@ -666,17 +716,8 @@ func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func
 // can be written: a read never fails because recovery could not write (the
 // store read-only, the disk full, the lock held), nor waits long for it.
 func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.beforeRead(ctx); err != nil {
 		return err
-	}
-	if s.readOnly == nil {
-		rctx, cancel := context.WithTimeout(ctx, readRecoverWait)
-		err := s.recoverIfAny(rctx)
-		cancel()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		_ = err // recovery is the next writer's business then
 	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -690,4 +731,55 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 		return s.dbErr(err)
 	}
 	return nil
+}
+
+// beforeRead recovers expired and orphaned claims for a read, if there are
+// any and the store can be written, giving up quietly after a short wait.
+func (s *Store) beforeRead(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.readOnly == nil {
+		rctx, cancel := context.WithTimeout(ctx, readRecoverWait)
+		err := s.recoverIfAny(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		_ = err // recovery is the next writer's business then
+	}
+	return nil
+}
+
+// readRaw is read for long scans: fn gets one read transaction on a
+// connection of the pool used through its driver, as the writer's is
+// (see wconn): database/sql's Rows cost a scan of a whole plan more than
+// SQLite's reading did. fn must not keep c.
+func (s *Store) readRaw(ctx context.Context, fn func(c *wconn) error) error {
+	if err := s.beforeRead(ctx); err != nil {
+		return err
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		c := &wconn{c: dc.(driver.Conn), stmts: map[string]*wstmt{}}
+		defer func() {
+			for _, st := range c.stmts {
+				st.st.Close()
+			}
+		}()
+		if _, err := c.exec(ctx, "BEGIN"); err != nil {
+			return err
+		}
+		// The context may have ended: end the transaction regardless.
+		defer c.exec(context.Background(), "ROLLBACK")
+		return fn(c)
+	})
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return s.dbErr(err)
 }

@@ -67,9 +67,24 @@ func dump(t testing.TB, s *Store) []string {
 }
 
 // checkCounts compares the trigger-kept status_counts and the readiness
-// counters kept on each task with values recomputed from the rows.
+// counters kept on each task with values recomputed from the rows, and
+// checks that every reference names a task (an import writes with foreign
+// keys off).
 func checkCounts(t testing.TB, s *Store) {
 	t.Helper()
+	if rows, err := s.db.Query("PRAGMA foreign_key_check"); err != nil {
+		t.Fatal(err)
+	} else {
+		for rows.Next() {
+			var table, parent string
+			var rowid, fk any
+			if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
+				t.Fatal(err)
+			}
+			t.Errorf("foreign key check: %s row %v names a missing %s", table, rowid, parent)
+		}
+		rows.Close()
+	}
 	read := func(q string) map[string]int {
 		rows, err := s.db.Query(q)
 		if err != nil {

@@ -1,39 +1,137 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/dag/progress"
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// readTasks reads an import file: JSON Lines when its first non-blank
-// character is "{", a markdown checklist otherwise (checklist is then true).
-// It returns no tasks for blank input.
-func readTasks(in io.Reader) (tasks []dag.ImportTask, checklist bool, err error) {
-	data, err := io.ReadAll(in)
+// importInput is what `task import` adds.
+type importInput struct {
+	// src yields the tasks; nil when the input is blank.
+	src dag.TaskSource
+	// checklist: the input is a markdown checklist, of which add tasks
+	// are new and present are already in the plan.
+	checklist bool
+	add       int
+	present   []dag.ImportTask
+	close     func()
+}
+
+// readImport reads an import file: JSON Lines when its first non-blank
+// character is "{", streamed (the import reads it twice and holds none of
+// it), and a markdown checklist otherwise, read whole (a checklist is
+// written by people) and imported idempotently: what is already there
+// (same id, or same title) is skipped. JSON Lines stay strict, all or
+// nothing, as DESIGN §5 says: a known id is an error. Input that cannot
+// seek (a pipe) is first copied to a temporary file, removed at once.
+func readImport(c *cli.Context, st *dag.Store, in io.Reader) (importInput, error) {
+	input := importInput{close: func() {}}
+	rs, ok := in.(io.ReadSeeker)
+	if ok {
+		_, err := rs.Seek(0, io.SeekCurrent)
+		ok = err == nil
+	}
+	if !ok {
+		f, closeFn, err := spool(in)
+		if err != nil {
+			return input, err
+		}
+		rs, input.close = f, closeFn
+	}
+	first, err := firstByte(rs)
+	if err != nil || first == 0 {
+		input.close()
+		return input, err
+	}
+	if first == '{' {
+		src, err := dag.NewJSONLSource(rs)
+		if err != nil {
+			input.close()
+			return input, err
+		}
+		input.src = src
+		return input, nil
+	}
+	// A checklist is read whole here: its file is closed on return (the
+	// deferred call is the closer as it is now), not by the caller.
+	defer input.close()
+	input.close = func() {}
+	data, err := io.ReadAll(rs)
 	if err != nil {
-		return nil, false, err
-	}
-	first := bytes.TrimLeft(data, " \t\r\n")
-	if len(first) == 0 {
-		return nil, false, nil
-	}
-	if first[0] == '{' {
-		tasks, err := dag.ReadJSONL(bytes.NewReader(data))
-		return tasks, false, err
+		return input, err
 	}
 	items, err := progress.Checklist(data)
 	if errors.Is(err, progress.ErrNoChecklist) {
-		return nil, true, errors.New("neither JSON Lines nor a markdown checklist (no \"- [ ] task\" lines)")
+		return input, errors.New("neither JSON Lines nor a markdown checklist (no \"- [ ] task\" lines)")
 	}
 	if err != nil {
-		return nil, true, err
+		return input, err
 	}
-	return checklistTasks(items), true, nil
+	existing, err := st.List(c.Context, dag.ListParams{})
+	if err != nil {
+		return input, err
+	}
+	tasks, present := dag.SkipPresent(existing, checklistTasks(items))
+	input.src, input.checklist, input.add, input.present = dag.TaskSlice(tasks), true, len(tasks), present
+	return input, nil
+}
+
+// firstByte returns the first byte of rs that is not a space, tab or line
+// break (0 for none), and seeks back to where rs stood.
+func firstByte(rs io.ReadSeeker) (byte, error) {
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, err
+	}
+	br := bufio.NewReader(rs)
+	for {
+		b, err := br.ReadByte()
+		if errors.Is(err, io.EOF) {
+			b, err = 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
+			_, err := rs.Seek(start, io.SeekStart)
+			return b, err
+		}
+	}
+}
+
+// spool copies r to a temporary file and returns it at its start, and how
+// to close it. The file is removed at once where the system allows (an
+// open file lives on without a name), else when closed.
+func spool(r io.Reader) (*os.File, func(), error) {
+	f, err := os.CreateTemp("", "ralph-import-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	name := f.Name()
+	removed := os.Remove(name) == nil
+	closeFn := func() {
+		f.Close()
+		if !removed {
+			os.Remove(name)
+		}
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return f, closeFn, nil
 }
 
 // checklistTasks maps the items of a markdown checklist (progress.Checklist:

@@ -62,7 +62,12 @@
 // when absent; feature and claimed_by are always strings, "" when unset, so
 // consumers compare them without null checks; blocked_by is [] when empty;
 // times are RFC 3339 in UTC with sub-second digits when the store has them.
-// show adds logs: [{at, kind, message}]. Output is indented. plan-status
+// show adds logs: [{at, kind, message}]. Output is indented. `task list`
+// streams, in both forms: each task is written as the store reads it, so
+// a plan of any size lists in flat memory; the table's columns are sized
+// from the listing's shape (dag.ListShape, the same snapshot) and are what
+// text/tabwriter made of the whole list. --limit N lists the first N tasks
+// of the plan order (0, the default, lists all). plan-status
 // --json has the keys open, active, done, failed, blocked and total;
 // `feature list --json` prints [{name, spec, plan, created_at}].
 //
@@ -110,9 +115,13 @@
 // nothing, and a longer version adds only what is new. JSON Lines stay
 // strict: a known id is an error. No dependencies are implied: file order is
 // claim order at equal priority (priority stays the default). Everything is
-// added in one transaction, and an error names the line. `--dry-run` prints
-// what would be added and changes nothing (for JSON Lines it does not check
-// references against the database; the import itself does).
+// added in one transaction, and an error names the line. JSON Lines stream
+// (dag.Store.ImportFrom): the file is read twice, once to check every task
+// and reference and once to write, and never held in memory (standard input
+// that cannot seek is first copied to a temporary file, removed at once);
+// parents and blockers may name tasks further down, and a parent is
+// inserted before its children. `--dry-run` makes the import, checks
+// included, prints what it added in insertion order, and rolls it back.
 //
 // The JSON Lines format is dag.ReadJSONL's: ralph's own keys (id, title,
 // description, priority, parent, blocked_by, status), strictly, plus an

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
+	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -106,33 +108,237 @@ func writeJSON(w io.Writer, v any) error {
 	return bw.Flush()
 }
 
-// writeTaskTable prints one task a line: id, status, priority, title, then
-// its parent, blockers and holder when it has any.
-func writeTaskTable(w io.Writer, tasks []loop.Task) error {
-	if len(tasks) == 0 {
+// taskListJSON streams `task list --json`: the bytes writeJSON prints for
+// tasksJSON of the whole list, written one task at a time, so that a plan of
+// any size lists in flat memory. Call task for each task, then end.
+type taskListJSON struct {
+	w     *bufio.Writer
+	buf   []byte
+	n     int
+	times timeCache
+}
+
+func newTaskListJSON(w io.Writer) *taskListJSON {
+	return &taskListJSON{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+func (l *taskListJSON) task(t loop.Task) error {
+	l.buf = l.buf[:0]
+	if l.n == 0 {
+		l.buf = append(l.buf, "[\n  "...)
+	} else {
+		l.buf = append(l.buf, ",\n  "...)
+	}
+	l.n++
+	l.buf = appendTaskJSON(l.buf, t, "  ", &l.times)
+	_, err := l.w.Write(l.buf)
+	return err
+}
+
+func (l *taskListJSON) end() error {
+	end := "\n]\n"
+	if l.n == 0 {
+		end = "[]\n"
+	}
+	if _, err := l.w.WriteString(end); err != nil {
+		return err
+	}
+	return l.w.Flush()
+}
+
+// timeCache remembers the last times jsonTime formatted: the tasks of a
+// plan mostly share their creation and update times (an import writes them
+// all at once), and formatting them was a fifth of a listing's work.
+type timeCache struct {
+	t [2]time.Time
+	s [2]string
+}
+
+func (c *timeCache) format(t time.Time) string {
+	for i := range c.t {
+		if c.s[i] != "" && c.t[i].Equal(t) {
+			return c.s[i]
+		}
+	}
+	c.t[1], c.s[1] = c.t[0], c.s[0]
+	c.t[0], c.s[0] = t, jsonTime(t)
+	return c.s[0]
+}
+
+// appendTaskJSON appends toJSON(t) as encoding/json indents it with two
+// spaces at the depth of indent (the object's own line starts there; dst
+// already holds that indentation).
+func appendTaskJSON(dst []byte, t loop.Task, indent string, times *timeCache) []byte {
+	in := indent + "  "
+	key := func(k string) {
+		dst = append(dst, in...)
+		dst = append(dst, '"')
+		dst = append(dst, k...)
+		dst = append(dst, `": `...)
+	}
+	str := func(k, v string) {
+		key(k)
+		dst = appendJSONString(dst, v)
+		dst = append(dst, ",\n"...)
+	}
+	dst = append(dst, "{\n"...)
+	str("id", t.ID)
+	str("title", t.Title)
+	str("description", t.Description)
+	str("status", string(t.Status))
+	key("priority")
+	dst = strconv.AppendInt(dst, int64(t.Priority), 10)
+	dst = append(dst, ",\n"...)
+	if t.ParentID == "" {
+		key("parent_id")
+		dst = append(dst, "null,\n"...)
+	} else {
+		str("parent_id", t.ParentID)
+	}
+	str("feature", t.Feature)
+	str("claimed_by", t.ClaimedBy)
+	key("retry_count")
+	dst = strconv.AppendInt(dst, int64(t.RetryCount), 10)
+	dst = append(dst, ",\n"...)
+	key("blocked_by")
+	if len(t.BlockedBy) == 0 {
+		dst = append(dst, "[],\n"...)
+	} else {
+		dst = append(dst, "[\n"...)
+		for i, b := range t.BlockedBy {
+			dst = append(dst, in...)
+			dst = append(dst, "  "...)
+			dst = appendJSONString(dst, b)
+			if i < len(t.BlockedBy)-1 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '\n')
+		}
+		dst = append(dst, in...)
+		dst = append(dst, "],\n"...)
+	}
+	str("created_at", times.format(t.CreatedAt))
+	key("updated_at")
+	dst = appendJSONString(dst, times.format(t.UpdatedAt))
+	dst = append(dst, '\n')
+	dst = append(dst, indent...)
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it with HTML escaping off: quotes, backslashes and control
+// characters escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// taskTable streams the text form of `task list`: one task a line, id,
+// status, priority, title, then its parent, blockers and holder when it has
+// any; the columns are as wide as text/tabwriter would make them (the
+// widest cell and two spaces), sized from the listing's shape before the
+// first row instead of by holding every row. Nothing at all for no tasks.
+type taskTable struct {
+	w      *bufio.Writer
+	widths [3]int
+	line   []byte
+}
+
+func newTaskTable(w io.Writer) *taskTable {
+	return &taskTable{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// shape sizes the columns and writes the header.
+func (tt *taskTable) shape(sh dag.ListShape) error {
+	if sh.Tasks == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tPRI\tTITLE")
-	for _, t := range tasks {
-		var extra []string
-		if t.ParentID != "" {
-			extra = append(extra, "parent "+t.ParentID)
-		}
-		if len(t.BlockedBy) > 0 {
-			extra = append(extra, "after "+strings.Join(t.BlockedBy, ","))
-		}
-		if t.ClaimedBy != "" {
-			extra = append(extra, "by "+t.ClaimedBy)
-		}
-		title := strings.Join(strings.Fields(t.Title), " ")
-		if len(extra) > 0 {
-			title += "  (" + strings.Join(extra, "; ") + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", t.ID, t.Status, t.Priority, title)
+	for i, n := range []int{max(sh.IDWidth, len("ID")), max(sh.StatusWidth, len("STATUS")), max(sh.PriorityWidth, len("PRI"))} {
+		tt.widths[i] = n + 2
 	}
-	return tw.Flush()
+	return tt.write("ID", "STATUS", "PRI", "TITLE")
 }
+
+func (tt *taskTable) task(t loop.Task) error {
+	var extra []string
+	if t.ParentID != "" {
+		extra = append(extra, "parent "+t.ParentID)
+	}
+	if len(t.BlockedBy) > 0 {
+		extra = append(extra, "after "+strings.Join(t.BlockedBy, ","))
+	}
+	if t.ClaimedBy != "" {
+		extra = append(extra, "by "+t.ClaimedBy)
+	}
+	title := strings.Join(strings.Fields(t.Title), " ")
+	if len(extra) > 0 {
+		title += "  (" + strings.Join(extra, "; ") + ")"
+	}
+	return tt.write(t.ID, string(t.Status), strconv.Itoa(t.Priority), title)
+}
+
+func (tt *taskTable) write(id, status, pri, title string) error {
+	tt.line = tt.line[:0]
+	for i, cell := range []string{id, status, pri} {
+		tt.line = append(tt.line, cell...)
+		for n := utf8.RuneCountInString(cell); n < tt.widths[i]; n++ {
+			tt.line = append(tt.line, ' ')
+		}
+	}
+	tt.line = append(tt.line, title...)
+	tt.line = append(tt.line, '\n')
+	_, err := tt.w.Write(tt.line)
+	return err
+}
+
+func (tt *taskTable) end() error { return tt.w.Flush() }
 
 // writeTaskText prints a task and its log for people.
 func writeTaskText(w io.Writer, t loop.Task, logs []loop.LogEntry) error {

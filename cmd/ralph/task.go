@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -38,6 +40,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "status", Usage: "only tasks with status `S` (pending, in_progress, done, failed, blocked)"},
 					&cli.StringFlag{Name: "feature", Usage: "only the tasks of feature `NAME`"},
+					&cli.IntFlag{Name: "limit", Usage: "list at most the first `N` tasks (0: all)"},
 					jsonFlag(),
 				},
 				Action: withStore(cfg, taskList(cfg)),
@@ -239,15 +242,82 @@ func taskList(cfg appConfig) storeAction {
 			p.Status = status
 		}
 		p.Feature = c.String("feature")
-		tasks, err := st.List(c.Context, p)
-		if err != nil {
+		if p.Limit = c.Int("limit"); p.Limit < 0 {
+			return &usageError{cmd: commandPath(c), err: fmt.Errorf("--limit %d: want 0 (all) or more", p.Limit)}
+		}
+		// Both forms stream: each task is written as it is read, so that
+		// a plan of any size lists in flat memory (DESIGN §8, "Big plans").
+		// A listing keeps next to nothing alive, and collecting its garbage
+		// every 4 MB cost it a fifth of its time: the heap may grow to four
+		// times the little it keeps, however long the list.
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		if c.Bool("json") {
+			out := newTaskListJSON(cfg.stdout)
+			if err := pipeTasks(c, st, p, out.task); err != nil {
+				return err
+			}
+			return out.end()
+		}
+		out := newTaskTable(cfg.stdout)
+		p.Shape = out.shape
+		if err := pipeTasks(c, st, p, out.task); err != nil {
 			return err
 		}
-		if c.Bool("json") {
-			return writeJSON(cfg.stdout, tasksJSON(tasks))
-		}
-		return writeTaskTable(cfg.stdout, tasks)
+		return out.end()
 	}
+}
+
+// errPipeStopped ends a listing whose writer failed.
+var errPipeStopped = errors.New("the writer stopped")
+
+// pipeTasks lists the tasks that match p into write, which runs on a
+// goroutine of its own, batches of tasks behind the reading: on two cores,
+// formatting overlaps with SQLite's reading. At most a few batches are in
+// flight, so memory stays flat. When write fails the reading stops at the
+// next batch, and write's error is returned.
+func pipeTasks(c *cli.Context, st *dag.Store, p dag.ListParams, write func(loop.Task) error) error {
+	const size = 256
+	batches := make(chan []loop.Task, 4)
+	stop := make(chan struct{})
+	werr := make(chan error, 1)
+	go func() {
+		var err error
+		for batch := range batches {
+			for _, t := range batch {
+				if err != nil {
+					break
+				}
+				if err = write(t); err != nil {
+					close(stop)
+				}
+			}
+		}
+		werr <- err
+	}()
+	batch := make([]loop.Task, 0, size)
+	send := func() error {
+		select {
+		case batches <- batch:
+			batch = make([]loop.Task, 0, size)
+			return nil
+		case <-stop:
+			return errPipeStopped
+		}
+	}
+	err := st.EachTask(c.Context, p, func(t loop.Task) error {
+		if batch = append(batch, t); len(batch) < size {
+			return nil
+		}
+		return send()
+	})
+	if err == nil && len(batch) > 0 {
+		err = send()
+	}
+	close(batches)
+	if werr := <-werr; werr != nil {
+		return werr
+	}
+	return err
 }
 
 func parseStatus(s string) (loop.Status, error) {
@@ -491,61 +561,54 @@ func taskImport(cfg appConfig) storeAction {
 		} else {
 			name = "standard input"
 		}
-		tasks, checklist, err := readTasks(in)
+		// An import keeps a few integers a task between its two passes and
+		// makes much garbage reading the file: collecting at half the heap
+		// it keeps, not at all of it, keeps a million-task import near 130
+		// MB (at 100%, some 150) for a little more collecting.
+		defer debug.SetGCPercent(debug.SetGCPercent(50))
+		input, err := readImport(c, st, in)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if len(tasks) == 0 {
+		if input.src == nil {
 			return nothingToDo("%s: no tasks to import", name)
 		}
-		// A checklist imports idempotently: what is already there (same
-		// id, or same title) is skipped. JSON Lines stay strict, all or
-		// nothing, as DESIGN §5 says: a known id is an error.
-		var present []dag.ImportTask
-		if checklist {
-			existing, err := st.List(c.Context, dag.ListParams{})
-			if err != nil {
-				return err
-			}
-			tasks, present = dag.SkipPresent(existing, tasks)
-		}
-		tasks = parentsFirst(tasks)
+		defer input.close()
 		already := ""
-		if len(present) > 0 {
-			already = fmt.Sprintf(" (%d already present)", len(present))
+		if len(input.present) > 0 {
+			already = fmt.Sprintf(" (%d already present)", len(input.present))
 		}
-		if c.Bool("dry-run") {
-			for _, t := range tasks {
-				line := fmt.Sprintf("would add %s %s [%s]", t.ID, t.Title, orPending(t.Status))
+		p := dag.ImportParams{Source: input.src, DryRun: c.Bool("dry-run")}
+		out := bufio.NewWriter(cfg.stdout)
+		if p.DryRun {
+			p.Added = func(t dag.ImportTask) error {
+				line := fmt.Sprintf("would add %s %s [%s]", t.ID, t.Title, t.Status)
 				if t.ParentID != "" {
 					line += " (parent " + t.ParentID + ")"
 				}
 				if len(t.BlockedBy) > 0 {
 					line += " (after " + strings.Join(t.BlockedBy, ", ") + ")"
 				}
-				fmt.Fprintln(cfg.stdout, line)
+				_, err := fmt.Fprintln(out, line)
+				return err
 			}
-			_, err = fmt.Fprintf(cfg.stdout, "would import %d task%s%s; nothing changed\n", len(tasks), plural(len(tasks)), already)
-			return err
 		}
 		n := 0
-		if len(tasks) > 0 {
-			if n, err = st.Import(c.Context, tasks); err != nil {
+		if !input.checklist || input.add > 0 {
+			if n, err = st.ImportFrom(c.Context, p); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
-		_, err = fmt.Fprintf(cfg.stdout, "imported %d task%s%s\n", n, plural(n), already)
-		return err
+		switch {
+		case n == 0 && !input.checklist:
+			return nothingToDo("%s: no tasks to import", name)
+		case p.DryRun:
+			fmt.Fprintf(out, "would import %d task%s%s; nothing changed\n", n, plural(n), already)
+		default:
+			fmt.Fprintf(out, "imported %d task%s%s\n", n, plural(n), already)
+		}
+		return out.Flush()
 	}
-}
-
-// orPending names the status a task is imported with ("" and in_progress
-// are imported as pending).
-func orPending(s loop.Status) loop.Status {
-	if s == "" || s == loop.StatusInProgress {
-		return loop.StatusPending
-	}
-	return s
 }
 
 func taskExport(cfg appConfig) storeAction {
@@ -553,43 +616,6 @@ func taskExport(cfg appConfig) storeAction {
 		if _, err := args(c, 0, 0, ""); err != nil {
 			return err
 		}
-		tasks, err := st.Export(c.Context)
-		if err != nil {
-			return err
-		}
-		return dag.WriteJSONL(cfg.stdout, tasks)
+		return st.ExportJSONL(c.Context, cfg.stdout)
 	}
-}
-
-// parentsFirst returns tasks reordered so that a parent in the batch comes
-// before its children, and otherwise in file order: a file may name a
-// parent further down (a plan often lists the epic last), and the store
-// inserts in order. Leaves keep their relative order, so the claim order
-// of equal priorities is the file's. A parent loop is left for the store
-// to report.
-func parentsFirst(tasks []dag.ImportTask) []dag.ImportTask {
-	index := make(map[string]int, len(tasks))
-	for i, t := range tasks {
-		if _, dup := index[t.ID]; !dup {
-			index[t.ID] = i
-		}
-	}
-	out := make([]dag.ImportTask, 0, len(tasks))
-	state := make([]uint8, len(tasks)) // 0 new, 1 visiting, 2 placed
-	var place func(i int)
-	place = func(i int) {
-		if state[i] != 0 {
-			return
-		}
-		state[i] = 1
-		if j, ok := index[tasks[i].ParentID]; ok && tasks[i].ParentID != "" {
-			place(j)
-		}
-		state[i] = 2
-		out = append(out, tasks[i])
-	}
-	for i := range tasks {
-		place(i)
-	}
-	return out
 }
