@@ -1,0 +1,101 @@
+package parallel
+
+import (
+	"context"
+	"errors"
+)
+
+// Git is the seam between the pool's policy and git: everything the
+// worker pool and the integration step ask of a repository. ExecGit runs
+// the git binary; tests use a fake.
+//
+// Refs are full names ("refs/heads/ralph/integration"); commits are full
+// hex object names. Dir arguments are the working trees of worktrees that
+// AddWorktree made (or the repository's own).
+type Git interface {
+	// Check reports an error unless Root is inside a git work tree whose
+	// HEAD names a commit: ErrNotRepository or ErrNoCommit, wrapped with
+	// details.
+	Check(ctx context.Context) error
+	// Head returns the commit HEAD of the repository's own working tree
+	// names.
+	Head(ctx context.Context) (string, error)
+	// Resolve returns the commit ref points at, or ok false when the ref
+	// does not exist.
+	Resolve(ctx context.Context, ref string) (commit string, ok bool, err error)
+	// CheckedOut returns the branches (full ref names) checked out in any
+	// worktree of the repository, the main one included.
+	CheckedOut(ctx context.Context) ([]string, error)
+	// CreateRef makes ref point at commit, failing with ErrRefExists if
+	// ref exists already.
+	CreateRef(ctx context.Context, ref, commit string) error
+	// SwapRef moves ref from old to new atomically (git update-ref REF NEW
+	// OLD); when ref no longer points at old it changes nothing and
+	// returns ErrRefMoved.
+	SwapRef(ctx context.Context, ref, new, old string) error
+	// Refs returns the ref names under prefix ("refs/heads/ralph/attempt/x/").
+	Refs(ctx context.Context, prefix string) ([]string, error)
+	// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
+	IsAncestor(ctx context.Context, a, b string) (bool, error)
+	// Trailers returns the values of trailer key ("Ralph-Task") of the
+	// commits reachable from tip, newest first; commits without that
+	// trailer add nothing.
+	Trailers(ctx context.Context, tip, key string) ([]string, error)
+
+	// AddWorktree makes a new worktree at dir with a detached HEAD at
+	// commit (git worktree add --detach). dir must not exist.
+	AddWorktree(ctx context.Context, dir, commit string) error
+	// Status returns the paths a worktree's `git status --porcelain`
+	// lists (changed, staged, untracked not ignored), nil when clean.
+	Status(ctx context.Context, dir string) ([]string, error)
+	// Switch makes dir's HEAD the branch ref (created or reset to commit,
+	// as git checkout -B --force does) and its tree that commit's: every
+	// tracked file reset and untracked files that are not ignored removed
+	// (ignored files such as .env or node_modules stay).
+	Switch(ctx context.Context, dir, ref, commit string) error
+	// Commit records everything in dir's tree that differs from base —
+	// tracked changes, deletions, untracked files that are not ignored,
+	// and commits the agent made on top of base — as one commit whose
+	// parent is base, with message, leaving HEAD (and the branch HEAD is
+	// on) at it. except lists paths never committed (copied
+	// worktree-include files). changed is false, and nothing is
+	// committed, when the tree equals base's.
+	Commit(ctx context.Context, dir, base, message string, except []string) (commit string, changed bool, err error)
+	// Rebase replays the commits base..HEAD of dir onto onto (git rebase
+	// --onto). On a conflict it aborts, leaving dir as it was, and returns
+	// the conflicting paths in a *ConflictError.
+	Rebase(ctx context.Context, dir, base, onto string) (head string, err error)
+}
+
+// Errors of Git implementations.
+var (
+	ErrNotRepository = errors.New("not a git repository")
+	ErrNoCommit      = errors.New("the repository has no commit yet")
+	ErrRefExists     = errors.New("ref exists already")
+	ErrRefMoved      = errors.New("ref moved")
+)
+
+// A ConflictError is a rebase that stopped on conflicts.
+type ConflictError struct {
+	// Paths are the conflicting files, relative to the worktree.
+	Paths []string
+}
+
+func (e *ConflictError) Error() string {
+	return "conflict in " + joinPaths(e.Paths)
+}
+
+func joinPaths(p []string) string {
+	const most = 20
+	s := ""
+	for i, x := range p {
+		if i == most {
+			return s + ", …"
+		}
+		if i > 0 {
+			s += ", "
+		}
+		s += x
+	}
+	return s
+}
