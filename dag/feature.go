@@ -99,10 +99,10 @@ func (s *Store) RecordReceipt(ctx context.Context, r loop.Receipt) error {
 		}
 		_, err := t.exec(`INSERT INTO receipts (session, iteration, mode, task_id, model, input_tokens,
 			output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns,
-			exit_reason, verdict) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			exit_reason, verdict, worker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.Session, r.Iteration, r.Mode, r.TaskID, r.Model, r.InputTokens, r.OutputTokens,
 			r.CacheReadTokens, r.CacheWriteTokens, r.CostUSD, started, int64(r.Duration), r.Turns,
-			r.ExitReason, r.Verdict)
+			r.ExitReason, r.Verdict, r.Worker)
 		return err
 	})
 }
@@ -116,7 +116,7 @@ func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error)
 	var out []loop.Receipt
 	err := s.read(ctx, func(t *txn) error {
 		rows, err := t.query(`SELECT session, iteration, mode, task_id, model, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns, exit_reason, verdict
+			cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns, exit_reason, verdict, worker
 			FROM receipts ORDER BY seq DESC LIMIT ?`, limit)
 		if err != nil {
 			return err
@@ -127,7 +127,7 @@ func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error)
 			var started, dur int64
 			if err := rows.Scan(&r.Session, &r.Iteration, &r.Mode, &r.TaskID, &r.Model, &r.InputTokens,
 				&r.OutputTokens, &r.CacheReadTokens, &r.CacheWriteTokens, &r.CostUSD, &started, &dur,
-				&r.Turns, &r.ExitReason, &r.Verdict); err != nil {
+				&r.Turns, &r.ExitReason, &r.Verdict, &r.Worker); err != nil {
 				return err
 			}
 			r.StartedAt, r.Duration = fromNanos(started), time.Duration(dur)
@@ -136,4 +136,43 @@ func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error)
 		return rows.Err()
 	})
 	return out, err
+}
+
+// PlanSetting implements loop.SettingStore: the value key was recorded
+// with, ok false when it never was.
+func (s *Store) PlanSetting(ctx context.Context, key string) (value string, ok bool, err error) {
+	err = s.read(ctx, func(t *txn) error {
+		rows, err := t.query(`SELECT value FROM plan_settings WHERE key = ?`, key)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if rows.Next() {
+			ok = true
+			return rows.Scan(&value)
+		}
+		return rows.Err()
+	})
+	return value, ok, err
+}
+
+// RecordPlanSetting implements loop.SettingStore: it records value under
+// key unless key has a value already, and returns the value key has now.
+func (s *Store) RecordPlanSetting(ctx context.Context, key, value string) (string, error) {
+	var now string
+	err := s.write(ctx, func(t *txn) error {
+		if _, err := t.exec(`INSERT INTO plan_settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, key, value); err != nil {
+			return err
+		}
+		rows, err := t.query(`SELECT value FROM plan_settings WHERE key = ?`, key)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			return fmt.Errorf("dag: plan setting %s: not recorded", key)
+		}
+		return rows.Scan(&now)
+	})
+	return now, err
 }

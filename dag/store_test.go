@@ -701,3 +701,35 @@ func TestReadDoesNotWaitToRecover(t *testing.T) {
 		t.Errorf("after the lock: x is %s, %v; want pending (holder-gone)", got.Status, err)
 	}
 }
+
+func TestPlanSettingRecordedOnce(t *testing.T) {
+	ctx := t.Context()
+	s := newTestStore(t, nil)
+	if _, ok, err := s.PlanSetting(ctx, "integration_branch"); err != nil || ok {
+		t.Fatalf("PlanSetting before any: ok %v, err %v; want none", ok, err)
+	}
+	got, err := s.RecordPlanSetting(ctx, "integration_branch", "ralph/integration")
+	if err != nil || got != "ralph/integration" {
+		t.Fatalf("RecordPlanSetting = %q, %v", got, err)
+	}
+	got, err = s.RecordPlanSetting(ctx, "integration_branch", "other")
+	if err != nil || got != "ralph/integration" {
+		t.Fatalf("second RecordPlanSetting = %q, %v; want the first value kept", got, err)
+	}
+	v, ok, err := s.PlanSetting(ctx, "integration_branch")
+	if err != nil || !ok || v != "ralph/integration" {
+		t.Fatalf("PlanSetting = %q, %v, %v", v, ok, err)
+	}
+}
+
+func TestReceiptWorker(t *testing.T) {
+	ctx := t.Context()
+	s := newTestStore(t, nil)
+	if err := s.RecordReceipt(ctx, loop.Receipt{Session: "s", Iteration: 1, Worker: "w3"}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Receipts(ctx, 1)
+	if err != nil || len(rs) != 1 || rs[0].Worker != "w3" {
+		t.Fatalf("Receipts = %+v, %v; want worker w3", rs, err)
+	}
+}

@@ -267,6 +267,20 @@ type Receipt struct {
 	Turns            int
 	ExitReason       string
 	Verdict          string
+	// Worker is the worker of a parallel build ("w2"); empty without
+	// workers.
+	Worker string
+}
+
+// SettingStore is implemented by stores that record settings with the
+// plan, once: a parallel build's integration branch (DESIGN §9).
+type SettingStore interface {
+	// PlanSetting returns the value recorded under key, ok false when
+	// none is.
+	PlanSetting(ctx context.Context, key string) (value string, ok bool, err error)
+	// RecordPlanSetting records value under key unless key has a value
+	// already, atomically, and returns the value key has now.
+	RecordPlanSetting(ctx context.Context, key, value string) (string, error)
 }
 
 // ReceiptStore is implemented by stores that keep iteration receipts for
