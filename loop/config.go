@@ -134,6 +134,19 @@ type Config struct {
 	// Env holds extra KEY=VALUE entries for the agent, before the RALPH_*
 	// ones.
 	Env []string
+	// Worker names the worker of a parallel build ("w2"; empty without
+	// workers): on every note, receipt and raw log of the run.
+	Worker string
+	// Workspace, if set, is the worker's own working tree (DESIGN §9):
+	// the agent, the test gate and the verifier work there instead of
+	// Root, each attempt begins there from the integration tip, and a
+	// task is done only once Workspace.Integrate landed its work. The
+	// commit gate (Commit) is not used: integration commits.
+	Workspace Workspace
+	// Shared, if set, is what this run shares with the other workers of
+	// one build: the iteration budget, the cost, a usage-limit pause, the
+	// session log and the first stop (see Shared).
+	Shared *Shared
 	// Now and Sleep are the clock, injectable for tests (nil: time.Now and
 	// a timer that stops on ctx cancellation).
 	Now   func() time.Time
@@ -221,6 +234,12 @@ func (c *Config) normalizeFor(mode Mode) (Strategy, error) {
 	case ClaimLoop, ClaimAgent:
 	default:
 		return bad("claim mode %q (want loop or agent)", c.ClaimMode)
+	}
+	if c.ClaimMode == ClaimAgent && (c.Workspace != nil || c.Shared != nil) {
+		return bad("peek mode (claim mode agent) cannot run with workers: each worker's loop claims its task")
+	}
+	if c.Workspace != nil && c.Commit {
+		return bad("a workspace's work is committed by its integration: the commit gate is not used with one")
 	}
 	if c.ClaimMode == ClaimAgent && c.Verify {
 		return bad("verify needs the loop to claim (claim mode loop): in peek mode the agent claims and closes tasks itself")

@@ -22,24 +22,25 @@ type IterationStatus string
 
 // The statuses of an iteration, as the session log and receipts show them.
 const (
-	IterDone          IterationStatus = "done"               // the task was completed
-	IterTaskFailed    IterationStatus = "task_failed"        // <task-failed>, or task trouble with no retry left
-	IterNoSigil       IterationStatus = "no_sigil"           // task trouble: no task sigil
-	IterWrongID       IterationStatus = "wrong_id"           // task trouble: a sigil for another task
-	IterVerifyFailed  IterationStatus = "verify_failed"      // task trouble: the verifier said no (or nothing)
-	IterAgentTrouble  IterationStatus = "agent_trouble"      // crash, error, timeout
-	IterUsageLimit    IterationStatus = "usage_limit"        // a usage limit: a wait, not an iteration
-	IterTestsFailed   IterationStatus = "tests_failed"       // gate trouble: the test command failed
-	IterGitFailed     IterationStatus = "git_failed"         // gate trouble: git failed
-	IterNoChange      IterationStatus = "nothing_changed"    // gate trouble: commits on, nothing changed
-	IterFailure       IterationStatus = "failure"            // <promise>FAILURE</promise>
-	IterCancelled     IterationStatus = "cancelled"          // the run was cancelled mid-iteration
-	IterSessionOK     IterationStatus = "session_ok"         // peek mode: the session ran and left nothing held; plan and prompt mode: it ran cleanly
-	IterSessionLeft   IterationStatus = "session_left_tasks" // peek mode: tasks left in_progress were failed
-	IterPeekError     IterationStatus = "peek_error"         // peek mode: the store could not be read
-	IterAlreadyClosed IterationStatus = "already_closed"     // the task was done when the session ended (someone else, or the progress file's agent, finished it)
-	IterClaimLost     IterationStatus = "claim_lost"         // the loop's claim ended behind its back: released (task trouble), taken over, or failed by someone else
-	IterNotRecorded   IterationStatus = "not_recorded"       // the store stayed unwritable: the outcome could not be recorded; the run stops
+	IterDone              IterationStatus = "done"               // the task was completed
+	IterTaskFailed        IterationStatus = "task_failed"        // <task-failed>, or task trouble with no retry left
+	IterNoSigil           IterationStatus = "no_sigil"           // task trouble: no task sigil
+	IterWrongID           IterationStatus = "wrong_id"           // task trouble: a sigil for another task
+	IterVerifyFailed      IterationStatus = "verify_failed"      // task trouble: the verifier said no (or nothing)
+	IterAgentTrouble      IterationStatus = "agent_trouble"      // crash, error, timeout
+	IterUsageLimit        IterationStatus = "usage_limit"        // a usage limit: a wait, not an iteration
+	IterTestsFailed       IterationStatus = "tests_failed"       // gate trouble: the test command failed
+	IterGitFailed         IterationStatus = "git_failed"         // gate trouble: git failed
+	IterNoChange          IterationStatus = "nothing_changed"    // gate trouble: commits on, nothing changed
+	IterFailure           IterationStatus = "failure"            // <promise>FAILURE</promise>
+	IterCancelled         IterationStatus = "cancelled"          // the run was cancelled mid-iteration
+	IterSessionOK         IterationStatus = "session_ok"         // peek mode: the session ran and left nothing held; plan and prompt mode: it ran cleanly
+	IterSessionLeft       IterationStatus = "session_left_tasks" // peek mode: tasks left in_progress were failed
+	IterPeekError         IterationStatus = "peek_error"         // peek mode: the store could not be read
+	IterAlreadyClosed     IterationStatus = "already_closed"     // the task was done when the session ended (someone else, or the progress file's agent, finished it)
+	IterClaimLost         IterationStatus = "claim_lost"         // the loop's claim ended behind its back: released (task trouble), taken over, or failed by someone else
+	IterNotRecorded       IterationStatus = "not_recorded"       // the store stayed unwritable: the outcome could not be recorded; the run stops
+	IterIntegrationFailed IterationStatus = "integration_failed" // task trouble, with workers: a conflict, or a test gate failing after the replay onto the moved tip
 )
 
 // Success reports whether the status counts as a successful iteration in
@@ -174,7 +175,12 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		return r.report, s.err
 	}
 	var slog *SessionLog
-	if r.autoSession && (cfg.SessionLog || cfg.RawLogs) {
+	if cfg.Shared != nil {
+		// A worker: the build's one session log, which the pool opened.
+		if cfg.SessionLog {
+			slog = cfg.Shared.log
+		}
+	} else if r.autoSession && (cfg.SessionLog || cfg.RawLogs) {
 		f, err := r.reserveSession()
 		if err != nil {
 			r.report.Outcome, r.report.Message = OutcomeError, err.Error()
@@ -196,7 +202,7 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		}
 		defer slog.Close()
 	}
-	r.note = &notifier{log: slog, obs: obs, cancel: cancel, base: Note{Session: cfg.Session, Mode: cfg.Mode}, now: cfg.Now}
+	r.note = &notifier{log: slog, obs: obs, cancel: cancel, base: Note{Session: cfg.Session, Mode: cfg.Mode, Worker: cfg.Worker}, now: cfg.Now}
 
 	// A panic in the store or the runner goes through, but only after the
 	// claims are released.
@@ -211,6 +217,9 @@ func (r *run) exec(parent context.Context) (Report, error) {
 
 	stopRenew := r.renewHeld(ctx)
 	s := r.loop(ctx)
+	if cfg.Shared != nil {
+		cfg.Shared.stopped(s)
+	}
 	stopRenew()
 	r.releaseAll(parent)
 	if r.guard != nil {
@@ -311,7 +320,7 @@ func (r *run) loop(ctx context.Context) *stop {
 		if s := r.checkCancel(ctx); s != nil {
 			return s
 		}
-		if r.cfg.MaxCost > 0 && r.report.CostUSD >= r.cfg.MaxCost {
+		if r.cfg.Shared == nil && r.cfg.MaxCost > 0 && r.report.CostUSD >= r.cfg.MaxCost {
 			return stopWith(OutcomeBudgetExhausted, "cost budget exhausted: spent $%.4f of $%.4f", r.report.CostUSD, r.cfg.MaxCost)
 		}
 		var s *stop
@@ -396,7 +405,7 @@ func (r *run) prepare(ctx context.Context) *stop {
 		}
 	}
 	if r.cfg.Verify {
-		g, err := newTreeGuard(ctx, r.cfg.Root, r.cfg.AgentID)
+		g, err := newTreeGuard(ctx, r.dir(), r.cfg.AgentID)
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.checkCancel(ctx)
@@ -474,7 +483,11 @@ func (r *run) exitChecks(ctx context.Context) *stop {
 }
 
 func (r *run) limitCheck(remaining int) *stop {
-	if r.report.Iterations < r.cfg.MaxIterations {
+	if sh := r.cfg.Shared; sh != nil {
+		if !sh.limitReached() {
+			return nil
+		}
+	} else if r.report.Iterations < r.cfg.MaxIterations {
 		return nil
 	}
 	if remaining < 0 {
@@ -557,6 +570,12 @@ func plural(n int, one, many string) string {
 // when a usage limit turned it into a wait.
 func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	n := r.report.Iterations + 1
+	if sh := r.cfg.Shared; sh != nil {
+		if s := sh.take(ctx, r); s != nil {
+			return false, s
+		}
+		defer func() { sh.give(counted) }()
+	}
 	token := r.changeToken(ctx)
 	task, err := r.claim(ctx, "")
 	if errors.Is(err, ErrNoReadyTask) {
@@ -564,6 +583,14 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	}
 	if err != nil {
 		return false, r.storeErr(ctx, err)
+	}
+	if r.cfg.Shared != nil {
+		n = r.cfg.Shared.next()
+	}
+	if ws := r.cfg.Workspace; ws != nil {
+		if landed, s := r.begin(ctx, n, ws, task); landed || s != nil {
+			return false, s
+		}
 	}
 
 	logs, err := r.store.Logs(ctx, task.ID)
@@ -575,6 +602,7 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 		return false, r.storeErr(ctx, err)
 	}
 	data.Mode, data.Iteration, data.AgentID, data.RalphBin = ModeBuild, n, r.cfg.AgentID, r.cfg.RalphBin
+	data.Root = r.dir()
 	sess, s := r.render(PromptBuild, data)
 	if s != nil {
 		return false, s
@@ -660,7 +688,7 @@ func (r *run) countIteration(n int, task Task, model string, hinted bool, status
 	if status != IterAgentTrouble {
 		r.agentStreak = 0
 	}
-	r.report.Iterations = n
+	r.report.Iterations++
 	if status.Success() {
 		r.report.Successes++
 	} else {
@@ -690,7 +718,7 @@ func attemptResult(s IterationStatus) AttemptResult {
 		return AttemptDone
 	case IterTaskFailed, IterFailure, IterSessionLeft:
 		return AttemptTaskFailed
-	case IterNoSigil, IterWrongID, IterVerifyFailed, IterClaimLost:
+	case IterNoSigil, IterWrongID, IterVerifyFailed, IterClaimLost, IterIntegrationFailed:
 		return AttemptTaskTrouble
 	case IterTestsFailed, IterGitFailed, IterNoChange:
 		return AttemptGateTrouble
@@ -904,6 +932,11 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 		r.releaseHeld(ctx, reason)
 		return status, why, s
 	}
+	if ws := r.cfg.Workspace; ws != nil {
+		if status, why, s := r.integrate(ctx, n, ws, task, res); status != "" {
+			return status, why, s
+		}
+	}
 	if st, why, s, ok := r.commitMove(ctx, task, "done", res.Text, func(ctx context.Context) error {
 		return r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: summary(res.Text), By: r.by(task)})
 	}); !ok {
@@ -930,7 +963,7 @@ func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, 
 		return st, why, nil
 	}
 	if r.testCmd != "" {
-		if err := runTests(ctx, r.cfg.Root, r.testCmd); err != nil {
+		if err := runTests(ctx, r.dir(), r.testCmd); err != nil {
 			r.note.notice(n, "%v", err)
 			return trouble(IterTestsFailed, OutcomeTestGateFailed, err)
 		}
@@ -962,7 +995,7 @@ const (
 // verify runs the verifier session. On trouble or a usage limit it has
 // released the claim already.
 func (r *run) verify(ctx context.Context, n int, model string, task Task, agentText string) (verdict, string, *stop) {
-	data := PromptData{Mode: ModeVerify, Task: task, Iteration: n, AgentID: r.cfg.AgentID, Root: r.cfg.Root, RalphBin: r.cfg.RalphBin, AgentText: agentText}
+	data := PromptData{Mode: ModeVerify, Task: task, Iteration: n, AgentID: r.cfg.AgentID, Root: r.dir(), RalphBin: r.cfg.RalphBin, AgentText: agentText}
 	if task.ParentID != "" {
 		if p, err := r.store.Get(ctx, task.ParentID); err == nil {
 			data.Parent = &p
@@ -1111,7 +1144,7 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		Model:        model,
 		Sandboxed:    !verifier,
 		MaxTurns:     r.cfg.MaxTurns,
-		Dir:          r.cfg.Root,
+		Dir:          r.dir(),
 		Env:          r.env(n, task.ID),
 		UseAPIKey:    r.cfg.UseAPIKey,
 		Timeout:      r.cfg.Timeout,
@@ -1125,6 +1158,9 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 	}
 	if r.cfg.RawLogs {
 		name := "iter-" + strconv.Itoa(n)
+		if r.cfg.Worker != "" {
+			name = r.cfg.Worker + "-" + name
+		}
 		if verifier {
 			name += "-verify"
 		}
@@ -1159,7 +1195,7 @@ func (r *run) receipt(n int, model string, task Task, verifier bool, res RunResu
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 		CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens,
 		CostUSD: res.CostUSD, StartedAt: started, Duration: res.Duration, Turns: res.Turns,
-		ExitReason: string(res.Class),
+		ExitReason: string(res.Class), Worker: r.cfg.Worker,
 	}
 	if res.Model != "" {
 		rc.Model = res.Model
@@ -1179,6 +1215,9 @@ func (r *run) receipt(n int, model string, task Task, verifier bool, res RunResu
 func (r *run) record(ctx context.Context, rc Receipt) {
 	r.report.Receipts = append(r.report.Receipts, rc)
 	r.report.CostUSD += rc.CostUSD
+	if r.cfg.Shared != nil {
+		r.cfg.Shared.addCost(rc.CostUSD)
+	}
 	if r.receipts != nil {
 		if err := r.receipts.RecordReceipt(context.WithoutCancel(ctx), rc); err != nil {
 			r.note.notice(rc.Iteration, "could not record the receipt: %v", err)
@@ -1201,6 +1240,9 @@ func (r *run) env(n int, taskID string) []string {
 	}
 	if taskID != "" {
 		env = append(env, "RALPH_TASK_ID="+taskID)
+	}
+	if r.cfg.Workspace != nil {
+		env = append(env, "RALPH_WORKTREE="+r.dir(), "RALPH_WORKER="+r.cfg.Worker)
 	}
 	return env
 }
@@ -1327,6 +1369,9 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 	}
 	if wait > r.cfg.MaxWait || r.waited+wait > r.cfg.MaxWait {
 		return &stop{outcome: OutcomeUsageLimit, message: msg, resetsAt: reset}
+	}
+	if r.cfg.Shared != nil {
+		r.cfg.Shared.pauseUntil(now.Add(wait))
 	}
 	r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: now.Add(wait), Wait: wait, Message: msg})
 	if err := r.cfg.Sleep(ctx, wait); err != nil {

@@ -26,10 +26,13 @@ const (
 // Note is one thing the loop reports to its Observer. Which fields are set
 // depends on Kind.
 type Note struct {
-	Kind      NoteKind
-	At        time.Time
-	Session   string
-	Mode      Mode
+	Kind    NoteKind
+	At      time.Time
+	Session string
+	Mode    Mode
+	// Worker is the worker of a parallel build whose note it is ("w2");
+	// empty without workers.
+	Worker    string
 	Iteration int
 
 	From  State
@@ -120,6 +123,7 @@ func (n *notifier) send(note Note) {
 	}
 	note.Session = n.base.Session
 	note.Mode = n.base.Mode
+	note.Worker = n.base.Worker
 	if n.log != nil {
 		n.log.Observe(note)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,9 +23,15 @@ func SessionLogPath(logDir, session string) string {
 // duration, cost, outcome, exit reason, exit code). Agent events are not written;
 // the raw stream of each session has them.
 //
+// The workers of a parallel build share one session log (Shared): every
+// line of a worker's notes starts with its name in brackets ("[w2] "), and
+// Observe may be called from several goroutines.
+//
 // Write errors are kept: the first one is returned by Close, and nothing is
 // written after it.
 type SessionLog struct {
+	mu      sync.Mutex
+	prefix  string // "[w2] " while a worker's note is written
 	w       *bufio.Writer
 	c       io.Closer
 	err     error
@@ -64,16 +71,33 @@ func (l *SessionLog) printf(format string, args ...any) {
 	if l.err != nil {
 		return
 	}
-	if _, err := fmt.Fprintf(l.w, format, args...); err != nil {
+	text := fmt.Sprintf(format, args...)
+	if l.prefix != "" {
+		var b strings.Builder
+		for line := range strings.Lines(text) {
+			if line != "\n" {
+				b.WriteString(l.prefix)
+			}
+			b.WriteString(line)
+		}
+		text = b.String()
+	}
+	if _, err := l.w.WriteString(text); err != nil {
 		l.err = err
 	}
 }
 
 // Observe writes the note's lines.
 func (l *SessionLog) Observe(n Note) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.prefix = ""
 	if !l.started {
 		l.started = true
 		l.printf("# ralph session %s\nstarted: %s\nmode: %s\n", n.Session, n.At.Format(logTime), n.Mode)
+	}
+	if n.Worker != "" {
+		l.prefix = "[" + n.Worker + "] "
 	}
 	switch n.Kind {
 	case NoteIterationStart:
@@ -137,6 +161,8 @@ func taskLabel(mode Mode, t Task) string {
 // Close flushes the log, closes the file it opened and returns the first
 // error met.
 func (l *SessionLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.err == nil {
 		l.err = l.w.Flush()
 	}

@@ -1,0 +1,106 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// dir is where the agent, the test gate and the verifier work: the
+// worker's workspace, or the project root.
+func (r *run) dir() string {
+	if r.cfg.Workspace != nil {
+		return r.cfg.Workspace.Dir()
+	}
+	return r.cfg.Root
+}
+
+// begin readies the workspace for the claimed task (DESIGN §9). landed is
+// set when the task's work is on the integration branch already: begin
+// has completed the task then, and the iteration is not counted. A git
+// failure releases the claim and stops the run (exit 5).
+func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task) (landed bool, s *stop) {
+	integrated, err := ws.Begin(ctx, task)
+	if err != nil {
+		r.releaseHeld(ctx, "the worker's tree could not be readied: "+firstLine(err.Error()))
+		if ctx.Err() != nil {
+			return false, r.checkCancel(ctx)
+		}
+		return false, stopWith(OutcomeGitFailed, "git: task %s: %v", task.ID, err)
+	}
+	if !integrated {
+		return false, nil
+	}
+	msg := "its work is on the integration branch already (a commit with its Ralph-Task trailer)"
+	r.note.notice(n, "task %s: %s; done", task.ID, msg)
+	if _, _, s, ok := r.commitMove(ctx, task, "done", "", func(ctx context.Context) error {
+		return r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: msg, By: r.by(task)})
+	}); !ok {
+		return true, s
+	}
+	r.unhold()
+	return true, nil
+}
+
+// integrate lands a done task's work on the integration branch before the
+// task is done in the store ("done means merged", DESIGN §9). A zero
+// status means it landed (or there was nothing to land). Work that cannot
+// land is task trouble; a claim that ended meanwhile is a lost claim; any
+// other failure is a git failure, which stops the run (exit 5).
+func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res RunResult) (IterationStatus, string, *stop) {
+	req := IntegrateRequest{
+		Task:    task,
+		Summary: summary(res.Text),
+		Current: func(ctx context.Context) error {
+			cur, err := r.store.Get(ctx, task.ID)
+			if err != nil {
+				return err
+			}
+			if !holds(cur, task) {
+				return fmt.Errorf("%w: task %s is %s under claim %d of %q", ErrStaleClaim, task.ID, cur.Status, cur.Generation, cur.ClaimedBy)
+			}
+			return nil
+		},
+	}
+	if r.testCmd != "" {
+		dir := r.dir()
+		req.Gate = func(ctx context.Context) error { return runTests(ctx, dir, r.testCmd) }
+	}
+	got, err := ws.Integrate(ctx, req)
+	var ie *IntegrationError
+	switch {
+	case err == nil:
+		switch {
+		case got.Commit == "":
+			r.note.notice(n, "task %s changed nothing: done, no commit", task.ID)
+		case got.Replayed:
+			r.note.notice(n, "task %s landed as %s, replayed onto the moved tip", task.ID, short(got.Commit))
+		default:
+			r.note.notice(n, "task %s landed as %s", task.ID, short(got.Commit))
+		}
+		return "", "", nil
+	case ctx.Err() != nil:
+		r.releaseHeld(ctx, ReasonLoopStopped)
+		return IterCancelled, "", r.checkCancel(ctx)
+	case errors.As(err, &ie):
+		r.note.notice(n, "task %s could not land: %v", task.ID, ie)
+		return r.taskTrouble(ctx, task, IterIntegrationFailed, "integration: "+ie.Error())
+	case errors.Is(err, ErrStaleClaim):
+		cur, gerr := r.store.Get(ctx, task.ID)
+		if gerr != nil {
+			return IterCancelled, "", r.storeErr(ctx, gerr)
+		}
+		return r.claimLost(ctx, n, task, cur)
+	}
+	why := fmt.Sprintf("git: task %s: %v", task.ID, err)
+	r.releaseHeld(ctx, "integration failed: "+firstLine(err.Error()))
+	return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
+}
+
+// short is a commit's abbreviated name.
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}

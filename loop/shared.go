@@ -1,0 +1,172 @@
+package loop
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Shared is what the workers of one parallel build share (DESIGN §9,
+// "Shared limits"): the iteration budget and the iteration numbers, the
+// cost, a usage-limit pause, the session log, and the first stop. Each
+// worker is a Run whose Config.Shared points at the same Shared; what one
+// worker owns — its claim, its trouble streaks, its model hint, its
+// workspace — stays in its run.
+//
+// Iterations are numbered across the workers in the order their claims
+// succeed. MaxIterations counts the iterations of all workers together: a
+// worker takes a slot before it claims, and when every slot is taken or
+// spent it ends (the iterations in flight finish). The first stop of a
+// worker that ends the run — exit codes 1, 3, 4, 5, 7, 9 and 10 — makes
+// every other worker end before its next claim, with that stop.
+type Shared struct {
+	mu       sync.Mutex
+	maxIter  int
+	maxCost  float64
+	inFlight int // slots taken by iterations under way
+	counted  int // iterations that ran to their end
+	number   int // the last iteration number handed out
+	cost     float64
+	pause    time.Time // no claims before then: a usage limit
+	first    *stop
+	log      *SessionLog
+}
+
+// NewShared returns the state shared by the workers of one build, with
+// its budget: maxIterations iterations in all (0: DefaultMaxIterations)
+// and maxCost USD (0: none). log, if not nil, is the one session log they
+// write, each line naming its worker.
+func NewShared(maxIterations int, maxCost float64, log *SessionLog) *Shared {
+	if maxIterations <= 0 {
+		maxIterations = DefaultMaxIterations
+	}
+	return &Shared{maxIter: maxIterations, maxCost: maxCost, log: log}
+}
+
+// Iterations returns how many iterations the workers ran to their end.
+func (s *Shared) Iterations() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counted
+}
+
+// CostUSD returns what the workers' sessions cost.
+func (s *Shared) CostUSD() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cost
+}
+
+// take takes an iteration slot, after any usage-limit pause. It returns
+// the stop that ends the worker instead: another worker's stop, the cost
+// budget, the iteration budget.
+func (s *Shared) take(ctx context.Context, r *run) *stop {
+	for {
+		s.mu.Lock()
+		switch {
+		case s.first != nil:
+			f := *s.first
+			s.mu.Unlock()
+			f.err = nil
+			f.message = "stopped with another worker: " + f.message
+			return &f
+		case s.maxCost > 0 && s.cost >= s.maxCost:
+			cost := s.cost
+			s.mu.Unlock()
+			return stopWith(OutcomeBudgetExhausted, "cost budget exhausted: spent $%.4f of $%.4f", cost, s.maxCost)
+		case s.counted+s.inFlight >= s.maxIter:
+			n := s.counted
+			s.mu.Unlock()
+			return stopWith(OutcomeLimitReached, "iteration limit reached (%d of %d run or under way)", n, s.maxIter)
+		}
+		until := s.pause
+		if wait := until.Sub(r.cfg.Now()); wait > 0 {
+			s.mu.Unlock()
+			r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: until, Wait: wait,
+				Message: "usage limit reached by another worker; waiting for the reset"})
+			if err := r.cfg.Sleep(ctx, wait); err != nil {
+				return r.checkCancel(ctx)
+			}
+			continue
+		}
+		s.inFlight++
+		s.mu.Unlock()
+		return nil
+	}
+}
+
+// next numbers an iteration whose claim succeeded.
+func (s *Shared) next() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.number++
+	return s.number
+}
+
+// give gives back the slot take took; counted says the iteration ran to
+// its end.
+func (s *Shared) give(counted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	if counted {
+		s.counted++
+	}
+}
+
+// limitReached reports whether the iteration budget is spent.
+func (s *Shared) limitReached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counted >= s.maxIter
+}
+
+func (s *Shared) addCost(usd float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cost += usd
+}
+
+// pauseUntil makes every worker wait for a usage limit's reset.
+func (s *Shared) pauseUntil(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.After(s.pause) {
+		s.pause = t
+	}
+}
+
+// stopped records a worker's stop; the first that ends the run is kept.
+func (s *Shared) stopped(st *stop) {
+	if st == nil || !endsRun(st.outcome) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.first == nil {
+		c := *st
+		s.first = &c
+	}
+}
+
+// First returns the outcome and message of the first stop that ended the
+// run, ok false when none did.
+func (s *Shared) First() (o Outcome, message string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.first == nil {
+		return "", "", false
+	}
+	return s.first.outcome, s.first.message, true
+}
+
+// endsRun reports whether a worker's stop ends the whole run (DESIGN §9,
+// "Trouble, with workers": exit codes 1, 3, 4, 5, 7, 9, 10).
+func endsRun(o Outcome) bool {
+	switch o {
+	case OutcomeError, OutcomeTestGateFailed, OutcomeAgentFailed, OutcomeGitFailed,
+		OutcomeFailure, OutcomeBudgetExhausted, OutcomeUsageLimit:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,74 @@
+package loop
+
+import "context"
+
+// A Workspace is where one worker of a parallel build works (DESIGN §9):
+// a working tree of its own, in which an attempt at a task starts from the
+// integration branch's tip and whose work, once the task is done, lands on
+// that branch before the task is done in the store ("done means merged").
+// Run uses it when Config.Workspace is set; package parallel implements
+// it over git worktrees.
+//
+// The loop calls a Workspace from one goroutine at a time.
+type Workspace interface {
+	// Dir is the working tree: the agent's working directory (and
+	// RALPH_WORKTREE), where the test gate and the verifier run.
+	Dir() string
+	// Begin readies the tree for an attempt at task, which the loop has
+	// just claimed: whatever the tree held before is kept (committed to an
+	// attempt branch), and the tree becomes the integration tip. integrated
+	// true says that the task's work is on the integration branch already
+	// (a run stopped between landing it and recording it): the loop
+	// completes the task without running an agent. An error is a git
+	// failure.
+	Begin(ctx context.Context, task Task) (integrated bool, err error)
+	// Integrate lands the attempt's work on the integration branch: the
+	// change committed with the task's trailer, replayed onto the tip,
+	// the test gate run again when the tip had moved, the branch moved
+	// atomically. A change that cannot land — a conflict, a test gate
+	// failing after the replay — is an *IntegrationError (task trouble);
+	// ErrStaleClaim from req.Current is returned as it is; anything else
+	// is a git failure.
+	Integrate(ctx context.Context, req IntegrateRequest) (IntegrateResult, error)
+}
+
+// IntegrateRequest is one task's work to land.
+type IntegrateRequest struct {
+	// Task is the task, under the loop's claim (its Generation is the
+	// claim's).
+	Task Task
+	// Summary is the agent's summary of its work, for the commit message.
+	Summary string
+	// Gate runs the test gate in the workspace (nil: no test gate).
+	Gate func(ctx context.Context) error
+	// Current returns nil while the loop's claim is still the task's
+	// current one, ErrStaleClaim when it is not: the work must not land
+	// then.
+	Current func(ctx context.Context) error
+}
+
+// IntegrateResult says how a task's work landed.
+type IntegrateResult struct {
+	// Commit is the commit on the integration branch that holds the
+	// work; empty when the attempt changed nothing.
+	Commit string
+	// Replayed is set when the tip had moved since the attempt began, so
+	// that the work was replayed onto it (and the gate run again).
+	Replayed bool
+}
+
+// An IntegrationError is work that could not land: task trouble, whose
+// Reason (the conflicting files, the failing test's output) the next
+// attempt's prompt shows.
+type IntegrationError struct {
+	Reason string
+	// Attempt is the branch that keeps the attempt's work.
+	Attempt string
+}
+
+func (e *IntegrationError) Error() string {
+	if e.Attempt == "" {
+		return e.Reason
+	}
+	return e.Reason + " (the attempt is kept on " + e.Attempt + ")"
+}
