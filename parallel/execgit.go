@@ -1,0 +1,649 @@
+package parallel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ExecGit is Git over the git binary, for the repository whose working
+// tree contains Root.
+//
+// Every command runs as `git -C DIR …` with GIT_TERMINAL_PROMPT=0 (never
+// ask for credentials), LC_ALL=C, an editor that accepts what it is given
+// (nothing ralph runs may wait for a person), and without the GIT_DIR
+// family of variables a surrounding git (a hook running ralph) may have
+// set, which would send the commands to another repository.
+//
+// The user's configuration is kept, except where it would make ralph's own
+// commits and rebases fail or stop: see Commit and Rebase. The user's
+// identity is kept too; only where the configuration has no user.name or
+// user.email does ralph supply "ralph <ralph@localhost>".
+//
+// Methods may be called from several goroutines; calls on one worktree dir
+// should not overlap, as git's index lock allows one writer. A cancelled
+// context stops git with SIGTERM, on which git removes its lock files, and
+// the method returns an error wrapping the context's.
+//
+// It needs git 2.24 or later.
+type ExecGit struct {
+	Root string // any directory inside the repository's main working tree
+	Bin  string // git executable; "" means "git" from PATH
+}
+
+var _ Git = (*ExecGit)(nil)
+
+// Check reports ErrNotRepository when Root is not inside a git work tree
+// and ErrNoCommit when HEAD names no commit yet (a new repository).
+func (g *ExecGit) Check(ctx context.Context) error {
+	out, err := g.run(ctx, g.Root, nil, "rev-parse", "--is-inside-work-tree")
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && ge.exitCode() > 0 {
+			return fmt.Errorf("%w: %s: %v", ErrNotRepository, g.Root, err)
+		}
+		return err
+	}
+	if strings.TrimSpace(out) != "true" {
+		return fmt.Errorf("%w: %s is not inside a work tree", ErrNotRepository, g.Root)
+	}
+	_, ok, err := g.resolve(ctx, g.Root, "HEAD")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: HEAD of %s names no commit", ErrNoCommit, g.Root)
+	}
+	return nil
+}
+
+// Head returns the commit HEAD of Root's working tree names.
+func (g *ExecGit) Head(ctx context.Context) (string, error) {
+	return g.head(ctx, g.Root)
+}
+
+func (g *ExecGit) head(ctx context.Context, dir string) (string, error) {
+	out, err := g.run(ctx, dir, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Resolve returns the commit ref points at, or ok false when there is no
+// such ref (or it names something other than a commit).
+func (g *ExecGit) Resolve(ctx context.Context, ref string) (string, bool, error) {
+	if err := checkName("ref", ref); err != nil {
+		return "", false, err
+	}
+	return g.resolve(ctx, g.Root, ref)
+}
+
+func (g *ExecGit) resolve(ctx context.Context, dir, ref string) (string, bool, error) {
+	out, err := g.run(ctx, dir, nil, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && ge.exitCode() == 1 {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return strings.TrimSpace(out), true, nil
+}
+
+// CheckedOut returns the branches checked out in the repository's
+// worktrees, as `git worktree list --porcelain` lists them.
+func (g *ExecGit) CheckedOut(ctx context.Context) ([]string, error) {
+	wts, err := g.worktrees(ctx, g.Root)
+	if err != nil {
+		return nil, err
+	}
+	var refs []string
+	for _, wt := range wts {
+		if wt.branch != "" {
+			refs = append(refs, wt.branch)
+		}
+	}
+	return refs, nil
+}
+
+// CreateRef makes ref point at commit unless ref exists, in which case it
+// returns ErrRefExists.
+func (g *ExecGit) CreateRef(ctx context.Context, ref, commit string) error {
+	if err := checkNames(ref, commit); err != nil {
+		return err
+	}
+	// The "create" instruction checks that ref does not exist, whatever
+	// the length of the repository's object names.
+	in := "create " + ref + " " + commit + "\n"
+	_, err := g.run(ctx, g.Root, strings.NewReader(in), "update-ref", "-m", "ralph: create", "--stdin")
+	if err == nil {
+		return nil
+	}
+	if _, ok, rerr := g.resolve(ctx, g.Root, ref); rerr == nil && ok {
+		return fmt.Errorf("%w: %s: %v", ErrRefExists, ref, err)
+	}
+	return err
+}
+
+// SwapRef moves ref from old to new atomically, or returns ErrRefMoved
+// when ref does not point at old (a missing ref counts as moved).
+func (g *ExecGit) SwapRef(ctx context.Context, ref, new, old string) error {
+	if err := checkNames(ref, new, old); err != nil {
+		return err
+	}
+	// git update-ref fails both when ref is not at old and when another
+	// update holds ref's lock for longer than core.filesRefLockTimeout
+	// (100ms). What the ref reads afterwards tells them apart: moved, or
+	// still at old, when trying again is right.
+	const tries = 3
+	var err error
+	for range tries {
+		_, err = g.run(ctx, g.Root, nil, "update-ref", "-m", "ralph: swap", ref, new, old)
+		if err == nil {
+			return nil
+		}
+		at, ok, rerr := g.resolve(ctx, g.Root, ref)
+		if rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		if !ok || at != old {
+			return fmt.Errorf("%w: %s is at %q, not %s", ErrRefMoved, ref, at, old)
+		}
+	}
+	return err
+}
+
+// Refs returns the names of the refs under prefix, sorted.
+func (g *ExecGit) Refs(ctx context.Context, prefix string) ([]string, error) {
+	if err := checkName("prefix", prefix); err != nil {
+		return nil, err
+	}
+	out, err := g.run(ctx, g.Root, nil, "for-each-ref", "--format=%(refname)", prefix)
+	if err != nil {
+		return nil, err
+	}
+	var refs []string
+	for line := range strings.Lines(out) {
+		// for-each-ref matches whole path components ("a/b" does not
+		// list "a/bc"), or globs; keep only what the prefix names.
+		if ref := strings.TrimRight(line, "\n"); strings.HasPrefix(ref, prefix) {
+			refs = append(refs, ref)
+		}
+	}
+	return refs, nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of, or equal to, b.
+func (g *ExecGit) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	if err := checkNames(a, b); err != nil {
+		return false, err
+	}
+	_, err := g.run(ctx, g.Root, nil, "merge-base", "--is-ancestor", a, b)
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && ge.exitCode() == 1 {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// Trailers returns the values of the trailer key in the messages of the
+// commits reachable from tip, newest first; a commit may give several.
+// Keys match case-insensitively, as git matches them.
+func (g *ExecGit) Trailers(ctx context.Context, tip, key string) ([]string, error) {
+	if err := checkNames(tip, key); err != nil {
+		return nil, err
+	}
+	if strings.ContainsAny(key, ",:)%\n") {
+		return nil, fmt.Errorf("parallel: trailer key %q: not a plain word", key)
+	}
+	// NUL separates values, RS commits; unfold joins continuation
+	// lines. log.showSignature would add lines of its own.
+	format := "--format=%(trailers:key=" + key + ",valueonly,unfold,separator=%x00)%x1e"
+	out, err := g.run(ctx, g.Root, nil, "-c", "log.showSignature=false", "log", format, tip, "--")
+	if err != nil {
+		return nil, err
+	}
+	var vals []string
+	for rec := range strings.SplitSeq(out, "\x1e") {
+		for v := range strings.SplitSeq(rec, "\x00") {
+			if v = strings.TrimSpace(v); v != "" {
+				vals = append(vals, v)
+			}
+		}
+	}
+	return vals, nil
+}
+
+// AddWorktree makes a worktree at dir, HEAD detached at commit. A relative
+// dir is taken from the current directory, not Root.
+func (g *ExecGit) AddWorktree(ctx context.Context, dir, commit string) error {
+	if err := checkName("commit", commit); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("parallel: worktree %s: %w", dir, err)
+	}
+	_, err = g.run(ctx, g.Root, nil, "worktree", "add", "--detach", "--quiet", "--", abs, commit)
+	return err
+}
+
+// Status returns the paths `git status --porcelain` lists for dir: changed,
+// staged and untracked files that are not ignored, one path each (a rename
+// lists as the deletion and the addition it is), nil when dir is clean.
+func (g *ExecGit) Status(ctx context.Context, dir string) ([]string, error) {
+	out, err := g.run(ctx, dir, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	if err != nil {
+		return nil, err
+	}
+	return parseStatus(out)
+}
+
+// parseStatus reads `git status --porcelain=v1 -z`: entries "XY PATH",
+// NUL-terminated, a rename or copy followed by its source path.
+func parseStatus(out string) ([]string, error) {
+	var paths []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if f == "" {
+			continue
+		}
+		if len(f) < 4 || f[2] != ' ' {
+			return nil, fmt.Errorf("parallel: git status: unexpected entry %q", f)
+		}
+		paths = append(paths, f[3:])
+		if f[0] == 'R' || f[0] == 'C' {
+			i++ // the source, which a copy keeps and a rename removes
+			if i < len(fields) && f[0] == 'R' {
+				paths = append(paths, fields[i])
+			}
+		}
+	}
+	return paths, nil
+}
+
+// Switch puts dir on branch ref at commit, as `git checkout --force -B`
+// does, then removes untracked files that are not ignored (git clean, with
+// -f twice so that repositories an agent cloned or made inside the tree
+// go too). ref must be under refs/heads/.
+func (g *ExecGit) Switch(ctx context.Context, dir, ref, commit string) error {
+	if err := checkNames(ref, commit); err != nil {
+		return err
+	}
+	branch, ok := strings.CutPrefix(ref, "refs/heads/")
+	if !ok || branch == "" {
+		return fmt.Errorf("parallel: switch to %q: not a branch (refs/heads/…)", ref)
+	}
+	// git before 2.43 resets a branch another worktree has checked
+	// out, leaving that worktree's files out of step with its HEAD.
+	if err := g.notCheckedOutElsewhere(ctx, dir, ref); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, nil, "checkout", "--quiet", "--force", "--no-recurse-submodules", "-B", branch, commit, "--"); err != nil {
+		return err
+	}
+	_, err := g.run(ctx, dir, nil, "clean", "-ffdq")
+	return err
+}
+
+// notCheckedOutElsewhere returns an error if a worktree other than dir
+// has ref checked out.
+func (g *ExecGit) notCheckedOutElsewhere(ctx context.Context, dir, ref string) error {
+	wts, err := g.worktrees(ctx, dir)
+	if err != nil {
+		return err
+	}
+	here, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("parallel: switch %s: %w", dir, err)
+	}
+	for _, wt := range wts {
+		if wt.branch != ref {
+			continue
+		}
+		if there, err := os.Stat(wt.path); err != nil || !os.SameFile(here, there) {
+			return fmt.Errorf("parallel: switch %s to %s: the branch is checked out in %s", dir, ref, wt.path)
+		}
+	}
+	return nil
+}
+
+// A worktree is an entry of `git worktree list --porcelain`.
+type worktree struct {
+	path   string
+	branch string // full ref name; "" when detached
+}
+
+func (g *ExecGit) worktrees(ctx context.Context, dir string) ([]worktree, error) {
+	out, err := g.run(ctx, dir, nil, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	var wts []worktree
+	for line := range strings.Lines(out) {
+		line = strings.TrimRight(line, "\n")
+		if p, ok := strings.CutPrefix(line, "worktree "); ok {
+			wts = append(wts, worktree{path: p})
+		} else if ref, ok := strings.CutPrefix(line, "branch "); ok && len(wts) > 0 {
+			wts[len(wts)-1].branch = ref
+		}
+	}
+	return wts, nil
+}
+
+// Commit folds everything in dir that differs from base into one commit
+// on top of base; see Git.Commit.
+//
+// The commit is made with --no-verify and without signing: the gate that
+// decides whether an agent's work is good is ralph's own check, and a
+// pre-commit hook that prompts, fails or takes minutes, or a signing key
+// that asks for a passphrase, would turn into a failed task for no fault
+// of the agent's. Hooks the user runs by hand are not disabled otherwise.
+func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except []string) (string, bool, error) {
+	if err := checkName("base", base); err != nil {
+		return "", false, err
+	}
+	// Move HEAD (and its branch) to base keeping index and tree: commits
+	// the agent made on top of base become staged changes.
+	if _, err := g.run(ctx, dir, nil, "reset", "--quiet", "--soft", base); err != nil {
+		return "", false, err
+	}
+	add := []string{"add", "--all", "--", "."}
+	var excluded []string
+	for _, p := range except {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+			add = append(add, ":(exclude,literal)"+p)
+		}
+		excluded = append(excluded, ":(literal)"+p)
+	}
+	if _, err := g.run(ctx, dir, nil, add...); err != nil {
+		return "", false, err
+	}
+	if len(excluded) > 0 {
+		// The agent may have committed or staged an excluded path;
+		// give the index base's version of each (none when base has
+		// none).
+		args := append([]string{"reset", "--quiet", base, "--"}, excluded...)
+		if _, err := g.run(ctx, dir, nil, args...); err != nil {
+			return "", false, err
+		}
+	}
+	_, err := g.run(ctx, dir, nil, "diff", "--cached", "--quiet", "--no-renames", base, "--")
+	if err == nil {
+		return base, false, nil
+	}
+	if ge := (*gitError)(nil); !errors.As(err, &ge) || ge.exitCode() != 1 {
+		return "", false, err
+	}
+	opts, err := g.identity(ctx, dir)
+	if err != nil {
+		return "", false, err
+	}
+	opts = append(opts, "-c", "commit.gpgSign=false", "commit", "--quiet", "--no-verify", "--cleanup=whitespace", "--file=-")
+	if _, err := g.run(ctx, dir, strings.NewReader(message), opts...); err != nil {
+		return "", false, err
+	}
+	head, err := g.head(ctx, dir)
+	if err != nil {
+		return "", false, err
+	}
+	return head, true, nil
+}
+
+// identity returns the -c options that supply ralph's name and email
+// where the configuration seen from dir has none.
+func (g *ExecGit) identity(ctx context.Context, dir string) ([]string, error) {
+	out, err := g.run(ctx, dir, nil, "config", "--get-regexp", `^user\.(name|email)$`)
+	if err != nil {
+		var ge *gitError
+		if !errors.As(err, &ge) || ge.exitCode() != 1 { // 1: none set
+			return nil, err
+		}
+	}
+	var name, email bool
+	for line := range strings.Lines(out) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch {
+		case v == "":
+		case k == "user.name":
+			name = true
+		case k == "user.email":
+			email = true
+		}
+	}
+	var opts []string
+	if !name {
+		opts = append(opts, "-c", "user.name=ralph")
+	}
+	if !email {
+		opts = append(opts, "-c", "user.email=ralph@localhost")
+	}
+	return opts, nil
+}
+
+// Rebase replays base..HEAD of dir onto onto; see Git.Rebase.
+//
+// Nothing in the user's configuration may make it stop for a person or
+// do more than that: no editor, no autostash (a dirty tree is an error),
+// no rerere, no moving other branches (rebase.updateRefs), no pre-rebase
+// hook (--no-verify, as for Commit).
+func (g *ExecGit) Rebase(ctx context.Context, dir, base, onto string) (string, error) {
+	if err := checkNames(base, onto); err != nil {
+		return "", err
+	}
+	if base == onto {
+		return g.head(ctx, dir)
+	}
+	// Replayed commits need a committer.
+	opts, err := g.identity(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	_, err = g.run(ctx, dir, nil, append(opts,
+		"-c", "core.editor=true",
+		"-c", "rerere.enabled=false",
+		"-c", "rebase.updateRefs=false",
+		"-c", "rebase.autoSquash=false",
+		"-c", "commit.gpgSign=false",
+		"rebase", "--quiet", "--no-verify", "--no-autostash", "--onto", onto, base)...)
+	if err == nil {
+		return g.head(ctx, dir)
+	}
+	// Whatever stopped it, leave dir as it was, even when ctx is done.
+	bg := context.WithoutCancel(ctx)
+	out, derr := g.run(bg, dir, nil, "diff", "--name-only", "-z", "--diff-filter=U")
+	var paths []string
+	if derr == nil {
+		for p := range strings.SplitSeq(out, "\x00") {
+			if p != "" {
+				paths = append(paths, p)
+			}
+		}
+	}
+	if aerr := g.abortRebase(bg, dir); aerr != nil {
+		return "", errors.Join(err, aerr)
+	}
+	if len(paths) > 0 && ctx.Err() == nil {
+		return "", &ConflictError{Paths: paths}
+	}
+	return "", err
+}
+
+// abortRebase runs git rebase --abort if dir has a rebase in progress.
+func (g *ExecGit) abortRebase(ctx context.Context, dir string) error {
+	out, err := g.run(ctx, dir, nil, "rev-parse", "--git-path", "rebase-merge", "--git-path", "rebase-apply")
+	if err != nil {
+		return err
+	}
+	for p := range strings.Lines(out) {
+		p = strings.TrimRight(p, "\n")
+		if !filepath.IsAbs(p) { // relative to dir
+			p = filepath.Join(dir, p)
+		}
+		if _, err := os.Stat(p); err == nil {
+			_, err := g.run(ctx, dir, nil, "rebase", "--abort")
+			return err
+		}
+	}
+	return nil
+}
+
+// run runs git in dir with args and returns its standard output. A
+// failure comes back as a *gitError (wrapping the context's error when
+// that was the cause), or the error starting git gave.
+func (g *ExecGit) run(ctx context.Context, dir string, stdin io.Reader, args ...string) (string, error) {
+	bin := g.Bin
+	if bin == "" {
+		bin = "git"
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{"-C", dir}, args...)...)
+	cmd.Env = gitEnv(os.Environ())
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// SIGTERM lets git remove its lock files; WaitDelay ends one that
+	// takes too long about it.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		ge := &gitError{dir: dir, args: args, err: err, tail: lastLines(stderr.String(), 4)}
+		if ge.tail == "" {
+			ge.tail = lastLines(stdout.String(), 4)
+		}
+		if ctx.Err() != nil {
+			ge.err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return stdout.String(), ge
+	}
+	return stdout.String(), nil
+}
+
+// gitEnv returns env without the variables that point git at another
+// repository, index or work tree, and with those that keep git from
+// prompting and its messages in English.
+func gitEnv(env []string) []string {
+	drop := []string{
+		"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+		"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+		"GIT_NAMESPACE", "GIT_PREFIX", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
+		"GIT_TERMINAL_PROMPT", "LC_ALL",
+	}
+	out := make([]string, 0, len(env)+4)
+outer:
+	for _, kv := range env {
+		for _, k := range drop {
+			if len(kv) > len(k) && kv[len(k)] == '=' && kv[:len(k)] == k {
+				continue outer
+			}
+		}
+		out = append(out, kv)
+	}
+	return append(out,
+		"GIT_TERMINAL_PROMPT=0",
+		"LC_ALL=C",
+		"GIT_EDITOR=true",
+		"GIT_SEQUENCE_EDITOR=true",
+	)
+}
+
+// A gitError is a git command that failed: the command, how it ended and
+// the end of what it said.
+type gitError struct {
+	dir  string
+	args []string
+	err  error
+	tail string
+}
+
+func (e *gitError) Error() string {
+	var b strings.Builder
+	b.WriteString("git -C ")
+	b.WriteString(quoteArg(e.dir))
+	n := 0
+	for i := 0; i < len(e.args); i++ {
+		a := e.args[i]
+		if a == "-c" { // options ralph adds; the command is what tells
+			i++
+			continue
+		}
+		if n == 8 {
+			b.WriteString(" …")
+			break
+		}
+		b.WriteByte(' ')
+		b.WriteString(quoteArg(a))
+		n++
+	}
+	b.WriteString(": ")
+	b.WriteString(e.err.Error())
+	if e.tail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.tail)
+	}
+	return b.String()
+}
+
+func (e *gitError) Unwrap() error { return e.err }
+
+// exitCode returns git's exit status, or -1 when git did not exit (it did
+// not start, or was killed).
+func (e *gitError) exitCode() int {
+	var ee *exec.ExitError
+	if errors.As(e.err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func quoteArg(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\n\"'\\$`*?[]()&;|<>") {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// lastLines returns the last n non-blank lines of s joined by "; ".
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	var keep []string
+	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			keep = append(keep, l)
+		}
+	}
+	for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
+		keep[i], keep[j] = keep[j], keep[i]
+	}
+	return strings.Join(keep, "; ")
+}
+
+// checkName rejects what git would read as an option rather than a name.
+func checkName(what, s string) error {
+	if s == "" || s[0] == '-' || strings.ContainsAny(s, "\x00\n") {
+		return fmt.Errorf("parallel: %s %q: not a git name", what, s)
+	}
+	return nil
+}
+
+func checkNames(names ...string) error {
+	for _, s := range names {
+		if err := checkName("name", s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
