@@ -170,3 +170,40 @@ func endsRun(o Outcome) bool {
 	}
 	return false
 }
+
+// OpenSession names the session of a build whose workers share it, and
+// opens its session log, the way Run does for a run of its own: cfg.Session
+// if set, else the first free clock-made name in cfg.LogDir (reserved, so
+// that two builds started in the same second never share logs). log is nil
+// when cfg.SessionLog is off; the caller closes it.
+func OpenSession(cfg Config) (session string, log *SessionLog, err error) {
+	auto := cfg.Session == ""
+	if _, err := cfg.normalize(); err != nil {
+		return "", nil, err
+	}
+	r := &run{cfg: cfg}
+	switch {
+	case auto && (cfg.SessionLog || cfg.RawLogs):
+		f, err := r.reserveSession()
+		if err != nil {
+			return "", nil, err
+		}
+		if f != nil {
+			log = NewSessionLog(f)
+			log.c = f
+		}
+	case cfg.SessionLog:
+		log, err = OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session))
+		if err != nil {
+			return "", nil, err
+		}
+	}
+	return r.cfg.Session, log, nil
+}
+
+// Stop ends the run from outside a worker's loop (a worker that could not
+// start: a failing --setup): the workers end before their next claim with
+// this outcome, if it is the first stop that ends the run.
+func (s *Shared) Stop(o Outcome, message string) {
+	s.stopped(stopWith(o, "%s", message))
+}

@@ -276,47 +276,43 @@ func parseStatus(out string) ([]string, error) {
 	return paths, nil
 }
 
-// Switch puts dir on branch ref at commit, as `git checkout --force -B`
-// does, then removes untracked files that are not ignored (git clean, with
-// -f twice so that repositories an agent cloned or made inside the tree
-// go too). ref must be under refs/heads/.
+// Switch detaches dir's HEAD at commit, as `git checkout --force
+// --detach` does, removes untracked files that are not ignored (git
+// clean, with -f twice so that repositories an agent cloned or made inside
+// the tree go too), then points branch ref at commit. The branch is never
+// checked out, so that any worktree can take up any task's branch; a ref
+// that a worktree has checked out is refused. ref must be under
+// refs/heads/.
 func (g *ExecGit) Switch(ctx context.Context, dir, ref, commit string) error {
 	if err := checkNames(ref, commit); err != nil {
 		return err
 	}
-	branch, ok := strings.CutPrefix(ref, "refs/heads/")
-	if !ok || branch == "" {
+	if branch, ok := strings.CutPrefix(ref, "refs/heads/"); !ok || branch == "" {
 		return fmt.Errorf("parallel: switch to %q: not a branch (refs/heads/…)", ref)
 	}
-	// git before 2.43 resets a branch another worktree has checked
-	// out, leaving that worktree's files out of step with its HEAD.
-	if err := g.notCheckedOutElsewhere(ctx, dir, ref); err != nil {
+	if _, err := g.run(ctx, dir, nil, "checkout", "--quiet", "--force", "--no-recurse-submodules", "--detach", commit, "--"); err != nil {
 		return err
 	}
-	if _, err := g.run(ctx, dir, nil, "checkout", "--quiet", "--force", "--no-recurse-submodules", "-B", branch, commit, "--"); err != nil {
+	if _, err := g.run(ctx, dir, nil, "clean", "-ffdq"); err != nil {
 		return err
 	}
-	_, err := g.run(ctx, dir, nil, "clean", "-ffdq")
+	if err := g.notCheckedOut(ctx, dir, ref); err != nil {
+		return err
+	}
+	_, err := g.run(ctx, dir, nil, "update-ref", "-m", "ralph: attempt begins", ref, commit)
 	return err
 }
 
-// notCheckedOutElsewhere returns an error if a worktree other than dir
-// has ref checked out.
-func (g *ExecGit) notCheckedOutElsewhere(ctx context.Context, dir, ref string) error {
+// notCheckedOut returns an error if a worktree has ref checked out: ralph
+// never moves a branch under a worktree.
+func (g *ExecGit) notCheckedOut(ctx context.Context, dir, ref string) error {
 	wts, err := g.worktrees(ctx, dir)
 	if err != nil {
 		return err
 	}
-	here, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("parallel: switch %s: %w", dir, err)
-	}
 	for _, wt := range wts {
-		if wt.branch != ref {
-			continue
-		}
-		if there, err := os.Stat(wt.path); err != nil || !os.SameFile(here, there) {
-			return fmt.Errorf("parallel: switch %s to %s: the branch is checked out in %s", dir, ref, wt.path)
+		if wt.branch == ref {
+			return fmt.Errorf("parallel: %s is checked out in %s; ralph does not move it", strings.TrimPrefix(ref, "refs/heads/"), wt.path)
 		}
 	}
 	return nil
@@ -363,12 +359,22 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 		return "", false, err
 	}
 	add := []string{"add", "--all", "--", "."}
-	var excluded []string
+	var excluded, present []string
 	for _, p := range except {
 		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
-			add = append(add, ":(exclude,literal)"+p)
+			present = append(present, p)
 		}
 		excluded = append(excluded, ":(literal)"+p)
+	}
+	// An ignored path named in a pathspec, even an exclude, makes git add
+	// fail ("paths are ignored"): only the others are excluded; git add
+	// --all skips the ignored ones itself.
+	kept, err := g.notIgnored(ctx, dir, present)
+	if err != nil {
+		return "", false, err
+	}
+	for _, p := range kept {
+		add = append(add, ":(exclude,literal)"+p)
 	}
 	if _, err := g.run(ctx, dir, nil, add...); err != nil {
 		return "", false, err
@@ -382,7 +388,7 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 			return "", false, err
 		}
 	}
-	_, err := g.run(ctx, dir, nil, "diff", "--cached", "--quiet", "--no-renames", base, "--")
+	_, err = g.run(ctx, dir, nil, "diff", "--cached", "--quiet", "--no-renames", base, "--")
 	if err == nil {
 		return base, false, nil
 	}
@@ -646,4 +652,48 @@ func checkNames(names ...string) error {
 		}
 	}
 	return nil
+}
+
+// HeadOf returns the branch dir's HEAD is on (git symbolic-ref HEAD; ""
+// when detached) and the commit it names.
+func (g *ExecGit) HeadOf(ctx context.Context, dir string) (string, string, error) {
+	commit, err := g.head(ctx, dir)
+	if err != nil {
+		return "", "", err
+	}
+	out, err := g.run(ctx, dir, nil, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && ge.exitCode() == 1 {
+			return "", commit, nil // detached
+		}
+		return "", "", err
+	}
+	return strings.TrimSpace(out), commit, nil
+}
+
+// notIgnored returns the paths of dir that git does not ignore.
+func (g *ExecGit) notIgnored(ctx context.Context, dir string, paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	in := strings.Join(paths, "\x00") + "\x00"
+	out, err := g.run(ctx, dir, strings.NewReader(in), "check-ignore", "--stdin", "-z")
+	if err != nil {
+		if ge := (*gitError)(nil); !errors.As(err, &ge) || ge.exitCode() != 1 {
+			return nil, err
+		}
+		return paths, nil // none is ignored
+	}
+	ignored := map[string]bool{}
+	for _, p := range strings.Split(out, "\x00") {
+		ignored[p] = true
+	}
+	var kept []string
+	for _, p := range paths {
+		if !ignored[p] {
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
 }

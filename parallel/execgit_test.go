@@ -498,9 +498,7 @@ func TestCheckedOut(t *testing.T) {
 	if diff := cmp.Diff([]string{"refs/heads/main"}, got); diff != "" {
 		t.Errorf("CheckedOut() with a detached worktree (-want +got):\n%s", diff)
 	}
-	if err := g.Switch(t.Context(), dir, "refs/heads/ralph/task/1", gitT(t, repo, "rev-parse", "HEAD")); err != nil {
-		t.Fatal(err)
-	}
+	gitT(t, dir, "checkout", "--quiet", "-b", "ralph/task/1")
 	got, err = g.CheckedOut(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -575,8 +573,8 @@ func TestSwitch(t *testing.T) {
 	if diff := cmp.Diff(want, diskFiles(t, dir)); diff != "" {
 		t.Errorf("files after Switch (-want +got):\n%s", diff)
 	}
-	if got := gitT(t, dir, "symbolic-ref", "HEAD"); got != ref {
-		t.Errorf("HEAD on %s, want %s", got, ref)
+	if br, head, err := g.HeadOf(ctx, dir); err != nil || br != "" || head != c1 || gitT(t, repo, "rev-parse", ref) != c1 {
+		t.Errorf("after Switch: HEAD on %q at %s (%v), %s at %s; want detached at %s, the branch there too", br, head, err, ref, gitT(t, repo, "rev-parse", ref), c1)
 	}
 	if got, err := g.Status(ctx, dir); err != nil || got != nil {
 		t.Errorf("Status() after Switch = %q, %v; want clean", got, err)
@@ -722,8 +720,8 @@ func TestCommit(t *testing.T) {
 				t.Fatalf("Commit() = %v", err)
 			}
 			head := gitT(t, dir, "rev-parse", "HEAD")
-			if got != head || gitT(t, dir, "rev-parse", ref) != head {
-				t.Errorf("Commit() = %s; HEAD and %s must be at it, are at %s, %s", got, ref, head, gitT(t, dir, "rev-parse", ref))
+			if got != head || gitT(t, dir, "rev-parse", ref) != base {
+				t.Errorf("Commit() = %s; HEAD must be at it, is at %s; %s must stay at %s (the caller moves it), is at %s", got, head, ref, base, gitT(t, dir, "rev-parse", ref))
 			}
 			if tc.want == nil {
 				if changed || got != base {
@@ -916,8 +914,8 @@ func assertUntouched(t *testing.T, g *parallel.ExecGit, dir, head, ref string) {
 	if got := gitT(t, dir, "rev-parse", "HEAD"); got != head {
 		t.Errorf("HEAD at %s, want %s as before", got, head)
 	}
-	if got := gitT(t, dir, "symbolic-ref", "HEAD"); got != ref {
-		t.Errorf("HEAD on %s, want %s", got, ref)
+	if br, _, err := g.HeadOf(t.Context(), dir); err != nil || br != "" {
+		t.Errorf("HEAD on %q (%v); want it detached as before (%s is the caller's to move)", br, err, ref)
 	}
 	if st, err := g.Status(t.Context(), dir); err != nil || st != nil {
 		t.Errorf("Status() = %q, %v; want clean", st, err)
@@ -1028,5 +1026,23 @@ func TestEnvironment(t *testing.T) {
 	os.Unsetenv("GIT_INDEX_FILE")
 	if want := gitT(t, repo, "rev-parse", "HEAD"); head != want {
 		t.Errorf("Head() = %s, the other repository's; want %s", head, want)
+	}
+}
+
+func TestHeadOf(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	g, dir := newWorktree(t, repo)
+	ctx := t.Context()
+	head := gitT(t, repo, "rev-parse", "HEAD")
+	if br, c, err := g.HeadOf(ctx, dir); err != nil || br != "" || c != head {
+		t.Fatalf("HeadOf(detached) = %q, %q, %v; want \"\", %s", br, c, err, head)
+	}
+	gitT(t, dir, "checkout", "--quiet", "-b", "ralph/task/t-1")
+	if br, c, err := g.HeadOf(ctx, dir); err != nil || br != "refs/heads/ralph/task/t-1" || c != head {
+		t.Fatalf("HeadOf(on a branch) = %q, %q, %v", br, c, err)
+	}
+	if _, _, err := g.HeadOf(ctx, filepath.Join(t.TempDir(), "nowhere")); err == nil {
+		t.Fatal("HeadOf(not a worktree) = nil error")
 	}
 }

@@ -45,19 +45,24 @@ type Git interface {
 	// AddWorktree makes a new worktree at dir with a detached HEAD at
 	// commit (git worktree add --detach). dir must not exist.
 	AddWorktree(ctx context.Context, dir, commit string) error
+	// HeadOf returns the branch dir's HEAD is on (a full ref name; ""
+	// when HEAD is detached) and the commit HEAD names.
+	HeadOf(ctx context.Context, dir string) (branch, commit string, err error)
 	// Status returns the paths a worktree's `git status --porcelain`
 	// lists (changed, staged, untracked not ignored), nil when clean.
 	Status(ctx context.Context, dir string) ([]string, error)
-	// Switch makes dir's HEAD the branch ref (created or reset to commit,
-	// as git checkout -B --force does) and its tree that commit's: every
-	// tracked file reset and untracked files that are not ignored removed
-	// (ignored files such as .env or node_modules stay).
+	// Switch detaches dir's HEAD at commit and makes its tree that
+	// commit's — every tracked file reset, untracked files that are not
+	// ignored removed (ignored files such as .env or node_modules stay) —
+	// and points branch ref at commit. The branch is not checked out:
+	// any worktree may take up any task's branch next. A ref some
+	// worktree has checked out is refused.
 	Switch(ctx context.Context, dir, ref, commit string) error
 	// Commit records everything in dir's tree that differs from base —
 	// tracked changes, deletions, untracked files that are not ignored,
 	// and commits the agent made on top of base — as one commit whose
 	// parent is base, with message, leaving HEAD (and the branch HEAD is
-	// on) at it. except lists paths never committed (copied
+	// on, if any) at it. except lists paths never committed (copied
 	// worktree-include files). changed is false, and nothing is
 	// committed, when the tree equals base's.
 	Commit(ctx context.Context, dir, base, message string, except []string) (commit string, changed bool, err error)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/dag/progress"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/parallel"
 )
 
 // buildCommand is `ralph build`: the build loop of DESIGN §3 over the task
@@ -51,6 +53,9 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
 			&cli.BoolFlag{Name: "use-api-key", Usage: "keep ANTHROPIC_API_KEY in the agent's environment (per-token billing)"},
 			&cli.StringFlag{Name: "claude", Usage: "the agent executable `PATH`", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
+			&cli.IntFlag{Name: "workers", Usage: "run `N` agents at once, each in its own git worktree, merging each finished task into the integration branch", DefaultText: "1 if the plan has an integration branch, else none"},
+			&cli.StringFlag{Name: "into", Usage: "with workers: the integration `BRANCH`, recorded with the plan by its first parallel build", DefaultText: parallel.DefaultInto + ", or the plan's"},
+			&cli.StringFlag{Name: "setup", Usage: "with workers: shell command `C` run in each worker's tree before its first agent (e.g. install dependencies)"},
 		},
 		Action: func(c *cli.Context) error { return build(c, cfg) },
 	}
@@ -72,6 +77,16 @@ func build(c *cli.Context, cfg appConfig) error {
 		return usage("--feature needs the task database; a progress file has no features")
 	case progressFile != "" && c.String("claim") == string(loop.ClaimAgent):
 		return usage("--claim agent needs the task database (the agent claims with 'ralph task claim'), not --progress")
+	case c.Int("workers") < 0:
+		return usage("--workers %d: want 1 or more", c.Int("workers"))
+	case c.IsSet("workers") && progressFile != "":
+		return usage("--workers needs the task database, not --progress")
+	case c.IsSet("workers") && c.String("claim") == string(loop.ClaimAgent):
+		return usage("--workers does not go with --claim agent: each worker's loop claims its task, so that its worktree can start from the integration branch")
+	case c.IsSet("workers") && c.Bool("commit"):
+		return usage("--workers does not go with --commit: each finished task is committed as it is merged into the integration branch")
+	case (c.IsSet("into") || c.IsSet("setup")) && !c.IsSet("workers"):
+		return usage("--into and --setup go with --workers")
 	}
 
 	p, err := projectRoot(c)
@@ -159,6 +174,23 @@ func build(c *cli.Context, cfg appConfig) error {
 	runner = view.tap(runner)
 	lc.Observer = view
 
+	workers := c.Int("workers")
+	if !c.IsSet("workers") && progressFile == "" {
+		// A plan that has an integration branch is built in worktrees,
+		// whoever builds it (DESIGN §9).
+		if ss, ok := store.(loop.SettingStore); ok {
+			if _, ok, err := ss.PlanSetting(c.Context, parallel.SettingInto); err == nil && ok {
+				workers = 1
+			}
+		}
+	}
+	if workers > 0 {
+		if lc.Commit || lc.ClaimMode == loop.ClaimAgent {
+			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
+		}
+		view.workers = true
+		return buildParallel(c, cfg, p, parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup")}, store, runner)
+	}
 	rep, err := loop.Run(c.Context, lc, store, runner)
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
@@ -173,6 +205,32 @@ func build(c *cli.Context, cfg appConfig) error {
 		}
 	}
 	return outcomeError(rep.Outcome, rep.ExitCode(), rep.Message, progressFile != "", cfg.stdout)
+}
+
+// buildParallel runs the worker pool and prints its end: the session log,
+// the integration branch and how to merge it, the outcome.
+func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config, store loop.TaskStore, runner loop.Runner) error {
+	rep, err := parallel.Run(c.Context, pc, store, runner)
+	if err != nil {
+		switch {
+		case errors.Is(err, loop.ErrConfig):
+			return &usageError{cmd: "ralph build", err: errors.New(strings.TrimPrefix(err.Error(), "loop: "))}
+		case errors.Is(err, parallel.ErrInto), errors.Is(err, parallel.ErrNoSettings):
+			return &codedError{code: exitError, err: errors.New(strings.TrimPrefix(err.Error(), "parallel: "))}
+		case rep.Outcome == loop.OutcomeError:
+			return err
+		}
+		fmt.Fprintf(cfg.stderr, "ralph: warning: %v\n", err)
+	}
+	if rep.Session != "" {
+		if path := loop.SessionLogPath(pc.Loop.LogDir, rep.Session); fileExists(path) {
+			fmt.Fprintf(cfg.stdout, "session log: %s\n", p.rel(path))
+		}
+	}
+	if rep.Into != "" && rep.Outcome != loop.OutcomeGitFailed {
+		fmt.Fprintf(cfg.stdout, "integration branch: %s · merge it with: git merge %s\n", rep.Into, rep.Into)
+	}
+	return outcomeError(rep.Outcome, rep.ExitCode(), rep.Message, false, cfg.stdout)
 }
 
 // outcomeError prints the closing line of a run or a dry run and returns the
@@ -294,6 +352,61 @@ type buildView struct {
 	// last is the result of the session that just ended, from tap; the
 	// receipt that follows it prints it as the footer.
 	last *loop.RunResult
+
+	// workers is set for a parallel build: each worker's notes go to a
+	// view of its own whose every line starts with "[wK] " (sub), one
+	// worker's note at a time (out).
+	workers bool
+	out     sync.Mutex
+	sub     map[string]*buildView
+}
+
+// worker returns the view of worker w (v itself without workers).
+func (v *buildView) worker(w string) *buildView {
+	if !v.workers || w == "" {
+		return v
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.sub == nil {
+		v.sub = map[string]*buildView{}
+	}
+	s := v.sub[w]
+	if s == nil {
+		pw := &prefixWriter{w: v.w, prefix: "[" + w + "] "}
+		s = &buildView{w: pw, view: claude.NewFormatter(pw)}
+		v.sub[w] = s
+	}
+	return s
+}
+
+// prefixWriter writes whole lines to w, each starting with prefix; a
+// partial line waits for its end.
+type prefixWriter struct {
+	w       io.Writer
+	prefix  string
+	pending []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.pending = append(p.pending, b...)
+	for {
+		i := bytes.IndexByte(p.pending, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := p.pending[:i+1]
+		var err error
+		if len(bytes.TrimSpace(line)) == 0 {
+			_, err = p.w.Write(line)
+		} else {
+			_, err = fmt.Fprintf(p.w, "%s%s", p.prefix, line)
+		}
+		p.pending = p.pending[i+1:]
+		if err != nil {
+			return len(b), err
+		}
+	}
 }
 
 func newBuildView(w io.Writer) *buildView {
@@ -308,9 +421,10 @@ func (v *buildView) tap(runner loop.Runner) loop.Runner {
 	return loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 		res, err := runner.Run(ctx, req)
 		if err == nil {
-			v.mu.Lock()
-			v.last = &res
-			v.mu.Unlock()
+			w := v.worker(envValue(req.Env, "RALPH_WORKER"))
+			w.mu.Lock()
+			w.last = &res
+			w.mu.Unlock()
 		}
 		return res, err
 	})
@@ -320,8 +434,17 @@ func (v *buildView) warn(format string, a ...any) {
 	fmt.Fprintf(v.w, "note: "+format+"\n", a...)
 }
 
-// Observe implements loop.Observer. The loop serialises the calls.
+// Observe implements loop.Observer. The loop serialises the calls of one
+// run; the workers of a parallel build take turns on out.
 func (v *buildView) Observe(n loop.Note) {
+	if v.workers && n.Worker != "" {
+		s := v.worker(n.Worker)
+		v.out.Lock()
+		defer v.out.Unlock()
+		s.logDir = v.logDir
+		s.Observe(n)
+		return
+	}
 	switch n.Kind {
 	case loop.NoteTransition:
 		if n.Event == loop.StateEventStart && v.logDir != "" {
@@ -364,6 +487,16 @@ func (v *buildView) Observe(n loop.Note) {
 	case loop.NoteNotice:
 		v.warn("%s", oneLine(n.Message))
 	}
+}
+
+// envValue returns the value of key in a KEY=VALUE list.
+func envValue(env []string, key string) string {
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func orDash(s string) string {

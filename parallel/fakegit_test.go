@@ -1,0 +1,303 @@
+package parallel
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// fakeGit is Git in memory: commits are file maps, worktrees are file maps
+// with a HEAD. Agents in these tests write with write; a rebase replays a
+// change file by file and conflicts when both sides changed a file
+// differently. It counts the SwapRef calls and can lose races on demand.
+type fakeGit struct {
+	mu      sync.Mutex
+	commits map[string]fakeCommit
+	refs    map[string]string
+	trees   map[string]*fakeTree
+	head    string // the main tree's HEAD commit
+	// beforeSwap, if set, runs before each SwapRef (unlocked): a test
+	// moves the integration branch there to lose a race.
+	beforeSwap func(ref string)
+	swaps      map[string]int // SwapRef calls by ref
+}
+
+type fakeCommit struct {
+	parent string
+	msg    string
+	files  map[string]string
+}
+
+type fakeTree struct {
+	branch string // full ref, "" detached
+	head   string
+	files  map[string]string
+}
+
+func newFakeGit(files map[string]string) *fakeGit {
+	g := &fakeGit{commits: map[string]fakeCommit{}, refs: map[string]string{}, trees: map[string]*fakeTree{}, swaps: map[string]int{}}
+	g.head = g.commit("", "initial", files)
+	g.refs["refs/heads/main"] = g.head
+	return g
+}
+
+func (g *fakeGit) commit(parent, msg string, files map[string]string) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d", parent, msg, len(g.commits))
+	for _, k := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(h, "%s\x00%s\x00", k, files[k])
+	}
+	id := hex.EncodeToString(h.Sum(nil))
+	g.commits[id] = fakeCommit{parent: parent, msg: msg, files: maps.Clone(files)}
+	return id
+}
+
+// write sets a file in a worktree ("" content deletes it).
+func (g *fakeGit) write(dir, path, content string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.trees[dir]
+	if content == "" {
+		delete(t.files, path)
+		return
+	}
+	t.files[path] = content
+}
+
+// filesAt returns the files of the commit ref points at.
+func (g *fakeGit) filesAt(ref string) map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.commits[g.refs[ref]].files)
+}
+
+// log returns the messages from ref's commit back to the root.
+func (g *fakeGit) log(ref string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for c := g.refs[ref]; c != ""; c = g.commits[c].parent {
+		out = append(out, g.commits[c].msg)
+	}
+	return out
+}
+
+func (g *fakeGit) Check(context.Context) error { return nil }
+
+func (g *fakeGit) Head(context.Context) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.head, nil
+}
+
+func (g *fakeGit) Resolve(_ context.Context, ref string) (string, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, ok := g.refs[ref]
+	return c, ok, nil
+}
+
+func (g *fakeGit) CheckedOut(context.Context) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := []string{"refs/heads/main"}
+	for _, t := range g.trees {
+		if t.branch != "" {
+			out = append(out, t.branch)
+		}
+	}
+	return out, nil
+}
+
+func (g *fakeGit) CreateRef(_ context.Context, ref, commit string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.refs[ref]; ok {
+		return ErrRefExists
+	}
+	g.refs[ref] = commit
+	return nil
+}
+
+func (g *fakeGit) SwapRef(_ context.Context, ref, new, old string) error {
+	if g.beforeSwap != nil {
+		g.beforeSwap(ref)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.swaps[ref]++
+	if g.refs[ref] != old {
+		return ErrRefMoved
+	}
+	g.refs[ref] = new
+	return nil
+}
+
+func (g *fakeGit) Refs(_ context.Context, prefix string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for r := range g.refs {
+		if strings.HasPrefix(r, prefix) {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (g *fakeGit) IsAncestor(_ context.Context, a, b string) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := b; c != ""; c = g.commits[c].parent {
+		if c == a {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (g *fakeGit) Trailers(_ context.Context, tip, key string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for c := tip; c != ""; c = g.commits[c].parent {
+		for line := range strings.Lines(g.commits[c].msg) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+": "); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (g *fakeGit) AddWorktree(_ context.Context, dir, commit string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.trees[dir]; ok {
+		return fmt.Errorf("fake: %s exists", dir)
+	}
+	g.trees[dir] = &fakeTree{head: commit, files: maps.Clone(g.commits[commit].files)}
+	return nil
+}
+
+func (g *fakeGit) HeadOf(_ context.Context, dir string) (string, string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.trees[dir]
+	return t.branch, t.head, nil
+}
+
+func (g *fakeGit) Status(_ context.Context, dir string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.trees[dir]
+	head := g.commits[t.head].files
+	var out []string
+	for _, p := range slices.Sorted(maps.Keys(t.files)) {
+		if head[p] != t.files[p] {
+			out = append(out, p)
+		}
+	}
+	for p := range head {
+		if _, ok := t.files[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (g *fakeGit) Switch(_ context.Context, dir, ref, commit string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range g.trees {
+		if o.branch == ref {
+			return fmt.Errorf("fake: %s is checked out", ref)
+		}
+	}
+	t := g.trees[dir]
+	t.branch, t.head, t.files = "", commit, maps.Clone(g.commits[commit].files)
+	g.refs[ref] = commit
+	return nil
+}
+
+func (g *fakeGit) Commit(_ context.Context, dir, base, msg string, except []string) (string, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.trees[dir]
+	files := maps.Clone(t.files)
+	for p := range files {
+		if excluded(p, except) {
+			delete(files, p)
+		}
+	}
+	t.head = base
+	if t.branch != "" {
+		g.refs[t.branch] = base
+	}
+	if maps.Equal(files, g.commits[base].files) {
+		return base, false, nil
+	}
+	c := g.commit(base, msg, files)
+	t.head = c
+	if t.branch != "" {
+		g.refs[t.branch] = c
+	}
+	return c, true, nil
+}
+
+func (g *fakeGit) Rebase(_ context.Context, dir, base, onto string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.trees[dir]
+	if base == onto {
+		return t.head, nil
+	}
+	from, mine, theirs := g.commits[base].files, g.commits[t.head].files, g.commits[onto].files
+	out := maps.Clone(theirs)
+	var conflicts []string
+	for _, p := range slices.Sorted(maps.Keys(unionKeys(from, mine))) {
+		b, bok := from[p]
+		m, mok := mine[p]
+		if b == m && bok == mok {
+			continue // not changed by the attempt
+		}
+		th, tok := theirs[p]
+		if (th != b || tok != bok) && (th != m || tok != mok) {
+			conflicts = append(conflicts, p)
+			continue
+		}
+		if mok {
+			out[p] = m
+		} else {
+			delete(out, p)
+		}
+	}
+	if len(conflicts) > 0 {
+		return "", &ConflictError{Paths: conflicts}
+	}
+	c := g.commit(onto, g.commits[t.head].msg, out)
+	t.head, t.files = c, maps.Clone(out)
+	if t.branch != "" {
+		g.refs[t.branch] = c
+	}
+	return c, nil
+}
+
+func unionKeys(a, b map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+var _ Git = (*fakeGit)(nil)

@@ -1,0 +1,371 @@
+package parallel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// SettingInto is the plan setting that records a plan's integration
+// branch (loop.SettingStore).
+const SettingInto = "integration_branch"
+
+// Config is a parallel build.
+type Config struct {
+	// Loop is every worker's loop configuration; the pool sets each
+	// worker's Worker, AgentID (Loop.AgentID, or a new one, + "-wK"),
+	// Workspace, Shared and Session. Loop.Commit must be off (integration
+	// commits) and Loop.ClaimMode the loop's.
+	Loop loop.Config
+	// Workers is how many loops run at once (at least 1).
+	Workers int
+	// Into is the integration branch asked for (--into); empty takes the
+	// plan's recorded one, or DefaultInto for a plan's first parallel
+	// build.
+	Into string
+	// Setup, if set, runs with sh -c in each worker's tree before its
+	// first agent (--setup).
+	Setup string
+	// Git is the repository; nil means ExecGit over Loop.Root.
+	Git Git
+	// WorktreeDir holds the workers' trees, wK each; empty means
+	// <Root>/.ralph/worktrees.
+	WorktreeDir string
+}
+
+// Report is a parallel build's report: the run's as one (outcome, counts,
+// iterations, cost and receipts of every worker), each worker's, and the
+// integration branch.
+type Report struct {
+	loop.Report
+	// Into is the integration branch (short name, "ralph/integration").
+	Into string
+	// Workers are the reports of the workers, w1 first.
+	Workers []loop.Report
+}
+
+// Errors of Run, before any worker starts.
+var (
+	// ErrInto: --into names another branch than the plan's, or a branch
+	// checked out in a worktree.
+	ErrInto = errors.New("parallel: integration branch")
+	// ErrNoSettings: the store cannot record the integration branch.
+	ErrNoSettings = errors.New("parallel: the store cannot record the plan's integration branch")
+)
+
+// Run runs cfg.Workers loops at once on one plan, each in its own git
+// worktree, until the plan is done or a stop ends them (DESIGN §9):
+//
+//   - Before anything runs: the repository must have a commit (else
+//     OutcomeGitFailed, exit 5); the plan's integration branch is the one
+//     recorded with it, or — on the plan's first parallel build — Into
+//     (DefaultInto), made from HEAD and recorded; another Into, or a
+//     branch checked out in any worktree, is refused (OutcomeError).
+//   - Worker wK works in <WorktreeDir>/wK, made on first use (git
+//     worktree add, detached): .ralph/worktree-include's files copied in,
+//     Setup run before its first agent. A tree left with uncommitted work
+//     (a worker killed) is committed to an attempt branch first.
+//   - Each attempt begins on ralph/task/<id> at the integration tip; a
+//     done task's work is committed with its trailers, replayed onto the
+//     tip, gated again if the tip moved and landed by compare-and-swap
+//     before the task is done (see loop.Workspace).
+//   - The workers share the iteration budget, the cost budget, usage-limit
+//     pauses and the session log (loop.Shared); the first stop that ends
+//     the run stops the others before their next claim, and each worker
+//     releases its claims as it returns. Cancelling ctx stops every agent.
+//
+// The outcome is the first such stop's; else the plan's state when the
+// last worker ended: complete (with failures), the iteration limit,
+// blocked.
+func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runner) (Report, error) {
+	rep := Report{Report: loop.Report{StartedAt: time.Now(), Remaining: -1}}
+	fail := func(o loop.Outcome, err error) (Report, error) {
+		rep.Outcome, rep.Message = o, err.Error()
+		if o == loop.OutcomeError {
+			return rep, err
+		}
+		return rep, nil
+	}
+	if cfg.Workers < 1 {
+		return fail(loop.OutcomeError, fmt.Errorf("%w: workers %d: want at least 1", loop.ErrConfig, cfg.Workers))
+	}
+	base := cfg.Loop
+	if base.Root == "" {
+		return fail(loop.OutcomeError, fmt.Errorf("%w: root directory is required", loop.ErrConfig))
+	}
+	if abs, err := filepath.Abs(base.Root); err == nil {
+		base.Root = abs
+	}
+	if base.Commit {
+		return fail(loop.OutcomeError, fmt.Errorf("%w: --commit does not go with workers: each task's work is committed when it lands on the integration branch", loop.ErrConfig))
+	}
+	if base.ClaimMode == loop.ClaimAgent {
+		return fail(loop.OutcomeError, fmt.Errorf("%w: peek mode (--claim agent) does not go with workers: each worker's loop claims its task, so that its tree can begin from the integration tip", loop.ErrConfig))
+	}
+	g := cfg.Git
+	if g == nil {
+		g = &ExecGit{Root: base.Root}
+	}
+	if err := g.Check(ctx); err != nil {
+		return fail(loop.OutcomeGitFailed, fmt.Errorf("workers need a git repository with a commit: %w", err))
+	}
+	settings, ok := store.(loop.SettingStore)
+	if !ok {
+		return fail(loop.OutcomeError, ErrNoSettings)
+	}
+	into, err := integrationBranch(ctx, g, settings, cfg.Into)
+	if err != nil {
+		if errors.Is(err, ErrInto) || errors.Is(err, loop.ErrConfig) {
+			return fail(loop.OutcomeError, err)
+		}
+		return fail(loop.OutcomeGitFailed, err)
+	}
+	rep.Into = strings.TrimPrefix(into, heads)
+	include, err := readInclude(base.Root)
+	if err != nil {
+		return fail(loop.OutcomeError, err)
+	}
+	if base.AgentID == "" {
+		id, err := loop.NewAgentID()
+		if err != nil {
+			return fail(loop.OutcomeError, err)
+		}
+		base.AgentID = id
+	}
+	session, slog, err := loop.OpenSession(base)
+	if err != nil {
+		return fail(loop.OutcomeError, err)
+	}
+	if slog != nil {
+		defer slog.Close()
+	}
+	base.Session = session
+	rep.Session, rep.AgentID = session, base.AgentID
+	shared := loop.NewShared(base.MaxIterations, base.MaxCost, slog)
+
+	wtDir := cfg.WorktreeDir
+	if wtDir == "" {
+		wtDir = filepath.Join(base.Root, ".ralph", "worktrees")
+	}
+	if err := prepareWorktreeDir(wtDir); err != nil {
+		return fail(loop.OutcomeError, err)
+	}
+	land := &sync.Mutex{}
+	spaces := make([]*workspace, cfg.Workers)
+	for k := range spaces {
+		name := fmt.Sprintf("w%d", k+1)
+		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into,
+			include: include, root: base.Root, land: land}
+		if err := ws.open(ctx); err != nil {
+			return fail(loop.OutcomeGitFailed, fmt.Errorf("%s: %w", name, err))
+		}
+		spaces[k] = ws
+	}
+
+	reports := make([]loop.Report, cfg.Workers)
+	errs := make([]error, cfg.Workers)
+	var wg sync.WaitGroup
+	for k, ws := range spaces {
+		wcfg := base
+		wcfg.Worker = ws.worker
+		wcfg.AgentID = base.AgentID + "-" + ws.worker
+		wcfg.Workspace = ws
+		wcfg.Shared = shared
+		wg.Go(func() {
+			if cfg.Setup != "" {
+				if err := setupWorker(ctx, wcfg, ws, cfg.Setup); err != nil {
+					o := loop.OutcomeTestGateFailed
+					if ctx.Err() != nil {
+						o = loop.OutcomeCancelled
+					}
+					shared.Stop(o, err.Error())
+					reports[k] = loop.Report{Outcome: o, Message: err.Error(), Remaining: -1}
+					return
+				}
+			}
+			reports[k], errs[k] = loop.Run(ctx, wcfg, store, runner)
+		})
+	}
+	wg.Wait()
+	// What the trees still hold is kept before the run ends.
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	for _, ws := range spaces {
+		if err := ws.keep(kctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: keeping its tree's work: %w", ws.worker, err))
+		}
+	}
+	rep.Workers = reports
+	rep.Report = combine(rep.Report, reports, shared, ctx.Err() != nil)
+	if c, err := store.Counts(kctx, base.Scope); err == nil {
+		rep.Counts, rep.Remaining = c, c.Open()+c.InProgress
+	}
+	rep.Duration = time.Since(rep.StartedAt)
+	if slog != nil {
+		total := rep.Report
+		slog.Observe(loop.Note{Kind: loop.NoteSessionEnd, At: time.Now(), Session: session, Mode: loop.ModeBuild, Report: &total})
+	}
+	return rep, errors.Join(errs...)
+}
+
+// combine makes the run's report from the workers': the first stop that
+// ended the run, else cancellation, else the plan's end as the workers saw
+// it (complete, with failures, the iteration limit, blocked, no plan).
+func combine(rep loop.Report, ws []loop.Report, shared *loop.Shared, cancelled bool) loop.Report {
+	for _, w := range ws {
+		rep.Iterations += w.Iterations
+		rep.Successes += w.Successes
+		rep.Failures += w.Failures
+		rep.CostUSD += w.CostUSD
+		rep.Receipts = append(rep.Receipts, w.Receipts...)
+		if w.ResetsAt.After(rep.ResetsAt) {
+			rep.ResetsAt = w.ResetsAt
+		}
+	}
+	if o, msg, ok := shared.First(); ok {
+		rep.Outcome, rep.Message = o, msg
+		return rep
+	}
+	if cancelled {
+		rep.Outcome, rep.Message = loop.OutcomeCancelled, "interrupted"
+		return rep
+	}
+	for _, o := range []loop.Outcome{loop.OutcomeCompleteWithFailures, loop.OutcomeComplete, loop.OutcomeLimitReached,
+		loop.OutcomeBlocked, loop.OutcomeNoPlan} {
+		if i := slices.IndexFunc(ws, func(w loop.Report) bool { return w.Outcome == o }); i >= 0 {
+			rep.Outcome, rep.Message = o, ws[i].Message
+			return rep
+		}
+	}
+	if len(ws) > 0 {
+		rep.Outcome, rep.Message = ws[0].Outcome, ws[0].Message
+	}
+	return rep
+}
+
+// integrationBranch returns the plan's integration branch (a full ref
+// name), recording it and making it from HEAD on the plan's first
+// parallel build.
+func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, asked string) (string, error) {
+	recorded, ok, err := settings.PlanSetting(ctx, SettingInto)
+	if err != nil {
+		return "", err
+	}
+	name := asked
+	switch {
+	case ok && asked != "" && asked != recorded:
+		return "", fmt.Errorf("%w: this plan integrates into %s (recorded by its first parallel build); --into %s refused", ErrInto, recorded, asked)
+	case ok:
+		name = recorded
+	case name == "":
+		name = DefaultInto
+	}
+	if err := checkBranchName(name); err != nil {
+		return "", err
+	}
+	ref := heads + name
+	out, err := g.CheckedOut(ctx)
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(out, ref) {
+		return "", fmt.Errorf("%w: %s is checked out in a worktree; ralph never writes a checked-out branch (name another with --into, or switch that worktree away)", ErrInto, name)
+	}
+	if _, exists, err := g.Resolve(ctx, ref); err != nil {
+		return "", err
+	} else if !exists {
+		head, err := g.Head(ctx)
+		if err != nil {
+			return "", err
+		}
+		if err := g.CreateRef(ctx, ref, head); err != nil && !errors.Is(err, ErrRefExists) {
+			return "", err
+		}
+	}
+	if !ok {
+		now, err := settings.RecordPlanSetting(ctx, SettingInto, name)
+		if err != nil {
+			return "", err
+		}
+		if now != name {
+			return "", fmt.Errorf("%w: another build recorded %s for this plan just now; --into %s refused", ErrInto, now, name)
+		}
+	}
+	return ref, nil
+}
+
+// checkBranchName refuses names git would refuse, or read as something
+// else, in a branch.
+func checkBranchName(name string) error {
+	bad := name == "" || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
+		strings.HasSuffix(name, ".") || strings.HasSuffix(name, ".lock") || strings.Contains(name, "..") ||
+		strings.Contains(name, "//") || strings.Contains(name, "@{") || name == "@" || strings.Contains(name, "/.") ||
+		strings.HasPrefix(name, ".") || strings.HasPrefix(name, "refs/")
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
+			bad = true
+		}
+	}
+	if bad {
+		return fmt.Errorf("%w: --into %q is not a branch name git takes", loop.ErrConfig, name)
+	}
+	return nil
+}
+
+// prepareWorktreeDir makes the directory of the workers' trees and keeps
+// it out of the project's git status: a .gitignore of "*" inside it.
+func prepareWorktreeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("parallel: worktrees: %w", err)
+	}
+	ign := filepath.Join(dir, ".gitignore")
+	if _, err := os.Stat(ign); err == nil {
+		return nil
+	}
+	if err := os.WriteFile(ign, []byte("# ralph's worker trees (DESIGN §9): never part of the project\n*\n"), 0o644); err != nil {
+		return fmt.Errorf("parallel: worktrees: %w", err)
+	}
+	return nil
+}
+
+// open makes the worker's tree on first use, at the integration tip, and
+// keeps what a tree left by an earlier run holds.
+func (w *workspace) open(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(w.dir, ".git")); err != nil {
+		if _, err := os.Stat(w.dir); err == nil {
+			return fmt.Errorf("%s exists but is not a worktree: move it away", w.dir)
+		}
+		tip, _, err := w.git.Resolve(ctx, w.into)
+		if err != nil {
+			return err
+		}
+		if err := w.git.AddWorktree(ctx, w.dir, tip); err != nil {
+			return err
+		}
+	} else if err := w.keep(ctx); err != nil {
+		return err
+	}
+	return copyInclude(w.root, w.dir, w.include)
+}
+
+// setupWorker runs --setup in the worker's tree; a failure is gate
+// trouble, tried again up to cfg.MaxRetries times before it stops the
+// worker (exit 3).
+func setupWorker(ctx context.Context, cfg loop.Config, ws *workspace, cmd string) error {
+	env := []string{"RALPH_DIR=" + cfg.Root, "RALPH_WORKTREE=" + ws.dir, "RALPH_WORKER=" + ws.worker}
+	var err error
+	for range 1 + max(cfg.MaxRetries, 0) {
+		if err = runSetup(ctx, ws.dir, cmd, env); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %w", ws.worker, err)
+}

@@ -1,0 +1,135 @@
+package parallel
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
+)
+
+// gitRepo makes a repository with one commit in a temporary directory.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is not installed")
+		}
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"config", "user.email", "dev@example.com"},
+		{"config", "user.name", "Dev"},
+	} {
+		gitOut(t, dir, args...)
+	}
+	os.WriteFile(filepath.Join(dir, "shared.txt"), []byte("v0\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".env\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET=1\n"), 0o644)
+	gitOut(t, dir, "add", "-A")
+	gitOut(t, dir, "commit", "-q", "-m", "initial")
+	return dir
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestPoolWithGit is the pool on a real repository: worktrees under
+// .ralph/worktrees, .env copied in and never committed, blockers' work in
+// the dependents' trees, a forced conflict retried, each task landed once,
+// the user's branch and tree untouched.
+func TestPoolWithGit(t *testing.T) {
+	root := gitRepo(t)
+	os.MkdirAll(filepath.Join(root, ".ralph"), 0o755)
+	os.WriteFile(filepath.Join(root, ".ralph", "worktree-include"), []byte("# secrets\n.env\n"), 0o644)
+	mainHead := gitOut(t, root, "rev-parse", "HEAD")
+	status := gitOut(t, root, "status", "--porcelain")
+	store := newStore(t, task("a"), task("b"), task("c", "a"), task("d", "b", "c"))
+	blockers := map[string][]string{"c": {"a"}, "d": {"b", "c"}}
+	var mu sync.Mutex
+	var problems []string
+	var both sync.WaitGroup
+	both.Add(2)
+	first := map[string]bool{}
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		mu.Lock()
+		again := first[id]
+		first[id] = true
+		mu.Unlock()
+		if (id == "a" || id == "b") && !again {
+			both.Done()
+			both.Wait() // a and b begin from the same tip and both edit shared.txt
+		}
+		fail := func(s string) {
+			mu.Lock()
+			problems = append(problems, id+": "+s)
+			mu.Unlock()
+		}
+		if envOf(req, "RALPH_WORKTREE") != req.Dir || !strings.HasPrefix(req.Dir, filepath.Join(root, ".ralph", "worktrees")+"/") {
+			fail("works in " + req.Dir)
+		}
+		if _, err := os.Stat(filepath.Join(req.Dir, ".env")); err != nil {
+			fail(".env not copied")
+		}
+		for _, b := range blockers[id] {
+			if _, err := os.Stat(filepath.Join(req.Dir, b+".txt")); err != nil {
+				fail("began without " + b + "'s work")
+			}
+		}
+		os.WriteFile(filepath.Join(req.Dir, id+".txt"), []byte(id+"\n"), 0o644)
+		if id == "a" || id == "b" {
+			os.WriteFile(filepath.Join(req.Dir, "shared.txt"), []byte("by "+id+"\n"), 0o644)
+		}
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 2}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if len(problems) > 0 {
+		t.Errorf("problems: %v", problems)
+	}
+	log := gitOut(t, root, "log", "--format=%(trailers:key=Ralph-Task,valueonly)", DefaultInto)
+	var landed []string
+	for _, l := range strings.Fields(log) {
+		landed = append(landed, l)
+	}
+	slices.Reverse(landed)
+	if got := slices.Sorted(slices.Values(landed)); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("landed %v; want a, b, c, d once each", landed)
+	}
+	if slices.Index(landed, "d") < slices.Index(landed, "c") || slices.Index(landed, "c") < slices.Index(landed, "a") {
+		t.Errorf("landed out of graph order: %v", landed)
+	}
+	files := gitOut(t, root, "ls-tree", "-r", "--name-only", DefaultInto)
+	if strings.Contains(files, ".env") || strings.Contains(files, ".ralph") {
+		t.Errorf("integration branch holds %q", files)
+	}
+	attempts := gitOut(t, root, "for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/attempt/")
+	if attempts == "" {
+		t.Error("the conflicting attempt was not kept on an attempt branch")
+	}
+	if h := gitOut(t, root, "rev-parse", "HEAD"); h != mainHead {
+		t.Error("the user's branch moved")
+	}
+	if st := gitOut(t, root, "status", "--porcelain"); st != status {
+		t.Errorf("the user's tree changed: %q", st)
+	}
+}

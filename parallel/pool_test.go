@@ -1,0 +1,445 @@
+package parallel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
+)
+
+// settingStore is a MemStore that records plan settings.
+type settingStore struct {
+	*looptest.MemStore
+	mu       sync.Mutex
+	settings map[string]string
+}
+
+func newStore(t *testing.T, tasks ...loop.Task) *settingStore {
+	t.Helper()
+	s := &settingStore{MemStore: looptest.NewMemStore(nil), settings: map[string]string{}}
+	if err := s.Add(tasks...); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *settingStore) PlanSetting(_ context.Context, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.settings[key]
+	return v, ok, nil
+}
+
+func (s *settingStore) RecordPlanSetting(_ context.Context, key, value string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.settings[key]; ok {
+		return v, nil
+	}
+	s.settings[key] = value
+	return value, nil
+}
+
+func task(id string, blockers ...string) loop.Task {
+	return loop.Task{ID: id, Title: "Task " + id, Status: loop.StatusPending, Priority: 2, BlockedBy: blockers}
+}
+
+func envOf(req loop.RunRequest, key string) string {
+	for _, e := range req.Env {
+		if v, ok := strings.CutPrefix(e, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// agent is a stand-in agent over the fake git: it runs work for the task
+// in its tree and says the task is done.
+func agent(g *fakeGit, work func(g *fakeGit, dir, id string) error) loop.Runner {
+	return loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		if err := work(g, req.Dir, id); err != nil {
+			return looptest.Result(fmt.Sprintf("<task-failed>%s</task-failed> %v", id, err)), nil
+		}
+		return looptest.Result("did " + id + " <task-done>" + id + "</task-done>"), nil
+	})
+}
+
+func poolConfig(t *testing.T, g Git, workers int) Config {
+	cfg := loop.DefaultConfig(t.TempDir())
+	cfg.SessionLog, cfg.RawLogs = false, false
+	cfg.MaxIterations = 100
+	return Config{Loop: cfg, Workers: workers, Git: g}
+}
+
+const into = "refs/heads/" + DefaultInto
+
+// landedOrder returns the task ids of the integration branch's trailers,
+// oldest first.
+func landedOrder(g *fakeGit) []string {
+	var ids []string
+	for _, msg := range g.log(into) {
+		for line := range strings.Lines(msg) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), TrailerTask+": "); ok {
+				ids = append(ids, v)
+			}
+		}
+	}
+	slices.Reverse(ids)
+	return ids
+}
+
+func TestPoolLandsEachTaskOnceInGraphOrder(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "project"})
+	tasks := []loop.Task{task("a"), task("b"), task("c", "a"), task("d", "a", "b"), task("e", "d"), task("f")}
+	store := newStore(t, tasks...)
+	blockers := map[string][]string{}
+	for _, tk := range tasks {
+		blockers[tk.ID] = tk.BlockedBy
+	}
+	var missing []string
+	var mu sync.Mutex
+	run := agent(g, func(g *fakeGit, dir, id string) error {
+		g.mu.Lock()
+		files := g.trees[dir].files
+		for _, b := range blockers[id] {
+			if _, ok := files[b+".txt"]; !ok {
+				mu.Lock()
+				missing = append(missing, id+" lacks "+b)
+				mu.Unlock()
+			}
+		}
+		g.mu.Unlock()
+		g.write(dir, id+".txt", "work of "+id)
+		return nil
+	})
+	rep, err := Run(t.Context(), poolConfig(t, g, 3), store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s); want complete", rep.Outcome, err, rep.Message)
+	}
+	if len(missing) > 0 {
+		t.Errorf("tasks began without their blockers' work: %v", missing)
+	}
+	order := landedOrder(g)
+	if got, want := slices.Sorted(slices.Values(order)), []string{"a", "b", "c", "d", "e", "f"}; !cmp.Equal(got, want) {
+		t.Fatalf("landed %v; want each task once: %v", order, want)
+	}
+	pos := func(id string) int { return slices.Index(order, id) }
+	for id, bs := range blockers {
+		for _, b := range bs {
+			if pos(b) > pos(id) {
+				t.Errorf("%s landed before its blocker %s: %v", id, b, order)
+			}
+		}
+	}
+	files := g.filesAt(into)
+	for _, tk := range tasks {
+		if files[tk.ID+".txt"] != "work of "+tk.ID {
+			t.Errorf("integration branch lacks %s's work: %v", tk.ID, files)
+		}
+	}
+	if g.filesAt("refs/heads/main")["a.txt"] != "" {
+		t.Error("the user's branch was written")
+	}
+	if rep.Into != DefaultInto || len(rep.Workers) != 3 {
+		t.Errorf("report: into %q, %d workers", rep.Into, len(rep.Workers))
+	}
+}
+
+// TestPoolConflictIsTaskTrouble: two tasks change the same file at once;
+// one lands, the other conflicts, goes back to pending with the file in
+// its reason, keeps its attempt, and lands on its next attempt from the
+// new tip.
+func TestPoolConflictIsTaskTrouble(t *testing.T) {
+	g := newFakeGit(map[string]string{"shared.txt": "v0"})
+	store := newStore(t, task("x"), task("y"))
+	var both sync.WaitGroup
+	both.Add(2)
+	var once sync.Map
+	run := agent(g, func(g *fakeGit, dir, id string) error {
+		if _, again := once.LoadOrStore(id, true); !again {
+			both.Done()
+			both.Wait() // both first attempts begin from the same tip
+		}
+		g.write(dir, "shared.txt", "by "+id)
+		return nil
+	})
+	rep, err := Run(t.Context(), poolConfig(t, g, 2), store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s); want complete", rep.Outcome, err, rep.Message)
+	}
+	order := landedOrder(g)
+	if len(order) != 2 {
+		t.Fatalf("landed %v; want x and y once each", order)
+	}
+	loser := order[1]
+	tk, _ := store.Get(t.Context(), loser)
+	if tk.RetryCount != 1 {
+		t.Errorf("%s retry count %d; want 1", loser, tk.RetryCount)
+	}
+	logs, _ := store.Logs(t.Context(), loser)
+	i := slices.IndexFunc(logs, func(e loop.LogEntry) bool { return e.Kind == loop.LogRetry })
+	if i < 0 || !strings.Contains(logs[i].Message, "conflict") || !strings.Contains(logs[i].Message, "shared.txt") {
+		t.Errorf("retry reason of %s does not name the conflict: %+v", loser, logs)
+	}
+	attempts, _ := g.Refs(t.Context(), "refs/heads/"+AttemptBranchPrefix+loser+"/")
+	if len(attempts) != 1 {
+		t.Errorf("attempt branches of %s: %v; want the failed attempt kept", loser, attempts)
+	}
+	if got := g.filesAt(into)["shared.txt"]; got != "by "+loser {
+		t.Errorf("shared.txt = %q; want the retry's work on top", got)
+	}
+}
+
+func TestPoolLostRaceIsRetried(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"))
+	var once sync.Once
+	g.beforeSwap = func(ref string) {
+		if ref != into {
+			return
+		}
+		once.Do(func() {
+			// Another process lands a commit just before this one's swap.
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			tip := g.refs[into]
+			files := map[string]string{"README": "r", "other.txt": "elsewhere"}
+			g.refs[into] = g.commit(tip, "other process\n\nRalph-Task: zz\n", files)
+		})
+	}
+	run := agent(g, func(g *fakeGit, dir, id string) error { g.write(dir, "a.txt", "a"); return nil })
+	rep, err := Run(t.Context(), poolConfig(t, g, 1), store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	files := g.filesAt(into)
+	if files["a.txt"] != "a" || files["other.txt"] != "elsewhere" {
+		t.Errorf("integration branch files %v; want both", files)
+	}
+	tk, _ := store.Get(t.Context(), "a")
+	if tk.RetryCount != 0 || g.swaps[into] != 2 {
+		t.Errorf("retry count %d, swaps %d; a lost race is retried, not trouble", tk.RetryCount, g.swaps[into])
+	}
+}
+
+func TestPoolTaskAlreadyLandedIsDone(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"), task("b"))
+	// A run that was killed after landing a, before recording it.
+	g.refs[into] = g.commit(g.head, "Task a\n\nRalph-Task: a\nRalph-Generation: 1\n", map[string]string{"README": "r", "a.txt": "a"})
+	var ran []string
+	var mu sync.Mutex
+	run := agent(g, func(g *fakeGit, dir, id string) error {
+		mu.Lock()
+		ran = append(ran, id)
+		mu.Unlock()
+		g.write(dir, id+".txt", id)
+		return nil
+	})
+	rep, err := Run(t.Context(), poolConfig(t, g, 2), store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if !cmp.Equal(ran, []string{"b"}) {
+		t.Errorf("agents ran for %v; want only b (a's work had landed)", ran)
+	}
+	if got := landedOrder(g); !cmp.Equal(got, []string{"a", "b"}) {
+		t.Errorf("landed %v; want a once, then b", got)
+	}
+}
+
+func TestPoolNothingChangedIsDoneWithoutCommit(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"))
+	run := agent(g, func(*fakeGit, string, string) error { return nil })
+	rep, err := Run(t.Context(), poolConfig(t, g, 1), store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if got := g.log(into); len(got) != 1 {
+		t.Errorf("integration branch log %q; want no new commit", got)
+	}
+}
+
+// TestIntegrateGateAfterReplay drives a workspace directly: the gate runs
+// only when the tip moved, and its failure keeps the attempt and is an
+// IntegrationError.
+func TestIntegrateGateAfterReplay(t *testing.T) {
+	ctx := t.Context()
+	g := newFakeGit(map[string]string{"README": "r"})
+	g.refs[into] = g.head
+	ws := &workspace{git: g, dir: "/w1", worker: "w1", into: into, land: &sync.Mutex{}}
+	if err := g.AddWorktree(ctx, "/w1", g.head); err != nil {
+		t.Fatal(err)
+	}
+	tk := loop.Task{ID: "a", Title: "A", Generation: 3}
+	gateRuns := 0
+	gate := func(context.Context) error { gateRuns++; return errors.New("FAIL: TestA") }
+
+	// Tip not moved: no replay, no gate.
+	if _, err := ws.Begin(ctx, tk); err != nil {
+		t.Fatal(err)
+	}
+	g.write("/w1", "a.txt", "a")
+	res, err := ws.Integrate(ctx, loop.IntegrateRequest{Task: tk, Summary: "did a", Gate: gate})
+	if err != nil || res.Replayed || gateRuns != 0 {
+		t.Fatalf("Integrate = %+v, %v, gate runs %d; want landed without a replay or gate", res, err, gateRuns)
+	}
+	if msg := g.commits[res.Commit].msg; !strings.Contains(msg, "Ralph-Task: a\nRalph-Generation: 3\n") {
+		t.Errorf("commit message %q lacks the trailers", msg)
+	}
+
+	// Tip moved: replayed, gate run, its failure is task trouble.
+	tb := loop.Task{ID: "b", Title: "B", Generation: 1}
+	if _, err := ws.Begin(ctx, tb); err != nil {
+		t.Fatal(err)
+	}
+	g.write("/w1", "b.txt", "b")
+	g.mu.Lock()
+	g.refs[into] = g.commit(g.refs[into], "moved\n", map[string]string{"README": "r", "a.txt": "a", "m.txt": "m"})
+	g.mu.Unlock()
+	_, err = ws.Integrate(ctx, loop.IntegrateRequest{Task: tb, Gate: gate})
+	var ie *loop.IntegrationError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "FAIL: TestA") || gateRuns != 1 {
+		t.Fatalf("Integrate = %v (gate runs %d); want an IntegrationError with the test output", err, gateRuns)
+	}
+	if ie.Attempt != AttemptBranchPrefix+"b/1" {
+		t.Errorf("attempt kept on %q", ie.Attempt)
+	}
+	if _, ok := g.filesAt(into)["b.txt"]; ok {
+		t.Error("b's work landed although its gate failed")
+	}
+
+	// A stale claim: nothing lands.
+	if _, err := ws.Begin(ctx, tb); err != nil {
+		t.Fatal(err)
+	}
+	g.write("/w1", "b.txt", "b2")
+	stale := func(context.Context) error { return loop.ErrStaleClaim }
+	if _, err := ws.Integrate(ctx, loop.IntegrateRequest{Task: tb, Current: stale}); !errors.Is(err, loop.ErrStaleClaim) {
+		t.Fatalf("Integrate with a stale claim = %v; want ErrStaleClaim", err)
+	}
+	if _, ok := g.filesAt(into)["b.txt"]; ok {
+		t.Error("a stale claim's work landed")
+	}
+}
+
+func TestPoolIntoRecordedAndCheckedOutRefused(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"))
+	run := agent(g, func(g *fakeGit, dir, id string) error { g.write(dir, "a.txt", "a"); return nil })
+	cfg := poolConfig(t, g, 1)
+	cfg.Into = "team/int"
+	if rep, err := Run(t.Context(), cfg, store, run); err != nil || rep.Outcome != loop.OutcomeComplete || rep.Into != "team/int" {
+		t.Fatalf("first build = %v, %v, into %q", rep.Outcome, err, rep.Into)
+	}
+	cfg.Into = "other"
+	rep, err := Run(t.Context(), cfg, store, run)
+	if !errors.Is(err, ErrInto) || rep.Outcome != loop.OutcomeError || !strings.Contains(rep.Message, "team/int") {
+		t.Errorf("build with another --into = %v, %v (%s); want refused naming team/int", rep.Outcome, err, rep.Message)
+	}
+	store2 := newStore(t, task("a"))
+	cfg.Into = "main"
+	rep, err = Run(t.Context(), cfg, store2, run)
+	if !errors.Is(err, ErrInto) || !strings.Contains(rep.Message, "checked out") {
+		t.Errorf("--into a checked-out branch = %v, %v (%s); want refused", rep.Outcome, err, rep.Message)
+	}
+	cfg.Into = "bad..name"
+	if rep, err = Run(t.Context(), cfg, store2, run); !errors.Is(err, loop.ErrConfig) {
+		t.Errorf("--into bad..name = %v, %v; want a config error", rep.Outcome, err)
+	}
+}
+
+func TestPoolSharesTheIterationBudget(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	var tasks []loop.Task
+	for i := range 10 {
+		tasks = append(tasks, task(fmt.Sprintf("t%02d", i)))
+	}
+	store := newStore(t, tasks...)
+	run := agent(g, func(g *fakeGit, dir, id string) error { g.write(dir, id, id); return nil })
+	cfg := poolConfig(t, g, 4)
+	cfg.Loop.MaxIterations = 3
+	rep, err := Run(t.Context(), cfg, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeLimitReached {
+		t.Fatalf("Run = %v, %v (%s); want the iteration limit", rep.Outcome, err, rep.Message)
+	}
+	c, _ := store.Counts(t.Context(), loop.Scope{})
+	if rep.Iterations != 3 || c.Done != 3 || c.InProgress != 0 {
+		t.Errorf("iterations %d, done %d, in progress %d; want 3, 3, 0", rep.Iterations, c.Done, c.InProgress)
+	}
+}
+
+func TestPoolFirstStopEndsEveryWorker(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	var tasks []loop.Task
+	for i := range 8 {
+		tasks = append(tasks, task(fmt.Sprintf("t%d", i)))
+	}
+	store := newStore(t, tasks...)
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		if id == "t0" {
+			return looptest.Result("<promise>FAILURE</promise>"), nil
+		}
+		g.write(req.Dir, id, id)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	rep, err := Run(t.Context(), poolConfig(t, g, 2), store, run)
+	if err != nil || rep.Outcome != loop.OutcomeFailure {
+		t.Fatalf("Run = %v, %v (%s); want the FAILURE stop", rep.Outcome, err, rep.Message)
+	}
+	c, _ := store.Counts(t.Context(), loop.Scope{})
+	if c.InProgress != 0 || c.Pending == 0 {
+		t.Errorf("counts %+v; want nothing in progress and work left (no new claims after the stop)", c)
+	}
+}
+
+func TestPoolCancelReleasesEveryClaim(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"), task("b"), task("c"))
+	ctx, cancel := context.WithCancel(t.Context())
+	var started sync.WaitGroup
+	started.Add(2)
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		started.Done()
+		<-ctx.Done()
+		return looptest.Cancelled(), nil
+	})
+	go func() { started.Wait(); cancel() }()
+	rep, err := Run(ctx, poolConfig(t, g, 2), store, run)
+	if err != nil || rep.Outcome != loop.OutcomeCancelled {
+		t.Fatalf("Run = %v, %v (%s); want cancelled", rep.Outcome, err, rep.Message)
+	}
+	if c, _ := store.Counts(t.Context(), loop.Scope{}); c.InProgress != 0 {
+		t.Errorf("%d tasks left in progress", c.InProgress)
+	}
+}
+
+func TestRefName(t *testing.T) {
+	for id, want := range map[string]string{
+		"t-1":            "t-1",
+		"fix bug/3":      "fix%20bug%2F3",
+		"a..b.lock":      "a%2E%2Eb%2Elock",
+		"100%":           "100%25",
+		"ünï":            "%C3%BCn%C3%AF",
+		"-lead~1^2:x?*[": "-lead%7E1%5E2%3Ax%3F%2A%5B",
+	} {
+		got := RefName(id)
+		if got != want {
+			t.Errorf("RefName(%q) = %q; want %q", id, got, want)
+		}
+		if back, err := decodeRefName(got); err != nil || back != id {
+			t.Errorf("decode(%q) = %q, %v; want %q", got, back, err, id)
+		}
+	}
+}

@@ -1,0 +1,497 @@
+package parallel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// Branch names (DESIGN §9).
+const (
+	// DefaultInto is the integration branch of a plan whose first
+	// parallel build gave no --into.
+	DefaultInto = "ralph/integration"
+	// TaskBranchPrefix names each attempt's branch: ralph/task/<id>.
+	TaskBranchPrefix = "ralph/task/"
+	// AttemptBranchPrefix names the kept attempts:
+	// ralph/attempt/<id>/<n>.
+	AttemptBranchPrefix = "ralph/attempt/"
+	// TrailerTask is the trailer that names, in the commit that lands a
+	// task's work, the task.
+	TrailerTask = "Ralph-Task"
+	// TrailerGeneration names the claim (DESIGN §8) the work was done
+	// under.
+	TrailerGeneration = "Ralph-Generation"
+)
+
+// RefName encodes a task id for use in a branch name: letters, digits,
+// '-' and '_' stay; every other byte (the '.', '/', ' ', '~', '^', ':' and
+// the rest that git refuses or reads specially) becomes %XX, its value in
+// upper-case hex. The encoding is reversible ('%' is itself encoded) and
+// always valid in a ref name: "fix bug/3" → "fix%20bug%2F3".
+func RefName(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+const heads = "refs/heads/"
+
+// workspace is one worker's git worktree: a loop.Workspace.
+type workspace struct {
+	git    Git
+	dir    string
+	worker string
+	into   string // the integration branch, full ref name
+	// include are the worktree-include files, relative to the project
+	// root: copied into the tree, never committed.
+	include []string
+	root    string
+	// land serialises the integrations of one process; across processes
+	// the compare-and-swap of the branch keeps them apart.
+	land *sync.Mutex
+
+	// The attempt under way: its task, its branch (full ref) and the
+	// commit it began from. The tree's HEAD is detached; the branch
+	// follows the attempt's commits.
+	task loop.Task
+	ref  string
+	base string
+}
+
+// marker is the file that names the task of the attempt under way in the
+// tree, for a run that finds the tree after a crash: <tree>.task.
+func (w *workspace) marker() string { return w.dir + ".task" }
+
+var _ loop.Workspace = (*workspace)(nil)
+
+func (w *workspace) Dir() string { return w.dir }
+
+// except are the paths never committed from the tree: ralph's own
+// directory and the copied worktree-include files.
+func (w *workspace) except() []string {
+	return append([]string{".ralph"}, w.include...)
+}
+
+// Begin implements loop.Workspace.
+func (w *workspace) Begin(ctx context.Context, task loop.Task) (bool, error) {
+	if err := w.keep(ctx); err != nil {
+		return false, err
+	}
+	tip, ok, err := w.git.Resolve(ctx, w.into)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, fmt.Errorf("the integration branch %s does not exist", strings.TrimPrefix(w.into, heads))
+	}
+	landed, err := w.landed(ctx, tip, task.ID)
+	if err != nil || landed {
+		return landed, err
+	}
+	branch := heads + TaskBranchPrefix + RefName(task.ID)
+	// An earlier attempt's branch that did not land is kept before the
+	// name is reused.
+	if old, ok, err := w.git.Resolve(ctx, branch); err != nil {
+		return false, err
+	} else if ok {
+		if _, err := w.keepCommit(ctx, task.ID, old, tip); err != nil {
+			return false, err
+		}
+	}
+	if err := os.WriteFile(w.marker(), []byte(task.ID), 0o644); err != nil {
+		return false, err
+	}
+	if err := w.git.Switch(ctx, w.dir, branch, tip); err != nil {
+		return false, err
+	}
+	if err := copyInclude(w.root, w.dir, w.include); err != nil {
+		return false, err
+	}
+	w.task, w.ref, w.base = task, branch, tip
+	return false, nil
+}
+
+// landed reports whether the commits on tip include one whose trailer
+// names task id.
+func (w *workspace) landed(ctx context.Context, tip, id string) (bool, error) {
+	vals, err := w.git.Trailers(ctx, tip, TrailerTask)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(vals, id), nil
+}
+
+// keep makes sure that nothing the tree holds is lost before it is
+// reused or left: changes not committed are committed on top of HEAD, and
+// a task branch whose work did not land is kept as an attempt branch.
+func (w *workspace) keep(ctx context.Context) error {
+	branch, head, err := w.git.HeadOf(ctx, w.dir)
+	if err != nil {
+		return err
+	}
+	id, onTask := taskOf(branch)
+	if w.task.ID != "" {
+		id, onTask = w.task.ID, true
+	} else if b, err := os.ReadFile(w.marker()); err == nil && len(b) > 0 {
+		id, onTask = string(b), true // an attempt a crashed run left
+	}
+	changed, err := w.dirty(ctx)
+	if err != nil {
+		return err
+	}
+	if changed {
+		what := "work left in " + w.worker + "'s tree"
+		if onTask {
+			what += " by an attempt at task " + id
+		}
+		c, ok, err := w.git.Commit(ctx, w.dir, head, "ralph: "+what+"\n", w.except())
+		if err != nil {
+			return err
+		}
+		if ok {
+			head = c
+		}
+		if !onTask && ok {
+			// Work in a tree that was on no task's branch: kept under the
+			// worker's name.
+			id, onTask = "unknown-"+w.worker, true
+		}
+	}
+	if onTask {
+		tip, _, err := w.git.Resolve(ctx, w.into)
+		if err != nil {
+			return err
+		}
+		if _, err := w.keepCommit(ctx, id, head, tip); err != nil {
+			return err
+		}
+	}
+	w.end()
+	return nil
+}
+
+// end forgets the attempt under way.
+func (w *workspace) end() {
+	w.task, w.ref, w.base = loop.Task{}, "", ""
+	os.Remove(w.marker())
+}
+
+// follow moves the attempt's branch from old to commit.
+func (w *workspace) follow(ctx context.Context, commit, old string) error {
+	err := w.git.SwapRef(ctx, w.ref, commit, old)
+	if errors.Is(err, ErrRefMoved) {
+		return fmt.Errorf("%w: the branch %s moved under the attempt: another attempt at the task began", loop.ErrStaleClaim, strings.TrimPrefix(w.ref, heads))
+	}
+	return err
+}
+
+// dirty reports whether the tree has changes that are not ralph's own.
+func (w *workspace) dirty(ctx context.Context) (bool, error) {
+	paths, err := w.git.Status(ctx, w.dir)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range paths {
+		if !excluded(p, w.except()) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func excluded(path string, except []string) bool {
+	for _, e := range except {
+		if path == e || strings.HasPrefix(path, e+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// taskOf returns the task id a task branch names.
+func taskOf(branch string) (string, bool) {
+	enc, ok := strings.CutPrefix(branch, heads+TaskBranchPrefix)
+	if !ok || enc == "" {
+		return "", false
+	}
+	id, err := decodeRefName(enc)
+	return id, err == nil
+}
+
+func decodeRefName(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("bad escape in %q", s)
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", fmt.Errorf("bad escape in %q", s)
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), nil
+}
+
+// keepCommit keeps commit, an attempt at task id, as the next attempt
+// branch ralph/attempt/<id>/<n> — unless it is on the integration branch
+// already (tip) or an attempt branch has it — and returns that branch
+// ("" when none was needed).
+func (w *workspace) keepCommit(ctx context.Context, id, commit, tip string) (string, error) {
+	if tip != "" {
+		if in, err := w.git.IsAncestor(ctx, commit, tip); err != nil || in {
+			return "", err
+		}
+	}
+	prefix := heads + AttemptBranchPrefix + RefName(id) + "/"
+	refs, err := w.git.Refs(ctx, prefix)
+	if err != nil {
+		return "", err
+	}
+	n := 0
+	for _, ref := range refs {
+		c, ok, err := w.git.Resolve(ctx, ref)
+		if err != nil {
+			return "", err
+		}
+		if ok && c == commit {
+			return strings.TrimPrefix(ref, heads), nil // kept already
+		}
+		if k, err := strconv.Atoi(strings.TrimPrefix(ref, prefix)); err == nil && k > n {
+			n = k
+		}
+	}
+	for {
+		n++
+		ref := prefix + strconv.Itoa(n)
+		err := w.git.CreateRef(ctx, ref, commit)
+		if errors.Is(err, ErrRefExists) {
+			continue // another worker kept one just now
+		}
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimPrefix(ref, heads), nil
+	}
+}
+
+// Integrate implements loop.Workspace: the attempt's change is committed
+// with the task's trailers as one commit on the attempt's base, then,
+// under the integration lock and while the claim is current, replayed
+// onto the integration tip (git rebase) when the tip moved, checked by the
+// test gate again then, and the branch moved to it by compare-and-swap;
+// a lost race goes round again from the new tip.
+func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (loop.IntegrateResult, error) {
+	task := req.Task
+	if w.task.ID != task.ID || w.base == "" {
+		return loop.IntegrateResult{}, fmt.Errorf("no attempt at task %s began in %s", task.ID, w.dir)
+	}
+	head, changed, err := w.git.Commit(ctx, w.dir, w.base, commitMessage(task, req.Summary), w.except())
+	if err != nil {
+		return loop.IntegrateResult{}, err
+	}
+	if !changed {
+		w.end()
+		return loop.IntegrateResult{}, nil
+	}
+	if err := w.follow(ctx, head, w.base); err != nil {
+		return loop.IntegrateResult{}, err
+	}
+	w.land.Lock()
+	defer w.land.Unlock()
+	base, replayed := w.base, false
+	for {
+		if err := ctx.Err(); err != nil {
+			return loop.IntegrateResult{}, err
+		}
+		tip, ok, err := w.git.Resolve(ctx, w.into)
+		if err != nil {
+			return loop.IntegrateResult{}, err
+		}
+		if !ok {
+			return loop.IntegrateResult{}, fmt.Errorf("the integration branch %s is gone", strings.TrimPrefix(w.into, heads))
+		}
+		if req.Current != nil {
+			if err := req.Current(ctx); err != nil {
+				return loop.IntegrateResult{}, err
+			}
+		}
+		if tip != base {
+			moved, err := w.git.Rebase(ctx, w.dir, base, tip)
+			var conflict *ConflictError
+			if errors.As(err, &conflict) {
+				return loop.IntegrateResult{}, w.trouble(ctx, head, tip, "conflict with the integration branch in "+joinPaths(conflict.Paths))
+			}
+			if err != nil {
+				return loop.IntegrateResult{}, err
+			}
+			if err := w.follow(ctx, moved, head); err != nil {
+				return loop.IntegrateResult{}, err
+			}
+			head, base, replayed = moved, tip, true
+			if req.Gate != nil {
+				if err := req.Gate(ctx); err != nil {
+					if ctx.Err() != nil {
+						return loop.IntegrateResult{}, ctx.Err()
+					}
+					return loop.IntegrateResult{}, w.trouble(ctx, head, tip, "the test gate failed after replaying onto the moved tip: "+err.Error())
+				}
+			}
+		}
+		err = w.git.SwapRef(ctx, w.into, head, tip)
+		if errors.Is(err, ErrRefMoved) {
+			continue // another process landed first: replay onto its tip
+		}
+		if err != nil {
+			return loop.IntegrateResult{}, err
+		}
+		w.end()
+		return loop.IntegrateResult{Commit: head, Replayed: replayed}, nil
+	}
+}
+
+// trouble keeps a failed integration's commit on an attempt branch and
+// returns the task trouble.
+func (w *workspace) trouble(ctx context.Context, head, tip, reason string) error {
+	kept, err := w.keepCommit(ctx, w.task.ID, head, tip)
+	if err != nil {
+		return err
+	}
+	w.end()
+	return &loop.IntegrationError{Reason: reason, Attempt: kept}
+}
+
+// commitMessage is a landed task's commit message: its title, the
+// agent's summary, and the trailers that make landing it idempotent.
+func commitMessage(task loop.Task, summary string) string {
+	var b strings.Builder
+	b.WriteString(oneLine(task.Title))
+	b.WriteString("\n\n")
+	if s := strings.TrimSpace(summary); s != "" {
+		b.WriteString(s)
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, "%s: %s\n%s: %d\n", TrailerTask, task.ID, TrailerGeneration, task.Generation)
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return "ralph task"
+	}
+	return s
+}
+
+// copyInclude copies the worktree-include files from root into dir,
+// where they are missing.
+func copyInclude(root, dir string, include []string) error {
+	for _, rel := range include {
+		dst := filepath.Join(dir, rel)
+		if _, err := os.Lstat(dst); err == nil {
+			continue
+		}
+		src := filepath.Join(root, rel)
+		info, err := os.Stat(src)
+		if err != nil {
+			return fmt.Errorf("worktree-include: %w", err)
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("worktree-include: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("worktree-include: %w", err)
+		}
+		if err := os.WriteFile(dst, data, info.Mode().Perm()); err != nil {
+			return fmt.Errorf("worktree-include: %w", err)
+		}
+	}
+	return nil
+}
+
+// readInclude reads .ralph/worktree-include: one path or glob a line,
+// relative to the project root; blank lines and lines starting with '#'
+// are skipped. It returns the regular files they match. A missing file is
+// no files.
+func readInclude(root string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(root, ".ralph", "worktree-include"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for line := range strings.Lines(string(data)) {
+		pat := strings.TrimSpace(line)
+		if pat == "" || strings.HasPrefix(pat, "#") {
+			continue
+		}
+		if filepath.IsAbs(pat) || slices.Contains(strings.Split(filepath.ToSlash(pat), "/"), "..") {
+			return nil, fmt.Errorf(".ralph/worktree-include: %q: paths are relative to the project and stay in it", pat)
+		}
+		matches, err := filepath.Glob(filepath.Join(root, pat))
+		if err != nil {
+			return nil, fmt.Errorf(".ralph/worktree-include: %q: %w", pat, err)
+		}
+		for _, m := range matches {
+			info, err := os.Stat(m)
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			rel, err := filepath.Rel(root, m)
+			if err != nil {
+				return nil, err
+			}
+			rel = filepath.ToSlash(rel)
+			if !slices.Contains(out, rel) {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out, nil
+}
+
+// runSetup runs the --setup command in dir with sh -c.
+func runSetup(ctx context.Context, dir, cmd string, env []string) error {
+	c := exec.CommandContext(ctx, "sh", "-c", cmd)
+	c.Dir = dir
+	c.Env = append(os.Environ(), env...)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("setup %q in %s: %v\n%s", cmd, dir, err, tailLines(string(out), 20))
+	}
+	return nil
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
