@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -77,6 +78,8 @@ type receiptJSON struct {
 	Turns            int     `json:"turns"`
 	ExitReason       string  `json:"exit_reason"`
 	Verdict          string  `json:"verdict"`
+	// Worker is the worker of a parallel build; omitted without one.
+	Worker string `json:"worker,omitempty"`
 }
 
 func status(cfg appConfig) storeAction {
@@ -128,7 +131,7 @@ func toStatusJSON(counts loop.Counts, active []loop.Task, latest []loop.Receipt,
 			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 			CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens,
 			CostUSD: r.CostUSD, StartedAt: jsonTime(r.StartedAt), DurationSeconds: seconds(r.Duration),
-			Turns: r.Turns, ExitReason: r.ExitReason, Verdict: r.Verdict,
+			Turns: r.Turns, ExitReason: r.ExitReason, Verdict: r.Verdict, Worker: r.Worker,
 		})
 	}
 	return s
@@ -164,15 +167,26 @@ func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest
 	} else {
 		fmt.Fprintf(bw, "\nlast iterations (%d of %d):\n", len(latest), n)
 		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  STARTED\tSESSION\tITER\tMODE\tTASK\tMODEL\tTURNS\tDURATION\tCOST\tENDED")
+		// The WORKER column is there when a parallel build made any of
+		// the receipts shown.
+		workers := slices.ContainsFunc(latest, func(r loop.Receipt) bool { return r.Worker != "" })
+		head := "  STARTED\tSESSION\tITER\tMODE\tTASK\tMODEL\tTURNS\tDURATION\tCOST\tENDED"
+		if workers {
+			head = "  STARTED\tSESSION\tWORKER\tITER\tMODE\tTASK\tMODEL\tTURNS\tDURATION\tCOST\tENDED"
+		}
+		fmt.Fprintln(tw, head)
 		for i := len(latest) - 1; i >= 0; i-- {
 			r := latest[i]
 			ended := r.ExitReason
 			if r.Verdict != "" {
 				ended += " (verify " + r.Verdict + ")"
 			}
+			session := r.Session
+			if workers {
+				session += "\t" + orDash(r.Worker)
+			}
 			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n",
-				r.StartedAt.UTC().Format(time.RFC3339), r.Session, r.Iteration, r.Mode, orDash(r.TaskID), orDash(r.Model),
+				r.StartedAt.UTC().Format(time.RFC3339), session, r.Iteration, r.Mode, orDash(r.TaskID), orDash(r.Model),
 				r.Turns, r.Duration.Round(100*time.Millisecond), r.CostUSD, orDash(ended))
 		}
 		tw.Flush()

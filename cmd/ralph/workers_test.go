@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// workersProject is a small Go project in a git repository, set up as a
+// user would: ralph init, the plan imported, everything committed.
+type workersProject struct {
+	t      *testing.T
+	bin    string
+	dir    string
+	env    []string
+	marks  string // the stand-in agent's scratch directory
+	agent  string
+	deps   map[string][]string
+	titles []string
+}
+
+func needGoAndGit(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"git", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed", tool)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+}
+
+func (p *workersProject) git(args ...string) string {
+	p.t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", p.dir}, args...)...)
+	cmd.Env = p.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (p *workersProject) ralph(args ...string) (int, string, string) {
+	p.t.Helper()
+	cmd := exec.CommandContext(p.t.Context(), p.bin, args...)
+	cmd.Dir, cmd.Env = p.dir, p.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+// newWorkersProject makes the project: package calc with a test, the plan
+// of 12 tasks (deps: id → blockers), the stand-in agent. Each task fNN
+// writes fNN.go, a function that calls its blockers' functions — so the
+// package only builds when every blocker's work is in the tree — after
+// checking that their files are there; c1 and c2 both append a line to
+// notes.txt at once, the first time they run: one of them conflicts.
+func newWorkersProject(t *testing.T, deps map[string][]string) *workersProject {
+	needGoAndGit(t)
+	p := &workersProject{t: t, bin: ralphBinary(t), dir: t.TempDir(), marks: t.TempDir(), deps: deps}
+	p.env = append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod",
+		"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com")
+	files := map[string]string{
+		"go.mod":       "module example.com/calc\n\ngo 1.22\n",
+		"calc.go":      "// Package calc is the project the workers build.\npackage calc\n",
+		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestBuilds(t *testing.T) {}\n",
+		"notes.txt":    "notes\n",
+		".gitignore":   ".env\n",
+		".env":         "SECRET=local\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.git("init", "-q", "-b", "main")
+	if code, _, errs := p.ralph("init"); code != 0 {
+		t.Fatalf("ralph init: %s", errs)
+	}
+	// The worktrees get .env, which git ignores.
+	if err := os.WriteFile(filepath.Join(p.dir, ".ralph", "worktree-include"), []byte(".env\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.git("add", "-A")
+	p.git("commit", "-q", "-m", "the project")
+
+	var plan, depLines strings.Builder
+	for _, id := range slices.Sorted(func(yield func(string) bool) {
+		for id := range deps {
+			if !yield(id) {
+				return
+			}
+		}
+	}) {
+		bs := deps[id]
+		pri := 2
+		if strings.HasPrefix(id, "c") {
+			pri = 0 // the two that conflict are taken first, at once
+		}
+		blocked := `[]`
+		if len(bs) > 0 {
+			blocked = `["` + strings.Join(bs, `","`) + `"]`
+		}
+		fmt.Fprintf(&plan, `{"id":%q,"title":"Task %s","priority":%d,"blocked_by":%s}`+"\n", id, id, pri, blocked)
+		fmt.Fprintf(&depLines, "%s %s\n", id, strings.Join(bs, " "))
+	}
+	planFile := filepath.Join(t.TempDir(), "plan.jsonl")
+	os.WriteFile(planFile, []byte(plan.String()), 0o644)
+	depsFile := filepath.Join(p.marks, "deps")
+	os.WriteFile(depsFile, []byte(depLines.String()), 0o644)
+	if code, _, errs := p.ralph("task", "import", planFile); code != 0 {
+		t.Fatalf("import: %s", errs)
+	}
+
+	p.agent = filepath.Join(t.TempDir(), "agent.sh")
+	script := `#!/bin/sh
+cat >/dev/null
+id=$RALPH_TASK_ID
+marks=` + shQuote(p.marks) + `
+echo "$id $RALPH_WORKER $PWD" >> "$marks/runs"
+verdict="<task-done>$id</task-done>"
+[ "$PWD" = "$RALPH_WORKTREE" ] || echo "$id: works in $PWD, not $RALPH_WORKTREE" >> "$marks/problems"
+[ -f .env ] || echo "$id: no .env in its tree" >> "$marks/problems"
+case $id in
+c*)
+	if [ ! -e "$marks/$id.first" ]; then
+		touch "$marks/$id.first"
+		sleep 1
+	fi
+	echo "line by $id" >> notes.txt
+	;;
+*)
+	n=$(echo "$id" | sed "s/^f0*//")
+	calls=""
+	for b in $(grep "^$id " "$marks/deps" | cut -d' ' -f2-); do
+		if [ ! -f "$b.go" ]; then
+			echo "$id: began without $b's work" >> "$marks/problems"
+			verdict="<task-failed>$id</task-failed>"
+		fi
+		B=$(echo "$b" | tr f F)
+		calls="$calls + $B()"
+	done
+	F=$(echo "$id" | tr f F)
+	printf 'package calc\n\n// %s is task %s.\nfunc %s() int { return %s%s }\n' "$F" "$id" "$F" "$n" "$calls" > "$id.go"
+	;;
+esac
+printf '{"type":"system","subtype":"init","session_id":"s-%s","model":"stand-in"}\n' "$id"
+printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. %s","session_id":"s-%s","num_turns":1,"total_cost_usd":0.01}\n' "$verdict" "$id"
+`
+	if err := os.WriteFile(p.agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// landed returns the task ids of the commits on branch, oldest first.
+func (p *workersProject) landed(branch string) []string {
+	var ids []string
+	for l := range strings.FieldsSeq(p.git("log", "--format=%(trailers:key=Ralph-Task,valueonly)", branch)) {
+		ids = append(ids, l)
+	}
+	slices.Reverse(ids)
+	return ids
+}
+
+// TestWorkersBuildAGoProject is issue 10's "done when", the way a user runs
+// it: `ralph build --workers 4` on a Go project made with ralph init, 12
+// tasks with dependencies, a stand-in agent that writes real code and
+// checks that each blocker's file is in its worktree, `go test ./...` as
+// the test gate, and two tasks that conflict. Every task's change lands
+// once on ralph/integration, in an order the graph allows; the conflict is
+// retried from the new tip; the user's branch and tree are untouched; exit
+// 0.
+func TestWorkersBuildAGoProject(t *testing.T) {
+	if testing.Short() {
+		t.Skip("12 agent sessions with go test gates")
+	}
+	deps := map[string][]string{
+		"c1": nil, "c2": nil,
+		"f01": nil, "f02": nil, "f03": {"f01"}, "f04": {"f01", "f02"}, "f05": {"f03"}, "f06": {"f04"},
+		"f07": {"f05", "f06"}, "f08": {"f02"}, "f09": {"f08"}, "f10": {"f07", "f09"},
+	}
+	p := newWorkersProject(t, deps)
+	head := p.git("rev-parse", "HEAD")
+	code, out, errs := p.ralph("build", "--workers", "4", "--claude", p.agent, "--test-cmd", "go test ./...", "--max-iterations", "40")
+	if code != 0 {
+		t.Fatalf("ralph build --workers 4: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if problems, err := os.ReadFile(filepath.Join(p.marks, "problems")); err == nil {
+		t.Errorf("the stand-in agent saw:\n%s", problems)
+	}
+	if !strings.Contains(out, "integration branch: ralph/integration · merge it with: git merge ralph/integration") {
+		t.Errorf("the end does not name the branch and how to merge it:\n%s", out)
+	}
+	for _, w := range []string{"[w1] ", "[w2] ", "[w3] ", "[w4] "} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no line of worker %s in the output:\n%s", w, out)
+		}
+	}
+
+	order := p.landed("ralph/integration")
+	if got, want := slices.Sorted(slices.Values(order)), slices.Sorted(func(yield func(string) bool) {
+		for id := range deps {
+			yield(id)
+		}
+	}); !slices.Equal(got, want) {
+		t.Fatalf("landed %v; want each of the 12 tasks once", order)
+	}
+	for id, bs := range deps {
+		for _, b := range bs {
+			if slices.Index(order, b) > slices.Index(order, id) {
+				t.Errorf("%s landed before its blocker %s: %v", id, b, order)
+			}
+		}
+	}
+	notes := p.git("show", "ralph/integration:notes.txt")
+	if !strings.Contains(notes, "line by c1") || !strings.Contains(notes, "line by c2") {
+		t.Errorf("notes.txt on the integration branch = %q; want both conflicting tasks' lines", notes)
+	}
+	if p.git("for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/attempt/") == "" {
+		t.Error("the conflicting attempt was not kept on an attempt branch")
+	}
+	retried := 0
+	for _, id := range []string{"c1", "c2"} {
+		if show := p.git("log", "-1", "--format=%B", "ralph/integration", "--grep", "Ralph-Task: "+id); !strings.Contains(show, "Ralph-Generation: ") {
+			t.Errorf("%s's commit lacks its generation trailer: %q", id, show)
+		}
+		_, js, _ := p.ralph("task", "show", id, "--json")
+		if strings.Contains(js, `"retry_count": 1`) {
+			retried++
+		}
+	}
+	if retried != 1 {
+		t.Errorf("%d of c1, c2 retried; want exactly one (the conflict)", retried)
+	}
+	// What landed builds and passes its tests.
+	check := filepath.Join(t.TempDir(), "check")
+	p.git("worktree", "add", "-q", "--detach", check, "ralph/integration")
+	cmd := exec.Command("go", "test", "./...")
+	cmd.Dir, cmd.Env = check, p.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("go test on the integration branch: %v\n%s", err, out)
+	}
+	if files := p.git("ls-tree", "-r", "--name-only", "ralph/integration"); strings.Contains(files, ".env") || strings.Contains(files, ".ralph/worktrees") {
+		t.Errorf("the integration branch holds %q", files)
+	}
+	if got := p.git("rev-parse", "HEAD"); got != head {
+		t.Error("the user's branch moved")
+	}
+	for line := range strings.Lines(p.git("status", "--porcelain")) {
+		if !strings.Contains(line, ".ralph/") { // the plan and its logs live there
+			t.Errorf("the user's tree changed: %q", line)
+		}
+	}
+	// Receipts and the session log name the workers.
+	_, status, _ := p.ralph("status")
+	if !strings.Contains(status, "WORKER") || !strings.Contains(status, " w1 ") && !strings.Contains(status, " w2 ") {
+		t.Errorf("ralph status names no worker:\n%s", status)
+	}
+	logs, _ := filepath.Glob(filepath.Join(p.dir, ".ralph", "logs", "session-*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("session logs %v; want one for the run", logs)
+	}
+	slog, _ := os.ReadFile(logs[0])
+	for _, w := range []string{"[w1] === iteration", "[w2] --- iteration", "[w3] status: "} {
+		if !strings.Contains(string(slog), w) {
+			t.Errorf("the session log lacks %q:\n%s", w, slog)
+		}
+	}
+	raws, _ := filepath.Glob(filepath.Join(p.dir, ".ralph", "logs", "session-*", "w*-iter-*.ndjson"))
+	if len(raws) < 12 {
+		t.Errorf("raw streams per worker and iteration: %v", raws)
+	}
+}
