@@ -1,0 +1,131 @@
+package parallel_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/parallel"
+)
+
+// BenchmarkIntegrationGit measures ralph's git work for one task on a
+// repository of 10,000 files: Switch a worktree to the task branch at the
+// integration tip, Commit the agent's one-file change, Rebase it onto a
+// tip another worker moved meanwhile, SwapRef the tip.
+//
+// Besides ns/op (everything, the tip's move included) it reports
+// switch-ms/op, integrate-ms/op (Commit, Rebase and SwapRef: the cost
+// issue 10 bounds at 100 ms) and tip-ms/op (the other worker's commit,
+// made with plumbing; not ralph's cost).
+func BenchmarkIntegrationGit(b *testing.B) {
+	needGit(b)
+	ctx := b.Context()
+	repo := filepath.Join(b.TempDir(), "repo")
+	gitT(b, b.TempDir(), "init", "--quiet", "--initial-branch=main", repo)
+	const dirs, perDir = 100, 100
+	for d := range dirs {
+		sub := filepath.Join(repo, fmt.Sprintf("d%02d", d))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range perDir {
+			content := fmt.Sprintf("file %d/%d\n", d, f)
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%02d.txt", f)), []byte(content), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "tip.txt"), []byte("0\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	gitT(b, repo, "add", "--all")
+	gitT(b, repo, "commit", "--quiet", "-m", "10,000 files")
+
+	g := &parallel.ExecGit{Root: repo}
+	start, err := g.Head(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const integ = "refs/heads/ralph/integration/bench"
+	const task = "refs/heads/ralph/task/bench"
+	if err := g.CreateRef(ctx, integ, start); err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(b.TempDir(), "worker")
+	if err := g.AddWorktree(ctx, dir, start); err != nil {
+		b.Fatal(err)
+	}
+
+	var switching, integrating, moving time.Duration
+	tip, n := start, 0
+	for b.Loop() {
+		t0 := time.Now()
+		if err := g.Switch(ctx, dir, task, tip); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		name := filepath.Join(dir, fmt.Sprintf("d%02d", n%dirs), fmt.Sprintf("f%02d.txt", n/dirs%perDir))
+		if err := os.WriteFile(name, []byte(fmt.Sprintf("task %d\n", n)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if _, changed, err := g.Commit(ctx, dir, tip, fmt.Sprintf("Task %d\n\nRalph-Task: t-%d\n", n, n), nil); err != nil || !changed {
+			b.Fatal(changed, err)
+		}
+		t3 := time.Now()
+		moved := moveTip(b, repo, integ, tip, n)
+		t4 := time.Now()
+		head, err := g.Rebase(ctx, dir, tip, moved)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := g.SwapRef(ctx, integ, head, moved); err != nil {
+			b.Fatal(err)
+		}
+		t5 := time.Now()
+		switching += t1.Sub(t0)
+		integrating += t3.Sub(t2) + t5.Sub(t4)
+		moving += t4.Sub(t3)
+		tip = head
+		n++
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(n) }
+	b.ReportMetric(ms(switching), "switch-ms/op")
+	b.ReportMetric(ms(integrating), "integrate-ms/op")
+	b.ReportMetric(ms(moving), "tip-ms/op")
+}
+
+// moveTip commits a change of tip.txt on top of tip, as another worker's
+// integration would, without a worktree, and moves ref to it.
+func moveTip(b *testing.B, repo, ref, tip string, n int) string {
+	b.Helper()
+	blob := gitIn(b, repo, fmt.Sprintf("other %d\n", n), "hash-object", "-w", "--stdin")
+	var tree strings.Builder
+	for line := range strings.SplitSeq(gitIn(b, repo, "", "ls-tree", tip), "\n") {
+		if strings.HasSuffix(line, "\ttip.txt") {
+			line = "100644 blob " + blob + "\ttip.txt"
+		}
+		tree.WriteString(line + "\n")
+	}
+	treeID := gitIn(b, repo, tree.String(), "mktree")
+	commit := gitIn(b, repo, "", "-c", "user.name=Other", "-c", "user.email=other@example.com",
+		"commit-tree", treeID, "-p", tip, "-m", fmt.Sprint("other ", n))
+	gitIn(b, repo, "", "update-ref", ref, commit, tip)
+	return commit
+}
+
+// gitIn is gitT with standard input.
+func gitIn(tb testing.TB, dir, stdin string, args ...string) string {
+	tb.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out))
+}
