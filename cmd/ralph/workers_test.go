@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // workersProject is a small Go project in a git repository, set up as a
@@ -286,5 +288,98 @@ func TestWorkersBuildAGoProject(t *testing.T) {
 	raws, _ := filepath.Glob(filepath.Join(p.dir, ".ralph", "logs", "session-*", "w*-iter-*.ndjson"))
 	if len(raws) < 12 {
 		t.Errorf("raw streams per worker and iteration: %v", raws)
+	}
+}
+
+// TestWorkersKillNineThenBuildAgain: ralph is killed with SIGKILL in the
+// middle of a parallel build — by the test gate, which runs during
+// integration — and `ralph build --workers 2` is run again. No task's work
+// is lost or lands twice, and the plan finishes.
+func TestWorkersKillNineThenBuildAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two parallel builds with go test gates")
+	}
+	deps := map[string][]string{
+		"c1": nil, "c2": nil, "f01": nil, "f02": nil, "f03": {"f01"}, "f04": {"f02", "f03"}, "f05": nil, "f06": {"f05"},
+	}
+	p := newWorkersProject(t, deps)
+	// The 5th gate kills ralph with SIGKILL, mid-integration: the gate
+	// runs as sh -c GATE, whose parent is ralph.
+	gate := filepath.Join(p.marks, "gate.sh")
+	os.WriteFile(gate, []byte(`#!/bin/sh
+n=$(cat `+shQuote(p.marks)+`/gates 2>/dev/null || echo 0)
+n=$((n+1))
+echo $n > `+shQuote(p.marks)+`/gates
+if [ $n = 5 ]; then kill -9 "$(cut -d' ' -f4 /proc/$PPID/stat)"; sleep 5; fi
+exec go test ./...
+`), 0o755)
+	code, out, errs := p.ralph("build", "--workers", "2", "--claude", p.agent, "--test-cmd", gate, "--max-iterations", "40")
+	if code != -1 && code != 137 {
+		t.Fatalf("first build: exit %d, want killed\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	before := p.landed("ralph/integration")
+	if len(before) == len(deps) {
+		t.Fatalf("everything landed before the kill: %v", before)
+	}
+	// Without --workers: the plan has an integration branch now, so this
+	// build works in a worktree too.
+	code, out, errs = p.ralph("build", "--claude", p.agent, "--test-cmd", "go test ./...", "--max-iterations", "40")
+	if code != 0 {
+		t.Fatalf("second build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "[w1] ") {
+		t.Errorf("the second build (no --workers, a plan with an integration branch) did not run as worker w1:\n%s", out)
+	}
+	order := p.landed("ralph/integration")
+	if got := slices.Sorted(slices.Values(order)); !slices.Equal(got, []string{"c1", "c2", "f01", "f02", "f03", "f04", "f05", "f06"}) {
+		t.Fatalf("landed %v; want each task once (before the kill: %v)", order, before)
+	}
+	if !slices.Equal(order[:len(before)], before) {
+		t.Errorf("history rewritten: %v, then %v", before, order)
+	}
+	_, plan, _ := p.ralph("task", "plan-status")
+	if !strings.Contains(plan, "done=8") || !strings.Contains(plan, "active=0") {
+		t.Errorf("plan-status after the second build: %s", plan)
+	}
+}
+
+// TestWorkersBadInput: what --workers refuses, before anything runs or is
+// claimed, with its exit code.
+func TestWorkersBadInput(t *testing.T) {
+	needGoAndGit(t)
+	agent, _ := fakeAgentPath(t, agentStep{Text: "<task-done>{task}</task-done>"})
+	for _, tc := range []struct {
+		name  string
+		git   []string // commands that make the repository, none: not one
+		args  []string
+		code  int
+		words string
+	}{
+		{"not a repository", nil, []string{"--workers", "2"}, 5, "not a git repository"},
+		{"no commit", [][]string{{"init", "-q"}}[0], []string{"--workers", "2"}, 5, "no commit"},
+		{"progress file", nil, []string{"--workers", "2", "--progress", "p.md"}, 1, "--workers needs the task database"},
+		{"peek mode", nil, []string{"--workers", "2", "--claim", "agent"}, 1, "--claim agent"},
+		{"commit gate", nil, []string{"--workers", "2", "--commit"}, 1, "--commit"},
+		{"negative", nil, []string{"--workers", "-1"}, 1, "want 1 or more"},
+		{"into without workers", nil, []string{"--into", "x"}, 1, "go with --workers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := initHarness(t)
+			h.ok("task", "add", "A")
+			if tc.git != nil {
+				cmd := exec.Command("git", append([]string{"-C", h.dir}, tc.git...)...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git: %v\n%s", err, out)
+				}
+			}
+			before := h.dump()
+			r := h.run(append([]string{"build", "--claude", agent}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.words) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.words)
+			}
+			if diff := cmp.Diff(before, h.dump()); diff != "" {
+				t.Errorf("the plan changed (-before +after):\n%s", diff)
+			}
+		})
 	}
 }
