@@ -2,6 +2,56 @@
 // --workers N, DESIGN §9): each worker a loop.Run in a git worktree of its
 // own, done meaning merged into one integration branch per plan.
 //
-// The pool and the integration step are loop policy over a small seam,
-// Git, whose real implementation (ExecGit) runs the git binary.
+// The pool (Run) and the integration step (the workspace, a
+// loop.Workspace) are loop policy over a small seam, Git, whose real
+// implementation, ExecGit, runs the git binary; the tests drive the policy
+// over a fake Git in memory, and ExecGit against real repositories.
+//
+// # Decisions where DESIGN leaves a choice
+//
+//   - Worktrees live in <root>/.ralph/worktrees/wK: inside the project, so
+//     that they go where the plan goes and never land beside someone
+//     else's directories; the directory holds a .gitignore of "*", so the
+//     project's git status never lists them, whether or not .ralph/ is
+//     ignored. A tree is made on first use (detached at the integration
+//     tip) and reused by later builds.
+//   - Rebase, not merge: each task lands as one commit on a linear
+//     integration branch — the agent's own commits on top of the attempt's
+//     base are folded into it — whose message ends with the trailers
+//     "Ralph-Task: <id>" and "Ralph-Generation: <n>". A task whose trailer
+//     is on the integration branch has landed: after a crash between the
+//     branch moving and the store recording it, the next claim of the task
+//     completes it without running an agent (a "branch contained in the
+//     tip" test would be wrong after a rebase).
+//   - Task ids in branch names: letters, digits, '-' and '_' stay, every
+//     other byte is %XX (RefName): "fix bug/3" → ralph/task/fix%20bug%2F3.
+//   - Trees work on a detached HEAD; ralph/task/<id> follows the attempt's
+//     commits but is never checked out, so that any worker can take up any
+//     task after another worker's attempt failed.
+//   - Kept attempts: a failed attempt's commit (a conflict, a test gate
+//     that failed after the rebase, or work left when the task went back
+//     to pending for any other reason) is kept as ralph/attempt/<id>/<n>,
+//     n counting from 1; work not committed in a tree (a killed worker) is
+//     committed first. The file <tree>.task names the task of the attempt
+//     under way, for a build that finds the tree after a crash. ralph never
+//     deletes a branch.
+//   - Serialisation: integrations of one ralph process take turns; those
+//     of several processes are kept apart by the compare-and-swap of the
+//     integration branch (git update-ref NEW OLD), a lost race being
+//     replayed onto the new tip.
+//   - .ralph/worktree-include lists paths or globs (one a line, '#'
+//     comments), relative to the project, of files copied into each tree
+//     where missing — typically ignored ones such as .env — and never
+//     committed from it. --setup runs with sh -c in each worker's tree
+//     before its first agent of each build (RALPH_DIR, RALPH_WORKTREE and
+//     RALPH_WORKER set); it should make ignored files (dependencies):
+//     changes it makes to tracked files are undone when an attempt begins.
+//     A failing setup is gate trouble: tried 1+MaxRetries times, then the
+//     run stops with exit 3.
+//   - A build without --workers of a plan that has an integration branch
+//     runs as one worker (w1): once a plan integrates into a branch, every
+//     build of it does.
+//   - Agent ids: each worker's is the run's agent id with "-wK" appended;
+//     receipts, session-log lines ("[wK] …") and raw streams
+//     (<session>/wK-iter-N.ndjson) name the worker.
 package parallel
