@@ -344,20 +344,23 @@ func (g *ExecGit) worktrees(ctx context.Context, dir string) ([]worktree, error)
 // Commit folds everything in dir that differs from base into one commit
 // on top of base; see Git.Commit.
 //
-// The commit is made with --no-verify and without signing: the gate that
-// decides whether an agent's work is good is ralph's own check, and a
-// pre-commit hook that prompts, fails or takes minutes, or a signing key
-// that asks for a passphrase, would turn into a failed task for no fault
-// of the agent's. Hooks the user runs by hand are not disabled otherwise.
+// It stages the tree with git add --all and records it with git
+// write-tree and git commit-tree, then moves HEAD (and its branch) with
+// git update-ref: on a large tree git commit costs as much again, to
+// check once more what add has just checked. So no hook runs and the
+// commit is not signed: the gate that decides whether an agent's work is
+// good is ralph's own check, and a pre-commit hook that prompts, fails or
+// takes minutes, or a signing key that asks for a passphrase, would turn
+// into a failed task for no fault of the agent's. (It is what git commit
+// --no-verify with commit.gpgSign=false would do, less the post-commit
+// hook and the automatic housekeeping, which the user's next git command
+// does.) The message is recorded as given, ending with a newline.
 func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except []string) (string, bool, error) {
 	if err := checkName("base", base); err != nil {
 		return "", false, err
 	}
-	// Move HEAD (and its branch) to base keeping index and tree: commits
-	// the agent made on top of base become staged changes.
-	if _, err := g.run(ctx, dir, nil, "reset", "--quiet", "--soft", base); err != nil {
-		return "", false, err
-	}
+	// The index, whatever the agent staged or committed on top of base,
+	// becomes dir's tree.
 	add := []string{"add", "--all", "--", "."}
 	var excluded, present []string
 	for _, p := range except {
@@ -388,26 +391,36 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 			return "", false, err
 		}
 	}
-	_, err = g.run(ctx, dir, nil, "diff", "--cached", "--quiet", "--no-renames", base, "--")
-	if err == nil {
-		return base, false, nil
-	}
-	if ge := (*gitError)(nil); !errors.As(err, &ge) || ge.exitCode() != 1 {
-		return "", false, err
-	}
-	opts, err := g.identity(ctx, dir)
+	out, err := g.run(ctx, dir, nil, "write-tree")
 	if err != nil {
 		return "", false, err
 	}
-	opts = append(opts, "-c", "commit.gpgSign=false", "commit", "--quiet", "--no-verify", "--cleanup=whitespace", "--file=-")
-	if _, err := g.run(ctx, dir, strings.NewReader(message), opts...); err != nil {
-		return "", false, err
-	}
-	head, err := g.head(ctx, dir)
+	tree := strings.TrimSpace(out)
+	out, err = g.run(ctx, dir, nil, "rev-parse", "--verify", base+"^{tree}")
 	if err != nil {
 		return "", false, err
 	}
-	return head, true, nil
+	commit := base
+	if changed := tree != strings.TrimSpace(out); changed {
+		opts, err := g.identity(ctx, dir)
+		if err != nil {
+			return "", false, err
+		}
+		if !strings.HasSuffix(message, "\n") {
+			message += "\n"
+		}
+		opts = append(opts, "-c", "commit.gpgSign=false", "commit-tree", tree, "-p", base, "-F", "-")
+		out, err = g.run(ctx, dir, strings.NewReader(message), opts...)
+		if err != nil {
+			return "", false, err
+		}
+		commit = strings.TrimSpace(out)
+	}
+	subject, _, _ := strings.Cut(message, "\n")
+	if _, err := g.run(ctx, dir, nil, "update-ref", "-m", "ralph: commit: "+subject, "HEAD", commit); err != nil {
+		return "", false, err
+	}
+	return commit, commit != base, nil
 }
 
 // identity returns the -c options that supply ralph's name and email
