@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,7 +35,9 @@ import (
 // context stops git with SIGTERM, on which git removes its lock files, and
 // the method returns an error wrapping the context's.
 //
-// It needs git 2.24 or later.
+// It is tested with git 2.39. Trailers needs git 2.21 or later (its
+// %(trailers:key=…,separator=…) format); Rebase uses git merge-tree
+// --write-tree where git has it (2.38) and git rebase otherwise.
 type ExecGit struct {
 	Root string // any directory inside the repository's main working tree
 	Bin  string // git executable; "" means "git" from PATH
@@ -456,10 +459,19 @@ func (g *ExecGit) identity(ctx context.Context, dir string) ([]string, error) {
 
 // Rebase replays base..HEAD of dir onto onto; see Git.Rebase.
 //
-// Nothing in the user's configuration may make it stop for a person or
-// do more than that: no editor, no autostash (a dirty tree is an error),
-// no rerere, no moving other branches (rebase.updateRefs), no pre-rebase
-// hook (--no-verify, as for Commit).
+// When base..HEAD is one commit, as Commit leaves it, and base is an
+// ancestor of onto, it does not run git rebase: git merge-tree (git 2.38
+// or later) merges in memory, git commit-tree records the result with
+// the commit's author and message, and git reset --keep moves dir to it.
+// On a large tree that is a third of git rebase's cost, which refreshes
+// and rewrites the index several times over. Changes in dir that are not
+// committed stay, unless they are to files the rebase changes; then, as
+// in every other case, it runs git rebase, which refuses a dirty tree.
+//
+// Nothing in the user's configuration may make git rebase stop for a
+// person or do more than replay: no editor, no autostash, no rerere, no
+// moving other branches (rebase.updateRefs), no pre-rebase hook
+// (--no-verify, as for Commit), no signing.
 func (g *ExecGit) Rebase(ctx context.Context, dir, base, onto string) (string, error) {
 	if err := checkNames(base, onto); err != nil {
 		return "", err
@@ -468,11 +480,14 @@ func (g *ExecGit) Rebase(ctx context.Context, dir, base, onto string) (string, e
 		return g.head(ctx, dir)
 	}
 	// Replayed commits need a committer.
-	opts, err := g.identity(ctx, dir)
+	ident, err := g.identity(ctx, dir)
 	if err != nil {
 		return "", err
 	}
-	_, err = g.run(ctx, dir, nil, append(opts,
+	if head, ok, err := g.rebaseOne(ctx, dir, base, onto, ident); ok {
+		return head, err
+	}
+	_, err = g.run(ctx, dir, nil, append(ident,
 		"-c", "core.editor=true",
 		"-c", "rerere.enabled=false",
 		"-c", "rebase.updateRefs=false",
@@ -502,6 +517,89 @@ func (g *ExecGit) Rebase(ctx context.Context, dir, base, onto string) (string, e
 	return "", err
 }
 
+// rebaseOne rebases dir's HEAD onto onto when HEAD is one commit on top
+// of base and base is an ancestor of onto, so that merging onto with HEAD
+// (their merge base is base) is replaying HEAD. ok false means it did
+// nothing: another case, or a git without merge-tree --write-tree, or a
+// tree reset --keep would not move; git rebase is the way then.
+func (g *ExecGit) rebaseOne(ctx context.Context, dir, base, onto string, ident []string) (head string, ok bool, err error) {
+	// HEAD's parents, tree, author, encoding and message; onto's and
+	// base's name and tree. --no-walk=unsorted keeps this order, and
+	// drops repeats (HEAD is base or onto), so that the count tells.
+	out, err := g.run(ctx, dir, nil, "-c", "log.showSignature=false", "-c", "i18n.logOutputEncoding=UTF-8",
+		"log", "--no-walk=unsorted", "--date=raw",
+		"--format=%H%x00%P%x00%T%x00%an%x00%ae%x00%ad%x00%e%x00%B%x00%x1e", "HEAD", onto, base, "--")
+	if err != nil {
+		return "", true, err
+	}
+	var c [3][]string // HEAD, onto, base
+	recs := strings.Split(out, "\x1e")
+	if len(recs) != 4 {
+		return "", false, nil
+	}
+	for i := range c {
+		c[i] = strings.Split(strings.TrimPrefix(recs[i], "\n"), "\x00")
+		if len(c[i]) != 9 {
+			return "", false, fmt.Errorf("parallel: rebase: unexpected git log output %q", recs[i])
+		}
+	}
+	const (
+		hash = iota
+		parents
+		tree
+		authorName
+		authorEmail
+		authorDate
+		encoding
+		message
+	)
+	if c[0][parents] != c[2][hash] || c[0][encoding] != "" {
+		return "", false, nil
+	}
+	if up, err := g.IsAncestor(ctx, base, onto); err != nil || !up {
+		return "", err != nil, err
+	}
+	out, err = g.run(ctx, dir, nil, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", onto, "HEAD")
+	fields := strings.Split(out, "\x00")
+	if err != nil {
+		var ge *gitError
+		if !errors.As(err, &ge) || ge.exitCode() != 1 {
+			return "", ctx.Err() != nil, err // 129: git before 2.38
+		}
+		var paths []string
+		for _, p := range fields[1:] {
+			if p != "" {
+				paths = append(paths, p)
+			}
+		}
+		if len(paths) == 0 {
+			return "", false, nil
+		}
+		return "", true, &ConflictError{Paths: paths}
+	}
+	merged := fields[0]
+	head = c[1][hash]
+	// A commit that the tip has made empty goes, as git rebase drops it;
+	// one that was empty from the start stays.
+	if merged != c[1][tree] || c[0][tree] == c[2][tree] {
+		env := []string{
+			"GIT_AUTHOR_NAME=" + c[0][authorName],
+			"GIT_AUTHOR_EMAIL=" + c[0][authorEmail],
+			"GIT_AUTHOR_DATE=" + c[0][authorDate],
+		}
+		args := append(slices.Clip(ident), "-c", "commit.gpgSign=false", "commit-tree", merged, "-p", c[1][hash], "-F", "-")
+		out, err := g.runEnv(ctx, dir, env, strings.NewReader(c[0][message]), args...)
+		if err != nil {
+			return "", true, err
+		}
+		head = strings.TrimSpace(out)
+	}
+	if _, err := g.run(ctx, dir, nil, "reset", "--quiet", "--keep", head); err != nil {
+		return "", ctx.Err() != nil, err
+	}
+	return head, true, nil
+}
+
 // abortRebase runs git rebase --abort if dir has a rebase in progress.
 func (g *ExecGit) abortRebase(ctx context.Context, dir string) error {
 	out, err := g.run(ctx, dir, nil, "rev-parse", "--git-path", "rebase-merge", "--git-path", "rebase-apply")
@@ -525,12 +623,17 @@ func (g *ExecGit) abortRebase(ctx context.Context, dir string) error {
 // failure comes back as a *gitError (wrapping the context's error when
 // that was the cause), or the error starting git gave.
 func (g *ExecGit) run(ctx context.Context, dir string, stdin io.Reader, args ...string) (string, error) {
+	return g.runEnv(ctx, dir, nil, stdin, args...)
+}
+
+// runEnv is run with env added to git's environment.
+func (g *ExecGit) runEnv(ctx context.Context, dir string, env []string, stdin io.Reader, args ...string) (string, error) {
 	bin := g.Bin
 	if bin == "" {
 		bin = "git"
 	}
 	cmd := exec.CommandContext(ctx, bin, append([]string{"-C", dir}, args...)...)
-	cmd.Env = gitEnv(os.Environ())
+	cmd.Env = append(gitEnv(os.Environ()), env...)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -802,109 +802,233 @@ func TestCommitIdentityAndHooks(t *testing.T) {
 	}
 }
 
+// oldGit writes a git that, like git before 2.38, has no merge-tree
+// --write-tree, so that Rebase takes the git rebase way for everything.
+func oldGit(t *testing.T) string {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip(err)
+	}
+	bin := filepath.Join(t.TempDir(), "old git")
+	script := "#!/bin/sh\nfor a; do [ \"$a\" = merge-tree ] && { echo \"usage: git merge-tree <branch1> <branch2>\" >&2; exit 129; }; done\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// rebaseSetup is a repository with base (shared.txt and a.txt), onto (a
+// commit on base, or beside it, changing other) and a worktree on branch
+// ralph/task/1 with commits of task on base.
+type rebaseSetup struct {
+	g                *parallel.ExecGit
+	dir              string
+	base, onto, head string
+}
+
+const taskRef = "refs/heads/ralph/task/1"
+
+func newRebaseSetup(t *testing.T, bin string, sideways bool, other map[string]string, task ...map[string]string) rebaseSetup {
+	t.Helper()
+	repo := newRepo(t)
+	var s rebaseSetup
+	s.base = commitFiles(t, repo, "base", map[string]string{"shared.txt": "one\ntwo\nthree\n"})
+	if sideways {
+		gitT(t, repo, "checkout", "--quiet", "-B", "side", "HEAD~1")
+	}
+	s.onto = commitFiles(t, repo, "moved on", other)
+	gitT(t, repo, "checkout", "--quiet", "main")
+	s.g = &parallel.ExecGit{Root: repo, Bin: bin}
+	s.dir = filepath.Join(t.TempDir(), "work tree")
+	if err := s.g.AddWorktree(t.Context(), s.dir, s.base); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.g.Switch(t.Context(), s.dir, taskRef, s.base); err != nil {
+		t.Fatal(err)
+	}
+	s.head = s.base
+	for i, files := range task {
+		writeFiles(t, s.dir, files)
+		gitT(t, s.dir, "add", "--all")
+		gitT(t, s.dir, "commit", "--quiet", "--allow-empty", "--date=2001-02-03T04:05:06+07:00",
+			"-m", fmt.Sprintf("task %d\n\nRalph-Task: 1", i))
+		s.head = gitT(t, s.dir, "rev-parse", "HEAD")
+	}
+	// Settings that would stop, widen or sign a rebase.
+	gitT(t, repo, "config", "core.editor", "false")
+	gitT(t, repo, "config", "rebase.autoStash", "true")
+	gitT(t, repo, "config", "commit.gpgSign", "true")
+	writeFiles(t, repo, map[string]string{".git/hooks/pre-rebase": "#!/bin/sh\nexit 1\n"})
+	if err := os.Chmod(filepath.Join(repo, ".git", "hooks", "pre-rebase"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestRebase(t *testing.T) {
 	t.Parallel()
-	// setup makes base, a task branch in a worktree with one commit on it
-	// changing task, and onto: base plus a commit changing other.
-	setup := func(t *testing.T, task, other map[string]string) (g *parallel.ExecGit, dir, base, head, onto string) {
-		repo := newRepo(t)
-		base = commitFiles(t, repo, "base", map[string]string{"shared.txt": "one\ntwo\nthree\n"})
-		onto = commitFiles(t, repo, "moved on", other)
-		g, dir = newWorktree(t, repo)
-		if err := g.Switch(t.Context(), dir, "refs/heads/ralph/task/1", base); err != nil {
-			t.Fatal(err)
+	needGit(t)
+	shared := func(s string) map[string]string { return map[string]string{"shared.txt": s} }
+	for _, tc := range []struct {
+		name         string
+		sideways     bool // onto is not a descendant of base
+		other        map[string]string
+		task         []map[string]string
+		want         map[string]string // the result's files
+		wantCommits  int               // commits from onto to the result
+		wantConflict []string
+	}{
+		{
+			name:  "one commit",
+			other: map[string]string{"other.txt": "other\n", "shared.txt": "zero\none\ntwo\nthree\n"},
+			task:  []map[string]string{{"task.txt": "task\n", "shared.txt": "one\ntwo\nthree\nfour\n"}},
+			want: map[string]string{
+				"a.txt": "a\n", "other.txt": "other\n", "task.txt": "task\n",
+				"shared.txt": "zero\none\ntwo\nthree\nfour\n",
+			},
+			wantCommits: 1,
+		},
+		{
+			name:        "two commits",
+			other:       map[string]string{"other.txt": "other\n"},
+			task:        []map[string]string{{"t1.txt": "1\n"}, {"t2.txt": "2\n", "a.txt": ""}},
+			want:        map[string]string{"other.txt": "other\n", "t1.txt": "1\n", "t2.txt": "2\n", "shared.txt": "one\ntwo\nthree\n"},
+			wantCommits: 2,
+		},
+		{
+			name:        "base not an ancestor of onto",
+			sideways:    true,
+			other:       map[string]string{"other.txt": "other\n"},
+			task:        []map[string]string{{"task.txt": "task\n"}},
+			want:        map[string]string{"a.txt": "a\n", "other.txt": "other\n", "task.txt": "task\n"},
+			wantCommits: 1,
+		},
+		{
+			name:  "made empty",
+			other: map[string]string{"same.txt": "same\n"},
+			task:  []map[string]string{{"same.txt": "same\n"}},
+			want:  map[string]string{"a.txt": "a\n", "same.txt": "same\n", "shared.txt": "one\ntwo\nthree\n"},
+		},
+		{
+			name:         "conflict",
+			other:        shared("one\nTWO by other\nthree\n"),
+			task:         []map[string]string{{"shared.txt": "one\nTWO by task\nthree\n", "task.txt": "t\n"}},
+			wantConflict: []string{"shared.txt"},
+		},
+		{
+			name:         "conflict in the second commit",
+			other:        shared("one\nTWO by other\nthree\n"),
+			task:         []map[string]string{{"task.txt": "t\n"}, {"shared.txt": "one\nTWO by task\nthree\n"}},
+			wantConflict: []string{"shared.txt"},
+		},
+	} {
+		for _, mode := range []string{"git", "git before 2.38"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				bin := ""
+				if mode != "git" {
+					bin = oldGit(t)
+				}
+				s := newRebaseSetup(t, bin, tc.sideways, tc.other, tc.task...)
+				got, err := s.g.Rebase(t.Context(), s.dir, s.base, s.onto)
+				if tc.wantConflict != nil {
+					var ce *parallel.ConflictError
+					if !errors.As(err, &ce) {
+						t.Fatalf("Rebase() = %v, want a *ConflictError", err)
+					}
+					if diff := cmp.Diff(tc.wantConflict, ce.Paths); diff != "" {
+						t.Errorf("conflict paths (-want +got):\n%s", diff)
+					}
+					assertUntouched(t, s.g, s.dir, s.head, taskRef)
+					return
+				}
+				if err != nil {
+					t.Fatalf("Rebase() = %v", err)
+				}
+				if head := gitT(t, s.dir, "rev-parse", taskRef); got != head {
+					t.Errorf("Rebase() = %s, %s at %s", got, taskRef, head)
+				}
+				assertUntouched(t, s.g, s.dir, got, taskRef)
+				if diff := cmp.Diff(tc.want, treeFiles(t, s.dir, got)); diff != "" {
+					t.Errorf("rebased files (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.want, diskFiles(t, s.dir)); diff != "" {
+					t.Errorf("files in the worktree (-want +got):\n%s", diff)
+				}
+				log := gitT(t, s.dir, "log", "--format=%an <%ae> %ad|%cn|%B", "--date=iso-strict", s.onto+".."+got)
+				if n := strings.Count(log, "Test <test@example.com> 2001-02-03T04:05:06+07:00|ralph|task "); n != tc.wantCommits {
+					t.Errorf("log onto..result:\n%s\nwant %d commits with author, date, message kept, ralph committing", log, tc.wantCommits)
+				}
+				if parents := gitT(t, s.dir, "rev-list", "--count", got, "^"+s.onto); parents != fmt.Sprint(tc.wantCommits) {
+					t.Errorf("%s commits from onto to the result, want %d", parents, tc.wantCommits)
+				}
+			})
 		}
-		head = commitFiles(t, dir, "task\n\nRalph-Task: 1", task)
-		return g, dir, base, head, onto
 	}
-
-	t.Run("replays onto", func(t *testing.T) {
-		t.Parallel()
-		g, dir, base, _, onto := setup(t,
-			map[string]string{"task.txt": "task\n", "shared.txt": "one\ntwo\nthree\nfour\n"},
-			map[string]string{"other.txt": "other\n", "shared.txt": "zero\none\ntwo\nthree\n"})
-		// Settings that would stop or widen a rebase.
-		gitT(t, dir, "config", "core.editor", "false")
-		gitT(t, dir, "config", "rebase.autoStash", "true")
-		gitT(t, dir, "config", "commit.gpgSign", "true")
-		writeFiles(t, filepath.Join(gitT(t, dir, "rev-parse", "--git-common-dir"), "hooks"), map[string]string{"pre-rebase": "#!/bin/sh\nexit 1\n"})
-		if err := os.Chmod(filepath.Join(gitT(t, dir, "rev-parse", "--git-common-dir"), "hooks", "pre-rebase"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-
-		got, err := g.Rebase(t.Context(), dir, base, onto)
-		if err != nil {
-			t.Fatalf("Rebase() = %v", err)
-		}
-		if head := gitT(t, dir, "rev-parse", "HEAD"); got != head {
-			t.Errorf("Rebase() = %s, HEAD at %s", got, head)
-		}
-		if parent := gitT(t, dir, "rev-parse", got+"^"); parent != onto {
-			t.Errorf("rebased commit's parent %s, want onto %s", parent, onto)
-		}
-		want := map[string]string{
-			"a.txt": "a\n", "other.txt": "other\n", "task.txt": "task\n",
-			"shared.txt": "zero\none\ntwo\nthree\nfour\n",
-		}
-		if diff := cmp.Diff(want, treeFiles(t, dir, got)); diff != "" {
-			t.Errorf("rebased files (-want +got):\n%s", diff)
-		}
-		if ts, err := g.Trailers(t.Context(), got, "Ralph-Task"); err != nil || !slices.Equal(ts, []string{"1"}) {
-			t.Errorf("Trailers() after Rebase = %q, %v", ts, err)
-		}
-	})
 
 	t.Run("base is onto", func(t *testing.T) {
 		t.Parallel()
-		g, dir, base, head, _ := setup(t, map[string]string{"task.txt": "task\n"}, map[string]string{"other.txt": "o\n"})
-		got, err := g.Rebase(t.Context(), dir, base, base)
-		if err != nil || got != head {
-			t.Errorf("Rebase(base, base) = %s, %v; want HEAD %s", got, err, head)
-		}
-	})
-
-	t.Run("conflict", func(t *testing.T) {
-		t.Parallel()
-		g, dir, base, head, onto := setup(t,
-			map[string]string{"shared.txt": "one\nTWO by task\nthree\n", "task.txt": "t\n"},
-			map[string]string{"shared.txt": "one\nTWO by other\nthree\n"})
-		_, err := g.Rebase(t.Context(), dir, base, onto)
-		var ce *parallel.ConflictError
-		if !errors.As(err, &ce) {
-			t.Fatalf("Rebase() = %v, want a *ConflictError", err)
-		}
-		if diff := cmp.Diff([]string{"shared.txt"}, ce.Paths); diff != "" {
-			t.Errorf("conflict paths (-want +got):\n%s", diff)
-		}
-		assertUntouched(t, g, dir, head, "refs/heads/ralph/task/1")
-	})
-
-	t.Run("dirty tree", func(t *testing.T) {
-		t.Parallel()
-		g, dir, base, head, onto := setup(t, map[string]string{"task.txt": "task\n"}, map[string]string{"other.txt": "o\n"})
-		writeFiles(t, dir, map[string]string{"task.txt": "uncommitted\n"})
-		_, err := g.Rebase(t.Context(), dir, base, onto)
-		var ce *parallel.ConflictError
-		if err == nil || errors.As(err, &ce) {
-			t.Fatalf("Rebase(dirty) = %v, want an error that is no conflict", err)
-		}
-		if got := gitT(t, dir, "rev-parse", "HEAD"); got != head {
-			t.Errorf("HEAD moved to %s, want %s", got, head)
-		}
-		if b, _ := os.ReadFile(filepath.Join(dir, "task.txt")); string(b) != "uncommitted\n" {
-			t.Errorf("task.txt = %q, the uncommitted edit is gone", b)
+		s := newRebaseSetup(t, "", false, map[string]string{"other.txt": "o\n"}, map[string]string{"task.txt": "task\n"})
+		got, err := s.g.Rebase(t.Context(), s.dir, s.base, s.base)
+		if err != nil || got != s.head {
+			t.Errorf("Rebase(base, base) = %s, %v; want HEAD %s", got, err, s.head)
 		}
 	})
 
 	t.Run("missing onto", func(t *testing.T) {
 		t.Parallel()
-		g, dir, base, head, _ := setup(t, map[string]string{"task.txt": "task\n"}, map[string]string{"other.txt": "o\n"})
-		_, err := g.Rebase(t.Context(), dir, base, "refs/heads/nothere")
-		if err == nil || !strings.Contains(err.Error(), "git -C ") || !strings.Contains(err.Error(), " rebase ") {
+		s := newRebaseSetup(t, "", false, map[string]string{"other.txt": "o\n"}, map[string]string{"task.txt": "task\n"})
+		_, err := s.g.Rebase(t.Context(), s.dir, s.base, "refs/heads/nothere")
+		if err == nil || !strings.Contains(err.Error(), "git -C ") || !strings.Contains(err.Error(), "refs/heads/nothere") {
 			t.Fatalf("Rebase(missing onto) = %v, want an error naming the git command", err)
 		}
-		assertUntouched(t, g, dir, head, "refs/heads/ralph/task/1")
+		assertUntouched(t, s.g, s.dir, s.head, taskRef)
 	})
+}
+
+// TestRebaseDirty: what is not committed stays when the rebase does not
+// touch it; otherwise Rebase fails and changes nothing.
+func TestRebaseDirty(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	for _, tc := range []struct {
+		name    string
+		task    []map[string]string
+		dirt    map[string]string
+		wantErr bool
+	}{
+		{"untouched edit kept", []map[string]string{{"task.txt": "task\n"}}, map[string]string{"task.txt": "edit\n", "new.txt": "n\n"}, false},
+		{"untracked file in the way", []map[string]string{{"task.txt": "task\n"}}, map[string]string{"other.txt": "mine\n"}, true},
+		{"edit to a file onto changes", []map[string]string{{"task.txt": "task\n"}}, map[string]string{"shared.txt": "edit\n"}, true},
+		{"several commits, any edit", []map[string]string{{"t1.txt": "1\n"}, {"task.txt": "task\n"}}, map[string]string{"task.txt": "edit\n"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newRebaseSetup(t, "", false, map[string]string{"other.txt": "other\n", "shared.txt": "changed\n"}, tc.task...)
+			writeFiles(t, s.dir, tc.dirt)
+			_, err := s.g.Rebase(t.Context(), s.dir, s.base, s.onto)
+			var ce *parallel.ConflictError
+			if errors.As(err, &ce) || (err != nil) != tc.wantErr {
+				t.Fatalf("Rebase() = %v, want error %v and no conflict", err, tc.wantErr)
+			}
+			for name, content := range tc.dirt {
+				if b, _ := os.ReadFile(filepath.Join(s.dir, name)); string(b) != content {
+					t.Errorf("%s = %q, want %q as left", name, b, content)
+				}
+			}
+			if tc.wantErr {
+				if got := gitT(t, s.dir, "rev-parse", "HEAD"); got != s.head {
+					t.Errorf("HEAD moved to %s, want %s", got, s.head)
+				}
+				for _, p := range []string{"rebase-merge", "rebase-apply"} {
+					if _, err := os.Stat(gitT(t, s.dir, "rev-parse", "--git-path", p)); err == nil {
+						t.Errorf("%s is still there: a rebase is in progress", p)
+					}
+				}
+			}
+		})
+	}
 }
 
 // assertUntouched checks that dir is clean, on ref at head, and not in
