@@ -285,13 +285,17 @@ func parseStatus(out string) ([]string, error) {
 // the tree go too), then points branch ref at commit. The branch is never
 // checked out, so that any worktree can take up any task's branch; a ref
 // that a worktree has checked out is refused. ref must be under
-// refs/heads/.
+// refs/heads/. A rebase, cherry-pick, revert or git am an agent left
+// stopped is forgotten first: checkout would keep it in progress.
 func (g *ExecGit) Switch(ctx context.Context, dir, ref, commit string) error {
 	if err := checkNames(ref, commit); err != nil {
 		return err
 	}
 	if branch, ok := strings.CutPrefix(ref, "refs/heads/"); !ok || branch == "" {
 		return fmt.Errorf("parallel: switch to %q: not a branch (refs/heads/…)", ref)
+	}
+	if err := g.forgetOperations(ctx, dir); err != nil {
+		return err
 	}
 	if _, err := g.run(ctx, dir, nil, "checkout", "--quiet", "--force", "--no-recurse-submodules", "--detach", commit, "--"); err != nil {
 		return err
@@ -602,21 +606,65 @@ func (g *ExecGit) rebaseOne(ctx context.Context, dir, base, onto string, ident [
 
 // abortRebase runs git rebase --abort if dir has a rebase in progress.
 func (g *ExecGit) abortRebase(ctx context.Context, dir string) error {
-	out, err := g.run(ctx, dir, nil, "rev-parse", "--git-path", "rebase-merge", "--git-path", "rebase-apply")
+	there, err := g.gitPathsExist(ctx, dir, "rebase-merge", "rebase-apply")
+	if err != nil || !slices.Contains(there, true) {
+		return err
+	}
+	_, err = g.run(ctx, dir, nil, "rebase", "--abort")
+	return err
+}
+
+// forgetOperations drops the state of a rebase, git am, cherry-pick or
+// revert that stopped in dir (an agent's, on a conflict), which git
+// checkout keeps; HEAD and the files stay as they are.
+func (g *ExecGit) forgetOperations(ctx context.Context, dir string) error {
+	there, err := g.gitPathsExist(ctx, dir, "rebase-merge", "rebase-apply/applying", "rebase-apply", "sequencer")
 	if err != nil {
 		return err
 	}
-	for p := range strings.Lines(out) {
-		p = strings.TrimRight(p, "\n")
-		if !filepath.IsAbs(p) { // relative to dir
-			p = filepath.Join(dir, p)
-		}
-		if _, err := os.Stat(p); err == nil {
-			_, err := g.run(ctx, dir, nil, "rebase", "--abort")
+	var quit [][]string
+	switch {
+	case there[0] || (there[2] && !there[1]):
+		quit = append(quit, []string{"rebase", "--quit"})
+	case there[1]:
+		// git am wants an identity even to quit; it records nothing.
+		quit = append(quit, []string{"-c", "user.name=ralph", "-c", "user.email=ralph@localhost", "am", "--quit"})
+	}
+	if there[3] {
+		quit = append(quit, []string{"cherry-pick", "--quit"})
+	}
+	for _, args := range quit {
+		if _, err := g.run(ctx, dir, nil, args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// gitPathsExist reports which of names exist in dir's git directory
+// (git rev-parse --git-path: per worktree where git keeps them so).
+func (g *ExecGit) gitPathsExist(ctx context.Context, dir string, names ...string) ([]bool, error) {
+	args := []string{"rev-parse"}
+	for _, n := range names {
+		args = append(args, "--git-path", n)
+	}
+	out, err := g.run(ctx, dir, nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	paths := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(paths) != len(names) {
+		return nil, fmt.Errorf("parallel: git rev-parse --git-path: %d lines for %d names", len(paths), len(names))
+	}
+	there := make([]bool, len(paths))
+	for i, p := range paths {
+		if !filepath.IsAbs(p) { // relative to dir
+			p = filepath.Join(dir, p)
+		}
+		_, err := os.Stat(p)
+		there[i] = err == nil
+	}
+	return there, nil
 }
 
 // run runs git in dir with args and returns its standard output. A

@@ -609,6 +609,58 @@ func TestSwitch(t *testing.T) {
 	}
 }
 
+// TestSwitchForgetsStoppedOperations: an agent's rebase, cherry-pick or
+// git am stopped on a conflict is gone after Switch, so that neither the
+// next agent nor Rebase finds one in progress.
+func TestSwitchForgetsStoppedOperations(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string // what the agent ran, in the worktree on branch agent
+	}{
+		{"rebase", []string{"rebase", "main"}},
+		{"cherry-pick", []string{"cherry-pick", "side~1", "side"}},
+		{"am", []string{"am", "--3way", "patch"}},
+		{"revert", []string{"revert", "--no-edit", "main~1", "main"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := newRepo(t)
+			base := gitT(t, repo, "rev-parse", "HEAD")
+			gitT(t, repo, "checkout", "--quiet", "-b", "side")
+			commitFiles(t, repo, "side 1", map[string]string{"a.txt": "side\n"})
+			commitFiles(t, repo, "side 2", map[string]string{"b.txt": "side\n"})
+			gitT(t, repo, "checkout", "--quiet", "main")
+			commitFiles(t, repo, "main 1", map[string]string{"a.txt": "main\n"})
+			commitFiles(t, repo, "main 2", map[string]string{"a.txt": "main again\n"})
+			g, dir := newWorktree(t, repo)
+			gitT(t, dir, "checkout", "--quiet", "-B", "agent", "side")
+			if tc.name == "cherry-pick" || tc.name == "revert" {
+				gitT(t, dir, "reset", "--quiet", "--hard", "main~1")
+			}
+			if tc.name == "am" {
+				writeFiles(t, dir, map[string]string{"patch": gitT(t, dir, "format-patch", "--stdout", "main~1..main") + "\n"})
+			}
+			cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=A", "-c", "user.email=a@example.com"}, tc.args...)...)
+			if out, err := cmd.CombinedOutput(); err == nil {
+				t.Fatalf("git %s succeeded, want it stopped on a conflict:\n%s", tc.args, out)
+			}
+			if err := g.Switch(t.Context(), dir, taskRef, base); err != nil {
+				t.Fatalf("Switch() = %v", err)
+			}
+			assertUntouched(t, g, dir, base, taskRef)
+			for _, p := range []string{"sequencer", "CHERRY_PICK_HEAD", "REVERT_HEAD", "MERGE_HEAD"} {
+				if _, err := os.Stat(gitT(t, dir, "rev-parse", "--git-path", p)); err == nil {
+					t.Errorf("%s is still there", p)
+				}
+			}
+			if st := gitT(t, dir, "status"); strings.Contains(st, "progress") {
+				t.Errorf("git status after Switch:\n%s", st)
+			}
+		})
+	}
+}
+
 // commitCase is a worktree state an agent leaves, and the commit Commit
 // should make of it.
 type commitCase struct {
@@ -946,8 +998,8 @@ func TestRebase(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Rebase() = %v", err)
 				}
-				if head := gitT(t, s.dir, "rev-parse", taskRef); got != head {
-					t.Errorf("Rebase() = %s, %s at %s", got, taskRef, head)
+				if head := gitT(t, s.dir, "rev-parse", "HEAD"); got != head {
+					t.Errorf("Rebase() = %s, HEAD at %s", got, head)
 				}
 				assertUntouched(t, s.g, s.dir, got, taskRef)
 				if diff := cmp.Diff(tc.want, treeFiles(t, s.dir, got)); diff != "" {
