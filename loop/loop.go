@@ -119,6 +119,9 @@ type run struct {
 	// waited sums usage-limit waits since the last session that was not
 	// stopped by a limit.
 	waited time.Duration
+	// pausedUntil is the end of the workers' shared usage-limit pause
+	// this worker last waited for (Shared).
+	pausedUntil time.Time
 	// held is the claim the loop holds (zero ID when none), with the
 	// generation its outcome is fenced by.
 	held Task
@@ -1372,6 +1375,7 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 	}
 	if r.cfg.Shared != nil {
 		r.cfg.Shared.pauseUntil(now.Add(wait))
+		r.pausedUntil = now.Add(wait)
 	}
 	r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: now.Add(wait), Wait: wait, Message: msg})
 	if err := r.cfg.Sleep(ctx, wait); err != nil {

@@ -80,13 +80,14 @@ func (s *Shared) take(ctx context.Context, r *run) *stop {
 			return stopWith(OutcomeLimitReached, "iteration limit reached (%d of %d run or under way)", n, s.maxIter)
 		}
 		until := s.pause
-		if wait := until.Sub(r.cfg.Now()); wait > 0 {
+		if wait := until.Sub(r.cfg.Now()); wait > 0 && until.After(r.pausedUntil) {
 			s.mu.Unlock()
 			r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: until, Wait: wait,
 				Message: "usage limit reached by another worker; waiting for the reset"})
 			if err := r.cfg.Sleep(ctx, wait); err != nil {
 				return r.checkCancel(ctx)
 			}
+			r.pausedUntil = until // waited for this pause: not again
 			continue
 		}
 		s.inFlight++

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/parallel"
 )
 
@@ -24,24 +25,8 @@ import (
 func BenchmarkIntegrationGit(b *testing.B) {
 	needGit(b)
 	ctx := b.Context()
-	repo := filepath.Join(b.TempDir(), "repo")
-	gitT(b, b.TempDir(), "init", "--quiet", "--initial-branch=main", repo)
-	// One commit of 10,000 files by fast-import, straight into a pack:
-	// the main worktree stays empty (nothing here uses it, and creating
-	// 10,000 files takes seconds on some filesystems) and no automatic
-	// gc follows 10,000 loose objects.
+	repo := benchRepo(b)
 	const dirs, perDir = 100, 100
-	var stream strings.Builder
-	stream.WriteString("commit refs/heads/main\ncommitter Bench <bench@example.com> 1700000000 +0000\ndata 12\n10,000 files\n")
-	for d := range dirs {
-		for f := range perDir {
-			content := fmt.Sprintf("file %d/%d\n", d, f)
-			fmt.Fprintf(&stream, "M 100644 inline d%02d/f%02d.txt\ndata %d\n%s\n", d, f, len(content), content)
-		}
-	}
-	stream.WriteString("M 100644 inline tip.txt\ndata 2\n0\n\n")
-	gitIn(b, repo, stream.String(), "fast-import", "--quiet")
-
 	g := &parallel.ExecGit{Root: repo}
 	start, ok, err := g.Resolve(ctx, "refs/heads/main")
 	if err != nil || !ok {
@@ -96,6 +81,30 @@ func BenchmarkIntegrationGit(b *testing.B) {
 	b.ReportMetric(ms(moving), "tip-ms/op")
 }
 
+// benchRepo makes the benchmarks' repository: main, one commit of 10,000
+// files, d00/f00.txt … d99/f99.txt, and tip.txt.
+func benchRepo(b *testing.B) string {
+	repo := filepath.Join(b.TempDir(), "repo")
+	gitT(b, b.TempDir(), "init", "--quiet", "--initial-branch=main", repo)
+	// One commit of 10,000 files by fast-import, straight into a pack:
+	// the main worktree stays empty (nothing here uses it, and creating
+	// 10,000 files takes seconds on some filesystems) and no automatic
+	// gc follows 10,000 loose objects.
+	const dirs, perDir = 100, 100
+	var stream strings.Builder
+	stream.WriteString("commit refs/heads/main\ncommitter Bench <bench@example.com> 1700000000 +0000\ndata 12\n10,000 files\n")
+	for d := range dirs {
+		for f := range perDir {
+			content := fmt.Sprintf("file %d/%d\n", d, f)
+			fmt.Fprintf(&stream, "M 100644 inline d%02d/f%02d.txt\ndata %d\n%s\n", d, f, len(content), content)
+		}
+	}
+	stream.WriteString("M 100644 inline tip.txt\ndata 2\n0\n\n")
+	gitIn(b, repo, stream.String(), "fast-import", "--quiet")
+
+	return repo
+}
+
 // moveTip commits a change of tip.txt on top of tip, as another worker's
 // integration would, without a worktree, and moves ref to it.
 func moveTip(b *testing.B, repo, ref, tip string, n int) string {
@@ -125,4 +134,59 @@ func gitIn(tb testing.TB, dir, stdin string, args ...string) string {
 		tb.Fatalf("git %s: %v", strings.Join(args, " "), err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// BenchmarkWorkspaceTask is one task through a worker's workspace over
+// ExecGit on the 10,000-file repository: Begin (the tree readied at the
+// integration tip, the trailer check), the agent's one-file change, then
+// Integrate onto a tip another worker moved meanwhile (commit with the
+// trailers, replay, compare-and-swap, the task branch following). It
+// reports begin-ms/op and integrate-ms/op: ralph's own cost at
+// integration, which issue 10 bounds at 100 ms.
+func BenchmarkWorkspaceTask(b *testing.B) {
+	needGit(b)
+	ctx := b.Context()
+	repo := benchRepo(b)
+	g := &parallel.ExecGit{Root: repo}
+	start, _, err := g.Resolve(ctx, "refs/heads/main")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const integ = "refs/heads/ralph/integration"
+	if err := g.CreateRef(ctx, integ, start); err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(b.TempDir(), "w1")
+	if err := g.AddWorktree(ctx, dir, start); err != nil {
+		b.Fatal(err)
+	}
+	ws := parallel.NewWorkspace(g, dir, "w1", integ)
+	var beginning, integrating time.Duration
+	n := 0
+	for b.Loop() {
+		task := loop.Task{ID: fmt.Sprintf("t-%d", n), Title: "Task", Generation: 1}
+		t0 := time.Now()
+		if landed, err := ws.Begin(ctx, task); err != nil || landed {
+			b.Fatal(landed, err)
+		}
+		t1 := time.Now()
+		name := filepath.Join(dir, fmt.Sprintf("d%02d", n%100), fmt.Sprintf("f%02d.txt", n/100%100))
+		if err := os.WriteFile(name, []byte(fmt.Sprintf("task %d\n", n)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		tip, _, _ := g.Resolve(ctx, integ)
+		moveTip(b, repo, integ, tip, n)
+		t2 := time.Now()
+		res, err := ws.Integrate(ctx, loop.IntegrateRequest{Task: task, Summary: "did it"})
+		if err != nil || !res.Replayed {
+			b.Fatal(res, err)
+		}
+		t3 := time.Now()
+		beginning += t1.Sub(t0)
+		integrating += t3.Sub(t2)
+		n++
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(n) }
+	b.ReportMetric(ms(beginning), "begin-ms/op")
+	b.ReportMetric(ms(integrating), "integrate-ms/op")
 }

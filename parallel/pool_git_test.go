@@ -133,3 +133,59 @@ func TestPoolWithGit(t *testing.T) {
 		t.Errorf("the user's tree changed: %q", st)
 	}
 }
+
+// TestPoolSetup: --setup runs in each worker's tree before its first
+// agent, and what it makes (ignored files, such as dependencies) is there
+// for the agent and never committed; a setup that fails is gate trouble
+// that stops the run with exit 3 once its retries are spent, before any
+// agent runs.
+func TestPoolSetup(t *testing.T) {
+	root := gitRepo(t)
+	os.WriteFile(filepath.Join(root, ".gitignore"), []byte(".env\nnode_modules/\n"), 0o644)
+	gitOut(t, root, "add", "-A")
+	gitOut(t, root, "commit", "-q", "-m", "ignore deps")
+	store := newStore(t, task("a"), task("b"))
+	var mu sync.Mutex
+	var problems []string
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		if b, err := os.ReadFile(filepath.Join(req.Dir, "node_modules", "dep.js")); err != nil || string(b) != envOf(req, "RALPH_WORKER")+"\n" {
+			mu.Lock()
+			problems = append(problems, id+": no dependencies from --setup in its tree")
+			mu.Unlock()
+		}
+		os.WriteFile(filepath.Join(req.Dir, id+".txt"), []byte(id), 0o644)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	pc := Config{Loop: cfg, Workers: 2, Setup: `mkdir -p node_modules && echo "$RALPH_WORKER" > node_modules/dep.js`}
+	rep, err := Run(t.Context(), pc, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if len(problems) > 0 {
+		t.Error(problems)
+	}
+	if files := gitOut(t, root, "ls-tree", "-r", "--name-only", DefaultInto); strings.Contains(files, "node_modules") {
+		t.Errorf("the integration branch holds %q", files)
+	}
+
+	store = newStore(t, task("c"))
+	ran := false
+	pc.Setup = "echo cannot install >&2; exit 1"
+	pc.Loop.MaxRetries = 1
+	rep, err = Run(t.Context(), pc, store, loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		ran = true
+		return looptest.Result(""), nil
+	}))
+	if err != nil || rep.Outcome != loop.OutcomeTestGateFailed || rep.ExitCode() != 3 || !strings.Contains(rep.Message, "cannot install") {
+		t.Fatalf("Run with a failing setup = %v (exit %d), %v (%s); want test_gate_failed, exit 3, the setup's output", rep.Outcome, rep.ExitCode(), err, rep.Message)
+	}
+	if ran {
+		t.Error("an agent ran although setup failed")
+	}
+	if c, _ := store.Counts(t.Context(), loop.Scope{}); c.InProgress != 0 {
+		t.Errorf("%d tasks left in progress", c.InProgress)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -442,4 +443,114 @@ func TestRefName(t *testing.T) {
 			t.Errorf("decode(%q) = %q, %v; want %q", got, back, err, id)
 		}
 	}
+}
+
+// TestPoolUsageLimitPausesEveryWorker: one worker's session hits a usage
+// limit; every worker waits for the reset before its next claim.
+func TestPoolUsageLimitPausesEveryWorker(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"), task("b"), task("c"), task("d"))
+	reset := time.Now().Add(time.Hour)
+	var mu sync.Mutex
+	limited := false
+	var both sync.WaitGroup
+	both.Add(2)
+	var started sync.Map
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		w := envOf(req, "RALPH_WORKER")
+		if _, again := started.LoadOrStore(w, true); !again {
+			both.Done()
+			both.Wait() // both workers are in a session at once
+		}
+		mu.Lock()
+		first := !limited && w == "w1"
+		if first {
+			limited = true
+		}
+		mu.Unlock()
+		if first {
+			return looptest.UsageLimited(reset), nil
+		}
+		id := envOf(req, "RALPH_TASK_ID")
+		g.write(req.Dir, id, id)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	cfg := poolConfig(t, g, 2)
+	var waits []string
+	cfg.Loop.Sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		waits = append(waits, d.Round(time.Hour).String())
+		return nil
+	}
+	obs := &notes{}
+	cfg.Loop.Observer = obs
+	rep, err := Run(t.Context(), cfg, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if !cmp.Equal(waits, []string{"1h0m0s", "1h0m0s"}) {
+		t.Errorf("waits %v; want one an hour long for each worker", waits)
+	}
+	if !obs.has(loop.NoteWait, "w2", "usage limit reached by another worker") {
+		t.Errorf("w2 did not say it waits for w1's usage limit: %v", obs.all())
+	}
+}
+
+// TestPoolSharesTheCostBudget: --max-cost counts every worker's sessions.
+func TestPoolSharesTheCostBudget(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	var tasks []loop.Task
+	for i := range 10 {
+		tasks = append(tasks, task(fmt.Sprintf("t%d", i)))
+	}
+	store := newStore(t, tasks...)
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		g.write(req.Dir, id, id)
+		res := looptest.Result("<task-done>" + id + "</task-done>")
+		res.CostUSD = 1
+		return res, nil
+	})
+	cfg := poolConfig(t, g, 3)
+	cfg.Loop.MaxCost = 2.5
+	rep, err := Run(t.Context(), cfg, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeBudgetExhausted {
+		t.Fatalf("Run = %v, %v (%s); want the budget exhausted", rep.Outcome, err, rep.Message)
+	}
+	// At most the budget's 3 sessions, plus one under way in each other
+	// worker when the budget ran out.
+	if rep.CostUSD < 3 || rep.CostUSD > 5 {
+		t.Errorf("spent $%v over all workers; want 3 to 5 sessions", rep.CostUSD)
+	}
+}
+
+// notes is an Observer that keeps the notes.
+type notes struct {
+	mu sync.Mutex
+	ns []loop.Note
+}
+
+func (o *notes) Observe(n loop.Note) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ns = append(o.ns, n)
+}
+
+func (o *notes) has(kind loop.NoteKind, worker, words string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.ContainsFunc(o.ns, func(n loop.Note) bool {
+		return n.Kind == kind && n.Worker == worker && strings.Contains(n.Message, words)
+	})
+}
+
+func (o *notes) all() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, n := range o.ns {
+		out = append(out, fmt.Sprintf("%s %s %s", n.Worker, n.Kind, n.Message))
+	}
+	return out
 }

@@ -1,0 +1,13 @@
+package parallel
+
+import (
+	"sync"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// NewWorkspace is the workspace of worker name in dir, integrating into
+// into (a full ref), for the external tests and benchmarks.
+func NewWorkspace(g Git, dir, name, into string) loop.Workspace {
+	return &workspace{git: g, dir: dir, worker: name, into: into, land: &sync.Mutex{}}
+}
