@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -41,6 +42,11 @@ import (
 type ExecGit struct {
 	Root string // any directory inside the repository's main working tree
 	Bin  string // git executable; "" means "git" from PATH
+
+	// ids caches identity by directory: one git config a worktree, not
+	// one a commit (a change of user.name during a run is seen by the
+	// next ExecGit).
+	ids sync.Map
 }
 
 var _ Git = (*ExecGit)(nil)
@@ -433,6 +439,17 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 // identity returns the -c options that supply ralph's name and email
 // where the configuration seen from dir has none.
 func (g *ExecGit) identity(ctx context.Context, dir string) ([]string, error) {
+	if opts, ok := g.ids.Load(dir); ok {
+		return opts.([]string), nil
+	}
+	opts, err := g.readIdentity(ctx, dir)
+	if err == nil {
+		g.ids.Store(dir, opts)
+	}
+	return opts, err
+}
+
+func (g *ExecGit) readIdentity(ctx context.Context, dir string) ([]string, error) {
 	out, err := g.run(ctx, dir, nil, "config", "--get-regexp", `^user\.(name|email)$`)
 	if err != nil {
 		var ge *gitError

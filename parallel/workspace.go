@@ -143,19 +143,25 @@ func (w *workspace) landed(ctx context.Context, tip, id string) (bool, error) {
 // reused or left: changes not committed are committed on top of HEAD, and
 // a task branch whose work did not land is kept as an attempt branch.
 func (w *workspace) keep(ctx context.Context) error {
+	changed, err := w.dirty(ctx)
+	if err != nil {
+		return err
+	}
+	id, onTask := w.task.ID, w.task.ID != ""
+	if !onTask {
+		if b, err := os.ReadFile(w.marker()); err == nil && len(b) > 0 {
+			id, onTask = string(b), true // an attempt a crashed run left
+		}
+	}
+	if !changed && !onTask {
+		return nil // a clean tree between attempts: nothing to keep
+	}
 	branch, head, err := w.git.HeadOf(ctx, w.dir)
 	if err != nil {
 		return err
 	}
-	id, onTask := taskOf(branch)
-	if w.task.ID != "" {
-		id, onTask = w.task.ID, true
-	} else if b, err := os.ReadFile(w.marker()); err == nil && len(b) > 0 {
-		id, onTask = string(b), true // an attempt a crashed run left
-	}
-	changed, err := w.dirty(ctx)
-	if err != nil {
-		return err
+	if !onTask {
+		id, onTask = taskOf(branch)
 	}
 	if changed {
 		what := "work left in " + w.worker + "'s tree"
