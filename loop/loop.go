@@ -408,7 +408,15 @@ func (r *run) prepare(ctx context.Context) *stop {
 		}
 	}
 	if r.cfg.Verify {
-		g, err := newTreeGuard(ctx, r.dir(), r.cfg.AgentID)
+		store := filepath.Join(r.cfg.Root, ".ralph", snapshotDir)
+		if r.cfg.Workspace != nil {
+			name := r.cfg.Worker
+			if name == "" {
+				name = "workspace"
+			}
+			store = filepath.Join(r.cfg.Root, ".ralph", "worktrees", name+".verify.git")
+		}
+		g, err := newTreeGuardIn(ctx, r.dir(), store, r.cfg.AgentID)
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.checkCancel(ctx)

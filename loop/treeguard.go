@@ -143,6 +143,14 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 // seeded from the one the last run left, so that runs sharing a tree never
 // contend for a lock and a killed run's lock never blocks the next.
 func newTreeGuard(ctx context.Context, root, agentID string) (*treeGuard, error) {
+	return newTreeGuardIn(ctx, root, filepath.Join(root, ".ralph", snapshotDir), agentID)
+}
+
+// newTreeGuardIn is newTreeGuard with the private repository at dir: a
+// worker's tree keeps it outside the tree (.ralph/worktrees/wK.verify.git
+// under the project), where the clean that readies the tree for each
+// attempt does not reach it.
+func newTreeGuardIn(ctx context.Context, root, dir, agentID string) (*treeGuard, error) {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrVerifyNeedsGit, err)
@@ -150,7 +158,6 @@ func newTreeGuard(ctx context.Context, root, agentID string) (*treeGuard, error)
 	if abs, err := filepath.Abs(gitPath); err == nil {
 		gitPath = abs
 	}
-	dir := filepath.Join(root, ".ralph", snapshotDir)
 	g := &treeGuard{
 		git:   gitPath,
 		root:  root,

@@ -189,3 +189,51 @@ func TestPoolSetup(t *testing.T) {
 		t.Errorf("%d tasks left in progress", c.InProgress)
 	}
 }
+
+// TestPoolVerify: with --verify each worker's verifier judges the work in
+// the worker's tree, with its snapshot store outside the tree; a verifier
+// that writes is undone and its verdict does not count.
+func TestPoolVerify(t *testing.T) {
+	root := gitRepo(t)
+	store := newStore(t, task("a"), task("b"))
+	var mu sync.Mutex
+	wrote := map[string]bool{}
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		if len(req.Tools) > 0 { // the verifier
+			if _, err := os.Stat(filepath.Join(req.Dir, id+".txt")); err != nil {
+				return looptest.Result("<verify-fail>no " + id + ".txt</verify-fail>"), nil
+			}
+			mu.Lock()
+			first := !wrote[id]
+			wrote[id] = true
+			mu.Unlock()
+			if first { // the first verifier of each task writes: undone, not counted
+				os.WriteFile(filepath.Join(req.Dir, "verifier.txt"), []byte("oops"), 0o644)
+			}
+			return looptest.Result("<verify-pass/>"), nil
+		}
+		os.WriteFile(filepath.Join(req.Dir, id+".txt"), []byte(id), 0o644)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	cfg.Verify = true
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 2}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	files := gitOut(t, root, "ls-tree", "-r", "--name-only", DefaultInto)
+	if !strings.Contains(files, "a.txt") || !strings.Contains(files, "b.txt") || strings.Contains(files, "verifier.txt") {
+		t.Errorf("integration branch files %q; want a.txt and b.txt, not the verifier's", files)
+	}
+	stores, _ := filepath.Glob(filepath.Join(root, ".ralph", "worktrees", "w*.verify.git"))
+	if len(stores) == 0 {
+		t.Error("no verifier snapshot store beside the worker trees")
+	}
+	for _, id := range []string{"a", "b"} {
+		if tk, _ := store.Get(t.Context(), id); tk.RetryCount != 1 {
+			t.Errorf("%s retry count %d; want 1 (its first verdict did not count)", id, tk.RetryCount)
+		}
+	}
+}
