@@ -49,21 +49,7 @@ func TestLoopsShareOnePlan(t *testing.T) {
 	runs := filepath.Join(t.TempDir(), "runs.txt")
 	agent := shAgent(t, runs)
 	env := append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=")
-	ralph := func(args ...string) (int, string, string) {
-		cmd := exec.CommandContext(t.Context(), bin, args...)
-		cmd.Dir, cmd.Env = dir, env
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), out.String(), errb.String()
-		}
-		if err != nil {
-			t.Error(err)
-		}
-		return 0, out.String(), errb.String()
-	}
+	ralph := func(args ...string) (int, string, string) { return runBinary(t, bin, dir, env, args...) }
 	if code, _, errs := ralph("init"); code != 0 {
 		t.Fatalf("init: %s", errs)
 	}
@@ -150,4 +136,23 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// runBinary runs the ralph binary bin in dir with env and returns its exit
+// code, stdout and stderr.
+func runBinary(t *testing.T, bin, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	if err != nil {
+		t.Error(err)
+	}
+	return 0, out.String(), errb.String()
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,19 +50,7 @@ func (p *workersProject) git(args ...string) string {
 
 func (p *workersProject) ralph(args ...string) (int, string, string) {
 	p.t.Helper()
-	cmd := exec.CommandContext(p.t.Context(), p.bin, args...)
-	cmd.Dir, cmd.Env = p.dir, p.env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return 0, out.String(), errb.String()
+	return runBinary(p.t, p.bin, p.dir, p.env, args...)
 }
 
 // newWorkersProject makes the project: package calc with a test, the plan
