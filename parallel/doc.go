@@ -14,7 +14,10 @@
 //     else's directories; the directory holds a .gitignore of "*", so the
 //     project's git status never lists them, whether or not .ralph/ is
 //     ignored. A tree is made on first use (detached at the integration
-//     tip) and reused by later builds.
+//     tip) and reused by later builds. A build holds each of its trees by
+//     a lock on <tree>.lock (flock, released with the process): a second
+//     build of the project at the same time takes the next free trees, so
+//     its workers may be w3 and w4.
 //   - Rebase, not merge: each task lands as one commit on a linear
 //     integration branch — the agent's own commits on top of the attempt's
 //     base are folded into it — whose message ends with the trailers

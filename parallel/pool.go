@@ -159,15 +159,27 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		return fail(loop.OutcomeError, err)
 	}
 	land := &sync.Mutex{}
-	spaces := make([]*workspace, cfg.Workers)
-	for k := range spaces {
-		name := fmt.Sprintf("w%d", k+1)
+	spaces := make([]*workspace, 0, cfg.Workers)
+	defer func() {
+		for _, ws := range spaces {
+			ws.lock.Close()
+		}
+	}()
+	for i := 1; len(spaces) < cfg.Workers; i++ {
+		name := fmt.Sprintf("w%d", i)
+		lock, ok, err := takeTree(wtDir, name)
+		if err != nil {
+			return fail(loop.OutcomeError, err)
+		}
+		if !ok {
+			continue // another build of this project works in that tree
+		}
 		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into,
-			include: include, root: base.Root, land: land}
+			include: include, root: base.Root, land: land, lock: lock}
+		spaces = append(spaces, ws)
 		if err := ws.open(ctx); err != nil {
 			return fail(loop.OutcomeGitFailed, fmt.Errorf("%s: %w", name, err))
 		}
-		spaces[k] = ws
 	}
 
 	reports := make([]loop.Report, cfg.Workers)
@@ -334,6 +346,26 @@ func prepareWorktreeDir(dir string) error {
 		return fmt.Errorf("parallel: worktrees: %w", err)
 	}
 	return nil
+}
+
+// takeTree takes the tree <dir>/<name> for this build: a lock on
+// <name>.lock, held until the build ends (or its process does). ok is
+// false when another build holds it; that build's workers and this one's
+// then take different trees (w3, w4, …).
+func takeTree(dir, name string) (f *os.File, ok bool, err error) {
+	f, err = os.OpenFile(filepath.Join(dir, name+".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false, fmt.Errorf("parallel: worktree lock: %w", err)
+	}
+	ok, err = tryLock(f)
+	if err != nil || !ok {
+		f.Close()
+		if err != nil {
+			return nil, false, fmt.Errorf("parallel: worktree lock %s: %w", f.Name(), err)
+		}
+		return nil, false, nil
+	}
+	return f, true, nil
 }
 
 // open makes the worker's tree on first use, at the integration tip, and

@@ -2,6 +2,7 @@ package parallel
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/loop/looptest"
@@ -235,5 +237,59 @@ func TestPoolVerify(t *testing.T) {
 		if tk, _ := store.Get(t.Context(), id); tk.RetryCount != 1 {
 			t.Errorf("%s retry count %d; want 1 (its first verdict did not count)", id, tk.RetryCount)
 		}
+	}
+}
+
+// TestPoolTwoBuildsAtOnce: two parallel builds of one project at the same
+// time (two ralph processes) never share a tree: the second takes the
+// trees the first does not hold. Every task lands once.
+func TestPoolTwoBuildsAtOnce(t *testing.T) {
+	root := gitRepo(t)
+	var tasks []loop.Task
+	for i := range 12 {
+		tasks = append(tasks, task(fmt.Sprintf("t%02d", i)))
+	}
+	store := newStore(t, tasks...)
+	var mu sync.Mutex
+	trees := map[string]map[string]bool{} // tree → agent ids that worked in it
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		mu.Lock()
+		if trees[req.Dir] == nil {
+			trees[req.Dir] = map[string]bool{}
+		}
+		trees[req.Dir][envOf(req, "RALPH_AGENT_ID")] = true
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		os.WriteFile(filepath.Join(req.Dir, id+".txt"), []byte(id), 0o644)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	var wg sync.WaitGroup
+	reps := make([]Report, 2)
+	for k := range reps {
+		cfg := loop.DefaultConfig(root)
+		cfg.SessionLog, cfg.RawLogs = false, false
+		cfg.MaxIterations = 100
+		wg.Go(func() {
+			var err error
+			if reps[k], err = Run(t.Context(), Config{Loop: cfg, Workers: 2}, store, run); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, r := range reps {
+		if r.Outcome != loop.OutcomeComplete {
+			t.Errorf("a build ended %v (%s)", r.Outcome, r.Message)
+		}
+	}
+	for dir, agents := range trees {
+		if len(agents) > 1 {
+			t.Errorf("tree %s was worked in by %d builds' workers: %v", dir, len(agents), agents)
+		}
+	}
+	landed := strings.Fields(gitOut(t, root, "log", "--format=%(trailers:key=Ralph-Task,valueonly)", DefaultInto))
+	if len(landed) != 12 || len(slices.Compact(slices.Sorted(slices.Values(landed)))) != 12 {
+		t.Errorf("landed %v; want each of 12 tasks once", landed)
 	}
 }

@@ -67,6 +67,8 @@ type workspace struct {
 	// land serialises the integrations of one process; across processes
 	// the compare-and-swap of the branch keeps them apart.
 	land *sync.Mutex
+	// lock holds the tree for this build (takeTree); nil in tests.
+	lock *os.File
 
 	// The attempt under way: its task, its branch (full ref) and the
 	// commit it began from. The tree's HEAD is detached; the branch
