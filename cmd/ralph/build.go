@@ -189,6 +189,9 @@ func build(c *cli.Context, cfg appConfig) error {
 			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
 		}
 		view.workers = true
+		if claude.IsTerminal(cfg.stdout) {
+			view.board = newBoard(cfg.stdout, cfg.now)
+		}
 		return buildParallel(c, cfg, p, parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup")}, store, runner)
 	}
 	rep, err := loop.Run(c.Context, lc, store, runner)
@@ -359,6 +362,9 @@ type buildView struct {
 	workers bool
 	out     sync.Mutex
 	sub     map[string]*buildView
+	// board, set when stdout is a terminal, shows the workers one line
+	// each instead.
+	board *board
 }
 
 // worker returns the view of worker w (v itself without workers).
@@ -437,6 +443,10 @@ func (v *buildView) warn(format string, a ...any) {
 // Observe implements loop.Observer. The loop serialises the calls of one
 // run; the workers of a parallel build take turns on out.
 func (v *buildView) Observe(n loop.Note) {
+	if v.board != nil && n.Worker != "" {
+		v.board.Observe(n)
+		return
+	}
 	if v.workers && n.Worker != "" {
 		s := v.worker(n.Worker)
 		v.out.Lock()
