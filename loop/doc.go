@@ -349,6 +349,30 @@
 // object, as git writes them by default, hence the packs. A verifier
 // session lasts minutes.
 //
+// # Workers (Config.Workspace and Config.Shared, DESIGN §9)
+//
+// A run can be one worker of a parallel build (package parallel runs the
+// pool). With a Workspace, the agent, the test gate and the verifier work
+// in the worker's tree (Workspace.Dir, given to the agent as
+// RALPH_WORKTREE and in the prompt's .Root), each claimed task begins
+// there from the integration tip (Workspace.Begin: a task whose work has
+// landed already is completed without an agent), and a done task — after
+// verification and the test gate in the tree — is completed only once
+// Workspace.Integrate landed it. Work that cannot land (an
+// *IntegrationError) is task trouble with status integration_failed; a
+// claim that ended meanwhile is a lost claim; any other failure is a git
+// failure (exit 5). The commit gate is not used: integration commits. The
+// verifier's snapshot store is .ralph/worktrees/<worker>.verify.git.
+//
+// With Shared, the workers share the iteration budget (a slot is taken
+// before each claim; iterations are numbered across workers in the order
+// their claims succeed), the cost budget, a usage-limit pause (each worker
+// waits once for each pause), the session log (each worker's lines start
+// "[wK] ") and the first stop with exit code 1, 3, 4, 5, 7, 9 or 10, which
+// ends every other worker before its next claim. What a worker owns — its
+// claim, trouble streaks, model hint, tree — stays in its run. Raw streams
+// are <session>/wK-iter-N.ndjson and receipts carry the worker.
+//
 // # Prompt templates
 //
 // Every template gets a PromptData; a mode's system prompt gets the same
