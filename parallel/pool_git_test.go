@@ -293,3 +293,94 @@ func TestPoolTwoBuildsAtOnce(t *testing.T) {
 		t.Errorf("landed %v; want each of 12 tasks once", landed)
 	}
 }
+
+// concurrently is a stand-in agent whose first sessions of tasks a and b
+// overlap (both begin from the same tip), each running its work in its
+// tree.
+func concurrently(work map[string]func(dir string)) loop.Runner {
+	var both sync.WaitGroup
+	both.Add(2)
+	var seen sync.Map
+	return loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		if _, again := seen.LoadOrStore(id, true); !again {
+			both.Done()
+			both.Wait()
+		}
+		work[id](req.Dir)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+}
+
+// TestPoolDeleteAgainstEdit: one task deletes a file another edits at the
+// same time. The second to land conflicts, is retried from the new tip,
+// and lands; nothing is lost or applied twice.
+func TestPoolDeleteAgainstEdit(t *testing.T) {
+	root := gitRepo(t)
+	store := newStore(t, task("a"), task("b"))
+	run := concurrently(map[string]func(string){
+		"a": func(dir string) { os.Remove(filepath.Join(dir, "shared.txt")) },
+		"b": func(dir string) { os.WriteFile(filepath.Join(dir, "shared.txt"), []byte("v1 by b\n"), 0o644) },
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 2}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	landed := strings.Fields(gitOut(t, root, "log", "--format=%(trailers:key=Ralph-Task,valueonly)", DefaultInto))
+	if len(landed) != 2 {
+		t.Fatalf("landed %v; want a and b once each", landed)
+	}
+	loser := landed[0] // newest first: the one that landed second
+	tk, _ := store.Get(t.Context(), loser)
+	logs, _ := store.Logs(t.Context(), loser)
+	i := slices.IndexFunc(logs, func(e loop.LogEntry) bool { return e.Kind == loop.LogRetry })
+	if tk.RetryCount != 1 || i < 0 || !strings.Contains(logs[i].Message, "shared.txt") {
+		t.Errorf("%s: retry count %d, logs %+v; want one retry naming shared.txt", loser, tk.RetryCount, logs)
+	}
+	files := gitOut(t, root, "ls-tree", "-r", "--name-only", DefaultInto)
+	if loser == "a" && strings.Contains(files, "shared.txt") || loser == "b" && !strings.Contains(files, "shared.txt") {
+		t.Errorf("files %q after %s landed last", files, loser)
+	}
+}
+
+// TestPoolGateFailsOnlyAfterReplay: two tasks that each pass the test gate
+// alone but not together (x.txt and y.txt must not both exist). The second
+// to land fails the gate after its replay: task trouble, with the test's
+// output as the reason and the attempt kept. Its next attempt begins from
+// the tip with the other's work, where the gate fails in the tree: gate
+// trouble, which stops the run (exit 3) once the streak passes
+// MaxRetries. The integration branch never holds both.
+func TestPoolGateFailsOnlyAfterReplay(t *testing.T) {
+	root := gitRepo(t)
+	store := newStore(t, task("x"), task("y"))
+	run := concurrently(map[string]func(string){
+		"x": func(dir string) { os.WriteFile(filepath.Join(dir, "x.txt"), []byte("x\n"), 0o644) },
+		"y": func(dir string) { os.WriteFile(filepath.Join(dir, "y.txt"), []byte("y\n"), 0o644) },
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	cfg.MaxRetries = 1
+	cfg.TestCmd = `if [ -f x.txt ] && [ -f y.txt ]; then echo "FAIL: x and y clash"; exit 1; fi`
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 2}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeTestGateFailed {
+		t.Fatalf("Run = %v, %v (%s); want the test gate's stop", rep.Outcome, err, rep.Message)
+	}
+	landed := strings.Fields(gitOut(t, root, "log", "--format=%(trailers:key=Ralph-Task,valueonly)", DefaultInto))
+	if len(landed) != 1 {
+		t.Fatalf("landed %v; want only the first of x and y", landed)
+	}
+	loser := map[string]string{"x": "y", "y": "x"}[landed[0]]
+	logs, _ := store.Logs(t.Context(), loser)
+	i := slices.IndexFunc(logs, func(e loop.LogEntry) bool { return e.Kind == loop.LogRetry })
+	if i < 0 || !strings.Contains(logs[i].Message, "after replaying") || !strings.Contains(logs[i].Message, "FAIL: x and y clash") {
+		t.Errorf("%s's retry reason does not give the test output: %+v", loser, logs)
+	}
+	if tk, _ := store.Get(t.Context(), loser); tk.Status != loop.StatusPending || tk.RetryCount != 1 {
+		t.Errorf("%s is %s after %d retries; want pending again after 1", loser, tk.Status, tk.RetryCount)
+	}
+	if refs := gitOut(t, root, "for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/attempt/"+loser+"/"); refs == "" {
+		t.Errorf("no attempt branch of %s: the attempt that failed after its replay is lost", loser)
+	}
+}
