@@ -1386,7 +1386,12 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 		r.pausedUntil = now.Add(wait)
 	}
 	r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: now.Add(wait), Wait: wait, Message: msg})
-	if err := r.cfg.Sleep(ctx, wait); err != nil {
+	sleep := r.cfg.Sleep
+	if sh := r.cfg.Shared; sh != nil {
+		// Another worker's stop ends the wait.
+		sleep = func(ctx context.Context, d time.Duration) error { return sh.sleep(ctx, r.cfg.Sleep, d) }
+	}
+	if err := sleep(ctx, wait); err != nil {
 		return r.checkCancel(ctx)
 	}
 	r.waited += wait

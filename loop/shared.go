@@ -29,7 +29,10 @@ type Shared struct {
 	cost     float64
 	pause    time.Time // no claims before then: a usage limit
 	first    *stop
-	log      *SessionLog
+	// done is closed with the first stop that ends the run: it wakes the
+	// workers waiting for a usage limit's reset.
+	done chan struct{}
+	log  *SessionLog
 }
 
 // NewShared returns the state shared by the workers of one build, with
@@ -40,7 +43,7 @@ func NewShared(maxIterations int, maxCost float64, log *SessionLog) *Shared {
 	if maxIterations <= 0 {
 		maxIterations = DefaultMaxIterations
 	}
-	return &Shared{maxIter: maxIterations, maxCost: maxCost, log: log}
+	return &Shared{maxIter: maxIterations, maxCost: maxCost, log: log, done: make(chan struct{})}
 }
 
 // Iterations returns how many iterations the workers ran to their end.
@@ -84,10 +87,10 @@ func (s *Shared) take(ctx context.Context, r *run) *stop {
 			s.mu.Unlock()
 			r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: until, Wait: wait,
 				Message: "usage limit reached by another worker; waiting for the reset"})
-			if err := r.cfg.Sleep(ctx, wait); err != nil {
+			if err := s.sleep(ctx, r.cfg.Sleep, wait); err != nil {
 				return r.checkCancel(ctx)
 			}
-			r.pausedUntil = until // waited for this pause: not again
+			r.pausedUntil = until // waited for this pause (or the run ended): not again
 			continue
 		}
 		s.inFlight++
@@ -147,7 +150,34 @@ func (s *Shared) stopped(st *stop) {
 	if s.first == nil {
 		c := *st
 		s.first = &c
+		close(s.done)
 	}
+}
+
+// ended reports whether a stop ended the run.
+func (s *Shared) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep is sleep(ctx, d), cut short by the first stop that ends the run;
+// its error is ctx's only.
+func (s *Shared) sleep(ctx context.Context, sleep func(context.Context, time.Duration) error, d time.Duration) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	sleep(wctx, d)
+	return ctx.Err()
 }
 
 // First returns the outcome and message of the first stop that ended the
@@ -207,4 +237,13 @@ func OpenSession(cfg Config) (session string, log *SessionLog, err error) {
 // this outcome, if it is the first stop that ends the run.
 func (s *Shared) Stop(o Outcome, message string) {
 	s.stopped(stopWith(o, "%s", message))
+}
+
+// CheckConfig returns the error Run would return for cfg's configuration,
+// changing nothing: for callers that must refuse a bad configuration before
+// they do anything else (the parallel pool records the plan's integration
+// branch before its workers run).
+func CheckConfig(cfg Config) error {
+	_, err := cfg.normalize()
+	return err
 }

@@ -69,6 +69,9 @@ func (r *run) waitForAgents(ctx context.Context, token string) *stop {
 	}
 	watcher, _ := r.store.(ChangeWatcher)
 	for {
+		if sh := r.cfg.Shared; sh != nil && sh.ended() {
+			return nil // another worker's stop ends this one: take says so
+		}
 		d := holderCheckEvery
 		if next := earliestLease(active); !next.IsZero() {
 			d = min(d, max(next.Sub(r.cfg.Now()), minRenewInterval))

@@ -211,9 +211,16 @@ func (g *ExecGit) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 // Trailers returns the values of the trailer key in the messages of the
 // commits reachable from tip, newest first; a commit may give several.
 // Keys match case-insensitively, as git matches them.
-func (g *ExecGit) Trailers(ctx context.Context, tip, key string) ([]string, error) {
+func (g *ExecGit) Trailers(ctx context.Context, base, tip, key string) ([]string, error) {
 	if err := checkNames(tip, key); err != nil {
 		return nil, err
+	}
+	revs := []string{tip}
+	if base != "" {
+		if err := checkName("base", base); err != nil {
+			return nil, err
+		}
+		revs = append(revs, "^"+base)
 	}
 	if strings.ContainsAny(key, ",:)%\n") {
 		return nil, fmt.Errorf("parallel: trailer key %q: not a plain word", key)
@@ -221,7 +228,8 @@ func (g *ExecGit) Trailers(ctx context.Context, tip, key string) ([]string, erro
 	// NUL separates values, RS commits; unfold joins continuation
 	// lines. log.showSignature would add lines of its own.
 	format := "--format=%(trailers:key=" + key + ",valueonly,unfold,separator=%x00)%x1e"
-	out, err := g.run(ctx, g.Root, nil, "-c", "log.showSignature=false", "log", format, tip, "--")
+	args := append([]string{"-c", "log.showSignature=false", "log", format}, revs...)
+	out, err := g.run(ctx, g.Root, nil, append(args, "--")...)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +314,9 @@ func (g *ExecGit) Switch(ctx context.Context, dir, ref, commit string) error {
 	if _, err := g.run(ctx, dir, nil, "checkout", "--quiet", "--force", "--no-recurse-submodules", "--detach", commit, "--"); err != nil {
 		return err
 	}
-	if _, err := g.run(ctx, dir, nil, "clean", "-ffdq"); err != nil {
+	// One -f: a repository an agent made inside the tree is not removed
+	// (its files are in no commit of ralph's; see Commit).
+	if _, err := g.run(ctx, dir, nil, "clean", "-fdq"); err != nil {
 		return err
 	}
 	if err := g.notCheckedOut(ctx, dir, ref); err != nil {
@@ -393,7 +403,27 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 		add = append(add, ":(exclude,literal)"+p)
 	}
 	if _, err := g.run(ctx, dir, nil, add...); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && strings.Contains(ge.Error(), "does not have a commit checked out") {
+			return "", false, &NestedRepoError{Paths: nestedFromAddError(ge.Error())}
+		}
 		return "", false, err
+	}
+	// A repository inside the tree would be recorded as a gitlink, its
+	// files in no commit: refused.
+	raw, err := g.run(ctx, dir, nil, "diff", "--cached", "--raw", "--no-renames", "--diff-filter=A", base, "--")
+	if err != nil {
+		return "", false, err
+	}
+	var nested []string
+	for line := range strings.Lines(raw) {
+		if meta, path, ok := strings.Cut(strings.TrimRight(line, "\n"), "\t"); ok && strings.HasPrefix(meta, ":000000 160000 ") {
+			nested = append(nested, path)
+		}
+	}
+	if len(nested) > 0 {
+		g.run(context.WithoutCancel(ctx), dir, nil, append([]string{"reset", "--quiet", base, "--"}, nested...)...)
+		return "", false, &NestedRepoError{Paths: nested}
 	}
 	if len(excluded) > 0 {
 		// The agent may have committed or staged an excluded path;
@@ -430,7 +460,7 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 		commit = strings.TrimSpace(out)
 	}
 	subject, _, _ := strings.Cut(message, "\n")
-	if _, err := g.run(ctx, dir, nil, "update-ref", "-m", "ralph: commit: "+subject, "HEAD", commit); err != nil {
+	if _, err := g.run(ctx, dir, nil, "update-ref", "--no-deref", "-m", "ralph: commit: "+subject, "HEAD", commit); err != nil {
 		return "", false, err
 	}
 	return commit, commit != base, nil
@@ -877,4 +907,16 @@ func (g *ExecGit) notIgnored(ctx context.Context, dir string, paths []string) ([
 		}
 	}
 	return kept, nil
+}
+
+// nestedFromAddError picks the paths out of git add's "error: 'web/' does
+// not have a commit checked out" lines.
+func nestedFromAddError(msg string) []string {
+	var out []string
+	for _, part := range strings.Split(msg, "'") {
+		if strings.HasSuffix(part, "/") && !strings.ContainsAny(part, " \n") {
+			out = append(out, strings.TrimSuffix(part, "/"))
+		}
+	}
+	return out
 }

@@ -435,18 +435,22 @@ func TestTrailers(t *testing.T) {
 		gitT(t, repo, "commit", "--quiet", "--allow-empty", "--cleanup=verbatim", "-m", msg)
 	}
 	g := &parallel.ExecGit{Root: repo}
-	got, err := g.Trailers(t.Context(), "HEAD", "Ralph-Task")
+	got, err := g.Trailers(t.Context(), "", "HEAD", "Ralph-Task")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"d folded", "b", "c", "a"}, got); diff != "" {
 		t.Errorf("Trailers() (-want +got):\n%s", diff)
 	}
-	got, err = g.Trailers(t.Context(), "HEAD~5", "Ralph-Task")
+	got, err = g.Trailers(t.Context(), "", "HEAD~5", "Ralph-Task")
 	if err != nil || got != nil {
 		t.Errorf("Trailers(before any) = %q, %v; want none", got, err)
 	}
-	if _, err := g.Trailers(t.Context(), "refs/heads/nothere", "Ralph-Task"); err == nil {
+	got, err = g.Trailers(t.Context(), gitT(t, repo, "rev-parse", "HEAD~2"), "HEAD", "Ralph-Task")
+	if diff := cmp.Diff([]string{"d folded"}, got); err != nil || diff != "" {
+		t.Errorf("Trailers(HEAD~2..HEAD) = %v (-want +got):\n%s", err, diff)
+	}
+	if _, err := g.Trailers(t.Context(), "", "refs/heads/nothere", "Ralph-Task"); err == nil {
 		t.Error("Trailers(missing tip) succeeded, want an error")
 	}
 }
@@ -566,9 +570,11 @@ func TestSwitch(t *testing.T) {
 	if err := g.Switch(ctx, dir, ref, c1); err != nil {
 		t.Fatalf("Switch() from detached = %v", err)
 	}
+	// A repository the agent made inside the tree stays: its files are in
+	// no commit (Commit refuses it, and the workspace moves it aside).
 	want := map[string]string{
 		".gitignore": ".env\nnode_modules/\n", "a.txt": "a\n", "b.txt": "b\n",
-		".env": "SECRET=1\n", "node_modules/x/index.js": "x\n",
+		".env": "SECRET=1\n", "node_modules/x/index.js": "x\n", "untracked/nested/n.txt": "n\n",
 	}
 	if diff := cmp.Diff(want, diskFiles(t, dir)); diff != "" {
 		t.Errorf("files after Switch (-want +got):\n%s", diff)
@@ -576,8 +582,11 @@ func TestSwitch(t *testing.T) {
 	if br, head, err := g.HeadOf(ctx, dir); err != nil || br != "" || head != c1 || gitT(t, repo, "rev-parse", ref) != c1 {
 		t.Errorf("after Switch: HEAD on %q at %s (%v), %s at %s; want detached at %s, the branch there too", br, head, err, ref, gitT(t, repo, "rev-parse", ref), c1)
 	}
-	if got, err := g.Status(ctx, dir); err != nil || got != nil {
-		t.Errorf("Status() after Switch = %q, %v; want clean", got, err)
+	if got, err := g.Status(ctx, dir); err != nil || !cmp.Equal(got, []string{"untracked/nested/"}) {
+		t.Errorf("Status() after Switch = %q, %v; want only the nested repository", got, err)
+	}
+	if _, _, err := g.Commit(ctx, dir, c1, "x\n", nil); !errors.As(err, new(*parallel.NestedRepoError)) {
+		t.Errorf("Commit() with a repository in the tree = %v; want a *NestedRepoError", err)
 	}
 
 	// The same branch name again, at another commit, from a dirty tree.
@@ -1160,7 +1169,7 @@ func TestIntegrationFlow(t *testing.T) {
 	if err := g.SwapRef(ctx, integ, rebased, tip); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := g.Trailers(ctx, integ, "Ralph-Task")
+	ts, err := g.Trailers(ctx, "", integ, "Ralph-Task")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,11 +162,11 @@ func (g *fakeGit) IsAncestor(_ context.Context, a, b string) (bool, error) {
 	return false, nil
 }
 
-func (g *fakeGit) Trailers(_ context.Context, tip, key string) ([]string, error) {
+func (g *fakeGit) Trailers(_ context.Context, base, tip, key string) ([]string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []string
-	for c := tip; c != ""; c = g.commits[c].parent {
+	for c := tip; c != "" && c != base; c = g.commits[c].parent {
 		for line := range strings.Lines(g.commits[c].msg) {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+": "); ok {
 				out = append(out, v)

@@ -38,9 +38,9 @@ type Git interface {
 	// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
 	IsAncestor(ctx context.Context, a, b string) (bool, error)
 	// Trailers returns the values of trailer key ("Ralph-Task") of the
-	// commits reachable from tip, newest first; commits without that
-	// trailer add nothing.
-	Trailers(ctx context.Context, tip, key string) ([]string, error)
+	// commits reachable from tip but not from base (base "": all of
+	// them), newest first; commits without that trailer add nothing.
+	Trailers(ctx context.Context, base, tip, key string) ([]string, error)
 
 	// AddWorktree makes a new worktree at dir with a detached HEAD at
 	// commit (git worktree add --detach). dir must not exist.
@@ -53,7 +53,8 @@ type Git interface {
 	Status(ctx context.Context, dir string) ([]string, error)
 	// Switch detaches dir's HEAD at commit and makes its tree that
 	// commit's — every tracked file reset, untracked files that are not
-	// ignored removed (ignored files such as .env or node_modules stay) —
+	// ignored removed (ignored files such as .env or node_modules stay,
+	// and so do repositories inside the tree) —
 	// and points branch ref at commit. The branch is not checked out:
 	// any worktree may take up any task's branch next. A ref some
 	// worktree has checked out is refused.
@@ -64,7 +65,8 @@ type Git interface {
 	// parent is base, with message, leaving HEAD (and the branch HEAD is
 	// on, if any) at it. except lists paths never committed (copied
 	// worktree-include files). changed is false, and nothing is
-	// committed, when the tree equals base's.
+	// committed, when the tree equals base's. A repository inside the
+	// tree is refused with a *NestedRepoError, committing nothing.
 	Commit(ctx context.Context, dir, base, message string, except []string) (commit string, changed bool, err error)
 	// Rebase replays the commits base..HEAD of dir onto onto (git rebase
 	// --onto). On a conflict it aborts, leaving dir as it was, and returns
@@ -79,6 +81,18 @@ var (
 	ErrRefExists     = errors.New("ref exists already")
 	ErrRefMoved      = errors.New("ref moved")
 )
+
+// A NestedRepoError is a Commit refused because the tree holds git
+// repositories of its own (an agent ran git init, or a scaffolding tool
+// did): git would record each as a gitlink and none of its files.
+type NestedRepoError struct {
+	// Paths are the repositories' directories, relative to the tree.
+	Paths []string
+}
+
+func (e *NestedRepoError) Error() string {
+	return "git repositories inside the tree: " + joinPaths(e.Paths) + " (ralph lands files, not repositories: remove their .git)"
+}
 
 // A ConflictError is a rebase that stopped on conflicts.
 type ConflictError struct {

@@ -110,6 +110,15 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if base.ClaimMode == loop.ClaimAgent {
 		return fail(loop.OutcomeError, fmt.Errorf("%w: peek mode (--claim agent) does not go with workers: each worker's loop claims its task, so that its tree can begin from the integration tip", loop.ErrConfig))
 	}
+	// Everything that can refuse the run is checked before the plan's
+	// integration branch is recorded.
+	if err := loop.CheckConfig(base); err != nil {
+		return fail(loop.OutcomeError, err)
+	}
+	include, err := readInclude(base.Root)
+	if err != nil {
+		return fail(loop.OutcomeError, err)
+	}
 	g := cfg.Git
 	if g == nil {
 		g = &ExecGit{Root: base.Root}
@@ -121,7 +130,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if !ok {
 		return fail(loop.OutcomeError, ErrNoSettings)
 	}
-	into, err := integrationBranch(ctx, g, settings, cfg.Into)
+	into, since, err := integrationBranch(ctx, g, settings, cfg.Into)
 	if err != nil {
 		if errors.Is(err, ErrInto) || errors.Is(err, loop.ErrConfig) {
 			return fail(loop.OutcomeError, err)
@@ -129,10 +138,6 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		return fail(loop.OutcomeGitFailed, err)
 	}
 	rep.Into = strings.TrimPrefix(into, heads)
-	include, err := readInclude(base.Root)
-	if err != nil {
-		return fail(loop.OutcomeError, err)
-	}
 	if base.AgentID == "" {
 		id, err := loop.NewAgentID()
 		if err != nil {
@@ -149,7 +154,11 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	}
 	base.Session = session
 	rep.Session, rep.AgentID = session, base.AgentID
-	shared := loop.NewShared(base.MaxIterations, base.MaxCost, slog)
+	maxIter := base.MaxIterations
+	if base.Once {
+		maxIter = 1
+	}
+	shared := loop.NewShared(maxIter, base.MaxCost, slog)
 
 	wtDir := cfg.WorktreeDir
 	if wtDir == "" {
@@ -174,7 +183,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		if !ok {
 			continue // another build of this project works in that tree
 		}
-		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into,
+		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into, since: since,
 			include: include, root: base.Root, land: land, lock: lock}
 		spaces = append(spaces, ws)
 		if err := ws.open(ctx); err != nil {
@@ -263,55 +272,71 @@ func combine(rep loop.Report, ws []loop.Report, shared *loop.Shared, cancelled b
 	return rep
 }
 
+// SettingIntoBase records, with the plan, the commit its integration
+// branch was at when the plan adopted it: only commits after it can hold
+// this plan's tasks (an older plan of the repository may have used the
+// same task ids).
+const SettingIntoBase = "integration_base"
+
 // integrationBranch returns the plan's integration branch (a full ref
-// name), recording it and making it from HEAD on the plan's first
-// parallel build.
-func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, asked string) (string, error) {
+// name) and the commit it was at when the plan adopted it, recording both
+// — and making the branch from HEAD — on the plan's first parallel build.
+func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, asked string) (ref, since string, err error) {
 	recorded, ok, err := settings.PlanSetting(ctx, SettingInto)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	name := asked
 	switch {
 	case ok && asked != "" && asked != recorded:
-		return "", fmt.Errorf("%w: this plan integrates into %s (recorded by its first parallel build); --into %s refused", ErrInto, recorded, asked)
+		return "", "", fmt.Errorf("%w: this plan integrates into %s (recorded by its first parallel build); --into %s refused", ErrInto, recorded, asked)
 	case ok:
 		name = recorded
 	case name == "":
 		name = DefaultInto
 	}
 	if err := checkBranchName(name); err != nil {
-		return "", err
+		return "", "", err
 	}
-	ref := heads + name
+	ref = heads + name
 	out, err := g.CheckedOut(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if slices.Contains(out, ref) {
-		return "", fmt.Errorf("%w: %s is checked out in a worktree; ralph never writes a checked-out branch (name another with --into, or switch that worktree away)", ErrInto, name)
+		return "", "", fmt.Errorf("%w: %s is checked out in a worktree; ralph never writes a checked-out branch (name another with --into, or switch that worktree away)", ErrInto, name)
 	}
-	if _, exists, err := g.Resolve(ctx, ref); err != nil {
-		return "", err
-	} else if !exists {
-		head, err := g.Head(ctx)
-		if err != nil {
-			return "", err
+	tip, exists, err := g.Resolve(ctx, ref)
+	if err != nil {
+		return "", "", err
+	}
+	if !exists {
+		if tip, err = g.Head(ctx); err != nil {
+			return "", "", err
 		}
-		if err := g.CreateRef(ctx, ref, head); err != nil && !errors.Is(err, ErrRefExists) {
-			return "", err
+		if err := g.CreateRef(ctx, ref, tip); err != nil && !errors.Is(err, ErrRefExists) {
+			return "", "", err
 		}
 	}
 	if !ok {
+		// The base first: a build that sees the branch recorded sees its
+		// base too.
+		if _, err := settings.RecordPlanSetting(ctx, SettingIntoBase, tip); err != nil {
+			return "", "", err
+		}
 		now, err := settings.RecordPlanSetting(ctx, SettingInto, name)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if now != name {
-			return "", fmt.Errorf("%w: another build recorded %s for this plan just now; --into %s refused", ErrInto, now, name)
+			return "", "", fmt.Errorf("%w: another build recorded %s for this plan just now; --into %s refused", ErrInto, now, name)
 		}
 	}
-	return ref, nil
+	since, _, err = settings.PlanSetting(ctx, SettingIntoBase)
+	if err != nil {
+		return "", "", err
+	}
+	return ref, since, nil
 }
 
 // checkBranchName refuses names git would refuse, or read as something
@@ -320,7 +345,7 @@ func checkBranchName(name string) error {
 	bad := name == "" || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") ||
 		strings.HasSuffix(name, ".") || strings.HasSuffix(name, ".lock") || strings.Contains(name, "..") ||
 		strings.Contains(name, "//") || strings.Contains(name, "@{") || name == "@" || strings.Contains(name, "/.") ||
-		strings.HasPrefix(name, ".") || strings.HasPrefix(name, "refs/")
+		strings.HasPrefix(name, ".") || strings.HasPrefix(name, "refs/") || name == "HEAD"
 	for _, c := range name {
 		if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
 			bad = true
@@ -328,6 +353,11 @@ func checkBranchName(name string) error {
 	}
 	if bad {
 		return fmt.Errorf("%w: --into %q is not a branch name git takes", loop.ErrConfig, name)
+	}
+	// ralph's own branches live under ralph/task/ and ralph/attempt/; a
+	// branch named ralph would make every one of them impossible.
+	if name == "ralph" || strings.HasPrefix(name, TaskBranchPrefix) || strings.HasPrefix(name, AttemptBranchPrefix) {
+		return fmt.Errorf("%w: --into %q: ralph, %s… and %s… are ralph's own branches", loop.ErrConfig, name, TaskBranchPrefix, AttemptBranchPrefix)
 	}
 	return nil
 }

@@ -384,3 +384,57 @@ func TestPoolGateFailsOnlyAfterReplay(t *testing.T) {
 		t.Errorf("no attempt branch of %s: the attempt that failed after its replay is lost", loser)
 	}
 }
+
+// TestPoolAgentOnABranch: an agent that checks out a branch in its tree
+// (and commits there) gets its work landed, and ralph never writes that
+// branch; a repository the agent makes inside its tree is refused with a
+// reason, moved aside whole, and the task lands on its next attempt.
+func TestPoolAgentOnABranch(t *testing.T) {
+	root := gitRepo(t)
+	gitOut(t, root, "branch", "develop")
+	store := newStore(t, task("a"), task("b"))
+	var mu sync.Mutex
+	tries := map[string]int{}
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		mu.Lock()
+		tries[id]++
+		n := tries[id]
+		mu.Unlock()
+		switch {
+		case id == "a":
+			gitOut(t, req.Dir, "checkout", "-q", "develop")
+			os.WriteFile(filepath.Join(req.Dir, "a.txt"), []byte("a\n"), 0o644)
+			gitOut(t, req.Dir, "add", "-A")
+			gitOut(t, req.Dir, "-c", "user.name=Agent", "-c", "user.email=agent@example.com", "commit", "-q", "-m", "agent's own commit")
+		case id == "b" && n == 1:
+			os.MkdirAll(filepath.Join(req.Dir, "web"), 0o755)
+			gitOut(t, filepath.Join(req.Dir, "web"), "init", "-q")
+			os.WriteFile(filepath.Join(req.Dir, "web", "index.js"), []byte("x\n"), 0o644)
+		default:
+			os.WriteFile(filepath.Join(req.Dir, "b.txt"), []byte("b\n"), 0o644)
+		}
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 1}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if msg := gitOut(t, root, "log", "-1", "--format=%B", "develop"); strings.Contains(msg, "Ralph-Task") {
+		t.Errorf("ralph moved develop to its own commit: %q", msg)
+	}
+	files := gitOut(t, root, "ls-tree", "-r", "--name-only", DefaultInto)
+	if !strings.Contains(files, "a.txt") || !strings.Contains(files, "b.txt") || strings.Contains(files, "web") {
+		t.Errorf("integration branch files %q; want a.txt and b.txt, no web", files)
+	}
+	logs, _ := store.Logs(t.Context(), "b")
+	if i := slices.IndexFunc(logs, func(e loop.LogEntry) bool { return e.Kind == loop.LogRetry }); i < 0 || !strings.Contains(logs[i].Message, "web") {
+		t.Errorf("b's retry reason does not name the repository: %+v", logs)
+	}
+	aside, _ := filepath.Glob(filepath.Join(root, ".ralph", "worktrees", "w1.nested", "*", "web", "index.js"))
+	if len(aside) != 1 {
+		t.Errorf("the agent's repository was not kept aside: %v", aside)
+	}
+}

@@ -235,7 +235,9 @@ func TestPoolLostRaceIsRetried(t *testing.T) {
 func TestPoolTaskAlreadyLandedIsDone(t *testing.T) {
 	g := newFakeGit(map[string]string{"README": "r"})
 	store := newStore(t, task("a"), task("b"))
-	// A run that was killed after landing a, before recording it.
+	// A build adopted the branch at HEAD, landed a and was killed before
+	// recording it.
+	store.settings[SettingInto], store.settings[SettingIntoBase] = DefaultInto, g.head
 	g.refs[into] = g.commit(g.head, "Task a\n\nRalph-Task: a\nRalph-Generation: 1\n", map[string]string{"README": "r", "a.txt": "a"})
 	var ran []string
 	var mu sync.Mutex
@@ -451,6 +453,8 @@ func TestPoolUsageLimitPausesEveryWorker(t *testing.T) {
 	g := newFakeGit(map[string]string{"README": "r"})
 	store := newStore(t, task("a"), task("b"), task("c"), task("d"))
 	reset := time.Now().Add(time.Hour)
+	w2waited := make(chan struct{})
+	obs := &notes{w2waited: w2waited}
 	var mu sync.Mutex
 	limited := false
 	var both sync.WaitGroup
@@ -471,6 +475,14 @@ func TestPoolUsageLimitPausesEveryWorker(t *testing.T) {
 		if first {
 			return looptest.UsageLimited(reset), nil
 		}
+		if w == "w1" {
+			// w1 works on only once w2 has met the pause, so that the plan
+			// is not done before w2 asks for more.
+			select {
+			case <-w2waited:
+			case <-time.After(10 * time.Second):
+			}
+		}
 		id := envOf(req, "RALPH_TASK_ID")
 		g.write(req.Dir, id, id)
 		return looptest.Result("<task-done>" + id + "</task-done>"), nil
@@ -483,7 +495,6 @@ func TestPoolUsageLimitPausesEveryWorker(t *testing.T) {
 		waits = append(waits, d.Round(time.Hour).String())
 		return nil
 	}
-	obs := &notes{}
 	cfg.Loop.Observer = obs
 	rep, err := Run(t.Context(), cfg, store, run)
 	if err != nil || rep.Outcome != loop.OutcomeComplete {
@@ -525,16 +536,22 @@ func TestPoolSharesTheCostBudget(t *testing.T) {
 	}
 }
 
-// notes is an Observer that keeps the notes.
+// notes is an Observer that keeps the notes. w2waited, if not nil, is
+// closed when w2 says it waits for a usage limit.
 type notes struct {
-	mu sync.Mutex
-	ns []loop.Note
+	mu       sync.Mutex
+	ns       []loop.Note
+	w2waited chan struct{}
 }
 
 func (o *notes) Observe(n loop.Note) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ns = append(o.ns, n)
+	if n.Kind == loop.NoteWait && n.Worker == "w2" && o.w2waited != nil {
+		close(o.w2waited)
+		o.w2waited = nil
+	}
 }
 
 func (o *notes) has(kind loop.NoteKind, worker, words string) bool {
@@ -553,4 +570,106 @@ func (o *notes) all() []string {
 		out = append(out, fmt.Sprintf("%s %s %s", n.Worker, n.Kind, n.Message))
 	}
 	return out
+}
+
+// TestPoolAnotherPlansTrailersDoNotCount: a new plan adopts a branch that
+// an earlier plan of the repository used, with the same task ids: the
+// earlier plan's trailers are not this plan's work.
+func TestPoolAnotherPlansTrailersDoNotCount(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	g.refs[into] = g.commit(g.head, "old plan's a\n\nRalph-Task: a\n", map[string]string{"README": "r", "old.txt": "a"})
+	store := newStore(t, task("a"))
+	ran := 0
+	run := agent(g, func(g *fakeGit, dir, id string) error { ran++; g.write(dir, "a.txt", "new"); return nil })
+	rep, err := Run(t.Context(), poolConfig(t, g, 1), store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete || ran != 1 {
+		t.Fatalf("Run = %v, %v (%s), %d agent sessions; want a worked once", rep.Outcome, err, rep.Message, ran)
+	}
+	if got := landedOrder(g); !cmp.Equal(got, []string{"a", "a"}) {
+		t.Errorf("trailers %v; want the old plan's a, then this plan's", got)
+	}
+}
+
+// TestPoolStopWakesAWaitingWorker: a worker waiting an hour for a usage
+// limit's reset ends at once when another worker's stop ends the run.
+func TestPoolStopWakesAWaitingWorker(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"), task("b"), task("c"))
+	limited := make(chan struct{})
+	var once sync.Once
+	var both sync.WaitGroup
+	both.Add(2)
+	var started sync.Map
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		w := envOf(req, "RALPH_WORKER")
+		if _, again := started.LoadOrStore(w, true); !again {
+			both.Done()
+			both.Wait()
+		}
+		if w == "w1" {
+			once.Do(func() { close(limited) })
+			return looptest.UsageLimited(time.Now().Add(time.Hour)), nil
+		}
+		<-limited
+		time.Sleep(50 * time.Millisecond) // w1 is in its wait by now, most likely
+		return looptest.Result("<promise>FAILURE</promise>"), nil
+	})
+	done := make(chan struct{})
+	var rep Report
+	var err error
+	go func() {
+		defer close(done)
+		rep, err = Run(t.Context(), poolConfig(t, g, 2), store, run) // the real clock and sleep
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the run did not end: the waiting worker slept on")
+	}
+	if err != nil || rep.Outcome != loop.OutcomeFailure {
+		t.Fatalf("Run = %v, %v (%s); want the FAILURE stop", rep.Outcome, err, rep.Message)
+	}
+	if c, _ := store.Counts(t.Context(), loop.Scope{}); c.InProgress != 0 {
+		t.Errorf("%d tasks left in progress", c.InProgress)
+	}
+}
+
+func TestPoolOnceRunsOneIteration(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"), task("b"), task("c"), task("d"))
+	run := agent(g, func(g *fakeGit, dir, id string) error { g.write(dir, id, id); return nil })
+	cfg := poolConfig(t, g, 2)
+	cfg.Loop.Once = true
+	rep, err := Run(t.Context(), cfg, store, run)
+	if err != nil || rep.Iterations != 1 {
+		t.Fatalf("Run = %v, %v, %d iterations; want one in all", rep.Outcome, err, rep.Iterations)
+	}
+}
+
+// TestPoolRefusesBeforeRecording: a build refused for any reason records
+// no integration branch with the plan (a later build may choose another);
+// ralph's own branch names are refused as --into.
+func TestPoolRefusesBeforeRecording(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"))
+	run := agent(g, func(g *fakeGit, dir, id string) error { return nil })
+	cfg := poolConfig(t, g, 1)
+	cfg.Into = "typo/branch"
+	cfg.Loop.Strategy = "no-such-strategy"
+	if _, err := Run(t.Context(), cfg, store, run); !errors.Is(err, loop.ErrConfig) {
+		t.Fatalf("Run with a bad strategy = %v; want a config error", err)
+	}
+	for _, name := range []string{"ralph", "ralph/task/x", "ralph/attempt/x/1", "HEAD"} {
+		cfg := poolConfig(t, g, 1)
+		cfg.Into = name
+		if _, err := Run(t.Context(), cfg, store, run); !errors.Is(err, loop.ErrConfig) {
+			t.Errorf("--into %s = %v; want refused", name, err)
+		}
+	}
+	if v, ok, _ := store.PlanSetting(t.Context(), SettingInto); ok {
+		t.Errorf("integration branch %q recorded by refused builds", v)
+	}
+	if _, ok := g.refs["refs/heads/typo/branch"]; ok {
+		t.Error("a refused build made its --into branch")
+	}
 }

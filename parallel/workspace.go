@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -60,6 +61,9 @@ type workspace struct {
 	dir    string
 	worker string
 	into   string // the integration branch, full ref name
+	// since is the commit the integration branch was at when this plan
+	// adopted it: only trailers after it are this plan's ("": all).
+	since string
 	// include are the worktree-include files, relative to the project
 	// root: copied into the tree, never committed.
 	include []string
@@ -104,7 +108,7 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("the integration branch %s does not exist", strings.TrimPrefix(w.into, heads))
 	}
-	landed, err := w.landed(ctx, tip, task.ID)
+	landed, err := w.landed(ctx, w.since, tip, task.ID)
 	if err != nil || landed {
 		return landed, err
 	}
@@ -131,10 +135,10 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task) (bool, error) {
 	return false, nil
 }
 
-// landed reports whether the commits on tip include one whose trailer
-// names task id.
-func (w *workspace) landed(ctx context.Context, tip, id string) (bool, error) {
-	vals, err := w.git.Trailers(ctx, tip, TrailerTask)
+// landed reports whether the commits on tip since base (base "": all)
+// include one whose trailer names task id.
+func (w *workspace) landed(ctx context.Context, base, tip, id string) (bool, error) {
+	vals, err := w.git.Trailers(ctx, base, tip, TrailerTask)
 	if err != nil {
 		return false, err
 	}
@@ -171,6 +175,15 @@ func (w *workspace) keep(ctx context.Context) error {
 			what += " by an attempt at task " + id
 		}
 		c, ok, err := w.git.Commit(ctx, w.dir, head, "ralph: "+what+"\n", w.except())
+		var nested *NestedRepoError
+		if errors.As(err, &nested) {
+			// A repository inside the tree is moved aside, whole, and
+			// the rest is kept as usual.
+			if err := w.moveAside(nested.Paths); err != nil {
+				return err
+			}
+			c, ok, err = w.git.Commit(ctx, w.dir, head, "ralph: "+what+"\n", w.except())
+		}
 		if err != nil {
 			return err
 		}
@@ -202,13 +215,63 @@ func (w *workspace) end() {
 	os.Remove(w.marker())
 }
 
-// follow moves the attempt's branch from old to commit.
-func (w *workspace) follow(ctx context.Context, commit, old string) error {
+// follow moves the attempt's branch from old to commit. When someone
+// else moved it (another attempt at the task began), the claim decides:
+// a stale one stops here; the current one takes the branch back.
+func (w *workspace) follow(ctx context.Context, req loop.IntegrateRequest, commit, old string) error {
 	err := w.git.SwapRef(ctx, w.ref, commit, old)
-	if errors.Is(err, ErrRefMoved) {
-		return fmt.Errorf("%w: the branch %s moved under the attempt: another attempt at the task began", loop.ErrStaleClaim, strings.TrimPrefix(w.ref, heads))
+	if !errors.Is(err, ErrRefMoved) {
+		return err
 	}
-	return err
+	if req.Current != nil {
+		if err := req.Current(ctx); err != nil {
+			return err
+		}
+	}
+	now, _, err := w.git.Resolve(ctx, w.ref)
+	if err != nil {
+		return err
+	}
+	if now != "" {
+		// What the other attempt left there is kept first.
+		if _, err := w.keepCommit(ctx, req.Task.ID, now, ""); err != nil {
+			return err
+		}
+	}
+	if now == "" {
+		return w.git.CreateRef(ctx, w.ref, commit)
+	}
+	return w.git.SwapRef(ctx, w.ref, commit, now)
+}
+
+// notCheckedOut refuses to move the integration branch while a worktree
+// has it checked out: ralph never moves a branch under someone's files.
+func (w *workspace) notCheckedOut(ctx context.Context) error {
+	out, err := w.git.CheckedOut(ctx)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(out, w.into) {
+		return fmt.Errorf("the integration branch %s is checked out in a worktree: ralph does not move it under someone's files (switch that worktree away, then build again)", strings.TrimPrefix(w.into, heads))
+	}
+	return nil
+}
+
+// moveAside moves repositories an agent made inside the tree to
+// <tree>.nested/<time>/<path>, beside the tree, whole: their files are in
+// no commit, and the next attempt must not find them.
+func (w *workspace) moveAside(paths []string) error {
+	aside := filepath.Join(w.dir+".nested", strconv.FormatInt(time.Now().UnixNano(), 10))
+	for _, p := range paths {
+		dst := filepath.Join(aside, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(w.dir, filepath.FromSlash(p)), dst); err != nil {
+			return fmt.Errorf("moving the repository %s out of %s: %w", p, w.dir, err)
+		}
+	}
+	return nil
 }
 
 // dirty reports whether the tree has changes that are not ralph's own.
@@ -318,6 +381,10 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		return loop.IntegrateResult{}, fmt.Errorf("no attempt at task %s began in %s", task.ID, w.dir)
 	}
 	head, changed, err := w.git.Commit(ctx, w.dir, w.base, commitMessage(task, req.Summary), w.except())
+	var nested *NestedRepoError
+	if errors.As(err, &nested) {
+		return loop.IntegrateResult{}, &loop.IntegrationError{Reason: nested.Error()}
+	}
 	if err != nil {
 		return loop.IntegrateResult{}, err
 	}
@@ -325,7 +392,7 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		w.end()
 		return loop.IntegrateResult{}, nil
 	}
-	if err := w.follow(ctx, head, w.base); err != nil {
+	if err := w.follow(ctx, req, head, w.base); err != nil {
 		return loop.IntegrateResult{}, err
 	}
 	w.land.Lock()
@@ -342,10 +409,13 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		if !ok {
 			return loop.IntegrateResult{}, fmt.Errorf("the integration branch %s is gone", strings.TrimPrefix(w.into, heads))
 		}
-		if req.Current != nil {
-			if err := req.Current(ctx); err != nil {
-				return loop.IntegrateResult{}, err
+		// Work that landed since the attempt began includes this task's
+		// only when another claim landed it: this one is stale then.
+		if landed, err := w.landed(ctx, base, tip, task.ID); err != nil || landed {
+			if err == nil {
+				err = fmt.Errorf("%w: task %s landed from another claim while this attempt worked", loop.ErrStaleClaim, task.ID)
 			}
+			return loop.IntegrateResult{}, err
 		}
 		if tip != base {
 			moved, err := w.git.Rebase(ctx, w.dir, base, tip)
@@ -356,7 +426,7 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 			if err != nil {
 				return loop.IntegrateResult{}, err
 			}
-			if err := w.follow(ctx, moved, head); err != nil {
+			if err := w.follow(ctx, req, moved, head); err != nil {
 				return loop.IntegrateResult{}, err
 			}
 			head, base, replayed = moved, tip, true
@@ -368,6 +438,17 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 					return loop.IntegrateResult{}, w.trouble(ctx, head, tip, "the test gate failed after replaying onto the moved tip: "+err.Error())
 				}
 			}
+		}
+		// Right before the branch moves: the claim is still the task's
+		// (a replay and its gate take time), and nobody checked the
+		// branch out meanwhile.
+		if req.Current != nil {
+			if err := req.Current(ctx); err != nil {
+				return loop.IntegrateResult{}, err
+			}
+		}
+		if err := w.notCheckedOut(ctx); err != nil {
+			return loop.IntegrateResult{}, err
 		}
 		err = w.git.SwapRef(ctx, w.into, head, tip)
 		if errors.Is(err, ErrRefMoved) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +23,9 @@ type board struct {
 	mu    sync.Mutex
 	w     io.Writer
 	now   func() time.Time
-	width int // longest line drawn, in runes
+	// width is the longest line drawn, in runes: one less than the
+	// terminal's width, so that no line wraps (erasing counts lines).
+	width int
 
 	order []string
 	rows  map[string]*boardRow
@@ -41,11 +44,18 @@ type boardRow struct {
 // boardEvery bounds how often agent events redraw the board.
 const boardEvery = 100 * time.Millisecond
 
-func newBoard(w io.Writer, now func() time.Time) *board {
+func newBoard(w io.Writer, now func() time.Time, getenv func(string) string) *board {
 	if now == nil {
 		now = time.Now
 	}
-	return &board{w: w, now: now, width: 118, rows: map[string]*boardRow{}}
+	cols := termWidth(w)
+	if cols <= 0 {
+		cols, _ = strconv.Atoi(getenv("COLUMNS"))
+	}
+	if cols <= 1 {
+		cols = 80
+	}
+	return &board{w: w, now: now, width: cols - 1, rows: map[string]*boardRow{}}
 }
 
 // Observe implements loop.Observer; the workers' calls take turns on mu.
@@ -109,6 +119,7 @@ func (b *board) row(worker string) *boardRow {
 // log writes a message above the board.
 func (b *board) log(worker, msg string) {
 	b.erase()
+	// Messages wrap as they must; only the board's own lines are cut.
 	fmt.Fprintf(b.w, "[%s] %s\n", worker, msg)
 	b.draw()
 }

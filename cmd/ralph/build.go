@@ -77,7 +77,7 @@ func build(c *cli.Context, cfg appConfig) error {
 		return usage("--feature needs the task database; a progress file has no features")
 	case progressFile != "" && c.String("claim") == string(loop.ClaimAgent):
 		return usage("--claim agent needs the task database (the agent claims with 'ralph task claim'), not --progress")
-	case c.Int("workers") < 0:
+	case c.IsSet("workers") && c.Int("workers") < 1:
 		return usage("--workers %d: want 1 or more", c.Int("workers"))
 	case c.IsSet("workers") && progressFile != "":
 		return usage("--workers needs the task database, not --progress")
@@ -190,7 +190,7 @@ func build(c *cli.Context, cfg appConfig) error {
 		}
 		view.workers = true
 		if claude.IsTerminal(cfg.stdout) {
-			view.board = newBoard(cfg.stdout, cfg.now)
+			view.board = newBoard(cfg.stdout, cfg.now, cfg.getenv)
 		}
 		return buildParallel(c, cfg, p, parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup")}, store, runner)
 	}

@@ -347,6 +347,7 @@ func TestWorkersBadInput(t *testing.T) {
 		{"peek mode", nil, []string{"--workers", "2", "--claim", "agent"}, 1, "--claim agent"},
 		{"commit gate", nil, []string{"--workers", "2", "--commit"}, 1, "--commit"},
 		{"negative", nil, []string{"--workers", "-1"}, 1, "want 1 or more"},
+		{"zero", nil, []string{"--workers", "0"}, 1, "want 1 or more"},
 		{"into without workers", nil, []string{"--into", "x"}, 1, "go with --workers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
