@@ -20,9 +20,9 @@ import (
 // waits) scrolling above it, each prefixed with its worker. Piped, the
 // build prints every worker's lines prefixed instead (buildView).
 type board struct {
-	mu    sync.Mutex
-	w     io.Writer
-	now   func() time.Time
+	mu  sync.Mutex
+	w   io.Writer
+	now func() time.Time
 	// width is the longest line drawn, in runes: one less than the
 	// terminal's width, so that no line wraps (erasing counts lines).
 	width int
