@@ -25,7 +25,25 @@
 //     is on the integration branch has landed: after a crash between the
 //     branch moving and the store recording it, the next claim of the task
 //     completes it without running an agent (a "branch contained in the
-//     tip" test would be wrong after a rebase).
+//     tip" test would be wrong after a rebase). Only commits after the one
+//     the branch was at when the plan adopted it count (recorded with the
+//     plan as integration_base): an earlier plan of the repository may
+//     have used the same ids. A task reset after its work landed is found
+//     landed again, since its commit is still on the branch: to change
+//     landed work, add a task.
+//   - Right before the branch moves, the claim is checked again (a replay
+//     and its test gate take time) and so is every worktree: a branch
+//     someone checked out meanwhile is not moved (exit 5). ralph writes
+//     HEAD detached: a branch an agent checked out in its tree is never
+//     moved by ralph.
+//   - A git repository an agent makes inside its tree (git init, a
+//     scaffolding tool) would be committed as a gitlink with none of its
+//     files: integration refuses it as task trouble naming it, and the
+//     tree's keeper moves it aside whole, to <tree>.nested/<time>/<path>.
+//     Readying a tree never deletes such a repository.
+//   - --into must be a branch name git takes, and not ralph, ralph/task/…
+//     or ralph/attempt/… (ralph's own). Nothing is recorded with the plan
+//     until every check of the build has passed.
 //   - Task ids in branch names: letters, digits, '-' and '_' stay, every
 //     other byte is %XX (RefName): "fix bug/3" → ralph/task/fix%20bug%2F3.
 //   - Trees work on a detached HEAD; ralph/task/<id> follows the attempt's
