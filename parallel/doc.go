@@ -46,9 +46,11 @@
 //     until every check of the build has passed.
 //   - Task ids in branch names: letters, digits, '-' and '_' stay, every
 //     other byte is %XX (RefName): "fix bug/3" → ralph/task/fix%20bug%2F3.
-//   - Trees work on a detached HEAD; ralph/task/<id> follows the attempt's
-//     commits but is never checked out, so that any worker can take up any
-//     task after another worker's attempt failed.
+//   - Trees work on a detached HEAD; ralph/task/<id> is made at the
+//     integration tip when an attempt begins and moved to the attempt's
+//     commit when it lands (a failed attempt's commit is on its attempt
+//     branch), and is never checked out, so that any worker can take up
+//     any task after another worker's attempt failed.
 //   - Kept attempts: a failed attempt's commit (a conflict, a test gate
 //     that failed after the rebase, or work left when the task went back
 //     to pending for any other reason) is kept as ralph/attempt/<id>/<n>,

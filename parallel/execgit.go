@@ -409,61 +409,95 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 		}
 		return "", false, err
 	}
-	// A repository inside the tree would be recorded as a gitlink, its
-	// files in no commit: refused.
-	raw, err := g.run(ctx, dir, nil, "diff", "--cached", "--raw", "--no-renames", "--diff-filter=A", base, "--")
+	// What the index now changes from base, in one listing: a repository
+	// inside the tree (recorded as a gitlink, none of its files) is
+	// refused; an excluded path the agent staged or committed gets back
+	// base's version (none when base has none); nothing at all is no
+	// commit.
+	raw, err := g.run(ctx, dir, nil, "diff", "--cached", "--raw", "-z", "--no-renames", base, "--")
 	if err != nil {
 		return "", false, err
 	}
 	var nested []string
-	for line := range strings.Lines(raw) {
-		if meta, path, ok := strings.Cut(strings.TrimRight(line, "\n"), "\t"); ok && strings.HasPrefix(meta, ":000000 160000 ") {
+	touched, changedPaths := false, 0
+	fields := strings.Split(raw, "\x00") // ":meta", "path", ":meta", "path", …
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta, path := fields[i], fields[i+1]
+		changedPaths++
+		if strings.HasPrefix(meta, ":000000 160000 ") {
 			nested = append(nested, path)
+		}
+		if excludedPath(path, except) {
+			touched = true
 		}
 	}
 	if len(nested) > 0 {
 		g.run(context.WithoutCancel(ctx), dir, nil, append([]string{"reset", "--quiet", base, "--"}, nested...)...)
 		return "", false, &NestedRepoError{Paths: nested}
 	}
-	if len(excluded) > 0 {
-		// The agent may have committed or staged an excluded path;
-		// give the index base's version of each (none when base has
-		// none).
+	if touched {
 		args := append([]string{"reset", "--quiet", base, "--"}, excluded...)
 		if _, err := g.run(ctx, dir, nil, args...); err != nil {
 			return "", false, err
 		}
 	}
-	out, err := g.run(ctx, dir, nil, "write-tree")
-	if err != nil {
-		return "", false, err
-	}
-	tree := strings.TrimSpace(out)
-	out, err = g.run(ctx, dir, nil, "rev-parse", "--verify", base+"^{tree}")
-	if err != nil {
-		return "", false, err
-	}
 	commit := base
-	if changed := tree != strings.TrimSpace(out); changed {
-		opts, err := g.identity(ctx, dir)
+	if changedPaths > 0 {
+		out, err := g.run(ctx, dir, nil, "write-tree")
 		if err != nil {
 			return "", false, err
 		}
-		if !strings.HasSuffix(message, "\n") {
-			message += "\n"
+		tree := strings.TrimSpace(out)
+		var changed bool
+		if touched {
+			// Only excluded paths may have changed: compare the trees.
+			out, err = g.run(ctx, dir, nil, "rev-parse", "--verify", base+"^{tree}")
+			if err != nil {
+				return "", false, err
+			}
+			changed = tree != strings.TrimSpace(out)
+		} else {
+			changed = true
 		}
-		opts = append(opts, "-c", "commit.gpgSign=false", "commit-tree", tree, "-p", base, "-F", "-")
-		out, err = g.run(ctx, dir, strings.NewReader(message), opts...)
-		if err != nil {
-			return "", false, err
+		if changed {
+			commit, err = g.commitTree(ctx, dir, tree, base, message)
+			if err != nil {
+				return "", false, err
+			}
 		}
-		commit = strings.TrimSpace(out)
 	}
 	subject, _, _ := strings.Cut(message, "\n")
 	if _, err := g.run(ctx, dir, nil, "update-ref", "--no-deref", "-m", "ralph: commit: "+subject, "HEAD", commit); err != nil {
 		return "", false, err
 	}
 	return commit, commit != base, nil
+}
+
+// commitTree records tree as a commit on parent with message.
+func (g *ExecGit) commitTree(ctx context.Context, dir, tree, parent, message string) (string, error) {
+	opts, err := g.identity(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasSuffix(message, "\n") {
+		message += "\n"
+	}
+	opts = append(opts, "-c", "commit.gpgSign=false", "commit-tree", tree, "-p", parent, "-F", "-")
+	out, err := g.run(ctx, dir, strings.NewReader(message), opts...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// excludedPath reports whether path is one of except or under one.
+func excludedPath(path string, except []string) bool {
+	for _, e := range except {
+		if path == e || strings.HasPrefix(path, e+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // identity returns the -c options that supply ralph's name and email

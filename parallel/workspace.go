@@ -76,7 +76,7 @@ type workspace struct {
 
 	// The attempt under way: its task, its branch (full ref) and the
 	// commit it began from. The tree's HEAD is detached; the branch
-	// follows the attempt's commits.
+	// moves to the attempt's commit when it lands.
 	task loop.Task
 	ref  string
 	base string
@@ -392,12 +392,11 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		w.end()
 		return loop.IntegrateResult{}, nil
 	}
-	if err := w.follow(ctx, req, head, w.base); err != nil {
-		return loop.IntegrateResult{}, err
-	}
 	w.land.Lock()
 	defer w.land.Unlock()
-	base, replayed := w.base, false
+	// refAt is where the attempt's branch is: it follows the attempt's
+	// commit once, right before the integration branch moves.
+	base, replayed, refAt := w.base, false, w.base
 	for {
 		if err := ctx.Err(); err != nil {
 			return loop.IntegrateResult{}, err
@@ -426,9 +425,6 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 			if err != nil {
 				return loop.IntegrateResult{}, err
 			}
-			if err := w.follow(ctx, req, moved, head); err != nil {
-				return loop.IntegrateResult{}, err
-			}
 			head, base, replayed = moved, tip, true
 			if req.Gate != nil {
 				if err := req.Gate(ctx); err != nil {
@@ -449,6 +445,12 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		}
 		if err := w.notCheckedOut(ctx); err != nil {
 			return loop.IntegrateResult{}, err
+		}
+		if refAt != head {
+			if err := w.follow(ctx, req, head, refAt); err != nil {
+				return loop.IntegrateResult{}, err
+			}
+			refAt = head
 		}
 		err = w.git.SwapRef(ctx, w.into, head, tip)
 		if errors.Is(err, ErrRefMoved) {
