@@ -64,18 +64,11 @@ func TestPoolWithGit(t *testing.T) {
 	blockers := map[string][]string{"c": {"a"}, "d": {"b", "c"}}
 	var mu sync.Mutex
 	var problems []string
-	var both sync.WaitGroup
-	both.Add(2)
-	first := map[string]bool{}
+	meet := meeting(2)
 	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 		id := envOf(req, "RALPH_TASK_ID")
-		mu.Lock()
-		again := first[id]
-		first[id] = true
-		mu.Unlock()
-		if (id == "a" || id == "b") && !again {
-			both.Done()
-			both.Wait() // a and b begin from the same tip and both edit shared.txt
+		if id == "a" || id == "b" {
+			meet(id) // a and b begin from the same tip and both edit shared.txt
 		}
 		fail := func(s string) {
 			mu.Lock()
@@ -298,15 +291,10 @@ func TestPoolTwoBuildsAtOnce(t *testing.T) {
 // overlap (both begin from the same tip), each running its work in its
 // tree.
 func concurrently(work map[string]func(dir string)) loop.Runner {
-	var both sync.WaitGroup
-	both.Add(2)
-	var seen sync.Map
+	meet := meeting(2)
 	return loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 		id := envOf(req, "RALPH_TASK_ID")
-		if _, again := seen.LoadOrStore(id, true); !again {
-			both.Done()
-			both.Wait()
-		}
+		meet(id)
 		work[id](req.Dir)
 		return looptest.Result("<task-done>" + id + "</task-done>"), nil
 	})

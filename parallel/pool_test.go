@@ -162,14 +162,9 @@ func TestPoolLandsEachTaskOnceInGraphOrder(t *testing.T) {
 func TestPoolConflictIsTaskTrouble(t *testing.T) {
 	g := newFakeGit(map[string]string{"shared.txt": "v0"})
 	store := newStore(t, task("x"), task("y"))
-	var both sync.WaitGroup
-	both.Add(2)
-	var once sync.Map
+	meet := meeting(2)
 	run := agent(g, func(g *fakeGit, dir, id string) error {
-		if _, again := once.LoadOrStore(id, true); !again {
-			both.Done()
-			both.Wait() // both first attempts begin from the same tip
-		}
+		meet(id) // both first attempts begin from the same tip
 		g.write(dir, "shared.txt", "by "+id)
 		return nil
 	})
@@ -457,15 +452,10 @@ func TestPoolUsageLimitPausesEveryWorker(t *testing.T) {
 	obs := &notes{w2waited: w2waited}
 	var mu sync.Mutex
 	limited := false
-	var both sync.WaitGroup
-	both.Add(2)
-	var started sync.Map
+	meet := meeting(2)
 	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 		w := envOf(req, "RALPH_WORKER")
-		if _, again := started.LoadOrStore(w, true); !again {
-			both.Done()
-			both.Wait() // both workers are in a session at once
-		}
+		meet(w) // both workers are in a session at once
 		mu.Lock()
 		first := !limited && w == "w1"
 		if first {
@@ -597,15 +587,10 @@ func TestPoolStopWakesAWaitingWorker(t *testing.T) {
 	store := newStore(t, task("a"), task("b"), task("c"))
 	limited := make(chan struct{})
 	var once sync.Once
-	var both sync.WaitGroup
-	both.Add(2)
-	var started sync.Map
+	meet := meeting(2)
 	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 		w := envOf(req, "RALPH_WORKER")
-		if _, again := started.LoadOrStore(w, true); !again {
-			both.Done()
-			both.Wait()
-		}
+		meet(w)
 		if w == "w1" {
 			once.Do(func() { close(limited) })
 			return looptest.UsageLimited(time.Now().Add(time.Hour)), nil
@@ -671,5 +656,20 @@ func TestPoolRefusesBeforeRecording(t *testing.T) {
 	}
 	if _, ok := g.refs["refs/heads/typo/branch"]; ok {
 		t.Error("a refused build made its --into branch")
+	}
+}
+
+// meeting returns a function whose first call with each key waits until
+// n keys have called it: n sessions under way at once. Later calls with a
+// key return at once.
+func meeting(n int) func(key string) {
+	var all sync.WaitGroup
+	all.Add(n)
+	var seen sync.Map
+	return func(key string) {
+		if _, again := seen.LoadOrStore(key, true); !again {
+			all.Done()
+			all.Wait()
+		}
 	}
 }
