@@ -427,3 +427,61 @@ func TestE2EResultThenStall(t *testing.T) {
 		t.Errorf("processes of the run left behind: %v", left)
 	}
 }
+
+// TestE2EWorkers runs `ralph build --workers 2` with the real Claude Code
+// in a git repository `ralph init` made: each agent works in its worker's
+// tree (its Bash runs there), the last task starts from a tip that holds
+// its two blockers' work, and everything lands on ralph/integration while
+// the user's tree stays as it was.
+func TestE2EWorkers(t *testing.T) {
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		if r.ToolResults() == 0 {
+			// The task id, then the work: a file listing what the tree
+			// holds.
+			return claudetest.Bash(`echo "$RALPH_TASK_ID"; ls > "$RALPH_TASK_ID.txt"; [ "$PWD" = "$RALPH_WORKTREE" ] && echo in-worktree`)
+		}
+		id := strings.Fields(r.LastToolResult())[0]
+		return claudetest.Text("Listed the tree into " + id + ".txt.\n<task-done>" + id + "</task-done>")
+	})
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "ralph init"},
+	} {
+		cmd := exec.Command("git", append([]string{"-C", e.dir}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	e.ok("task", "add", "Left")                                               // t-1
+	e.ok("task", "add", "Right")                                              // t-2
+	e.ok("task", "add", "Both", "--blocked-by", "t-1", "--blocked-by", "t-2") // t-3
+
+	r := e.run("build", "--workers", "2", "--use-api-key")
+	if r.code != 0 || !strings.Contains(r.stdout, "integration branch: ralph/integration") {
+		t.Fatalf("build --workers 2: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", e.dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if got := git("show", "ralph/integration:t-3.txt"); !strings.Contains(got, "t-1.txt") || !strings.Contains(got, "t-2.txt") {
+		t.Errorf("t-3 began in a tree without its blockers' work: it listed %q", got)
+	}
+	if got := strings.Fields(git("log", "--format=%(trailers:key=Ralph-Task,valueonly)", "ralph/integration")); len(got) != 3 {
+		t.Errorf("landed %v; want t-1, t-2, t-3 once each", got)
+	}
+	for _, id := range []string{"t-1", "t-2", "t-3"} {
+		if _, err := os.Stat(filepath.Join(e.dir, id+".txt")); err == nil {
+			t.Errorf("%s.txt was written in the user's tree, not the worker's", id)
+		}
+		for _, l := range e.show(id).Logs {
+			if l.Kind == "release" || l.Kind == "retry" {
+				t.Errorf("%s log: %s %q", id, l.Kind, l.Message)
+			}
+		}
+	}
+}
