@@ -19,8 +19,14 @@ func (r *run) dir() string {
 // set when the task's work is on the integration branch already: begin
 // has completed the task then, and the iteration is not counted. A git
 // failure releases the claim and stops the run (exit 5).
-func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task) (landed bool, s *stop) {
-	integrated, err := ws.Begin(ctx, task)
+func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []LogEntry) (landed bool, s *stop) {
+	recorded := 0
+	for _, e := range logs {
+		if e.Kind == LogDone {
+			recorded++
+		}
+	}
+	integrated, err := ws.Begin(ctx, task, recorded)
 	if err != nil {
 		r.releaseHeld(ctx, "the worker's tree could not be readied: "+firstLine(err.Error()))
 		if ctx.Err() != nil {

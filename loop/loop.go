@@ -598,16 +598,16 @@ func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
 	if r.cfg.Shared != nil {
 		n = r.cfg.Shared.next()
 	}
-	if ws := r.cfg.Workspace; ws != nil {
-		if landed, s := r.begin(ctx, n, ws, task); landed || s != nil {
-			return false, s
-		}
-	}
-
 	logs, err := r.store.Logs(ctx, task.ID)
 	if err != nil {
 		return false, r.storeErr(ctx, err)
 	}
+	if ws := r.cfg.Workspace; ws != nil {
+		if landed, s := r.begin(ctx, n, ws, task, logs); landed || s != nil {
+			return false, s
+		}
+	}
+
 	data, err := buildContext(ctx, r.store, r.cfg.Root, task, r.cfg.MaxRetries, logs)
 	if err != nil {
 		return false, r.storeErr(ctx, err)

@@ -16,12 +16,14 @@ type Workspace interface {
 	Dir() string
 	// Begin readies the tree for an attempt at task, which the loop has
 	// just claimed: whatever the tree held before is kept (committed to an
-	// attempt branch), and the tree becomes the integration tip. integrated
-	// true says that the task's work is on the integration branch already
-	// (a run stopped between landing it and recording it): the loop
-	// completes the task without running an agent. An error is a git
-	// failure.
-	Begin(ctx context.Context, task Task) (integrated bool, err error)
+	// attempt branch), and the tree becomes the integration tip. recorded
+	// is how often the store recorded the task done (its LogDone entries).
+	// integrated true says that the integration branch holds more landings
+	// of the task than that — a run stopped between landing the work and
+	// recording it — so the loop completes the task without running an
+	// agent; a task reset after its work landed (as many landings as
+	// completions) is worked again. An error is a git failure.
+	Begin(ctx context.Context, task Task, recorded int) (integrated bool, err error)
 	// Integrate lands the attempt's work on the integration branch: the
 	// change committed with the task's trailer, replayed onto the tip,
 	// the test gate run again when the tip had moved, the branch moved

@@ -28,9 +28,10 @@
 //     tip" test would be wrong after a rebase). Only commits after the one
 //     the branch was at when the plan adopted it count (recorded with the
 //     plan as integration_base): an earlier plan of the repository may
-//     have used the same ids. A task reset after its work landed is found
-//     landed again, since its commit is still on the branch: to change
-//     landed work, add a task.
+//     have used the same ids. A task has landed when the branch holds more
+//     commits with its trailer than the store has completions of it: so a
+//     task reset after its work landed is worked again (and lands a second
+//     commit).
 //   - Right before the branch moves, the claim is checked again (a replay
 //     and its test gate take time) and so is every worktree: a branch
 //     someone checked out meanwhile is not moved (exit 5). ralph writes

@@ -166,7 +166,7 @@ func BenchmarkWorkspaceTask(b *testing.B) {
 	for b.Loop() {
 		task := loop.Task{ID: fmt.Sprintf("t-%d", n), Title: "Task", Generation: 1}
 		t0 := time.Now()
-		if landed, err := ws.Begin(ctx, task); err != nil || landed {
+		if landed, err := ws.Begin(ctx, task, 0); err != nil || landed {
 			b.Fatal(landed, err)
 		}
 		t1 := time.Now()

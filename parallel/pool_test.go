@@ -284,7 +284,7 @@ func TestIntegrateGateAfterReplay(t *testing.T) {
 	gate := func(context.Context) error { gateRuns++; return errors.New("FAIL: TestA") }
 
 	// Tip not moved: no replay, no gate.
-	if _, err := ws.Begin(ctx, tk); err != nil {
+	if _, err := ws.Begin(ctx, tk, 0); err != nil {
 		t.Fatal(err)
 	}
 	g.write("/w1", "a.txt", "a")
@@ -298,7 +298,7 @@ func TestIntegrateGateAfterReplay(t *testing.T) {
 
 	// Tip moved: replayed, gate run, its failure is task trouble.
 	tb := loop.Task{ID: "b", Title: "B", Generation: 1}
-	if _, err := ws.Begin(ctx, tb); err != nil {
+	if _, err := ws.Begin(ctx, tb, 0); err != nil {
 		t.Fatal(err)
 	}
 	g.write("/w1", "b.txt", "b")
@@ -318,7 +318,7 @@ func TestIntegrateGateAfterReplay(t *testing.T) {
 	}
 
 	// A stale claim: nothing lands.
-	if _, err := ws.Begin(ctx, tb); err != nil {
+	if _, err := ws.Begin(ctx, tb, 0); err != nil {
 		t.Fatal(err)
 	}
 	g.write("/w1", "b.txt", "b2")
@@ -671,5 +671,41 @@ func meeting(n int) func(key string) {
 			all.Done()
 			all.Wait()
 		}
+	}
+}
+
+// TestPoolResetTaskIsWorkedAgain: a task reset after its work landed (its
+// history records the landing as done) is worked again, and lands a second
+// commit; one whose landing was never recorded is not.
+func TestPoolResetTaskIsWorkedAgain(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"))
+	ran := 0
+	run := agent(g, func(g *fakeGit, dir, id string) error {
+		ran++
+		g.write(dir, "a.txt", fmt.Sprint("version ", ran))
+		return nil
+	})
+	if rep, err := Run(t.Context(), poolConfig(t, g, 1), store, run); err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("first build: %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	// The plan as `ralph task reset a` leaves it: pending, its history
+	// saying it was done once.
+	again := newStore(t, task("a"))
+	again.settings = store.settings
+	if err := again.AddLog(t.Context(), "a", loop.LogDone, "did a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.AddLog(t.Context(), "a", loop.LogReset, "reset"); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Run(t.Context(), poolConfig(t, g, 1), again, run); err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("build after the reset: %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if ran != 2 || g.filesAt(into)["a.txt"] != "version 2" {
+		t.Errorf("%d agent sessions, a.txt %q; want the reset task worked again", ran, g.filesAt(into)["a.txt"])
+	}
+	if got := landedOrder(g); !cmp.Equal(got, []string{"a", "a"}) {
+		t.Errorf("landed %v; want a twice", got)
 	}
 }

@@ -97,7 +97,7 @@ func (w *workspace) except() []string {
 }
 
 // Begin implements loop.Workspace.
-func (w *workspace) Begin(ctx context.Context, task loop.Task) (bool, error) {
+func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bool, error) {
 	if err := w.keep(ctx); err != nil {
 		return false, err
 	}
@@ -108,9 +108,9 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("the integration branch %s does not exist", strings.TrimPrefix(w.into, heads))
 	}
-	landed, err := w.landed(ctx, w.since, tip, task.ID)
-	if err != nil || landed {
-		return landed, err
+	landings, err := w.landings(ctx, w.since, tip, task.ID)
+	if err != nil || landings > recorded {
+		return err == nil, err
 	}
 	branch := heads + TaskBranchPrefix + RefName(task.ID)
 	// An earlier attempt's branch that did not land is kept before the
@@ -135,14 +135,20 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task) (bool, error) {
 	return false, nil
 }
 
-// landed reports whether the commits on tip since base (base "": all)
-// include one whose trailer names task id.
-func (w *workspace) landed(ctx context.Context, base, tip, id string) (bool, error) {
+// landings counts the commits on tip since base (base "": all) whose
+// trailer names task id.
+func (w *workspace) landings(ctx context.Context, base, tip, id string) (int, error) {
 	vals, err := w.git.Trailers(ctx, base, tip, TrailerTask)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	return slices.Contains(vals, id), nil
+	n := 0
+	for _, v := range vals {
+		if v == id {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // keep makes sure that nothing the tree holds is lost before it is
@@ -410,7 +416,7 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		}
 		// Work that landed since the attempt began includes this task's
 		// only when another claim landed it: this one is stale then.
-		if landed, err := w.landed(ctx, base, tip, task.ID); err != nil || landed {
+		if n, err := w.landings(ctx, base, tip, task.ID); err != nil || n > 0 {
 			if err == nil {
 				err = fmt.Errorf("%w: task %s landed from another claim while this attempt worked", loop.ErrStaleClaim, task.ID)
 			}
