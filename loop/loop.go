@@ -183,27 +183,17 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		if cfg.SessionLog {
 			slog = cfg.Shared.log
 		}
-	} else if r.autoSession && (cfg.SessionLog || cfg.RawLogs) {
-		f, err := r.reserveSession()
-		if err != nil {
+	} else {
+		var err error
+		if slog, err = r.openLog(); err != nil {
 			r.report.Outcome, r.report.Message = OutcomeError, err.Error()
 			return r.report, err
+		}
+		if slog != nil {
+			defer slog.Close()
 		}
 		cfg = r.cfg
 		r.report.Session = cfg.Session
-		if f != nil {
-			slog = NewSessionLog(f)
-			slog.c = f
-			defer slog.Close()
-		}
-	} else if cfg.SessionLog {
-		var err error
-		slog, err = OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session))
-		if err != nil {
-			r.report.Outcome, r.report.Message = OutcomeError, err.Error()
-			return r.report, err
-		}
-		defer slog.Close()
 	}
 	r.note = &notifier{log: slog, obs: obs, cancel: cancel, base: Note{Session: cfg.Session, Mode: cfg.Mode, Worker: cfg.Worker}, now: cfg.Now}
 

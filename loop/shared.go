@@ -208,28 +208,32 @@ func endsRun(o Outcome) bool {
 // that two builds started in the same second never share logs). log is nil
 // when cfg.SessionLog is off; the caller closes it.
 func OpenSession(cfg Config) (session string, log *SessionLog, err error) {
-	auto := cfg.Session == ""
-	if _, err := cfg.normalize(); err != nil {
+	r := &run{cfg: cfg, autoSession: cfg.Session == ""}
+	if _, err := r.cfg.normalize(); err != nil {
 		return "", nil, err
 	}
-	r := &run{cfg: cfg}
+	log, err = r.openLog()
+	return r.cfg.Session, log, err
+}
+
+// openLog opens the run's session log (nil when cfg.SessionLog is off): a
+// session named from the clock is first reserved (reserveSession, which
+// sets r.cfg.Session), one named by the caller is used as it is.
+func (r *run) openLog() (*SessionLog, error) {
+	cfg := r.cfg
 	switch {
-	case auto && (cfg.SessionLog || cfg.RawLogs):
+	case r.autoSession && (cfg.SessionLog || cfg.RawLogs):
 		f, err := r.reserveSession()
-		if err != nil {
-			return "", nil, err
+		if err != nil || f == nil {
+			return nil, err
 		}
-		if f != nil {
-			log = NewSessionLog(f)
-			log.c = f
-		}
+		log := NewSessionLog(f)
+		log.c = f
+		return log, nil
 	case cfg.SessionLog:
-		log, err = OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session))
-		if err != nil {
-			return "", nil, err
-		}
+		return OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session))
 	}
-	return r.cfg.Session, log, nil
+	return nil, nil
 }
 
 // Stop ends the run from outside a worker's loop (a worker that could not

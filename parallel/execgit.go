@@ -385,12 +385,12 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 	// The index, whatever the agent staged or committed on top of base,
 	// becomes dir's tree.
 	add := []string{"add", "--all", "--", "."}
-	var excluded, present []string
+	var pathspecs, present []string
 	for _, p := range except {
 		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
 			present = append(present, p)
 		}
-		excluded = append(excluded, ":(literal)"+p)
+		pathspecs = append(pathspecs, ":(literal)"+p)
 	}
 	// An ignored path named in a pathspec, even an exclude, makes git add
 	// fail ("paths are ignored"): only the others are excluded; git add
@@ -427,7 +427,7 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 		if strings.HasPrefix(meta, ":000000 160000 ") {
 			nested = append(nested, path)
 		}
-		if excludedPath(path, except) {
+		if excluded(path, except) {
 			touched = true
 		}
 	}
@@ -436,7 +436,7 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 		return "", false, &NestedRepoError{Paths: nested}
 	}
 	if touched {
-		args := append([]string{"reset", "--quiet", base, "--"}, excluded...)
+		args := append([]string{"reset", "--quiet", base, "--"}, pathspecs...)
 		if _, err := g.run(ctx, dir, nil, args...); err != nil {
 			return "", false, err
 		}
@@ -488,16 +488,6 @@ func (g *ExecGit) commitTree(ctx context.Context, dir, tree, parent, message str
 		return "", err
 	}
 	return strings.TrimSpace(out), nil
-}
-
-// excludedPath reports whether path is one of except or under one.
-func excludedPath(path string, except []string) bool {
-	for _, e := range except {
-		if path == e || strings.HasPrefix(path, e+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // identity returns the -c options that supply ralph's name and email

@@ -294,6 +294,7 @@ func (w *workspace) dirty(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// excluded reports whether path is one of except or under one.
 func excluded(path string, except []string) bool {
 	for _, e := range except {
 		if path == e || strings.HasPrefix(path, e+"/") {
