@@ -254,9 +254,25 @@ func (g *ExecGit) AddWorktree(ctx context.Context, dir, commit string) error {
 	if err != nil {
 		return fmt.Errorf("parallel: worktree %s: %w", dir, err)
 	}
-	_, err = g.run(ctx, g.Root, nil, "worktree", "add", "--detach", "--quiet", "--", abs, commit)
-	return err
+	// Two git worktree add at once in one repository can fail: one reads
+	// the other's half-written .git/worktrees entry ("failed to read
+	// .git/worktrees/w3/commondir"). A failure that left no worktree
+	// behind is tried again, after a short wait.
+	for attempt := 1; ; attempt++ {
+		_, err = g.run(ctx, g.Root, nil, "worktree", "add", "--detach", "--quiet", "--", abs, commit)
+		if err == nil || attempt == addWorktreeTries || ctx.Err() != nil {
+			return err
+		}
+		if _, serr := os.Stat(filepath.Join(abs, ".git")); serr == nil {
+			return err // a worktree is there: not a race to retry
+		}
+		os.RemoveAll(abs) // what the failed add may have made
+		time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
+	}
 }
+
+// addWorktreeTries bounds AddWorktree's tries.
+const addWorktreeTries = 5
 
 // Status returns the paths `git status --porcelain` lists for dir: changed,
 // staged and untracked files that are not ignored, one path each (a rename
