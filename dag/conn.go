@@ -24,6 +24,9 @@ type wconn struct {
 	// unckpt says it has committed since.
 	ckptAt time.Time
 	unckpt bool
+	// rebind, on a server's connection, turns the package's queries
+	// into the server's dialect (Server.Rebind); nil for SQLite.
+	rebind func(string) string
 }
 
 // wstmt is a prepared statement of the writer's connection; busy while
@@ -47,7 +50,11 @@ func (w *wconn) prepare(ctx context.Context, q string) (st driver.Stmt, done fun
 		ws.busy = true
 		return ws.st, func() { ws.busy = false }, nil
 	}
-	st, err = w.c.(driver.ConnPrepareContext).PrepareContext(ctx, q)
+	pq := q
+	if w.rebind != nil {
+		pq = w.rebind(q)
+	}
+	st, err = w.c.(driver.ConnPrepareContext).PrepareContext(ctx, pq)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,6 +84,9 @@ func (w *wconn) exec(ctx context.Context, q string, args ...any) (driver.Result,
 // flag pragmas change how statements compile, and SQLite expires the
 // prepared ones.
 func (w *wconn) pragma(ctx context.Context, p string) error {
+	if w.rebind != nil {
+		return nil // a server has no pragmas
+	}
 	_, err := w.c.(driver.ExecerContext).ExecContext(ctx, "PRAGMA "+p, nil)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -111,7 +112,7 @@ func (s *Store) RecordReceipt(ctx context.Context, r loop.Receipt) error {
 // (by insertion), at most limit (limit <= 0: all).
 func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error) {
 	if limit <= 0 {
-		limit = -1
+		limit = math.MaxInt64 // all (LIMIT -1 is SQLite's alone)
 	}
 	var out []loop.Receipt
 	err := s.read(ctx, func(t *txn) error {

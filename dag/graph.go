@@ -204,12 +204,12 @@ func (t *txn) countDep(blocked, blocker string, blockerStatus loop.Status, delta
 func (t *txn) reaches(from, to string) (bool, error) {
 	var n int
 	err := t.row(`WITH RECURSIVE w(id) AS (
-			SELECT ?1
+			SELECT CAST(?1 AS TEXT)
 			UNION
 			SELECT d.blocker_id FROM deps d JOIN w ON d.blocked_id = w.id
 			UNION
 			SELECT c.id FROM tasks c JOIN w ON c.parent_id = w.id
-		) SELECT count(*) FROM (SELECT 1 FROM w WHERE id = ?2 LIMIT 1)`, from, to).Scan(&n)
+		) SELECT count(*) FROM (SELECT 1 FROM w WHERE id = ?2 LIMIT 1) AS found`, from, to).Scan(&n)
 	return n > 0, err
 }
 

@@ -591,12 +591,25 @@ func (im *importer) write() error {
 	now := strconv.FormatInt(t.now, 10)
 	tasks := newBulkInsert(t, `INSERT OR FAIL INTO tasks (seq, id, title, description, status, priority, parent_id, feature,
 		created_at, updated_at, unmet_blockers, child_count, parent_failed, blocker_count, dependent_count) VALUES `,
-		`(?, ?, ?, ?, CASE ? WHEN 0 THEN 'pending' WHEN 1 THEN 'done' WHEN 2 THEN 'failed' ELSE 'blocked' END,
+		`(?, ?, ?, ?, CASE CAST(? AS INTEGER) WHEN 0 THEN 'pending' WHEN 1 THEN 'done' WHEN 2 THEN 'failed' ELSE 'blocked' END,
 		?, ?, ?, `+now+`, `+now+`, ?, ?, ?, ?, ?)`, 13, 64)
 	deps := newBulkInsert(t, `INSERT OR FAIL INTO deps (blocked_id, blocker_id) VALUES `, `(?, ?)`, 2, 256)
 	var batch []int32 // the tasks in tasks' pending rows
 	flushTasks := func() error {
+		// On a server a failed statement ends the transaction's use: a
+		// savepoint keeps it for the look-up of the duplicate id.
+		server := t.s.srv != nil && len(batch) > 0
+		if server {
+			if _, err := t.exec("SAVEPOINT import_tasks"); err != nil {
+				return err
+			}
+		}
 		err := tasks.flush()
+		if err != nil && server {
+			if _, rerr := t.exec("ROLLBACK TO SAVEPOINT import_tasks"); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+		}
 		if err != nil {
 			err = im.duplicate(batch, err)
 		}
@@ -712,7 +725,8 @@ func (im *importer) write() error {
 // ids are distinct: the first pass saw to that).
 func (im *importer) duplicate(batch []int32, err error) error {
 	var se *sqlite.Error
-	if !errors.As(err, &se) || se.Code() != sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+	sqliteUnique := errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+	if !sqliteUnique && (im.t.s.srv == nil || !im.t.s.srv.IsUnique(err)) {
 		return err
 	}
 	for _, i := range batch {
@@ -732,6 +746,10 @@ func (im *importer) duplicate(batch []int32, err error) error {
 // batch added: the trigger's own SQL, read from the schema.
 func (im *importer) dropCountTrigger() (restore func() error, err error) {
 	t := im.t
+	if t.s.srv != nil {
+		// A server's trigger counts as rows come: it stays.
+		return func() error { return nil }, nil
+	}
 	var q string
 	err = t.row(`SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'tasks_count_insert'`).Scan(&q)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -79,9 +80,9 @@ func (s *Store) EachTask(ctx context.Context, p ListParams, fn func(loop.Task) e
 // greater than after. fnErr is an error of fn or p.Shape, which ended the
 // listing; err any other.
 func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func(loop.Task) error) (fnErr, err error) {
-	limit := p.Limit
+	limit := int64(p.Limit)
 	if limit == 0 {
-		limit = -1
+		limit = math.MaxInt64
 	}
 	// The filter is left out when there is none: on every row of a plan
 	// it costs more than it seems. (Unused parameters are still bound:
@@ -93,12 +94,16 @@ func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func
 	if p.Feature != "" {
 		filter += " AND t.feature = ?2"
 	}
+	if c.rebind != nil {
+		// A server wants a type for every parameter it is given.
+		filter = "t.seq > ?4 AND (?1 = '' OR t.status = ?1) AND (?2 = '' OR t.feature = ?2)"
+	}
 	args := []any{string(p.Status), p.Feature, limit, after}
 	if p.Shape != nil {
 		var sh ListShape
 		rows, err := c.query(ctx, `SELECT count(*), coalesce(max(length(id)), 0), coalesce(max(length(status)), 0),
-			coalesce(max(length(priority)), 0)
-			FROM (SELECT id, status, priority FROM tasks t WHERE `+filter+` ORDER BY seq LIMIT ?3)`, args...)
+			coalesce(max(length(CAST(priority AS TEXT))), 0)
+			FROM (SELECT id, status, priority FROM tasks t WHERE `+filter+` ORDER BY seq LIMIT ?3) AS listed`, args...)
 		if err := (wrow{rows: rows, err: err}).Scan(&sh.Tasks, &sh.IDWidth, &sh.StatusWidth, &sh.PriorityWidth); err != nil {
 			return nil, err
 		}
@@ -106,7 +111,14 @@ func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func
 			return err, nil
 		}
 	}
-	rows, err := c.query(ctx, `SELECT `+listCols+` FROM tasks t WHERE `+filter+` ORDER BY seq LIMIT ?3`, args...)
+	cols := listCols
+	if c.rebind != nil {
+		// A server's connection runs one query at a time: the blockers
+		// come in the task's row, as a JSON array.
+		cols += `, CASE WHEN blocker_count > 0 THEN
+			(SELECT json_agg(d.blocker_id ORDER BY d.seq) FROM deps d WHERE d.blocked_id = t.id) END`
+	}
+	rows, err := c.query(ctx, `SELECT `+cols+` FROM tasks t WHERE `+filter+` ORDER BY seq LIMIT ?3`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +134,18 @@ func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func
 		if err != nil {
 			return nil, err
 		}
-		if blockers > 0 {
+		if blockers > 0 && len(rows.vals) > listColCount {
+			var raw []byte
+			switch v := rows.vals[listColCount].(type) {
+			case string:
+				raw = []byte(v)
+			case []byte:
+				raw = v
+			}
+			if err := json.Unmarshal(raw, &task.BlockedBy); err != nil {
+				return nil, fmt.Errorf("dag: list: the blockers of task %s: %w", task.ID, err)
+			}
+		} else if blockers > 0 {
 			if deps == nil {
 				// Opened at the first task with blockers, from there on.
 				// Ordered by the blocked task only: SQLite would sort
@@ -158,13 +181,16 @@ func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func
 // as one JSON array, NULL for a task without a claim; then seq.
 const listCols = `id, title, CASE description WHEN '' THEN NULL ELSE description END,
 	CASE status WHEN 'pending' THEN 0 WHEN 'done' THEN 1 WHEN 'failed' THEN 2 WHEN 'blocked' THEN 3
-		WHEN 'in_progress' THEN 4 ELSE status END,
+		WHEN 'in_progress' THEN 4 ELSE -1 END,
 	priority, parent_id, feature, CASE retry_count WHEN 0 THEN NULL ELSE retry_count END,
 	CASE verification_status WHEN '' THEN NULL ELSE verification_status END,
 	created_at, CASE updated_at WHEN created_at THEN NULL ELSE updated_at END,
 	CASE generation WHEN 0 THEN NULL ELSE generation END, blocker_count, seq,
 	CASE WHEN claimed_by <> '' THEN json_array(claimed_by, claimed_at, lease_expires_at, claim_mode,
 		holder_host, holder_pid, holder_start) END`
+
+// listColCount is the number of listCols.
+const listColCount = 15
 
 // listStatuses are the statuses by the numbers of listCols.
 var listStatuses = [...]loop.Status{loop.StatusPending, loop.StatusDone, loop.StatusFailed, loop.StatusBlocked, loop.StatusInProgress}

@@ -23,9 +23,12 @@ type writeLock struct {
 	file *os.File // nil where flock is unavailable or the file cannot be opened
 }
 
+// newWriteLock returns the lock of the database at dbPath; "" for a lock
+// inside this process only (a Store on a server, whose write
+// transactions take the plan's lock on the server).
 func newWriteLock(dbPath string) *writeLock {
 	l := &writeLock{sem: make(chan struct{}, 1)}
-	if flockSupported {
+	if flockSupported && dbPath != "" {
 		if f, err := os.OpenFile(dbPath+"-lock", os.O_RDWR|os.O_CREATE, 0o644); err == nil {
 			l.file = f
 		}

@@ -113,7 +113,7 @@ func (s *Store) recoverIfAny(ctx context.Context) error {
 // claim's holder on this host is gone.
 func (s *Store) needsRecovery(ctx context.Context) (bool, error) {
 	st, err := s.stmt(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_active
-			WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1)`)
+			WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1) AS expired`)
 	if err != nil {
 		return false, s.dbErr(err)
 	}
@@ -190,6 +190,9 @@ func (t *txn) leaseGuard() (string, []any) {
 
 // recover returns expired and orphaned claims to pending.
 func (t *txn) recover() ([]string, error) {
+	if err := t.lock(); err != nil {
+		return nil, err
+	}
 	t.recovered = true
 	rows, err := t.query(`SELECT id, claimed_by, lease_expires_at FROM tasks INDEXED BY tasks_active
 		WHERE status = 'in_progress' AND lease_expires_at <= ? ORDER BY seq`, t.now)
@@ -238,6 +241,19 @@ func (t *txn) recoverOrphans() ([]string, error) {
 	gone, err := t.s.orphans(rows)
 	if err != nil {
 		return nil, err
+	}
+	if len(gone) > 0 && !t.locked {
+		// On a server, a claim's transaction reads without the plan's
+		// lock: take it, and look again under it.
+		if err := t.lock(); err != nil {
+			return nil, err
+		}
+		if rows, err = t.query(heldHereQuery, loop.HostID()); err != nil {
+			return nil, err
+		}
+		if gone, err = t.s.orphans(rows); err != nil {
+			return nil, err
+		}
 	}
 	t.s.sawOrphans(len(gone))
 	var ids []string

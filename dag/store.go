@@ -127,6 +127,11 @@ type Store struct {
 	// connection, not two.
 	w         *wconn
 	connector driver.Connector
+
+	// srv is the server the plan lives on (OpenServer); nil for a SQLite
+	// file. retryFor is how long a write it could not take is retried.
+	srv      Server
+	retryFor time.Duration
 }
 
 // Options tune Open.
@@ -371,14 +376,20 @@ func (s *Store) Close() error {
 	}
 	s.stmts = nil
 	s.stmtMu.Unlock()
-	err := s.db.Close()
 	// Wait for a write in progress in this process.
 	s.wlock.sem <- struct{}{}
-	if werr := s.closeWriter(); err == nil {
-		err = werr
-	}
+	werr := s.closeWriter()
 	<-s.wlock.sem
 	s.wlock.close()
+	var err error
+	if s.srv != nil {
+		err = s.srv.Close()
+	} else {
+		err = s.db.Close()
+	}
+	if werr != nil {
+		return werr
+	}
 	return err
 }
 
@@ -404,7 +415,7 @@ func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := s.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, q)
+	st, err := s.db.PrepareContext(ctx, s.rebind(q))
 	if err != nil {
 		return nil, err
 	}
@@ -415,12 +426,24 @@ func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// Path returns the database file's path as given to Open.
+// Path returns the database file's path as given to Open; for a Store on
+// a server, the server's Name.
 func (s *Store) Path() string { return s.path }
+
+// rebind turns a query of the graph rules into the server's dialect.
+func (s *Store) rebind(q string) string {
+	if s.srv == nil {
+		return q
+	}
+	return s.srv.Rebind(q)
+}
 
 // dbErr turns SQLite's busy, corrupt and not-a-database errors into the
 // package's errors, naming the file. Other errors pass through.
 func (s *Store) dbErr(err error) error {
+	if s.srv != nil && err != nil {
+		return s.srv.Err(err)
+	}
 	var se *sqlite.Error
 	if err == nil || !errors.As(err, &se) {
 		return err
@@ -467,6 +490,40 @@ type txn struct {
 	recovered, orphansDone bool
 	// actor is who makes the transaction's moves, for the history.
 	actor string
+	// locked: on a server, the transaction holds the plan's write lock
+	// (Server.LockPlan). A SQLite write transaction always does.
+	locked bool
+}
+
+// lock takes the plan's write lock on a server, once per transaction;
+// SQLite's write transactions hold their lock from BEGIN IMMEDIATE.
+func (t *txn) lock() error {
+	if t.locked || t.w == nil || t.s.srv == nil {
+		return nil
+	}
+	if _, err := t.exec(t.s.srv.LockPlan()); err != nil {
+		return err
+	}
+	t.locked = true
+	return nil
+}
+
+// skipLocked is the clause with which a claim on a server takes the
+// first ready row no other transaction holds.
+func (t *txn) skipLocked() string {
+	if t.w == nil || t.s.srv == nil {
+		return ""
+	}
+	return t.s.srv.ClaimSkipLocked()
+}
+
+// forUpdate is the clause that locks the rows a query of a write
+// transaction reads, on a server; SQLite's writer holds the database.
+func (t *txn) forUpdate() string {
+	if t.w == nil || t.s.srv == nil {
+		return ""
+	}
+	return t.s.srv.ForUpdate()
 }
 
 // prep returns q prepared for this read transaction, from the store's
@@ -510,7 +567,7 @@ func (t *txn) row(q string, args ...any) scanner {
 	if err != nil {
 		// A *sql.Row cannot be built with an error; let the transaction
 		// report it.
-		return t.tx.QueryRowContext(t.ctx, q, args...)
+		return t.tx.QueryRowContext(t.ctx, t.s.rebind(q), args...)
 	}
 	return st.QueryRowContext(t.ctx, args...)
 }
@@ -529,6 +586,9 @@ func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
 // every statement that inserts many rows) stay in memory instead of
 // going to a temporary file a page at a time. Both are set back after it.
 func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), err error) {
+	if s.srv != nil {
+		return s.beginServer(ctx, true)
+	}
 	if s.readOnly != nil {
 		return nil, nil, s.readOnly
 	}
@@ -544,7 +604,7 @@ func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), e
 		}
 		s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now()}
 	}
-	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
+	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s, locked: true}
 	// unbulk sets the connection back after the transaction; one that
 	// cannot be is closed (the next write opens one as the DSN says).
 	unbulk := func() {
@@ -592,6 +652,52 @@ func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), e
 			return
 		}
 		release(s.w.checkpoint)
+	}, nil
+}
+
+// beginServer starts a write transaction on a server's connection,
+// holding the plan's write lock when lock is set (see Server). A
+// connection that fails is closed; the next transaction opens another.
+func (s *Store) beginServer(ctx context.Context, lock bool) (t *txn, end func(), err error) {
+	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.w == nil {
+		c, err := s.connector.Connect(ctx)
+		if err != nil {
+			release(nil)
+			return nil, nil, s.dbErr(err)
+		}
+		s.w = &wconn{c: c, stmts: map[string]*wstmt{}, rebind: s.srv.Rebind}
+	}
+	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
+	drop := func() {
+		s.w.close()
+		s.w = nil
+		release(nil)
+	}
+	if _, err := t.exec("BEGIN"); err != nil {
+		drop()
+		return nil, nil, s.dbErr(err)
+	}
+	if lock {
+		if err := t.lock(); err != nil {
+			s.w.exec(context.Background(), "ROLLBACK")
+			drop()
+			return nil, nil, s.dbErr(err)
+		}
+	}
+	return t, func() {
+		if t.committed {
+			release(nil)
+			return
+		}
+		if _, err := s.w.exec(context.Background(), "ROLLBACK"); err != nil {
+			drop()
+			return
+		}
+		release(nil)
 	}, nil
 }
 
@@ -662,53 +768,111 @@ func (s *Store) writeGuarded(ctx context.Context, actor string, fn func(t *txn) 
 	return s.writeTx(ctx, false, actor, fn)
 }
 
+// writeClaim is writeGuarded for a claim: on a server it runs without
+// the plan's write lock until fn takes it (see Server).
+func (s *Store) writeClaim(ctx context.Context, actor string, fn func(t *txn) error) error {
+	return s.writeTxWith(ctx, txOpts{actor: actor, unlocked: true}, fn)
+}
+
 func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func(t *txn) error) error {
-	return s.writeTxWith(ctx, recover, actor, false, fn)
+	return s.writeTxWith(ctx, txOpts{recover: recover, actor: actor}, fn)
 }
 
 // writeBulk is write for a bulk load that checks every reference itself
 // (see beginWith).
 func (s *Store) writeBulk(ctx context.Context, fn func(t *txn) error) error {
-	return s.writeTxWith(ctx, true, "", true, fn)
+	return s.writeTxWith(ctx, txOpts{recover: true, bulk: true}, fn)
 }
 
-func (s *Store) writeTxWith(ctx context.Context, recover bool, actor string, bulk bool, fn func(t *txn) error) error {
-	if err := ctx.Err(); err != nil {
+// txOpts say how a write transaction runs: recover (claims first), bulk
+// (see beginWith), actor (whom the history names), unlocked (on a
+// server, without the plan's write lock: fn takes it, t.lock, before it
+// reads anything it then writes; see Server).
+type txOpts struct {
+	recover, bulk, unlocked bool
+	actor                   string
+}
+
+// writeTxWith runs fn in one write transaction. On a server, a
+// transaction the server could not take (its connection lost before the
+// commit was sent, a restart, a deadlock) runs again with backoff for up
+// to the store's retryFor; fn must be safe to run again.
+func (s *Store) writeTxWith(ctx context.Context, o txOpts, fn func(t *txn) error) error {
+	if s.srv == nil {
+		err, _ := s.writeOnce(ctx, o, fn)
 		return err
 	}
-	t, end, err := s.beginWith(ctx, bulk)
+	deadline := time.Now().Add(s.retryFor)
+	wait := serverBackoff
+	for {
+		err, committing := s.writeOnce(ctx, o, fn)
+		if err == nil || ctx.Err() != nil || !s.srv.Retryable(err, committing) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		if serr := sleepCtx(ctx, wait); serr != nil {
+			return serr
+		}
+		wait = min(2*wait, serverBackoffMax)
+	}
+}
+
+// writeOnce is one try of writeTxWith; committing says the error came
+// from the commit (whose outcome a lost connection leaves unknown).
+func (s *Store) writeOnce(ctx context.Context, o txOpts, fn func(t *txn) error) (err error, committing bool) {
+	if err := ctx.Err(); err != nil {
+		return err, false
+	}
+	var t *txn
+	var end func()
+	if s.srv != nil {
+		t, end, err = s.beginServer(ctx, !o.unlocked)
+	} else {
+		t, end, err = s.beginWith(ctx, o.bulk)
+	}
 	if err != nil {
-		return err
+		return err, false
 	}
 	defer end()
-	t.actor = actor
-	if recover {
+	t.actor = o.actor
+	if o.recover {
 		if err := t.ensureRecovered(); err != nil {
-			return s.dbErr(err)
+			return s.dbErr(err), false
 		}
 	} else if _, err := t.recoverOrphans(); err != nil {
-		return s.dbErr(err)
+		return s.dbErr(err), false
 	}
 	if err := fn(t); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return ctx.Err(), false
 		}
 		var kept *keptError
 		if errors.As(err, &kept) {
 			if cerr := t.commit(); cerr != nil {
-				return s.dbErr(cerr)
+				return s.dbErr(cerr), true
 			}
-			return kept.err
+			return kept.err, false
 		}
-		return s.dbErr(err)
+		return s.dbErr(err), false
 	}
 	if err := t.commit(); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return ctx.Err(), true
 		}
-		return s.dbErr(err)
+		return s.dbErr(err), true
 	}
-	return nil
+	return nil, false
+}
+
+// sleepCtx waits d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // read runs fn in one read transaction (a consistent snapshot), after
@@ -719,18 +883,41 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 	if err := s.beforeRead(ctx); err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return s.dbErr(err)
-	}
-	defer tx.Rollback()
-	if err := fn(&txn{ctx: ctx, tx: tx, now: s.now(), s: s}); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	return s.retryRead(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return s.dbErr(err)
 		}
-		return s.dbErr(err)
+		defer tx.Rollback()
+		if err := fn(&txn{ctx: ctx, tx: tx, now: s.now(), s: s}); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return s.dbErr(err)
+		}
+		return nil
+	})
+}
+
+// retryRead runs a read; on a server, one the server could not serve (a
+// restart, a lost connection) runs again with backoff for up to the
+// store's retryFor.
+func (s *Store) retryRead(ctx context.Context, try func() error) error {
+	if s.srv == nil {
+		return try()
 	}
-	return nil
+	deadline := time.Now().Add(s.retryFor)
+	wait := serverBackoff
+	for {
+		err := try()
+		if err == nil || ctx.Err() != nil || !s.srv.Retryable(err, false) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		if serr := sleepCtx(ctx, wait); serr != nil {
+			return serr
+		}
+		wait = min(2*wait, serverBackoffMax)
+	}
 }
 
 // beforeRead recovers expired and orphaned claims for a read, if there are
@@ -759,6 +946,10 @@ func (s *Store) readRaw(ctx context.Context, fn func(c *wconn) error) error {
 	if err := s.beforeRead(ctx); err != nil {
 		return err
 	}
+	return s.retryRead(ctx, func() error { return s.readRawOnce(ctx, fn) })
+}
+
+func (s *Store) readRawOnce(ctx context.Context, fn func(c *wconn) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return s.dbErr(err)
@@ -766,6 +957,9 @@ func (s *Store) readRaw(ctx context.Context, fn func(c *wconn) error) error {
 	defer conn.Close()
 	err = conn.Raw(func(dc any) error {
 		c := &wconn{c: dc.(driver.Conn), stmts: map[string]*wstmt{}}
+		if s.srv != nil {
+			c.rebind = s.srv.Rebind
+		}
 		defer func() {
 			for _, st := range c.stmts {
 				st.st.Close()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.
 			return err
 		}
 		if limit <= 0 {
-			limit = -1
+			limit = math.MaxInt64 // all (LIMIT -1 is SQLite's alone)
 		}
 		out, err = t.list(`SELECT `+taskCols+` FROM `+readyFrom(scope)+` WHERE `+readyCond+` AND `+cond+
 			` ORDER BY priority, seq LIMIT ?`, append(args, limit)...)
@@ -124,7 +125,11 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 	}
 	lease := leaseOrDefault(p.Lease)
 	var task loop.Task
-	err := s.writeGuarded(ctx, p.Agent, func(t *txn) error {
+	write := s.writeGuarded
+	if p.TaskID == "" && p.Scope.TaskID == "" {
+		write = s.writeClaim // one statement takes the task: no plan lock on a server
+	}
+	err := write(ctx, p.Agent, func(t *txn) error {
 		set := `UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
 			lease_expires_at = ?, updated_at = ?, claim_mode = ?, holder_host = ?, holder_pid = ?,
 			holder_start = ?, generation = generation + 1 `
@@ -143,7 +148,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			for {
 				guard, gargs := t.leaseGuard()
 				task, blockers, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
-					` AND `+cond+` ORDER BY priority, seq LIMIT 1)`+guard+` RETURNING `+taskCols,
+					` AND `+cond+` ORDER BY priority, seq LIMIT 1`+t.skipLocked()+`)`+guard+` RETURNING `+taskCols,
 					append(append(slices.Clip(args), cargs...), gargs...)...))
 				if !errors.Is(err, sql.ErrNoRows) {
 					break

@@ -86,7 +86,7 @@ func (t *txn) state(id string) (state, error) {
 	var status, mode string
 	err := t.row(`SELECT id, status, coalesce(parent_id, ''), child_count, unmet_blockers, parent_failed, claimed_by,
 		dependent_count, claim_mode, holder_host, holder_pid, holder_start, generation, lease_expires_at
-		FROM tasks WHERE id = ?`, id).
+		FROM tasks WHERE id = ?`+t.forUpdate(), id).
 		Scan(&st.id, &status, &st.parentID, &st.children, &st.unmet, &st.pfailed, &st.agent, &st.deps,
 			&mode, &st.holder.Host, &st.holder.PID, &st.holder.Start, &st.gen, &st.lease)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -421,7 +421,7 @@ func (t *txn) scopeCond(scope loop.Scope) (string, []any, error) {
 		args = append(args, scope.TaskID)
 	}
 	if len(conds) == 0 {
-		return "1", nil, nil
+		return "1 = 1", nil, nil
 	}
 	return strings.Join(conds, " AND "), args, nil
 }

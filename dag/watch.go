@@ -18,6 +18,9 @@ const watchEvery = 50 * time.Millisecond
 // modification time of the database file and of its write-ahead log, one
 // of which every commit, by any process, changes.
 func (s *Store) ChangeToken(ctx context.Context) (string, error) {
+	if s.srv != nil {
+		return s.srv.ChangeToken(ctx)
+	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -39,6 +42,9 @@ func (s *Store) fileState() string {
 // WaitChange implements loop.ChangeWatcher: it looks at the files every
 // watchEvery (two stat calls; the database itself is not read).
 func (s *Store) WaitChange(ctx context.Context, token string, d time.Duration) (bool, error) {
+	if s.srv != nil {
+		return s.srv.WaitChange(ctx, token, d)
+	}
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(watchEvery)

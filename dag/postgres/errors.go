@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// PostgreSQL's error codes the store tells apart.
+const (
+	codeUniqueViolation   = "23505"
+	codeSerialization     = "40001"
+	codeDeadlock          = "40P01"
+	codeInvalidPassword   = "28P01"
+	codeInvalidAuth       = "28000"
+	codeNoDatabase        = "3D000"
+	codeUndefinedTable    = "42P01"
+	codeAdminShutdown     = "57P01"
+	codeCrashShutdown     = "57P02"
+	codeCannotConnectNow  = "57P03"
+	classConnection       = "08"
+	classInsufficientRsrc = "53"
+)
+
+// temporary marks an error that may pass if the call is made again: the
+// loop retries the outcome of finished work on those (loop.TaskStore).
+type temporary struct{ error }
+
+func (temporary) Temporary() bool { return true }
+func (e temporary) Unwrap() error { return e.error }
+
+// connectErr says in words why a connection failed, without the password.
+func connectErr(cc *pgx.ConnConfig, err error) error {
+	where := fmt.Sprintf("%s@%s:%d/%s", cc.User, cc.Host, cc.Port, cc.Database)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && (pe.Code == codeInvalidPassword || pe.Code == codeInvalidAuth):
+		return fmt.Errorf("%w to %s: the server refused user %s (%s); the password comes from PGPASSWORD or ~/.pgpass, never from ralph's files",
+			ErrConnect, where, cc.User, pe.Message)
+	case errors.As(err, &pe) && pe.Code == codeNoDatabase:
+		return fmt.Errorf("%w to %s: %s", ErrConnect, where, pe.Message)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%w to %s: %s (%s)", ErrConnect, where, pe.Message, pe.Code)
+	case isConnectionTrouble(err):
+		return temporary{fmt.Errorf("%w to %s: %v", ErrConnect, where, unwrapConnect(err))}
+	}
+	return fmt.Errorf("%w to %s: %v", ErrConnect, where, unwrapConnect(err))
+}
+
+// unwrapConnect is the innermost error of a failed connection: pgconn's
+// own message repeats the host and user.
+func unwrapConnect(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && ce.Unwrap() != nil {
+		return ce.Unwrap()
+	}
+	return err
+}
+
+// isConnectionTrouble reports whether err means the server could not be
+// reached or the connection was lost: the call may succeed later.
+func isConnectionTrouble(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, classConnection) || strings.HasPrefix(pe.Code, classInsufficientRsrc) ||
+			pe.Code == codeAdminShutdown || pe.Code == codeCrashShutdown || pe.Code == codeCannotConnectNow
+	}
+	if strings.Contains(err.Error(), "conn busy") {
+		return false // a bug of ours, not the network's
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.As(err, &ne) || errors.As(err, &ce) || pgconn.SafeToRetry(err) ||
+		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "connection reset")
+}
+
+// Err implements dag.Server.
+func (s *server) Err(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == codeUndefinedTable:
+		return fmt.Errorf("postgres: %s: the plan's tables are missing (%s); 'ralph init --db URL' makes them", s.name, pe.Message)
+	case errors.As(err, &pe) && (pe.Code == codeDeadlock || pe.Code == codeSerialization):
+		return temporary{fmt.Errorf("postgres: %s: %w", s.name, err)}
+	case isConnectionTrouble(err):
+		return temporary{fmt.Errorf("postgres: %s: the server is unreachable or went away: %w", s.name, err)}
+	}
+	return err
+}
+
+// Retryable implements dag.Server.
+func (s *server) Retryable(err error, committing bool) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// The server answered: the transaction is over, and changed
+		// nothing unless it committed, which an error says it did not.
+		return pe.Code == codeDeadlock || pe.Code == codeSerialization || pe.Code == codeAdminShutdown ||
+			pe.Code == codeCrashShutdown || pe.Code == codeCannotConnectNow
+	}
+	if committing {
+		// Lost while committing: the commit may have happened. Only
+		// a commit never sent is safe to send again.
+		return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn)
+	}
+	return isConnectionTrouble(err)
+}
+
+// IsUnique implements dag.Server.
+func (s *server) IsUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == codeUniqueViolation
+}

@@ -1,0 +1,445 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/ralph-dev/ralph/dag"
+)
+
+// Errors of Open, wrapped with the plan and the server; check them with
+// errors.Is. Open also returns dag.ErrSchemaTooNew.
+var (
+	// ErrNoPlan: the database has no plan of that name (or no ralph
+	// schema at all): `ralph init --db URL --plan NAME` makes one.
+	ErrNoPlan = errors.New("postgres: no such plan in the database")
+	// ErrOtherRepository: the plan was made for a repository with another
+	// root commit.
+	ErrOtherRepository = errors.New("postgres: the plan belongs to another repository")
+	// ErrConnect: the server could not be reached, or refused the user.
+	ErrConnect = errors.New("postgres: cannot connect")
+	// ErrBadURL: the URL does not parse.
+	ErrBadURL = errors.New("postgres: bad database URL")
+)
+
+// Config says which plan on which server Open opens.
+type Config struct {
+	// URL is the database: "postgres://user@host:port/dbname?…" (any form
+	// pgx accepts, key=value too). A password in it is used, but ralph
+	// never writes it anywhere; PGPASSWORD and ~/.pgpass work as for psql.
+	URL string
+	// Plan names the plan; one database holds many.
+	Plan string
+	// RootCommit is the repository's root commit: recorded with a new
+	// plan, and checked against the recorded one (a clone of another
+	// repository is refused). "" skips both.
+	RootCommit string
+	// Create makes the plan (and ralph's registry) if missing.
+	Create bool
+	// Options of the store: the clock, how long writes wait for the
+	// plan's lock, how long a lost server is retried.
+	Options dag.ServerOptions
+}
+
+//go:embed migrations/*.sql
+var embeddedMigrations embed.FS
+
+// migrationFS holds the migrations; tests swap in a longer list.
+var migrationFS fs.FS = embeddedMigrations
+
+func migrations() ([]string, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	out := make([]string, 0, len(names))
+	for i, name := range names {
+		n, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(name, "migrations/"), "_", 2)[0])
+		if err != nil || n != i+1 {
+			return nil, fmt.Errorf("postgres: migration %s is out of sequence (want %04d_…)", name, i+1)
+		}
+		b, err := fs.ReadFile(migrationFS, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
+}
+
+// SchemaVersion is the version of a plan's schema this build of ralph
+// writes on PostgreSQL.
+func SchemaVersion() int {
+	m, _ := migrations()
+	return len(m)
+}
+
+// registry is ralph's own schema: the plans of the database.
+const registry = `CREATE SCHEMA IF NOT EXISTS ralph;
+CREATE TABLE IF NOT EXISTS ralph.plans (
+	id             serial PRIMARY KEY,
+	name           text NOT NULL UNIQUE CHECK (name <> ''),
+	root_commit    text NOT NULL DEFAULT '',
+	schema_version integer NOT NULL DEFAULT 0,
+	created_at     timestamptz NOT NULL DEFAULT now()
+)`
+
+// lockKey is the first key of ralph's advisory locks ("RALP"); the second
+// is a plan's id, or 0 for the registry.
+const lockKey = 0x52414c50
+
+// Plan describes a plan of the database.
+type Plan struct {
+	ID            int
+	Name          string
+	RootCommit    string
+	SchemaVersion int
+	CreatedAt     time.Time
+}
+
+// schema is the name of the plan's own schema.
+func (p Plan) schema() string { return "ralph_plan_" + strconv.Itoa(p.ID) }
+
+// Open opens (with cfg.Create, makes) the plan cfg.Plan on the server
+// cfg.URL names and returns its store. Errors: ErrBadURL, ErrConnect (the
+// server unreachable, the password refused), ErrNoPlan,
+// ErrOtherRepository, dag.ErrSchemaTooNew; each says what to do.
+func Open(ctx context.Context, cfg Config) (*dag.Store, error) {
+	if strings.TrimSpace(cfg.Plan) == "" {
+		return nil, errors.New("postgres: no plan name")
+	}
+	if err := CheckPlanName(cfg.Plan); err != nil {
+		return nil, err
+	}
+	cc, err := ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	where := fmt.Sprintf("plan %s on %s", cfg.Plan, Redact(cfg.URL))
+	conn, err := connect(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	plan, err := preparePlan(ctx, conn, cfg, where)
+	if err != nil {
+		return nil, err
+	}
+	return openPlan(ctx, cc, plan, where, cfg.Options)
+}
+
+// CheckPlanName refuses plan names that would not survive a command line
+// or a message intact: empty, over 200 bytes, control characters.
+func CheckPlanName(name string) error {
+	if name == "" || len(name) > 200 {
+		return fmt.Errorf("postgres: plan name %q: want 1 to 200 bytes", name)
+	}
+	for _, r := range name {
+		if r < ' ' || r == 0x7f {
+			return fmt.Errorf("postgres: plan name %q: no control characters", name)
+		}
+	}
+	return nil
+}
+
+// ParseURL parses a database URL (or key=value string) as pgx does,
+// refusing what pgx would only fail on later.
+func ParseURL(raw string) (*pgx.ConnConfig, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, fmt.Errorf("%w: empty", ErrBadURL)
+	}
+	cc, err := pgx.ParseConfig(raw)
+	if err != nil {
+		// pgx's message repeats the URL, password and all: say it
+		// without.
+		return nil, fmt.Errorf("%w %s: %v", ErrBadURL, Redact(raw), redactErr(err, raw))
+	}
+	cc.ConnectTimeout = cmpOr(cc.ConnectTimeout, 10*time.Second)
+	return cc, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Redact returns a URL without its password, as ralph shows and stores
+// it; a string that is no URL comes back with any password=… removed.
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		if u.User != nil {
+			u.User = url.User(u.User.Username())
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Del("password")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	var kept []string
+	for _, f := range strings.Fields(raw) {
+		if !strings.HasPrefix(f, "password=") {
+			kept = append(kept, f)
+		}
+	}
+	return strings.Join(kept, " ")
+}
+
+// redactErr is err's message without the password of raw.
+func redactErr(err error, raw string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// connect opens one connection, with errors in words.
+func connect(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, connectErr(cc, err)
+	}
+	return conn, nil
+}
+
+// preparePlan finds the plan (making it and the registry with
+// cfg.Create), checks its repository and brings its schema up to date.
+func preparePlan(ctx context.Context, conn *pgx.Conn, cfg Config, where string) (Plan, error) {
+	ms, err := migrations()
+	if err != nil {
+		return Plan{}, err
+	}
+	plan, found, err := findPlan(ctx, conn, cfg.Plan)
+	if err != nil {
+		return Plan{}, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	if !found && !cfg.Create {
+		return Plan{}, fmt.Errorf("%w: %s has no ralph plan %q; 'ralph init --db URL --plan %s' makes it",
+			ErrNoPlan, Redact(cfg.URL), cfg.Plan, cfg.Plan)
+	}
+	if found && plan.SchemaVersion > len(ms) {
+		return Plan{}, fmt.Errorf("%w: %s has schema version %d, this ralph knows up to %d; upgrade ralph",
+			dag.ErrSchemaTooNew, where, plan.SchemaVersion, len(ms))
+	}
+	if found && cfg.RootCommit != "" && plan.RootCommit != "" && plan.RootCommit != cfg.RootCommit {
+		return Plan{}, otherRepo(where, plan.RootCommit, cfg.RootCommit)
+	}
+	if found && plan.SchemaVersion == len(ms) && (plan.RootCommit != "" || cfg.RootCommit == "") {
+		return plan, nil
+	}
+	// Make or migrate it, under the registry's lock: processes opening a
+	// new plan at once make it once.
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, lockKey); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, registry); err != nil {
+			return err
+		}
+		var err error
+		if plan, found, err = findPlanTx(ctx, tx, cfg.Plan, true); err != nil {
+			return err
+		}
+		if !found {
+			if !cfg.Create {
+				return fmt.Errorf("%w: %s has no ralph plan %q; 'ralph init --db URL --plan %s' makes it",
+					ErrNoPlan, Redact(cfg.URL), cfg.Plan, cfg.Plan)
+			}
+			if err := tx.QueryRow(ctx, `INSERT INTO ralph.plans (name, root_commit) VALUES ($1, $2)
+				RETURNING id, name, root_commit, schema_version, created_at`, cfg.Plan, cfg.RootCommit).
+				Scan(&plan.ID, &plan.Name, &plan.RootCommit, &plan.SchemaVersion, &plan.CreatedAt); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{plan.schema()}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		switch {
+		case plan.SchemaVersion > len(ms):
+			return fmt.Errorf("%w: %s has schema version %d, this ralph knows up to %d; upgrade ralph",
+				dag.ErrSchemaTooNew, where, plan.SchemaVersion, len(ms))
+		case cfg.RootCommit != "" && plan.RootCommit != "" && plan.RootCommit != cfg.RootCommit:
+			return otherRepo(where, plan.RootCommit, cfg.RootCommit)
+		case cfg.RootCommit != "" && plan.RootCommit == "":
+			// A plan made without a repository is claimed by the first.
+			if _, err := tx.Exec(ctx, `UPDATE ralph.plans SET root_commit = $1 WHERE id = $2`, cfg.RootCommit, plan.ID); err != nil {
+				return err
+			}
+			plan.RootCommit = cfg.RootCommit
+		}
+		if plan.SchemaVersion == len(ms) {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+pgx.Identifier{plan.schema()}.Sanitize()); err != nil {
+			return err
+		}
+		for v := plan.SchemaVersion; v < len(ms); v++ {
+			if _, err := tx.Exec(ctx, ms[v]); err != nil {
+				return fmt.Errorf("migration to schema version %d: %w", v+1, err)
+			}
+		}
+		plan.SchemaVersion = len(ms)
+		_, err = tx.Exec(ctx, `UPDATE ralph.plans SET schema_version = $1 WHERE id = $2`, plan.SchemaVersion, plan.ID)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrNoPlan) || errors.Is(err, dag.ErrSchemaTooNew) || errors.Is(err, ErrOtherRepository) {
+			return Plan{}, err
+		}
+		return Plan{}, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	return plan, nil
+}
+
+func otherRepo(where, recorded, ours string) error {
+	return fmt.Errorf("%w: %s was made for the repository whose root commit is %s; this one's is %s (another plan name, --plan NAME, keeps them apart)",
+		ErrOtherRepository, where, short(recorded), short(ours))
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// findPlan looks the plan up; a database without ralph's registry has
+// no plans.
+func findPlan(ctx context.Context, conn *pgx.Conn, name string) (Plan, bool, error) {
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('ralph.plans') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return Plan{}, false, err
+	}
+	return findPlanTx(ctx, conn, name, false)
+}
+
+func findPlanTx(ctx context.Context, q querier, name string, lock bool) (Plan, bool, error) {
+	var p Plan
+	query := `SELECT id, name, root_commit, schema_version, created_at FROM ralph.plans WHERE name = $1`
+	if lock {
+		query += ` FOR UPDATE`
+	}
+	err := q.QueryRow(ctx, query, name).Scan(&p.ID, &p.Name, &p.RootCommit, &p.SchemaVersion, &p.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Plan{}, false, nil
+	}
+	return p, err == nil, err
+}
+
+// Plans lists the plans of the database at rawURL, oldest first.
+func Plans(ctx context.Context, rawURL string) ([]Plan, error) {
+	cc, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := connect(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('ralph.plans') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, `SELECT id, name, root_commit, schema_version, created_at FROM ralph.plans ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Plan, error) {
+		var p Plan
+		err := r.Scan(&p.ID, &p.Name, &p.RootCommit, &p.SchemaVersion, &p.CreatedAt)
+		return p, err
+	})
+}
+
+// openPlan opens the store of plan: a pool for reads and a connector for
+// the writer, both with the plan's schema as their search path.
+func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, opts dag.ServerOptions) (*dag.Store, error) {
+	pc := cc.Copy()
+	if pc.RuntimeParams == nil {
+		pc.RuntimeParams = map[string]string{}
+	}
+	pc.RuntimeParams["search_path"] = plan.schema()
+	pc.RuntimeParams["application_name"] = "ralph"
+	db := stdlib.OpenDB(*pc)
+	db.SetMaxIdleConns(4)
+	srv := &server{
+		name:    where,
+		cc:      pc,
+		db:      db,
+		conn:    stdlib.GetConnector(*pc),
+		plan:    plan,
+		lockSQL: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %d)`, lockKey, plan.ID),
+	}
+	srv.listen = newListener(pc, plan.schema())
+	return dag.OpenServer(ctx, srv, opts)
+}
+
+// server is the dag.Server of one plan on PostgreSQL.
+type server struct {
+	name    string
+	cc      *pgx.ConnConfig
+	db      *sql.DB
+	conn    driver.Connector
+	plan    Plan
+	lockSQL string
+	listen  *listener
+
+	rebinds sync.Map // query → rebound query
+}
+
+var _ dag.Server = (*server)(nil)
+
+func (s *server) Name() string                { return s.name }
+func (s *server) DB() *sql.DB                 { return s.db }
+func (s *server) Connector() driver.Connector { return s.conn }
+func (s *server) LockPlan() string            { return s.lockSQL }
+func (s *server) ForUpdate() string           { return " FOR UPDATE" }
+func (s *server) ClaimSkipLocked() string     { return " FOR UPDATE SKIP LOCKED" }
+
+func (s *server) Rebind(q string) string {
+	if r, ok := s.rebinds.Load(q); ok {
+		return r.(string)
+	}
+	r := rebind(q)
+	s.rebinds.Store(q, r)
+	return r
+}
+
+func (s *server) ChangeToken(ctx context.Context) (string, error) {
+	return s.listen.token(ctx)
+}
+
+func (s *server) WaitChange(ctx context.Context, token string, d time.Duration) (bool, error) {
+	return s.listen.wait(ctx, token, d)
+}
+
+func (s *server) Close() error {
+	s.listen.close()
+	return s.db.Close()
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for ralph's tests (and benchmarks).
+#
+#   eval "$(scripts/pgtest.sh start)"   # prints export RALPH_TEST_PG=… RALPH_TEST_PG_DIR=…
+#   go test ./dag/postgres/ ./cmd/ralph/
+#   scripts/pgtest.sh stop              # stops it and removes its directory
+#   scripts/pgtest.sh restart           # restarts it (the tests' server-restart fault)
+#
+# The cluster lives in a temporary directory, listens on 127.0.0.1 at a free
+# port and on a unix socket in that directory, and trusts local connections
+# but for the role ralph_pw, which needs the password "secret" (the tests'
+# refused-password case). PostgreSQL refuses to run as root: as root, the
+# server runs as the user postgres (made if missing). Binaries are found on
+# PATH or in /usr/lib/postgresql/*/bin (Debian's postgresql package).
+set -euo pipefail
+
+bindir() {
+  if command -v pg_ctl >/dev/null 2>&1 && command -v initdb >/dev/null 2>&1 && [ "$(command -v initdb)" != /usr/local/bin/initdb ]; then
+    dirname "$(command -v pg_ctl)"; return
+  fi
+  local d
+  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+  if [ -n "$d" ] && [ -x "$d/pg_ctl" ]; then echo "$d"; return; fi
+  echo "pgtest: no PostgreSQL binaries (apt-get install postgresql)" >&2
+  exit 1
+}
+
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$(( 20000 + RANDOM % 20000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"; return
+    fi
+  done
+  echo "pgtest: no free port" >&2
+  exit 1
+}
+
+start() {
+  local bin dir port
+  bin=$(bindir)
+  if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin postgres
+  fi
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/ralph-pg.XXXXXX")
+  chmod 755 "$dir"
+  [ "$(id -u)" = 0 ] && chown postgres "$dir"
+  as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; exit 1; }
+  cat >"$dir/data/pg_hba.conf" <<HBA
+local all ralph_pw               scram-sha-256
+host  all ralph_pw 127.0.0.1/32  scram-sha-256
+local all all                    trust
+host  all all      127.0.0.1/32  trust
+HBA
+  port=$(free_port)
+  cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$dir'
+max_connections = 200
+shared_buffers = 128MB
+CONF
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
+    { cat "$dir/server.log" >&2; exit 1; }
+  as_owner "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qAt \
+    -c "CREATE ROLE ralph_pw LOGIN PASSWORD 'secret' SUPERUSER" >/dev/null
+  echo "$bin" >"$dir/bindir"
+  echo "export RALPH_TEST_PG='postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable'"
+  echo "export RALPH_TEST_PG_DIR='$dir'"
+}
+
+need_dir() {
+  if [ -z "${RALPH_TEST_PG_DIR:-}" ] || [ ! -d "$RALPH_TEST_PG_DIR/data" ]; then
+    echo "pgtest: RALPH_TEST_PG_DIR names no cluster" >&2
+    exit 1
+  fi
+}
+
+stop() {
+  need_dir
+  as_owner "$(cat "$RALPH_TEST_PG_DIR/bindir")/pg_ctl" -D "$RALPH_TEST_PG_DIR/data" -m immediate -w stop >/dev/null || true
+  rm -rf "$RALPH_TEST_PG_DIR"
+}
+
+restart() {
+  need_dir
+  as_owner "$(cat "$RALPH_TEST_PG_DIR/bindir")/pg_ctl" -D "$RALPH_TEST_PG_DIR/data" -l "$RALPH_TEST_PG_DIR/server.log" \
+    -m "${1:-fast}" -w -t 60 restart >/dev/null
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  restart) shift; restart "$@" ;;
+  *) echo "usage: $0 start|stop|restart [fast|immediate]" >&2; exit 2 ;;
+esac
