@@ -203,6 +203,19 @@ func (t *txn) countDep(blocked, blocker string, blockerStatus loop.Status, delta
 // they are), so a child blocked by its own ancestor is a cycle too.
 func (t *txn) reaches(from, to string) (bool, error) {
 	var n int
+	if t.s.srv != nil {
+		// PostgreSQL takes one reference to w in the recursive term:
+		// the two kinds of edge come as one relation.
+		err := t.row(`WITH RECURSIVE w(id) AS (
+				SELECT CAST(?1 AS TEXT)
+				UNION
+				SELECT e.id FROM w JOIN (
+					SELECT blocked_id AS src, blocker_id AS id FROM deps
+					UNION ALL SELECT parent_id, id FROM tasks WHERE parent_id IS NOT NULL
+				) AS e ON e.src = w.id
+			) SELECT count(*) FROM (SELECT 1 FROM w WHERE id = ?2 LIMIT 1) AS found`, from, to).Scan(&n)
+		return n > 0, err
+	}
 	err := t.row(`WITH RECURSIVE w(id) AS (
 			SELECT CAST(?1 AS TEXT)
 			UNION

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -132,6 +131,8 @@ func newAppConfig(cfg appConfig) *cli.App {
 		ErrWriter: cfg.stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", EnvVars: []string{"RALPH_DIR"}, Usage: "project root `DIR`", DefaultText: "the current directory"},
+			&cli.StringFlag{Name: "db", EnvVars: []string{"RALPH_DB"}, Usage: "keep the plan on PostgreSQL at `URL` (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)", DefaultText: "what 'ralph init --db' remembered, else .ralph/progress.db"},
+			&cli.StringFlag{Name: "plan", EnvVars: []string{"RALPH_PLAN"}, Usage: "the plan's `NAME` on the --db server", DefaultText: "what 'ralph init' remembered, else the project directory's name"},
 			helpFlag(),
 			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version", DisableDefaultText: true},
 		},
@@ -293,10 +294,9 @@ func openProject(c *cli.Context, cfg appConfig) (project, *dag.Store, error) {
 	if fi, err := os.Stat(p.ralph); err != nil || !fi.IsDir() {
 		return project{}, nil, fmt.Errorf("no ralph project in %s (run 'ralph init')", p.root)
 	}
-	st, err := dag.OpenExisting(c.Context, p.dbPath(), cfg.storeOptions())
-	if errors.Is(err, fs.ErrNotExist) {
-		return project{}, nil, fmt.Errorf("no task database at %s (run 'ralph init')", p.dbPath())
-	}
+	st, _, err := openPlanStore(c, cfg, p, func() error {
+		return fmt.Errorf("no task database at %s (run 'ralph init')", p.dbPath())
+	})
 	if err != nil {
 		return project{}, nil, err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ralph-dev/ralph/claude"
-	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/dag/progress"
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/parallel"
@@ -271,10 +270,9 @@ func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile strin
 	if fi, err := os.Stat(p.ralph); err != nil || !fi.IsDir() {
 		return nil, nil, nothingToDo("no ralph project in %s (run 'ralph init', then 'ralph plan')", p.root)
 	}
-	st, err := dag.OpenExisting(c.Context, p.dbPath(), cfg.storeOptions())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nothingToDo("no task database at %s (run 'ralph init')", p.dbPath())
-	}
+	st, _, err := openPlanStore(c, cfg, p, func() error {
+		return nothingToDo("no task database at %s (run 'ralph init')", p.dbPath())
+	})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,16 +3,19 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/dag/postgres"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -29,7 +32,14 @@ type harness struct {
 	clock time.Time
 	env   map[string]string
 	stdin string
+	// db and plan, when db is set, keep the project's plan on a
+	// PostgreSQL server (--db, --plan): see TestCLIOnPostgres.
+	db, plan string
 }
+
+// harnessServer, when set, is the PostgreSQL URL new harnesses keep
+// their plans on (TestCLIOnPostgres sets it for the tests it runs).
+var harnessServer string
 
 type result struct {
 	code           int
@@ -39,8 +49,14 @@ type result struct {
 // newHarness returns a harness on a fresh, uninitialised directory.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	return &harness{t: t, dir: t.TempDir(), clock: t0, env: map[string]string{"USER": "tester"}}
+	h := &harness{t: t, dir: t.TempDir(), clock: t0, env: map[string]string{"USER": "tester"}}
+	if harnessServer != "" {
+		h.db, h.plan = harnessServer, fmt.Sprintf("plan-%d", harnessPlans.Add(1))
+	}
+	return h
 }
+
+var harnessPlans atomic.Int64
 
 // initHarness returns a harness on an initialised project.
 func initHarness(t *testing.T) *harness {
@@ -57,6 +73,31 @@ func (h *harness) clone(t *testing.T) *harness {
 	c := &harness{t: t, dir: t.TempDir(), clock: h.clock, env: maps.Clone(h.env), stdin: h.stdin}
 	if err := os.CopyFS(c.dir, os.DirFS(h.dir)); err != nil {
 		t.Fatal(err)
+	}
+	if h.db != "" {
+		// A plan on a server is copied into a new plan: its tasks and
+		// features (the history stays behind).
+		c.db, c.plan = h.db, fmt.Sprintf("plan-%d", harnessPlans.Add(1))
+		c.ok("init")
+		from, to := h.store(), c.store()
+		defer from.Close()
+		defer to.Close()
+		fs, err := from.Features(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			if _, err := to.AddFeature(t.Context(), dag.FeatureParams{Name: f.Name, SpecPath: f.SpecPath, PlanPath: f.PlanPath}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tasks, err := from.Export(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := to.Import(t.Context(), tasks); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return c
 }
@@ -77,7 +118,11 @@ func (h *harness) run(args ...string) result {
 	h.t.Helper()
 	var out, errb bytes.Buffer
 	app := newAppConfig(h.config(&out, &errb))
-	code := runApp(h.t.Context(), app, append([]string{"ralph", "--dir", h.dir}, args...), &errb)
+	argv := []string{"ralph", "--dir", h.dir}
+	if h.db != "" {
+		argv = append(argv, "--db", h.db, "--plan", h.plan)
+	}
+	code := runApp(h.t.Context(), app, append(argv, args...), &errb)
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
@@ -125,15 +170,31 @@ type snapshot struct {
 	Features []loop.Feature
 }
 
+// store opens the project's plan directly, under the harness clock (so
+// that reading recovers no lease the CLI would not have).
+func (h *harness) store() *dag.Store {
+	h.t.Helper()
+	opts := dag.Options{Now: func() time.Time { return h.clock }}
+	var st *dag.Store
+	var err error
+	if h.db != "" {
+		st, err = postgres.Open(h.t.Context(), postgres.Config{URL: h.db, Plan: h.plan, Options: dag.ServerOptions{Options: opts}})
+	} else {
+		st, err = dag.OpenExisting(h.t.Context(), filepath.Join(h.dir, ".ralph", "progress.db"), opts)
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
 // dump reads the project's database directly, under the harness clock (so
 // that reading recovers no lease the CLI would not have).
 func (h *harness) dump() snapshot {
 	h.t.Helper()
-	st, err := dag.OpenExisting(h.t.Context(), filepath.Join(h.dir, ".ralph", "progress.db"), dag.Options{Now: func() time.Time { return h.clock }})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	st := h.store()
 	defer st.Close()
+	var err error
 	var s snapshot
 	if s.Tasks, err = st.List(h.t.Context(), dag.ListParams{}); err != nil {
 		h.t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/dag/postgres"
 )
 
 //go:embed assets/ralph-build.md
@@ -28,7 +29,10 @@ func initCommand(cfg appConfig) *cli.Command {
 			"releases a ralph agent's claims when its session ends after the ralph loop that ran it\n" +
 			"is gone ('ralph hook session-end'). Existing files are kept; the hook is merged into\n" +
 			"existing settings, and an earlier ralph's hook is replaced in place. Running init again\n" +
-			"changes nothing.",
+			"changes nothing.\n\n" +
+			"With --db URL (PostgreSQL) the plan is made on that server instead of progress.db, as\n" +
+			"--plan NAME (default the directory's name) with the repository's root commit, and the\n" +
+			"URL without its password and the plan's name are remembered in .ralph/db.json.",
 		Action: func(c *cli.Context) error {
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
@@ -60,8 +64,23 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 	// An existing database is opened (and migrated) before anything is
 	// created, so that one which is corrupt, foreign or newer than this
 	// ralph stops init with nothing changed.
+	d, err := resolveDB(c, p)
+	if err != nil {
+		return err
+	}
 	dbExists := fileExists(p.dbPath())
-	if dbExists {
+	if d.server() {
+		// The plan on the server is made (or found, and checked to be
+		// this repository's) before anything is created here.
+		st, err := openServerStore(c, cfg, p, d, true)
+		if err != nil {
+			return err
+		}
+		if err := st.Close(); err != nil {
+			return err
+		}
+		dbExists = true // no SQLite file for a plan on a server
+	} else if dbExists {
 		if err := openAndClose(c, cfg, p.dbPath()); err != nil {
 			return err
 		}
@@ -83,6 +102,16 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 			return err
 		}
 		created = append(created, "created "+p.rel(p.dbPath()))
+	}
+
+	if d.server() {
+		changed, err := rememberDB(p, d)
+		if err != nil {
+			return err
+		}
+		if changed {
+			created = append(created, fmt.Sprintf("plan %s on %s (remembered in %s)", d.plan, postgres.Redact(d.url), p.rel(p.dbFilePath())))
+		}
 	}
 
 	cmdPath := filepath.Join(p.root, ".claude", "commands", "ralph-build.md")

@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ralph-dev/ralph/claude"
-	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -76,6 +75,9 @@ func agentConfig(c *cli.Context, cfg appConfig, p project, lc *loop.Config) {
 	lc.UseAPIKey = c.Bool("use-api-key")
 	lc.Now = cfg.now
 	lc.LogDir = filepath.Join(p.ralph, "logs")
+	if d, err := resolveDB(c, p); err == nil {
+		lc.Env = append(lc.Env, serverEnv(d)...)
+	}
 }
 
 // findAgent resolves the agent executable (--claude, $RALPH_CLAUDE, claude
@@ -125,10 +127,9 @@ func plan(c *cli.Context, cfg appConfig) error {
 	if fi, err := os.Stat(p.ralph); err != nil || !fi.IsDir() {
 		return nothingToDo("no ralph project in %s (run 'ralph init', then write specs in specs/*.md)", p.root)
 	}
-	st, err := dag.OpenExisting(c.Context, p.dbPath(), cfg.storeOptions())
-	if errors.Is(err, os.ErrNotExist) {
+	st, _, err := openPlanStore(c, cfg, p, func() error {
 		return nothingToDo("no task database at %s (run 'ralph init')", p.dbPath())
-	}
+	})
 	if err != nil {
 		return err
 	}
