@@ -174,6 +174,8 @@ func (g *ExecGit) Push(ctx context.Context, p PushParams) error {
 		}
 		now, there := refs[p.Ref]
 		switch {
+		case there && now == p.Commit:
+			return nil // another push of the same commit made it
 		case p.Mode == PushCreate && there && now != p.Commit:
 			return fmt.Errorf("%w: %s on %s (%s)", ErrRefExists, p.Ref, p.Remote, summary)
 		case p.Mode == PushFastForward && there && now != p.Old && now != p.Commit:

@@ -194,6 +194,27 @@ func TestPush(t *testing.T) {
 			t.Errorf("Push whose ref moved under it = %v; want ErrRefMoved", err)
 		}
 	})
+
+	// Two machines make the branch at once, at the same commit (both from
+	// HEAD): the one the remote refuses has what it wanted.
+	t.Run("made meanwhile at the same commit", func(t *testing.T) {
+		hooks := t.TempDir()
+		hook := "#!/bin/sh\nunset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES\nwhile read old new ref; do git update-ref \"$ref\" \"$new\"; done\n"
+		os.WriteFile(filepath.Join(hooks, "pre-receive"), []byte(hook), 0o755)
+		repo := filepath.Join(t.TempDir(), "twin.git")
+		gitT(t, t.TempDir(), "clone", "--quiet", "--bare", bare, repo)
+		gitT(t, repo, "config", "core.hooksPath", hooks)
+		gitT(t, a, "remote", "add", "twin", repo)
+		for _, mode := range []parallel.PushMode{parallel.PushCreate, parallel.PushFastForward} {
+			ref := "refs/heads/twin-" + string(mode)
+			if err := g.Push(ctx, parallel.PushParams{Remote: "twin", Ref: ref, Commit: c1, Mode: mode}); err != nil {
+				t.Errorf("%s push of a ref made meanwhile at the same commit = %v; want success", mode, err)
+			}
+			if got := gitT(t, repo, "rev-parse", ref); got != c1 {
+				t.Errorf("%s is at %s; want %s", ref, got, c1)
+			}
+		}
+	})
 }
 
 // TestPushConcurrent races fast-forward pushes from several clones, each
