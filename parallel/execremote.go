@@ -29,7 +29,7 @@ func (g *ExecGit) CheckRemote(ctx context.Context, remote string) error {
 		if len(names) > 0 {
 			has = "it has " + strings.Join(names, ", ")
 		}
-		return fmt.Errorf("%w: the repository has no remote %q (%s; git remote add %s URL makes one)", ErrNoRemote, remote, has, remote)
+		return fmt.Errorf("%w %q in the repository (%s; git remote add %s URL makes one)", ErrNoRemote, remote, has, remote)
 	}
 	return nil
 }

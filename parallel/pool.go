@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	}
 	if cfg.Remote != "" {
 		if err := g.CheckRemote(ctx, cfg.Remote); err != nil {
-			return fail(loop.OutcomeGitFailed, fmt.Errorf("--remote %s: %w", cfg.Remote, err))
+			return fail(loop.OutcomeGitFailed, fmt.Errorf("--remote: %w", err))
 		}
 	}
 	settings, ok := store.(loop.SettingStore)
