@@ -103,10 +103,11 @@
 //     push is a lost race, as a lost swap is: fetch, replay onto the new
 //     tip, run the test gate again, push again. Any other refusal (the
 //     remote's hooks, access, the network) is a git failure, exit 5.
-//   - Then ralph/task/<id> is pushed to the remote at the landed commit
-//     (forced: the remote's ralph/task/<id> is only ever pushed so, so
-//     what it named before is an earlier landing, which the integration
-//     branch holds). Kept attempts are pushed as they are kept, made on
+//   - Then ralph/task/<id> is pushed to the remote at the landed commit,
+//     without force too: the remote's ralph/task/<id> is only ever pushed
+//     so, and a landing is made on a tip that holds every earlier one, so
+//     this is a fast-forward (ralph overwrites nothing on the remote).
+//     Kept attempts are pushed as they are kept, made on
 //     the remote only where it has no branch of that name, so that two
 //     machines never take one name: n counts past the remote's
 //     ralph/attempt/<id>/<n> too. An attempt is kept in the clone first

@@ -142,18 +142,15 @@ func (g *ExecGit) Push(ctx context.Context, p PushParams) error {
 		p.Mode = PushFastForward
 	}
 	args := []string{"-c", "push.gpgSign=false", "push", "--porcelain", "--no-verify", "--no-follow-tags", "--recurse-submodules=no"}
-	spec := p.Commit + ":" + p.Ref
 	switch p.Mode {
 	case PushFastForward:
 	case PushCreate:
 		args = append(args, "--force-with-lease="+p.Ref+":")
-	case PushForce:
-		spec = "+" + spec
 	default:
 		return fmt.Errorf("parallel: push mode %q: want one of %v", p.Mode, PushModes())
 	}
 	g.remote.Lock()
-	out, err := g.run(ctx, g.Root, nil, append(args, "--", p.Remote, spec)...)
+	out, err := g.run(ctx, g.Root, nil, append(args, "--", p.Remote, p.Commit+":"+p.Ref)...)
 	g.remote.Unlock()
 	if err == nil {
 		return nil
@@ -163,7 +160,7 @@ func (g *ExecGit) Push(ctx context.Context, p PushParams) error {
 		return err
 	}
 	switch {
-	case p.Mode != PushCreate && (strings.Contains(summary, "(non-fast-forward)") || strings.Contains(summary, "(fetch first)")):
+	case p.Mode == PushFastForward && (strings.Contains(summary, "(non-fast-forward)") || strings.Contains(summary, "(fetch first)")):
 		return fmt.Errorf("%w: %s on %s is no longer at %s: %s", ErrRefMoved, p.Ref, p.Remote, orNone(p.Old), summary)
 	case p.Mode == PushCreate && strings.Contains(summary, "(stale info)"):
 		return fmt.Errorf("%w: %s on %s", ErrRefExists, p.Ref, p.Remote)

@@ -136,7 +136,7 @@ func TestPush(t *testing.T) {
 		{"create", "", parallel.PushCreate, c2, "", nil, c2},
 		{"create exists", c1, parallel.PushCreate, c2, "", parallel.ErrRefExists, c1},
 		{"create exists with the commit", c2, parallel.PushCreate, c2, "", nil, c2},
-		{"force backwards", c3, parallel.PushForce, c1, "", nil, c1},
+		{"fast-forward backwards", c3, parallel.PushFastForward, c1, c3, parallel.ErrRefMoved, c3},
 		{"unknown mode", c1, "sideways", c2, "", errOther, c1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -393,7 +393,7 @@ func (g *fakeGit) Push(_ context.Context, p PushParams) error {
 		return nil
 	case p.Mode == PushCreate && there:
 		return ErrRefExists
-	case p.Mode != PushCreate && p.Mode != PushForce && there && !r.reaches(p.Commit, now):
+	case p.Mode != PushCreate && there && !r.reaches(p.Commit, now):
 		return ErrRefMoved
 	}
 	r.refs[p.Ref] = p.Commit

@@ -126,12 +126,10 @@ const (
 	// PushCreate makes a ref that does not exist on the remote (git push
 	// --force-with-lease=REF: with nothing expected).
 	PushCreate PushMode = "create"
-	// PushForce sets the ref whatever it names (git push +COMMIT:REF).
-	PushForce PushMode = "force"
 )
 
 // PushModes lists the push modes.
-func PushModes() []PushMode { return []PushMode{PushFastForward, PushCreate, PushForce} }
+func PushModes() []PushMode { return []PushMode{PushFastForward, PushCreate} }
 
 // Errors of Git implementations.
 var (

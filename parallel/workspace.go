@@ -313,11 +313,12 @@ func (w *workspace) moveInto(ctx context.Context, head, tip string) error {
 }
 
 // landedOnRemote follows a landing on the remote: the task's branch is
-// pushed (forced: what it named there is an earlier landing of the task,
-// which the integration branch holds), and the local integration branch
-// and remote-tracking ref follow the remote's.
+// pushed there, and the local integration branch and remote-tracking ref
+// follow the remote's. The push only fast-forwards: the remote's task
+// branch is only ever pushed so, at a landed commit, and every landing
+// is made on a tip that holds the earlier ones.
 func (w *workspace) landedOnRemote(ctx context.Context, head string) error {
-	if err := w.git.Push(ctx, PushParams{Remote: w.remote, Ref: w.ref, Commit: head, Mode: PushForce}); err != nil {
+	if err := w.git.Push(ctx, PushParams{Remote: w.remote, Ref: w.ref, Commit: head, Mode: PushFastForward}); err != nil {
 		return fmt.Errorf("task %s landed on %s as %s, but its branch could not be pushed: %w", w.task.ID, w.branchName(), head, err)
 	}
 	if err := advance(ctx, w.git, trackingRef(w.remote, w.into), head); err != nil {
