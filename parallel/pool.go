@@ -236,9 +236,10 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 			errs = append(errs, fmt.Errorf("%s: keeping its tree's work: %w", ws.worker, err))
 		}
 	}
-	if cfg.Remote != "" {
+	if cfg.Remote != "" && ctx.Err() == nil {
 		// The local branch ends where the remote's is, with what other
-		// machines landed too, for the merge the run's end suggests.
+		// machines landed too, for the merge the run's end suggests (not
+		// after an interrupt, which must not wait for the network).
 		if err := followRemote(kctx, g, cfg.Remote, into); err != nil {
 			errs = append(errs, fmt.Errorf("bringing %s up to date with %s: %w", rep.Into, cfg.Remote, err))
 		}

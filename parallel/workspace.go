@@ -473,9 +473,12 @@ func (w *workspace) keepCommit(ctx context.Context, id, commit, tip string) (str
 		if ok && c == commit {
 			// Kept already; on the remote too unless another machine's
 			// attempt took the name there, when it is kept anew below.
-			err := w.publishAttempt(ctx, ref, commit)
-			if !errors.Is(err, ErrRefExists) {
-				return strings.TrimPrefix(ref, heads), err
+			name := strings.TrimPrefix(ref, heads)
+			switch err := w.publishAttempt(ctx, ref, commit); {
+			case err == nil:
+				return name, nil
+			case !errors.Is(err, ErrRefExists):
+				return name, fmt.Errorf("the attempt at task %s is kept on %s here but not on %s: %w", id, name, w.remote, err)
 			}
 		}
 		number(ref)
