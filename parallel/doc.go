@@ -62,7 +62,8 @@
 //   - Serialisation: integrations of one ralph process take turns; those
 //     of several processes are kept apart by the compare-and-swap of the
 //     integration branch (git update-ref NEW OLD), a lost race being
-//     replayed onto the new tip.
+//     replayed onto the new tip; those of several machines by the
+//     remote's (below).
 //   - .ralph/worktree-include lists paths or globs (one a line, '#'
 //     comments), relative to the project, of files copied into each tree
 //     where missing — typically ignored ones such as .env — and never
@@ -78,4 +79,70 @@
 //   - Agent ids: each worker's is the run's agent id with "-wK" appended;
 //     receipts, session-log lines ("[wK] …") and raw streams
 //     (<session>/wK-iter-N.ndjson) name the worker.
+//
+// # Several machines: Config.Remote (--remote NAME)
+//
+// Builds of one plan in several clones of a repository (DESIGN §10: the
+// plan on a database server, a ralph build --workers N --remote NAME in
+// each clone) share the integration branch through the git remote NAME;
+// without Remote nothing here happens and the branch is the repository's
+// own.
+//
+//   - The integration branch lives on the remote. Its tip is fetched
+//     (refs/heads/<branch> of NAME into refs/remotes/NAME/<branch>, that
+//     one branch, no tags, none of the remote's configured refspecs) when
+//     an attempt begins and every time an integration goes round; the
+//     trailers that say a task has landed are read from that fetched tip,
+//     so a task another machine landed is done, not applied again.
+//   - A task lands by git push NAME <commit>:refs/heads/<branch> without
+//     force: the remote moves the branch only forward, from the tip the
+//     commit was replayed onto, and refuses the push if another machine
+//     moved it first — its own compare-and-swap ("[rejected]
+//     (non-fast-forward)", "(fetch first)", or "[remote rejected]
+//     (failed to update ref)" when it moved during the push). A refused
+//     push is a lost race, as a lost swap is: fetch, replay onto the new
+//     tip, run the test gate again, push again. Any other refusal (the
+//     remote's hooks, access, the network) is a git failure, exit 5.
+//   - Then ralph/task/<id> is pushed to the remote at the landed commit,
+//     without force too: the remote's ralph/task/<id> is only ever pushed
+//     so, and a landing is made on a tip that holds every earlier one, so
+//     this is a fast-forward (ralph overwrites nothing on the remote).
+//     Kept attempts are pushed as they are kept, made on
+//     the remote only where it has no branch of that name, so that two
+//     machines never take one name: n counts past the remote's
+//     ralph/attempt/<id>/<n> too. An attempt is kept in the clone first
+//     and then pushed: work is kept even when the remote cannot be
+//     reached (and the run then stops, exit 5, saying so).
+//   - The local branch refs/heads/<branch> follows the remote's: moved
+//     forward to it after every landing and at the end of the run, where
+//     it is an ancestor of the remote's and no worktree has it checked
+//     out; never moved back or across. The run's end names the branch
+//     and the remote, and the merge that takes it from any clone (git
+//     pull NAME <branch>). When a build with a remote begins, a local
+//     branch ahead of the remote's (work landed by builds without
+//     --remote) is pushed there, a remote without the branch gets the
+//     local one or HEAD, and branches that each have commits the other
+//     has not are refused (exit 1) until someone merges them.
+//   - A holder that lost its claim never lands its work. The claim's
+//     generation is checked right before every push of the branch, each
+//     time round; and a stale holder whose check passed before it lost
+//     the claim still cannot land the task a second time: the claim that
+//     took over lands its own commit only by a push that fast-forwards
+//     from the tip it fetched, and the stale one's push, made from an
+//     older tip, is refused once the new one's commit is there — after
+//     which the stale holder's fetch finds the task's trailer after its
+//     attempt's base and gives up (ErrStaleClaim). Either order, the
+//     branch holds the task's work once: the first push to reach the
+//     remote decides, and whoever comes second sees its trailer. (When
+//     the stale holder's push came first — its check passed an instant
+//     before it lost the claim — its commit is the task's landing, as
+//     after a crash between landing and recording: the current claim
+//     gives up its own attempt, and the task is done when it is next
+//     claimed, after that claim's lease.) The stale holder's work that
+//     did not land is kept as an attempt branch, here and on the remote.
+//   - An unknown remote name is refused before anything runs, as a git
+//     failure (exit 5); so is a remote that cannot be reached when the
+//     build begins.
+//   - Fetches and pushes of one process take turns: each updates
+//     remote-tracking refs, and git updates one ref at a time.
 package parallel

@@ -47,6 +47,10 @@ type ExecGit struct {
 	// one a commit (a change of user.name during a run is seen by the
 	// next ExecGit).
 	ids sync.Map
+	// remote serialises this ExecGit's fetches and pushes: each updates
+	// remote-tracking refs, and two git processes updating one ref at
+	// once would fail on its lock.
+	remote sync.Mutex
 }
 
 var _ Git = (*ExecGit)(nil)

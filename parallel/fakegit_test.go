@@ -25,6 +25,13 @@ type fakeGit struct {
 	// moves the integration branch there to lose a race.
 	beforeSwap func(ref string)
 	swaps      map[string]int // SwapRef calls by ref
+	// remotes are the other fake repositories this one fetches from and
+	// pushes to, by name: the machines of a test share one.
+	remotes map[string]*fakeGit
+	// beforePush, if set, runs before each Push (unlocked): a test lands
+	// another machine's commit there to lose a race, or ends the claim.
+	beforePush func(p PushParams)
+	pushes     map[string]int // Push calls by ref
 }
 
 type fakeCommit struct {
@@ -40,8 +47,21 @@ type fakeTree struct {
 }
 
 func newFakeGit(files map[string]string) *fakeGit {
-	g := &fakeGit{commits: map[string]fakeCommit{}, refs: map[string]string{}, trees: map[string]*fakeTree{}, swaps: map[string]int{}}
+	g := &fakeGit{commits: map[string]fakeCommit{}, refs: map[string]string{}, trees: map[string]*fakeTree{}, swaps: map[string]int{},
+		remotes: map[string]*fakeGit{}, pushes: map[string]int{}}
 	g.head = g.commit("", "initial", files)
+	g.refs["refs/heads/main"] = g.head
+	return g
+}
+
+// clone is a new fake repository with remote as its "origin": its
+// commits, and main checked out at remote's main.
+func (remote *fakeGit) clone() *fakeGit {
+	remote.mu.Lock()
+	defer remote.mu.Unlock()
+	g := &fakeGit{commits: maps.Clone(remote.commits), refs: map[string]string{}, trees: map[string]*fakeTree{}, swaps: map[string]int{},
+		remotes: map[string]*fakeGit{"origin": remote}, pushes: map[string]int{}}
+	g.head = remote.refs["refs/heads/main"]
 	g.refs["refs/heads/main"] = g.head
 	return g
 }
@@ -298,6 +318,97 @@ func unionKeys(a, b map[string]string) map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+func (g *fakeGit) CheckRemote(_ context.Context, remote string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.remotes[remote]; !ok {
+		return fmt.Errorf("%w: %q", ErrNoRemote, remote)
+	}
+	return nil
+}
+
+// Fetch copies the remote's commits (all of them: ids are content) and
+// sets the tracking ref.
+func (g *fakeGit) Fetch(_ context.Context, remote, ref string) (string, bool, error) {
+	g.mu.Lock()
+	r := g.remotes[remote]
+	g.mu.Unlock()
+	if r == nil {
+		return "", false, fmt.Errorf("fake: no remote %q", remote)
+	}
+	r.mu.Lock()
+	commit, ok := r.refs[ref]
+	commits := maps.Clone(r.commits)
+	r.mu.Unlock()
+	if !ok {
+		return "", false, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	maps.Copy(g.commits, commits)
+	g.refs[trackingRef(remote, ref)] = commit
+	return commit, true, nil
+}
+
+func (g *fakeGit) RemoteRefs(_ context.Context, remote, prefix string) (map[string]string, error) {
+	g.mu.Lock()
+	r := g.remotes[remote]
+	g.mu.Unlock()
+	if r == nil {
+		return nil, fmt.Errorf("fake: no remote %q", remote)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]string{}
+	for ref, c := range r.refs {
+		if strings.HasPrefix(ref, prefix) {
+			out[ref] = c
+		}
+	}
+	return out, nil
+}
+
+// Push copies this repository's commits to the remote and sets the ref
+// as p.Mode allows; the fast-forward test is the remote's ancestry.
+func (g *fakeGit) Push(_ context.Context, p PushParams) error {
+	if g.beforePush != nil {
+		g.beforePush(p)
+	}
+	g.mu.Lock()
+	g.pushes[p.Ref]++
+	r := g.remotes[p.Remote]
+	commits := maps.Clone(g.commits)
+	g.mu.Unlock()
+	if r == nil {
+		return fmt.Errorf("fake: no remote %q", p.Remote)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	maps.Copy(r.commits, commits)
+	now, there := r.refs[p.Ref]
+	switch {
+	case there && now == p.Commit:
+		return nil
+	case p.Mode == PushCreate && there:
+		return ErrRefExists
+	case p.Mode != PushCreate && there && !r.reaches(p.Commit, now):
+		return ErrRefMoved
+	}
+	r.refs[p.Ref] = p.Commit
+	return nil
+}
+
+// reaches reports whether commit a has b among its ancestors (or is b);
+// g.mu is held.
+func (g *fakeGit) reaches(a, b string) bool {
+	for c := a; c != ""; c = g.commits[c].parent {
+		if c == b {
+			return true
+		}
+	}
+	return false
 }
 
 var _ Git = (*fakeGit)(nil)

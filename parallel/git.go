@@ -72,7 +72,64 @@ type Git interface {
 	// --onto). On a conflict it aborts, leaving dir as it was, and returns
 	// the conflicting paths in a *ConflictError.
 	Rebase(ctx context.Context, dir, base, onto string) (head string, err error)
+
+	// The remote's side, for builds on several machines (Config.Remote):
+	// remote is the name of one of the repository's remotes; ref a full
+	// branch name as the remote has it ("refs/heads/ralph/integration").
+
+	// CheckRemote reports an error wrapping ErrNoRemote unless the
+	// repository has a remote of that name. It does not reach the remote.
+	CheckRemote(ctx context.Context, remote string) error
+	// Fetch brings branch ref of remote, with the commits it holds, into
+	// the repository as refs/remotes/<remote>/<branch> and returns the
+	// commit it names; ok is false, and nothing changes, when the remote
+	// has no such branch. Fetching is safe from several goroutines.
+	Fetch(ctx context.Context, remote, ref string) (commit string, ok bool, err error)
+	// RemoteRefs returns the refs of remote under prefix
+	// ("refs/heads/ralph/attempt/x/") and the commits they name, as the
+	// remote has them now; it fetches nothing.
+	RemoteRefs(ctx context.Context, remote, prefix string) (map[string]string, error)
+	// Push sets p.Ref on p.Remote to p.Commit, a commit of the repository,
+	// as p.Mode says. A remote already at p.Commit is success. The
+	// refusals that are races come back as ErrRefMoved (PushFastForward:
+	// the remote's ref is no longer at p.Old, and not at an ancestor of
+	// p.Commit) and ErrRefExists (PushCreate); any other failure, the
+	// remote's hooks refusing included, is a git error.
+	Push(ctx context.Context, p PushParams) error
 }
+
+// PushParams is one ref to set on a remote (Git.Push).
+type PushParams struct {
+	Remote string
+	// Ref is the ref on the remote, a full name under refs/heads/.
+	Ref string
+	// Commit is what Ref is to name.
+	Commit string
+	// Mode says which of the remote's refs may be replaced; ""
+	// is PushFastForward.
+	Mode PushMode
+	// Old is where the caller last saw Ref on the remote (after a Fetch),
+	// "" when it saw none: with PushFastForward, a push the remote
+	// refused after it moved from Old is ErrRefMoved.
+	Old string
+}
+
+// A PushMode says which of a remote's refs a push may replace.
+type PushMode string
+
+// Push modes.
+const (
+	// PushFastForward moves the ref only forward, from an ancestor of the
+	// new commit (or creates it): git push without --force, the remote's
+	// own compare-and-swap.
+	PushFastForward PushMode = "fast-forward"
+	// PushCreate makes a ref that does not exist on the remote (git push
+	// --force-with-lease=REF: with nothing expected).
+	PushCreate PushMode = "create"
+)
+
+// PushModes lists the push modes.
+func PushModes() []PushMode { return []PushMode{PushFastForward, PushCreate} }
 
 // Errors of Git implementations.
 var (
@@ -80,6 +137,7 @@ var (
 	ErrNoCommit      = errors.New("the repository has no commit yet")
 	ErrRefExists     = errors.New("ref exists already")
 	ErrRefMoved      = errors.New("ref moved")
+	ErrNoRemote      = errors.New("no such remote")
 )
 
 // A NestedRepoError is a Commit refused because the tree holds git

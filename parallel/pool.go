@@ -39,6 +39,11 @@ type Config struct {
 	// WorktreeDir holds the workers' trees, wK each; empty means
 	// <Root>/.ralph/worktrees.
 	WorktreeDir string
+	// Remote, if set, is the git remote (--remote NAME) where the
+	// integration branch lives, for builds of one plan on several
+	// machines (DESIGN §10): see the package doc. Empty keeps everything
+	// in the repository.
+	Remote string
 }
 
 // Report is a parallel build's report: the run's as one (outcome, counts,
@@ -48,6 +53,8 @@ type Report struct {
 	loop.Report
 	// Into is the integration branch (short name, "ralph/integration").
 	Into string
+	// Remote is the remote where it lives ("" the repository's own).
+	Remote string
 	// Workers are the reports of the workers, w1 first.
 	Workers []loop.Report
 }
@@ -126,18 +133,23 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if err := g.Check(ctx); err != nil {
 		return fail(loop.OutcomeGitFailed, fmt.Errorf("workers need a git repository with a commit: %w", err))
 	}
+	if cfg.Remote != "" {
+		if err := g.CheckRemote(ctx, cfg.Remote); err != nil {
+			return fail(loop.OutcomeGitFailed, fmt.Errorf("--remote: %w", err))
+		}
+	}
 	settings, ok := store.(loop.SettingStore)
 	if !ok {
 		return fail(loop.OutcomeError, ErrNoSettings)
 	}
-	into, since, err := integrationBranch(ctx, g, settings, cfg.Into)
+	into, since, err := integrationBranch(ctx, g, settings, cfg.Into, cfg.Remote)
 	if err != nil {
 		if errors.Is(err, ErrInto) || errors.Is(err, loop.ErrConfig) {
 			return fail(loop.OutcomeError, err)
 		}
 		return fail(loop.OutcomeGitFailed, err)
 	}
-	rep.Into = strings.TrimPrefix(into, heads)
+	rep.Into, rep.Remote = strings.TrimPrefix(into, heads), cfg.Remote
 	if base.AgentID == "" {
 		id, err := loop.NewAgentID()
 		if err != nil {
@@ -183,7 +195,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		if !ok {
 			continue // another build of this project works in that tree
 		}
-		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into, since: since,
+		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into, remote: cfg.Remote, since: since,
 			include: include, root: base.Root, land: land, lock: lock}
 		spaces = append(spaces, ws)
 		if err := ws.open(ctx); err != nil {
@@ -222,6 +234,14 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	for _, ws := range spaces {
 		if err := ws.keep(kctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s: keeping its tree's work: %w", ws.worker, err))
+		}
+	}
+	if cfg.Remote != "" && ctx.Err() == nil {
+		// The local branch ends where the remote's is, with what other
+		// machines landed too, for the merge the run's end suggests (not
+		// after an interrupt, which must not wait for the network).
+		if err := followRemote(kctx, g, cfg.Remote, into); err != nil {
+			errs = append(errs, fmt.Errorf("bringing %s up to date with %s: %w", rep.Into, cfg.Remote, err))
 		}
 	}
 	rep.Workers = reports
@@ -281,7 +301,8 @@ const SettingIntoBase = "integration_base"
 // integrationBranch returns the plan's integration branch (a full ref
 // name) and the commit it was at when the plan adopted it, recording both
 // — and making the branch from HEAD — on the plan's first parallel build.
-func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, asked string) (ref, since string, err error) {
+// With a remote, the branch is the remote's (remoteBranch).
+func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, asked, remote string) (ref, since string, err error) {
 	recorded, ok, err := settings.PlanSetting(ctx, SettingInto)
 	if err != nil {
 		return "", "", err
@@ -306,16 +327,23 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 	if slices.Contains(out, ref) {
 		return "", "", fmt.Errorf("%w: %s is checked out in a worktree; ralph never writes a checked-out branch (name another with --into, or switch that worktree away)", ErrInto, name)
 	}
-	tip, exists, err := g.Resolve(ctx, ref)
-	if err != nil {
-		return "", "", err
-	}
-	if !exists {
-		if tip, err = g.Head(ctx); err != nil {
+	var tip string
+	if remote != "" {
+		if tip, err = remoteBranch(ctx, g, remote, ref); err != nil {
 			return "", "", err
 		}
-		if err := g.CreateRef(ctx, ref, tip); err != nil && !errors.Is(err, ErrRefExists) {
+	} else {
+		var exists bool
+		if tip, exists, err = g.Resolve(ctx, ref); err != nil {
 			return "", "", err
+		}
+		if !exists {
+			if tip, err = g.Head(ctx); err != nil {
+				return "", "", err
+			}
+			if err := g.CreateRef(ctx, ref, tip); err != nil && !errors.Is(err, ErrRefExists) {
+				return "", "", err
+			}
 		}
 	}
 	if !ok {
@@ -337,6 +365,77 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 		return "", "", err
 	}
 	return ref, since, nil
+}
+
+// remoteBranchTries bounds remoteBranch's rounds: each is lost only to
+// another machine's push of the branch at that moment.
+const remoteBranchTries = 10
+
+// remoteBranch returns the tip of the integration branch ref on remote,
+// after making sure that the remote has the branch and that it holds all
+// that the local branch holds: a remote without it gets the local branch,
+// or HEAD (PushCreate); a local branch ahead of the remote's (work landed
+// by builds without --remote) is pushed there (PushFastForward); a local
+// branch behind it follows it. Branches that have each commits the other
+// has not are refused (ErrInto): ralph merges nothing but task commits,
+// one at a time.
+func remoteBranch(ctx context.Context, g Git, remote, ref string) (string, error) {
+	name := strings.TrimPrefix(ref, heads)
+	for range remoteBranchTries {
+		theirs, onRemote, err := g.Fetch(ctx, remote, ref)
+		if err != nil {
+			return "", err
+		}
+		ours, onLocal, err := g.Resolve(ctx, ref)
+		if err != nil {
+			return "", err
+		}
+		push := PushParams{Remote: remote, Ref: ref, Commit: ours, Mode: PushFastForward, Old: theirs}
+		switch {
+		case onRemote && (!onLocal || ours == theirs):
+			return theirs, advance(ctx, g, ref, theirs)
+		case onRemote:
+			behind, err := g.IsAncestor(ctx, ours, theirs)
+			if err != nil {
+				return "", err
+			}
+			if behind {
+				return theirs, advance(ctx, g, ref, theirs)
+			}
+			ahead, err := g.IsAncestor(ctx, theirs, ours)
+			if err != nil {
+				return "", err
+			}
+			if !ahead {
+				return "", fmt.Errorf("%w: %s here and %s on %s each have commits the other has not; merge them into one (git pull %s %s with %s checked out, then git push %s %s) and build again",
+					ErrInto, name, name, remote, remote, name, name, remote, name)
+			}
+		case onLocal:
+			push.Mode = PushCreate
+		default:
+			if push.Commit, err = g.Head(ctx); err != nil {
+				return "", err
+			}
+			push.Mode = PushCreate
+		}
+		err = g.Push(ctx, push)
+		if err != nil && !errors.Is(err, ErrRefMoved) && !errors.Is(err, ErrRefExists) {
+			return "", err
+		}
+		// Pushed, or another machine pushed first: look again.
+	}
+	return "", fmt.Errorf("%s on %s moved under every one of %d tries to read it", name, remote, remoteBranchTries)
+}
+
+// followRemote fetches the integration branch ref from remote and moves
+// the local branch forward to it, where it is an ancestor of the remote's
+// and checked out nowhere.
+func followRemote(ctx context.Context, g Git, remote, ref string) error {
+	tip, ok, err := g.Fetch(ctx, remote, ref)
+	if err != nil || !ok {
+		return err
+	}
+	return advanceBranch(ctx, g, ref, tip)
 }
 
 // checkBranchName refuses names git would refuse, or read as something

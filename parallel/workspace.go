@@ -61,6 +61,10 @@ type workspace struct {
 	dir    string
 	worker string
 	into   string // the integration branch, full ref name
+	// remote, if set, is the git remote where the integration branch
+	// lives (Config.Remote): its tip is fetched from there, and moved
+	// there by a push that only fast-forwards.
+	remote string
 	// since is the commit the integration branch was at when this plan
 	// adopted it: only trailers after it are this plan's ("": all).
 	since string
@@ -69,7 +73,7 @@ type workspace struct {
 	include []string
 	root    string
 	// land serialises the integrations of one process; across processes
-	// the compare-and-swap of the branch keeps them apart.
+	// (and machines) the compare-and-swap of the branch keeps them apart.
 	land *sync.Mutex
 	// lock holds the tree for this build (takeTree); nil in tests.
 	lock *os.File
@@ -98,15 +102,13 @@ func (w *workspace) except() []string {
 
 // Begin implements loop.Workspace.
 func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bool, error) {
-	if err := w.keep(ctx); err != nil {
-		return false, err
-	}
-	tip, ok, err := w.git.Resolve(ctx, w.into)
+	// The tip first: with a remote, keep then reads the tip just fetched.
+	tip, err := w.tip(ctx)
 	if err != nil {
 		return false, err
 	}
-	if !ok {
-		return false, fmt.Errorf("the integration branch %s does not exist", strings.TrimPrefix(w.into, heads))
+	if err := w.keep(ctx); err != nil {
+		return false, err
 	}
 	landings, err := w.landings(ctx, w.since, tip, task.ID)
 	if err != nil || landings > recorded {
@@ -133,6 +135,43 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bo
 	}
 	w.task, w.ref, w.base = task, branch, tip
 	return false, nil
+}
+
+// branchName is the integration branch's short name, with the remote
+// where it lives: "ralph/integration", "ralph/integration on origin".
+func (w *workspace) branchName() string {
+	name := strings.TrimPrefix(w.into, heads)
+	if w.remote != "" {
+		name += " on " + w.remote
+	}
+	return name
+}
+
+// tip returns the integration branch's tip: the remote's, fetched now,
+// when the branch lives on a remote.
+func (w *workspace) tip(ctx context.Context) (string, error) {
+	var tip string
+	var ok bool
+	var err error
+	if w.remote == "" {
+		tip, ok, err = w.git.Resolve(ctx, w.into)
+	} else {
+		tip, ok, err = w.git.Fetch(ctx, w.remote, w.into)
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("the integration branch %s does not exist", w.branchName())
+	}
+	return tip, err
+}
+
+// knownTip returns the integration branch's tip as last seen, without
+// reaching the remote: keeping a tree's work must not depend on the
+// network. ok is false when there is none.
+func (w *workspace) knownTip(ctx context.Context) (string, bool, error) {
+	if w.remote == "" {
+		return w.git.Resolve(ctx, w.into)
+	}
+	return w.git.Resolve(ctx, trackingRef(w.remote, w.into))
 }
 
 // landings counts the commits on tip since base (base "": all) whose
@@ -203,7 +242,7 @@ func (w *workspace) keep(ctx context.Context) error {
 		}
 	}
 	if onTask {
-		tip, _, err := w.git.Resolve(ctx, w.into)
+		tip, _, err := w.knownTip(ctx)
 		if err != nil {
 			return err
 		}
@@ -261,6 +300,70 @@ func (w *workspace) notCheckedOut(ctx context.Context) error {
 		return fmt.Errorf("the integration branch %s is checked out in a worktree: ralph does not move it under someone's files (switch that worktree away, then build again)", strings.TrimPrefix(w.into, heads))
 	}
 	return nil
+}
+
+// moveInto moves the integration branch from tip to head: a
+// compare-and-swap of the local branch, or, on a remote, a push that only
+// fast-forwards. Either way ErrRefMoved is a lost race.
+func (w *workspace) moveInto(ctx context.Context, head, tip string) error {
+	if w.remote == "" {
+		return w.git.SwapRef(ctx, w.into, head, tip)
+	}
+	return w.git.Push(ctx, PushParams{Remote: w.remote, Ref: w.into, Commit: head, Mode: PushFastForward, Old: tip})
+}
+
+// landedOnRemote follows a landing on the remote: the task's branch is
+// pushed there, and the local integration branch and remote-tracking ref
+// follow the remote's. The push only fast-forwards: the remote's task
+// branch is only ever pushed so, at a landed commit, and every landing
+// is made on a tip that holds the earlier ones.
+func (w *workspace) landedOnRemote(ctx context.Context, head string) error {
+	if err := w.git.Push(ctx, PushParams{Remote: w.remote, Ref: w.ref, Commit: head, Mode: PushFastForward}); err != nil {
+		return fmt.Errorf("task %s landed on %s as %s, but its branch could not be pushed: %w", w.task.ID, w.branchName(), head, err)
+	}
+	if err := advance(ctx, w.git, trackingRef(w.remote, w.into), head); err != nil {
+		return err
+	}
+	return advanceBranch(ctx, w.git, w.into, head)
+}
+
+// advance moves the local ref forward to commit, or makes it: only when
+// the ref names an ancestor of commit; a ref with commits that commit
+// has not is left as it is.
+func advance(ctx context.Context, g Git, ref, commit string) error {
+	for {
+		cur, ok, err := g.Resolve(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			err := g.CreateRef(ctx, ref, commit)
+			if errors.Is(err, ErrRefExists) {
+				continue
+			}
+			return err
+		}
+		if cur == commit {
+			return nil
+		}
+		if up, err := g.IsAncestor(ctx, cur, commit); err != nil || !up {
+			return err
+		}
+		err = g.SwapRef(ctx, ref, commit, cur)
+		if !errors.Is(err, ErrRefMoved) {
+			return err
+		}
+	}
+}
+
+// advanceBranch is advance for a local branch, which is not moved while a
+// worktree has it checked out.
+func advanceBranch(ctx context.Context, g Git, ref, commit string) error {
+	out, err := g.CheckedOut(ctx)
+	if err != nil || slices.Contains(out, ref) {
+		return err
+	}
+	return advance(ctx, g, ref, commit)
 }
 
 // moveAside moves repositories an agent made inside the tree to
@@ -338,6 +441,13 @@ func decodeRefName(s string) (string, error) {
 // branch ralph/attempt/<id>/<n> — unless it is on the integration branch
 // already (tip) or an attempt branch has it — and returns that branch
 // ("" when none was needed).
+//
+// With a remote the branch is pushed there too, made only where the
+// remote has no branch of that name (PushCreate), so that the machines'
+// attempts never take each other's numbers: n counts past the remote's
+// attempt branches as well as this repository's. The local branch is made
+// even when the remote cannot be reached — the work is kept here — and
+// the error then says so.
 func (w *workspace) keepCommit(ctx context.Context, id, commit, tip string) (string, error) {
 	if tip != "" {
 		if in, err := w.git.IsAncestor(ctx, commit, tip); err != nil || in {
@@ -350,21 +460,47 @@ func (w *workspace) keepCommit(ctx context.Context, id, commit, tip string) (str
 		return "", err
 	}
 	n := 0
+	number := func(ref string) {
+		if k, err := strconv.Atoi(strings.TrimPrefix(ref, prefix)); err == nil && k > n {
+			n = k
+		}
+	}
 	for _, ref := range refs {
 		c, ok, err := w.git.Resolve(ctx, ref)
 		if err != nil {
 			return "", err
 		}
 		if ok && c == commit {
-			return strings.TrimPrefix(ref, heads), nil // kept already
+			// Kept already; on the remote too unless another machine's
+			// attempt took the name there, when it is kept anew below.
+			name := strings.TrimPrefix(ref, heads)
+			switch err := w.publishAttempt(ctx, ref, commit); {
+			case err == nil:
+				return name, nil
+			case !errors.Is(err, ErrRefExists):
+				return name, fmt.Errorf("the attempt at task %s is kept on %s here but not on %s: %w", id, name, w.remote, err)
+			}
 		}
-		if k, err := strconv.Atoi(strings.TrimPrefix(ref, prefix)); err == nil && k > n {
-			n = k
+		number(ref)
+	}
+	var remoteErr error
+	if w.remote != "" {
+		var theirs map[string]string
+		theirs, remoteErr = w.git.RemoteRefs(ctx, w.remote, prefix)
+		for ref := range theirs {
+			number(ref)
 		}
 	}
 	for {
 		n++
 		ref := prefix + strconv.Itoa(n)
+		if w.remote != "" && remoteErr == nil {
+			err := w.publishAttempt(ctx, ref, commit)
+			if errors.Is(err, ErrRefExists) {
+				continue // another machine kept one just now
+			}
+			remoteErr = err
+		}
 		err := w.git.CreateRef(ctx, ref, commit)
 		if errors.Is(err, ErrRefExists) {
 			continue // another worker kept one just now
@@ -372,8 +508,21 @@ func (w *workspace) keepCommit(ctx context.Context, id, commit, tip string) (str
 		if err != nil {
 			return "", err
 		}
-		return strings.TrimPrefix(ref, heads), nil
+		name := strings.TrimPrefix(ref, heads)
+		if remoteErr != nil {
+			return name, fmt.Errorf("the attempt at task %s is kept on %s here but not on %s: %w", id, name, w.remote, remoteErr)
+		}
+		return name, nil
 	}
+}
+
+// publishAttempt makes the attempt branch ref on the remote, if there is
+// one: ErrRefExists when the remote has that name for another commit.
+func (w *workspace) publishAttempt(ctx context.Context, ref, commit string) error {
+	if w.remote == "" {
+		return nil
+	}
+	return w.git.Push(ctx, PushParams{Remote: w.remote, Ref: ref, Commit: commit, Mode: PushCreate})
 }
 
 // Integrate implements loop.Workspace: the attempt's change is committed
@@ -408,12 +557,9 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		if err := ctx.Err(); err != nil {
 			return loop.IntegrateResult{}, err
 		}
-		tip, ok, err := w.git.Resolve(ctx, w.into)
+		tip, err := w.tip(ctx)
 		if err != nil {
 			return loop.IntegrateResult{}, err
-		}
-		if !ok {
-			return loop.IntegrateResult{}, fmt.Errorf("the integration branch %s is gone", strings.TrimPrefix(w.into, heads))
 		}
 		// Work that landed since the attempt began includes this task's
 		// only when another claim landed it: this one is stale then.
@@ -442,16 +588,20 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 				}
 			}
 		}
-		// Right before the branch moves: the claim is still the task's
-		// (a replay and its gate take time), and nobody checked the
-		// branch out meanwhile.
+		// Right before the branch moves (every time round: a replay and
+		// its gate take time): the claim is still the task's, and — for
+		// a local branch — nobody checked the branch out meanwhile (the
+		// remote's branch is checked out nowhere; the local one follows
+		// it only where it is not checked out).
 		if req.Current != nil {
 			if err := req.Current(ctx); err != nil {
 				return loop.IntegrateResult{}, err
 			}
 		}
-		if err := w.notCheckedOut(ctx); err != nil {
-			return loop.IntegrateResult{}, err
+		if w.remote == "" {
+			if err := w.notCheckedOut(ctx); err != nil {
+				return loop.IntegrateResult{}, err
+			}
 		}
 		if refAt != head {
 			if err := w.follow(ctx, req, head, refAt); err != nil {
@@ -459,12 +609,17 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 			}
 			refAt = head
 		}
-		err = w.git.SwapRef(ctx, w.into, head, tip)
+		err = w.moveInto(ctx, head, tip)
 		if errors.Is(err, ErrRefMoved) {
-			continue // another process landed first: replay onto its tip
+			continue // another process or machine landed first: replay onto its tip
 		}
 		if err != nil {
 			return loop.IntegrateResult{}, err
+		}
+		if w.remote != "" {
+			if err := w.landedOnRemote(ctx, head); err != nil {
+				return loop.IntegrateResult{}, err
+			}
 		}
 		w.end()
 		return loop.IntegrateResult{Commit: head, Replayed: replayed}, nil

@@ -55,6 +55,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.IntFlag{Name: "workers", Usage: "run `N` agents at once, each in its own git worktree, merging each finished task into the integration branch", DefaultText: "1 if the plan has an integration branch, else none"},
 			&cli.StringFlag{Name: "into", Usage: "with workers: the integration `BRANCH`, recorded with the plan by its first parallel build", DefaultText: parallel.DefaultInto + ", or the plan's"},
 			&cli.StringFlag{Name: "setup", Usage: "with workers: shell command `C` run in each worker's tree before its first agent (e.g. install dependencies)"},
+			&cli.StringFlag{Name: "remote", Usage: "with workers, or a plan that has an integration branch: the git remote `NAME` where the integration branch lives, for builds of one plan on several machines; task and attempt branches are pushed there, and a task lands by a push that only fast-forwards"},
 		},
 		Action: func(c *cli.Context) error { return build(c, cfg) },
 	}
@@ -86,6 +87,10 @@ func build(c *cli.Context, cfg appConfig) error {
 		return usage("--workers does not go with --commit: each finished task is committed as it is merged into the integration branch")
 	case (c.IsSet("into") || c.IsSet("setup")) && !c.IsSet("workers"):
 		return usage("--into and --setup go with --workers")
+	case c.IsSet("remote") && strings.TrimSpace(c.String("remote")) == "":
+		return usage("--remote needs the name of a git remote (git remote -v lists them)")
+	case c.IsSet("remote") && progressFile != "":
+		return usage("--remote goes with --workers, and needs the task database, not --progress")
 	}
 
 	p, err := projectRoot(c)
@@ -183,6 +188,9 @@ func build(c *cli.Context, cfg appConfig) error {
 			}
 		}
 	}
+	if c.IsSet("remote") && workers == 0 {
+		return usage("--remote goes with --workers (or a plan that has an integration branch): only the integration branch lives on the remote")
+	}
 	if workers > 0 {
 		if lc.Commit || lc.ClaimMode == loop.ClaimAgent {
 			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
@@ -191,7 +199,9 @@ func build(c *cli.Context, cfg appConfig) error {
 		if claude.IsTerminal(cfg.stdout) {
 			view.board = newBoard(cfg.stdout, cfg.now, cfg.getenv)
 		}
-		return buildParallel(c, cfg, p, parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup")}, store, runner)
+		pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
+			Remote: strings.TrimSpace(c.String("remote"))}
+		return buildParallel(c, cfg, p, pc, store, runner)
 	}
 	rep, err := loop.Run(c.Context, lc, store, runner)
 	if err != nil {
@@ -229,7 +239,12 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config,
 			fmt.Fprintf(cfg.stdout, "session log: %s\n", p.rel(path))
 		}
 	}
-	if rep.Into != "" && rep.Outcome != loop.OutcomeGitFailed {
+	switch {
+	case rep.Into == "" || rep.Outcome == loop.OutcomeGitFailed:
+	case rep.Remote != "":
+		// Any clone can take it, whether or not it ran a build.
+		fmt.Fprintf(cfg.stdout, "integration branch: %s on %s · merge it with: git pull %s %s\n", rep.Into, rep.Remote, rep.Remote, rep.Into)
+	default:
 		fmt.Fprintf(cfg.stdout, "integration branch: %s · merge it with: git merge %s\n", rep.Into, rep.Into)
 	}
 	return outcomeError(rep.Outcome, rep.ExitCode(), rep.Message, false, cfg.stdout)

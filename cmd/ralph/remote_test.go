@@ -1,0 +1,237 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestWorkersOnSeveralMachines is DESIGN §10's "several machines" the way
+// a user runs it, as far as one computer can: two clones of one bare
+// repository, each with its own ralph init and host identity
+// (RALPH_HOST_ID), both reaching one plan (here one SQLite file, which
+// each clone's .ralph/progress.db links to; a database server once --db
+// exists), each running `ralph build --workers 2 --remote origin` at the
+// same time. Every task's work lands once on the remote's
+// ralph/integration, in an order the graph allows, each task beginning
+// with its blockers' work whichever machine landed them; both machines
+// work; both end 0 naming the branch, the remote and the pull that takes
+// it.
+func TestWorkersOnSeveralMachines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two parallel builds in two clones")
+	}
+	needGoAndGit(t)
+	bin := ralphBinary(t)
+	env := append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_HOST_ID=",
+		"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com")
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	ralph := func(dir string, env []string, args ...string) (int, string, string) {
+		t.Helper()
+		return runBinary(t, bin, dir, env, args...)
+	}
+
+	// The project, as its author sets it up: ralph init, the plan
+	// imported, the project pushed to the shared repository.
+	seed := filepath.Join(t.TempDir(), "seed")
+	os.MkdirAll(seed, 0o755)
+	os.WriteFile(filepath.Join(seed, "README"), []byte("the project\n"), 0o644)
+	os.WriteFile(filepath.Join(seed, ".gitignore"), []byte(".ralph/\n"), 0o644)
+	git(seed, "init", "-q", "-b", "main")
+	if code, _, errs := ralph(seed, env, "init"); code != 0 {
+		t.Fatalf("ralph init: %s", errs)
+	}
+	git(seed, "add", "-A")
+	git(seed, "commit", "-q", "-m", "the project")
+	deps := map[string][]string{"a": nil, "b": nil, "c": {"a"}, "d": {"b"}, "e": {"c", "d"}, "f": nil}
+	var plan, depLines strings.Builder
+	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+		blocked := "[]"
+		if bs := deps[id]; len(bs) > 0 {
+			blocked = `["` + strings.Join(bs, `","`) + `"]`
+		}
+		fmt.Fprintf(&plan, `{"id":%q,"title":"Task %s","blocked_by":%s}`+"\n", id, id, blocked)
+		fmt.Fprintf(&depLines, "%s %s\n", id, strings.Join(deps[id], " "))
+	}
+	planFile := filepath.Join(t.TempDir(), "plan.jsonl")
+	os.WriteFile(planFile, []byte(plan.String()), 0o644)
+	if code, _, errs := ralph(seed, env, "task", "import", planFile); code != 0 {
+		t.Fatalf("import: %s", errs)
+	}
+	bare := filepath.Join(t.TempDir(), "shared.git")
+	git(seed, "clone", "-q", "--bare", seed, bare)
+
+	// Each machine: a clone, ralph init, the shared plan.
+	var machines []string
+	for k := 1; k <= 2; k++ {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("machine%d", k))
+		git(seed, "clone", "-q", bare, dir)
+		if code, _, errs := ralph(dir, env, "init"); code != 0 {
+			t.Fatalf("ralph init in clone %d: %s", k, errs)
+		}
+		db := filepath.Join(dir, ".ralph", "progress.db")
+		for _, f := range []string{db, db + "-wal", db + "-shm"} {
+			os.Remove(f)
+		}
+		if err := os.Symlink(filepath.Join(seed, ".ralph", "progress.db"), db); err != nil {
+			t.Fatal(err)
+		}
+		machines = append(machines, dir)
+	}
+
+	marks := t.TempDir()
+	os.WriteFile(filepath.Join(marks, "deps"), []byte(depLines.String()), 0o644)
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	// The first session on each machine waits (up to 10 s) until the
+	// other machine has one under way too: both machines work.
+	script := `#!/bin/sh
+cat >/dev/null
+id=$RALPH_TASK_ID
+marks=` + shQuote(marks) + `
+echo "$id $RALPH_HOST_ID" >> "$marks/runs"
+touch "$marks/host-$RALPH_HOST_ID"
+i=0
+while [ "$(ls "$marks" | grep -c '^host-')" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+for b in $(grep "^$id " "$marks/deps" | cut -d' ' -f2-); do
+	[ -f "$b.txt" ] || echo "$id began without $b's work on $RALPH_HOST_ID" >> "$marks/problems"
+done
+echo "$id" > "$id.txt"
+printf '{"type":"system","subtype":"init","session_id":"s-%s","model":"stand-in"}\n' "$id"
+printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <task-done>%s</task-done>","session_id":"s-%s","num_turns":1,"total_cost_usd":0.01}\n' "$id" "$id"
+`
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	type run struct {
+		code      int
+		out, errs string
+	}
+	runs := make([]run, len(machines))
+	var wg sync.WaitGroup
+	for k, dir := range machines {
+		menv := append(slices.Clip(env), fmt.Sprintf("RALPH_HOST_ID=machine-%d", k+1))
+		wg.Go(func() {
+			r := &runs[k]
+			r.code, r.out, r.errs = ralph(dir, menv, "build", "--workers", "2", "--remote", "origin", "--claude", agent, "--max-iterations", "30")
+		})
+	}
+	wg.Wait()
+	for k, r := range runs {
+		if r.code != 0 {
+			t.Fatalf("machine %d: exit %d\nstdout:\n%s\nstderr:\n%s", k+1, r.code, r.out, r.errs)
+		}
+		if !strings.Contains(r.out, "integration branch: ralph/integration on origin · merge it with: git pull origin ralph/integration") {
+			t.Errorf("machine %d's end does not name the branch, the remote and the pull:\n%s", k+1, r.out)
+		}
+	}
+	if problems, err := os.ReadFile(filepath.Join(marks, "problems")); err == nil {
+		t.Errorf("the stand-in agent saw:\n%s", problems)
+	}
+	ranBy := map[string][]string{}
+	hosts := map[string]bool{}
+	b, _ := os.ReadFile(filepath.Join(marks, "runs"))
+	for line := range strings.Lines(string(b)) {
+		if id, host, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			ranBy[id] = append(ranBy[id], host)
+			hosts[host] = true
+		}
+	}
+	if !hosts["machine-1"] || !hosts["machine-2"] {
+		t.Errorf("sessions ran on %v; want both machines", hosts)
+	}
+	var landed []string
+	for l := range strings.FieldsSeq(git(bare, "log", "--format=%(trailers:key=Ralph-Task,valueonly)", "ralph/integration")) {
+		landed = append(landed, l)
+	}
+	slices.Reverse(landed)
+	if got := slices.Sorted(slices.Values(landed)); !cmp.Equal(got, []string{"a", "b", "c", "d", "e", "f"}) {
+		t.Fatalf("landed on the remote %v; want each task once", landed)
+	}
+	for id, bs := range deps {
+		if len(ranBy[id]) != 1 {
+			t.Errorf("task %s ran on %v; want once", id, ranBy[id])
+		}
+		for _, b := range bs {
+			if slices.Index(landed, b) > slices.Index(landed, id) {
+				t.Errorf("%s landed before its blocker %s: %v", id, b, landed)
+			}
+		}
+		git(bare, "merge-base", "--is-ancestor", "refs/heads/ralph/task/"+id, "ralph/integration")
+	}
+	if _, status, _ := ralph(machines[0], env, "task", "plan-status"); !strings.Contains(status, "done=6") || !strings.Contains(status, "active=0") {
+		t.Errorf("plan-status: %s", status)
+	}
+	tip := git(bare, "rev-parse", "ralph/integration")
+	ends := 0
+	for _, dir := range machines {
+		local := git(dir, "rev-parse", "ralph/integration")
+		git(bare, "merge-base", "--is-ancestor", local, tip)
+		if local == tip {
+			ends++
+		}
+		if st := git(dir, "status", "--porcelain"); st != "" {
+			t.Errorf("%s's working tree changed: %q", dir, st)
+		}
+	}
+	if ends == 0 {
+		t.Error("no machine's ralph/integration ended at the remote's")
+	}
+}
+
+// TestWorkersRemoteBadInput: what --remote refuses, before anything runs
+// or is claimed: an unknown remote is a git failure (exit 5) naming it;
+// --remote without workers on a plan without an integration branch, or
+// without a name, is a usage error (exit 1).
+func TestWorkersRemoteBadInput(t *testing.T) {
+	needGoAndGit(t)
+	agent, _ := fakeAgentPath(t, agentStep{Text: "<task-done>{task}</task-done>"})
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		code  int
+		words string
+	}{
+		{"unknown remote", []string{"--workers", "2", "--remote", "origin"}, 5, `--remote: no such remote "origin"`},
+		{"without workers", []string{"--remote", "origin"}, 1, "--remote goes with --workers"},
+		{"no name", []string{"--workers", "2", "--remote", " "}, 1, "--remote needs the name of a git remote"},
+		{"progress file", []string{"--remote", "origin", "--progress", "p.md"}, 1, "not --progress"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := initHarness(t)
+			h.ok("task", "add", "A")
+			for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "x"}} {
+				if out, err := exec.Command("git", append([]string{"-C", h.dir}, args...)...).CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			before := h.dump()
+			r := h.run(append([]string{"build", "--claude", agent}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.words) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.words)
+			}
+			if diff := cmp.Diff(before, h.dump()); diff != "" {
+				t.Errorf("the plan changed (-before +after):\n%s", diff)
+			}
+			if refs, _ := exec.Command("git", "-C", h.dir, "for-each-ref", "refs/heads/ralph/").Output(); len(refs) > 0 {
+				t.Errorf("a refused build made branches: %s", refs)
+			}
+		})
+	}
+}
