@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
 )
 
 // TestWorkersOnSeveralMachines is DESIGN §10's "several machines" the way
@@ -25,6 +26,34 @@ import (
 // work; both end 0 naming the branch, the remote and the pull that takes
 // it.
 func TestWorkersOnSeveralMachines(t *testing.T) {
+	deps := map[string][]string{"a": nil, "b": nil, "c": {"a"}, "d": {"b"}, "e": {"c", "d"}, "f": nil}
+	severalMachines(t, "", []string{"a", "b", "c", "d", "e", "f"}, deps)
+}
+
+// TestMachinesOnPostgres is DESIGN §10 as a new user would try it: one
+// PostgreSQL server, one bare repository, two clones ("machines" with
+// their own RALPH_HOST_ID), each running `ralph build --db URL --workers 2
+// --remote origin` on a 20-task graph: every task's work lands exactly
+// once on the integration branch, in an order the graph allows.
+func TestMachinesOnPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	var ids []string
+	deps := map[string][]string{}
+	for i := 1; i <= 20; i++ {
+		id := fmt.Sprintf("t%02d", i)
+		ids = append(ids, id)
+		if i > 5 {
+			deps[id] = append(deps[id], fmt.Sprintf("t%02d", i-5))
+		}
+	}
+	deps["t20"] = append(deps["t20"], "t19")
+	severalMachines(t, url, ids, deps)
+}
+
+// severalMachines runs two machines' builds of one plan at once: on the
+// SQLite file of a seed project (db "", each clone's database a symlink to
+// it), or on the PostgreSQL server db.
+func severalMachines(t *testing.T, db string, ids []string, deps map[string][]string) {
 	if testing.Short() {
 		t.Skip("two parallel builds in two clones")
 	}
@@ -54,14 +83,21 @@ func TestWorkersOnSeveralMachines(t *testing.T) {
 	os.WriteFile(filepath.Join(seed, "README"), []byte("the project\n"), 0o644)
 	os.WriteFile(filepath.Join(seed, ".gitignore"), []byte(".ralph/\n"), 0o644)
 	git(seed, "init", "-q", "-b", "main")
-	if code, _, errs := ralph(seed, env, "init"); code != 0 {
-		t.Fatalf("ralph init: %s", errs)
+	// On a server, every command names it; the plan is the seed
+	// directory's name unless --plan says otherwise.
+	var dbArgs []string
+	if db != "" {
+		dbArgs = []string{"--db", db, "--plan", "shared"}
 	}
 	git(seed, "add", "-A")
 	git(seed, "commit", "-q", "-m", "the project")
-	deps := map[string][]string{"a": nil, "b": nil, "c": {"a"}, "d": {"b"}, "e": {"c", "d"}, "f": nil}
+	if code, _, errs := ralph(seed, env, append(dbArgs, "init")...); code != 0 {
+		t.Fatalf("ralph init: %s", errs)
+	}
+	git(seed, "add", "-A")
+	git(seed, "commit", "-q", "-m", "ralph init")
 	var plan, depLines strings.Builder
-	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+	for _, id := range ids {
 		blocked := "[]"
 		if bs := deps[id]; len(bs) > 0 {
 			blocked = `["` + strings.Join(bs, `","`) + `"]`
@@ -71,7 +107,7 @@ func TestWorkersOnSeveralMachines(t *testing.T) {
 	}
 	planFile := filepath.Join(t.TempDir(), "plan.jsonl")
 	os.WriteFile(planFile, []byte(plan.String()), 0o644)
-	if code, _, errs := ralph(seed, env, "task", "import", planFile); code != 0 {
+	if code, _, errs := ralph(seed, env, append(dbArgs, "task", "import", planFile)...); code != 0 {
 		t.Fatalf("import: %s", errs)
 	}
 	bare := filepath.Join(t.TempDir(), "shared.git")
@@ -82,8 +118,12 @@ func TestWorkersOnSeveralMachines(t *testing.T) {
 	for k := 1; k <= 2; k++ {
 		dir := filepath.Join(t.TempDir(), fmt.Sprintf("machine%d", k))
 		git(seed, "clone", "-q", bare, dir)
-		if code, _, errs := ralph(dir, env, "init"); code != 0 {
+		if code, _, errs := ralph(dir, env, append(dbArgs, "init")...); code != 0 {
 			t.Fatalf("ralph init in clone %d: %s", k, errs)
+		}
+		if db != "" {
+			machines = append(machines, dir)
+			continue
 		}
 		db := filepath.Join(dir, ".ralph", "progress.db")
 		for _, f := range []string{db, db + "-wal", db + "-shm"} {
@@ -129,7 +169,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 		menv := append(slices.Clip(env), fmt.Sprintf("RALPH_HOST_ID=machine-%d", k+1))
 		wg.Go(func() {
 			r := &runs[k]
-			r.code, r.out, r.errs = ralph(dir, menv, "build", "--workers", "2", "--remote", "origin", "--claude", agent, "--max-iterations", "30")
+			r.code, r.out, r.errs = ralph(dir, menv, append(dbArgs, "build", "--workers", "2", "--remote", "origin", "--claude", agent, "--max-iterations", "60")...)
 		})
 	}
 	wg.Wait()
@@ -161,7 +201,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 		landed = append(landed, l)
 	}
 	slices.Reverse(landed)
-	if got := slices.Sorted(slices.Values(landed)); !cmp.Equal(got, []string{"a", "b", "c", "d", "e", "f"}) {
+	if got := slices.Sorted(slices.Values(landed)); !cmp.Equal(got, slices.Sorted(slices.Values(ids))) {
 		t.Fatalf("landed on the remote %v; want each task once", landed)
 	}
 	for id, bs := range deps {
@@ -175,7 +215,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 		}
 		git(bare, "merge-base", "--is-ancestor", "refs/heads/ralph/task/"+id, "ralph/integration")
 	}
-	if _, status, _ := ralph(machines[0], env, "task", "plan-status"); !strings.Contains(status, "done=6") || !strings.Contains(status, "active=0") {
+	if _, status, _ := ralph(machines[0], env, append(dbArgs, "task", "plan-status")...); !strings.Contains(status, fmt.Sprintf("done=%d", len(ids))) || !strings.Contains(status, "active=0") {
 		t.Errorf("plan-status: %s", status)
 	}
 	tip := git(bare, "rev-parse", "ralph/integration")
