@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
@@ -27,7 +28,7 @@ import (
 // it.
 func TestWorkersOnSeveralMachines(t *testing.T) {
 	deps := map[string][]string{"a": nil, "b": nil, "c": {"a"}, "d": {"b"}, "e": {"c", "d"}, "f": nil}
-	severalMachines(t, "", []string{"a", "b", "c", "d", "e", "f"}, deps)
+	severalMachines(t, "", []string{"a", "b", "c", "d", "e", "f"}, deps, false)
 }
 
 // TestMachinesOnPostgres is DESIGN §10 as a new user would try it: one
@@ -47,13 +48,27 @@ func TestMachinesOnPostgres(t *testing.T) {
 		}
 	}
 	deps["t20"] = append(deps["t20"], "t19")
-	severalMachines(t, url, ids, deps)
+	severalMachines(t, url, ids, deps, false)
+}
+
+// TestMachineKilledOnPostgres: the same two machines, but the first
+// machine's ralph is killed (kill -9) while its agent works on a task; the
+// other machine waits for that claim, recovers it when its lease (3 s, no
+// longer renewed) has run out, and finishes the plan: nothing is lost and
+// every task's work still lands exactly once.
+func TestMachineKilledOnPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	deps := map[string][]string{"e": {"a"}, "f": {"b"}, "g": {"e", "f"}, "h": {"g"}}
+	severalMachines(t, url, ids, deps, true)
 }
 
 // severalMachines runs two machines' builds of one plan at once: on the
 // SQLite file of a seed project (db "", each clone's database a symlink to
-// it), or on the PostgreSQL server db.
-func severalMachines(t *testing.T, db string, ids []string, deps map[string][]string) {
+// it), or on the PostgreSQL server db. With kill, machine 1's ralph is
+// killed with SIGKILL during its second session, whose agent then works
+// forever; its claim's lease is 3 s.
+func severalMachines(t *testing.T, db string, ids []string, deps map[string][]string, kill bool) {
 	if testing.Short() {
 		t.Skip("two parallel builds in two clones")
 	}
@@ -145,6 +160,10 @@ cat >/dev/null
 id=$RALPH_TASK_ID
 marks=` + shQuote(marks) + `
 echo "$id $RALPH_HOST_ID" >> "$marks/runs"
+if [ -n "$RALPH_TEST_KILL" ] && [ "$RALPH_HOST_ID" = machine-1 ] && [ "$(grep -c machine-1 "$marks/runs")" -ge 2 ] && ! ls "$marks" | grep -q '^victim-'; then
+	touch "$marks/victim-$id"
+	exec sleep 600
+fi
 touch "$marks/host-$RALPH_HOST_ID"
 i=0
 while [ "$(ls "$marks" | grep -c '^host-')" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
@@ -165,14 +184,45 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 	}
 	runs := make([]run, len(machines))
 	var wg sync.WaitGroup
+	build := append(slices.Clip(dbArgs), "build", "--workers", "2", "--remote", "origin", "--claude", agent, "--max-iterations", "60")
+	victim := ""
 	for k, dir := range machines {
 		menv := append(slices.Clip(env), fmt.Sprintf("RALPH_HOST_ID=machine-%d", k+1))
+		if !kill || k > 0 {
+			wg.Go(func() {
+				r := &runs[k]
+				r.code, r.out, r.errs = ralph(dir, menv, build...)
+			})
+			continue
+		}
+		// The machine to kill: started by hand, killed once its agent
+		// has marked the task it will never finish.
+		cmd := exec.Command(bin, append(build, "--lease", "3s")...)
+		cmd.Dir, cmd.Env = dir, append(menv, "RALPH_TEST_KILL=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
 		wg.Go(func() {
-			r := &runs[k]
-			r.code, r.out, r.errs = ralph(dir, menv, append(dbArgs, "build", "--workers", "2", "--remote", "origin", "--claude", agent, "--max-iterations", "60")...)
+			defer cmd.Wait()
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if m, _ := filepath.Glob(filepath.Join(marks, "victim-*")); len(m) > 0 {
+					victim = strings.TrimPrefix(filepath.Base(m[0]), "victim-")
+					cmd.Process.Kill()
+					return
+				}
+			}
+			cmd.Process.Kill()
+			t.Error("machine 1 never reached its second session")
 		})
 	}
 	wg.Wait()
+	if kill {
+		runs = runs[1:]
+		machines = machines[1:]
+		if victim == "" {
+			t.FailNow()
+		}
+	}
 	for k, r := range runs {
 		if r.code != 0 {
 			t.Fatalf("machine %d: exit %d\nstdout:\n%s\nstderr:\n%s", k+1, r.code, r.out, r.errs)
@@ -193,6 +243,17 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 			hosts[host] = true
 		}
 	}
+	if victim != "" {
+		// The killed machine's claim came back by its lease, to the
+		// other machine.
+		_, show, _ := ralph(machines[0], env, append(dbArgs, "task", "show", victim)...)
+		if !strings.Contains(show, "lease-expired") {
+			t.Errorf("task %s's history does not say its lease expired:\n%s", victim, show)
+		}
+		if runsOf := ranBy[victim]; len(runsOf) != 2 || runsOf[1] != "machine-2" {
+			t.Errorf("task %s ran on %v; want machine-1 (killed), then machine-2", victim, runsOf)
+		}
+	}
 	if !hosts["machine-1"] || !hosts["machine-2"] {
 		t.Errorf("sessions ran on %v; want both machines", hosts)
 	}
@@ -205,8 +266,8 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 		t.Fatalf("landed on the remote %v; want each task once", landed)
 	}
 	for id, bs := range deps {
-		if len(ranBy[id]) != 1 {
-			t.Errorf("task %s ran on %v; want once", id, ranBy[id])
+		if want := 1 + b2i(id == victim); len(ranBy[id]) != want {
+			t.Errorf("task %s ran on %v; want %d sessions", id, ranBy[id], want)
 		}
 		for _, b := range bs {
 			if slices.Index(landed, b) > slices.Index(landed, id) {
@@ -274,4 +335,11 @@ func TestWorkersRemoteBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
