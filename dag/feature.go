@@ -177,3 +177,57 @@ func (s *Store) RecordPlanSetting(ctx context.Context, key, value string) (strin
 	})
 	return now, err
 }
+
+// FeatureFile is a feature's spec or plan as a Store on a server keeps
+// it, so that every machine reads the same (DESIGN §10): its path
+// relative to the project's root (as Feature.SpecPath names it), its
+// content, and when it was stored.
+type FeatureFile struct {
+	Path      string
+	Content   string
+	UpdatedAt time.Time
+}
+
+// ErrNoFeatureFiles: the store keeps no feature files (a SQLite plan: the
+// project's files are the only copy).
+var ErrNoFeatureFiles = errors.New("dag: feature files live in the project, not in a SQLite plan")
+
+// FeatureFiles returns the feature files a Store on a server keeps, by
+// path. Errors: ErrNoFeatureFiles on SQLite.
+func (s *Store) FeatureFiles(ctx context.Context) (map[string]FeatureFile, error) {
+	if s.srv == nil {
+		return nil, ErrNoFeatureFiles
+	}
+	out := map[string]FeatureFile{}
+	err := s.read(ctx, func(t *txn) error {
+		rows, err := t.query(`SELECT path, content, updated_at FROM feature_files`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var f FeatureFile
+			var at int64
+			if err := rows.Scan(&f.Path, &f.Content, &at); err != nil {
+				return err
+			}
+			f.UpdatedAt = fromNanos(at)
+			out[f.Path] = f
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// PutFeatureFile stores a feature file's content. Errors:
+// ErrNoFeatureFiles on SQLite.
+func (s *Store) PutFeatureFile(ctx context.Context, path, content string) error {
+	if s.srv == nil {
+		return ErrNoFeatureFiles
+	}
+	return s.write(ctx, func(t *txn) error {
+		_, err := t.exec(`INSERT INTO feature_files (path, content, updated_at) VALUES (?1, ?2, ?3)
+			ON CONFLICT (path) DO UPDATE SET content = ?2, updated_at = ?3`, path, content, t.now)
+		return err
+	})
+}

@@ -291,7 +291,17 @@ func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile strin
 	if err != nil {
 		return nil, nil, err
 	}
-	return st, func() { st.Close() }, nil
+	if err := syncFeatureFiles(c.Context, st, p); err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, func() {
+		// What the agents wrote into the feature files goes to the plan.
+		if err := syncFeatureFiles(context.WithoutCancel(c.Context), st, p); err != nil {
+			fmt.Fprintf(cfg.stderr, "ralph: feature files not stored with the plan: %v\n", err)
+		}
+		st.Close()
+	}, nil
 }
 
 // progressStore is the progress-file store as the loop sees it: the

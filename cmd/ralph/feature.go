@@ -113,6 +113,9 @@ func featureAdd(cfg appConfig) storeAction {
 			undo()
 			return err
 		}
+		if err := syncFeatureFiles(c.Context, st, p); err != nil {
+			return err
+		}
 		_, err = fmt.Fprintf(cfg.stdout, "%s\n%s\n", p.rel(files[0].path), p.rel(files[1].path))
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +135,15 @@ func plan(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	defer st.Close()
+	if err := syncFeatureFiles(c.Context, st, p); err != nil {
+		return err
+	}
+	defer func() {
+		// The plans the agent wrote go to the plan's database.
+		if err := syncFeatureFiles(context.WithoutCancel(c.Context), st, p); err != nil {
+			fmt.Fprintf(cfg.stderr, "ralph: feature files not stored with the plan: %v\n", err)
+		}
+	}()
 	if _, _, err := loop.PlanSpecs(c.Context, p.root, feature, st); err != nil {
 		if errors.Is(err, loop.ErrNoSpecs) {
 			return &codedError{code: exitNothing, err: err}
