@@ -1,0 +1,58 @@
+// Package postgres keeps a ralph plan on PostgreSQL (DESIGN §10), through
+// github.com/jackc/pgx/v5. Open returns a *dag.Store: the graph rules —
+// status machine, auto-transitions, readiness counters, the ready order,
+// cycle refusal, claims, leases, holders, generations, recoveries,
+// history, features, receipts — are package dag's, run over the
+// dag.Server this package implements, and the conformance suite
+// (looptest.TestTaskStore) and the CLI's tests run against both stores.
+//
+// # Decisions
+//
+//   - Many plans, one database: each plan is a schema of its own
+//     ("ralph_plan_<id>"), which its connections have as their
+//     search_path, so the rules' queries need no plan column. The
+//     registry ralph.plans records each plan's name, the repository's
+//     root commit (checked: a clone of another repository is refused;
+//     a plan made outside a repository is claimed by the first), and its
+//     schema version (an older ralph refuses a newer plan). Plan names
+//     are free text (no control characters, at most 200 bytes); the
+//     schema name never holds them.
+//   - Migrations are embedded (migrations/NNNN_name.sql), forward only,
+//     applied in one transaction under an advisory lock on the registry,
+//     so processes opening a new plan at once make it once.
+//   - Writes are ordered as on SQLite: every write transaction takes the
+//     plan's advisory lock (pg_advisory_xact_lock("RALP", plan id)) first,
+//     so the rules, which read and then write, need no other care; the
+//     rows a write reads to move are also locked (FOR UPDATE). The claim
+//     of the first ready task is the exception: one UPDATE whose sub-select
+//     takes the first ready row with FOR UPDATE SKIP LOCKED, without the
+//     plan lock, so machines claiming at once do not queue; when a lease
+//     has expired or a holder is gone, the claim takes the plan lock and
+//     recovers first. Two machines adding opposite dependencies at once
+//     are ordered by the lock: the second sees the first's edge and is
+//     refused as a cycle.
+//   - Insertion order (seq) is the largest seq plus one, given by a
+//     trigger under the plan lock, as SQLite's INTEGER PRIMARY KEY gives
+//     it; counts by status are kept by triggers, as on SQLite.
+//   - Waiting loops LISTEN on the plan's schema name. Triggers notify it
+//     at every commit that can make a task ready or end a claim (a task
+//     added, a status other than in_progress reached, a readiness counter
+//     moved); a claim notifies nobody. A listener that lost its connection
+//     counts that as a change and connects again.
+//   - Faults: the store runs again, with backoff for up to a minute
+//     (dag.ServerOptions.RetryFor), a write whose transaction certainly
+//     changed nothing (the connection lost before the commit was sent, a
+//     server restart, a deadlock, a serialization failure), and any read
+//     that failed so. A commit whose answer was lost is not run again:
+//     its error is Temporary, and the loop's durable outcomes retry it as
+//     a new move, which the store checks against the claim's generation.
+//     A claim whose commit was lost stays with its holder until its lease
+//     runs out, then returns to pending like any other.
+//   - Passwords: a URL may hold one (it is used), but ralph shows and
+//     stores URLs without it (Redact); PGPASSWORD and ~/.pgpass work as
+//     for psql. Connection errors say which user the server refused and
+//     where the password comes from.
+//   - Feature specs and plans live in the plan's feature_files table
+//     (dag.Store.FeatureFiles), so every machine reads the same; the CLI
+//     syncs them with the project's files, the newer copy winning.
+package postgres
