@@ -88,6 +88,18 @@
 // I/O errors are Temporary() for the loop's durable outcomes. A 0-byte or
 // schema-less file is not a plan: only Open (init) initialises one.
 //
+// # On a database server
+//
+// OpenServer runs the same rules over a Server (package dag/postgres):
+// the queries are written once, in SQLite's dialect, and Server.Rebind
+// turns each into the server's when it is prepared. A write transaction
+// there takes the plan's lock on the server (Server.LockPlan) where SQLite
+// takes BEGIN IMMEDIATE, and locks the rows it reads to move; the claim of
+// the first ready task runs without the plan lock, taking its row with
+// FOR UPDATE SKIP LOCKED. A server's connection runs one query at a time,
+// so listing reads each task's blockers in its row. Writes and reads the
+// server could not take are retried with backoff (ServerOptions.RetryFor).
+//
 // # Readiness is kept on write
 //
 // A task is ready when it is pending, has no children, its parent is not
