@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -65,18 +66,26 @@ var migrationFS fs.FS = embeddedMigrations
 // migrations returns the embedded schema migrations in order; migration i
 // (0-based) brings the schema from version i to version i+1.
 func migrations() ([]string, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	return ReadMigrations(migrationFS, "migrations")
+}
+
+// ReadMigrations returns the scripts dir/NNNN_name.sql of fsys in order,
+// checking that they are numbered 0001, 0002, … without a gap: script i
+// (0-based) brings a schema from version i to i+1. The PostgreSQL store
+// keeps its own list the same way.
+func ReadMigrations(fsys fs.FS, dir string) ([]string, error) {
+	names, err := fs.Glob(fsys, dir+"/*.sql")
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(names)
 	out := make([]string, 0, len(names))
 	for i, name := range names {
-		n, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
+		n, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
 		if err != nil || n != i+1 {
 			return nil, fmt.Errorf("dag: migration %s is out of sequence (want %04d_…)", name, i+1)
 		}
-		b, err := fs.ReadFile(migrationFS, name)
+		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,24 +61,7 @@ var embeddedMigrations embed.FS
 var migrationFS fs.FS = embeddedMigrations
 
 func migrations() ([]string, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	out := make([]string, 0, len(names))
-	for i, name := range names {
-		n, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(name, "migrations/"), "_", 2)[0])
-		if err != nil || n != i+1 {
-			return nil, fmt.Errorf("postgres: migration %s is out of sequence (want %04d_…)", name, i+1)
-		}
-		b, err := fs.ReadFile(migrationFS, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, string(b))
-	}
-	return out, nil
+	return dag.ReadMigrations(migrationFS, "migrations")
 }
 
 // SchemaVersion is the version of a plan's schema this build of ralph
