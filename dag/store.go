@@ -798,14 +798,22 @@ type txOpts struct {
 // commit was sent, a restart, a deadlock) runs again with backoff for up
 // to the store's retryFor; fn must be safe to run again.
 func (s *Store) writeTxWith(ctx context.Context, o txOpts, fn func(t *txn) error) error {
+	return s.retrying(ctx, func() (error, bool) { return s.writeOnce(ctx, o, fn) })
+}
+
+// retrying runs try, a read or a write transaction; on a server, one
+// the server could not take (Server.Retryable: committing says the error
+// came from the commit) runs again with backoff for up to the store's
+// retryFor. On SQLite it runs once.
+func (s *Store) retrying(ctx context.Context, try func() (err error, committing bool)) error {
 	if s.srv == nil {
-		err, _ := s.writeOnce(ctx, o, fn)
+		err, _ := try()
 		return err
 	}
 	deadline := time.Now().Add(s.retryFor)
 	wait := serverBackoff
 	for {
-		err, committing := s.writeOnce(ctx, o, fn)
+		err, committing := try()
 		if err == nil || ctx.Err() != nil || !s.srv.Retryable(err, committing) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
@@ -903,32 +911,21 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 // restart, a lost connection) runs again with backoff for up to the
 // store's retryFor.
 func (s *Store) retryRead(ctx context.Context, try func() error) error {
-	if s.srv == nil {
-		return try()
-	}
-	deadline := time.Now().Add(s.retryFor)
-	wait := serverBackoff
-	for {
-		err := try()
-		if err == nil || ctx.Err() != nil || !s.srv.Retryable(err, false) || time.Now().Add(wait).After(deadline) {
-			return err
-		}
-		if serr := sleepCtx(ctx, wait); serr != nil {
-			return serr
-		}
-		wait = min(2*wait, serverBackoffMax)
-	}
+	return s.retrying(ctx, func() (error, bool) { return try(), false })
 }
 
 // beforeRead recovers expired and orphaned claims for a read, if there are
 // any and the store can be written, giving up quietly after a short wait.
+// On a server, a look-up that failed because a connection of the pool was
+// lost (a restart) is tried again within that wait: the read after a
+// restart recovers what expired meanwhile.
 func (s *Store) beforeRead(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.readOnly == nil {
 		rctx, cancel := context.WithTimeout(ctx, readRecoverWait)
-		err := s.recoverIfAny(rctx)
+		err := s.retryRead(rctx, func() error { return s.recoverIfAny(rctx) })
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
