@@ -166,8 +166,13 @@ func (s *Store) Recover(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return s.dbErr(err), false
 		}
+		if err := t.txID(); err != nil {
+			return s.dbErr(err), false
+		}
 		if err := t.commit(); err != nil {
-			return s.dbErr(err), true
+			if err, committing = s.commitFailed(ctx, t, err, nil); err != nil {
+				return err, committing
+			}
 		}
 		ids = found
 		return nil, false

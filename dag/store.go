@@ -493,6 +493,8 @@ type txn struct {
 	// locked: on a server, the transaction holds the plan's write lock
 	// (Server.LockPlan). A SQLite write transaction always does.
 	locked bool
+	// xid: on a server, the transaction's id, asked before its COMMIT.
+	xid string
 }
 
 // lock takes the plan's write lock on a server, once per transaction;
@@ -726,6 +728,15 @@ func (w *wconn) checkpoint() {
 	}
 }
 
+// txID asks, on a server, the id of the write transaction about to
+// commit (see commitFailed).
+func (t *txn) txID() error {
+	if t.s.srv == nil || t.w == nil {
+		return nil
+	}
+	return t.row(t.s.srv.TxID()).Scan(&t.xid)
+}
+
 // commit commits a write transaction.
 func (t *txn) commit() error {
 	if _, err := t.exec("COMMIT"); err != nil {
@@ -849,26 +860,59 @@ func (s *Store) writeOnce(ctx context.Context, o txOpts, fn func(t *txn) error) 
 	} else if _, err := t.recoverOrphans(); err != nil {
 		return s.dbErr(err), false
 	}
+	// ok is what the write returns once committed: nil, or a refusal
+	// whose log entry is kept.
+	var ok error
 	if err := fn(t); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
 		}
 		var kept *keptError
-		if errors.As(err, &kept) {
-			if cerr := t.commit(); cerr != nil {
-				return s.dbErr(cerr), true
-			}
-			return kept.err, false
+		if !errors.As(err, &kept) {
+			return s.dbErr(err), false
 		}
+		ok = kept.err
+	}
+	if err := t.txID(); err != nil {
 		return s.dbErr(err), false
 	}
 	if err := t.commit(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err(), true
-		}
+		return s.commitFailed(ctx, t, err, ok)
+	}
+	return ok, false
+}
+
+// commitFailed is what a write transaction returns when its COMMIT
+// failed with err; ok is what it returns committed. On a server, a
+// COMMIT whose answer was lost with the connection (or came after the
+// commit, with the news that the server is shutting down) may have
+// committed: the server is asked (Server.Committed). Committed, the
+// write returns ok, as if the answer had come; rolled back, it may run
+// again; when the server cannot tell, err comes back as it is, committing.
+func (s *Store) commitFailed(ctx context.Context, t *txn, err, ok error) (error, bool) {
+	if ctx.Err() != nil {
+		return ctx.Err(), true
+	}
+	if s.srv == nil || t.xid == "" || s.srv.Retryable(err, true) {
 		return s.dbErr(err), true
 	}
-	return nil, false
+	deadline := time.Now().Add(s.retryFor)
+	wait := serverBackoff
+	for {
+		committed, known, qerr := s.srv.Committed(ctx, t.xid)
+		switch {
+		case qerr == nil && known && committed:
+			return ok, false
+		case qerr == nil && known:
+			return s.dbErr(err), false
+		case ctx.Err() != nil || time.Now().Add(wait).After(deadline):
+			return s.dbErr(err), true
+		}
+		if serr := sleepCtx(ctx, wait); serr != nil {
+			return serr, true
+		}
+		wait = min(2*wait, serverBackoffMax)
+	}
 }
 
 // sleepCtx waits d, or until ctx ends (its error).
