@@ -38,11 +38,13 @@ func newTestStore(t testing.TB, now func() time.Time) *Store {
 }
 
 // dump returns every row of every table, in a stable order, so that a test
-// can check that a failed call left the database exactly as it was.
+// can check that a failed call left the database exactly as it was. The
+// query is the same on a server (the plan's tables, through the store's
+// pool).
 func dump(t testing.TB, s *Store) []string {
 	t.Helper()
 	var out []string
-	for _, table := range []string{"features", "tasks", "deps", "task_logs", "receipts", "status_counts"} {
+	for _, table := range []string{"features", "tasks", "deps", "task_logs", "receipts", "status_counts", "plan_settings"} {
 		rows, err := s.db.QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY 1, 2")
 		if err != nil {
 			t.Fatalf("dump %s: %v", table, err)
@@ -69,19 +71,45 @@ func dump(t testing.TB, s *Store) []string {
 // checkCounts compares the trigger-kept status_counts and the readiness
 // counters kept on each task with values recomputed from the rows, and
 // checks that every reference names a task (an import writes with foreign
-// keys off).
+// keys off on SQLite). Its queries are the same on a server (the plan's
+// tables, through the store's pool), but for SQLite's own foreign key
+// check.
 func checkCounts(t testing.TB, s *Store) {
 	t.Helper()
-	if rows, err := s.db.Query("PRAGMA foreign_key_check"); err != nil {
-		t.Fatal(err)
-	} else {
+	if s.srv == nil {
+		if rows, err := s.db.Query("PRAGMA foreign_key_check"); err != nil {
+			t.Fatal(err)
+		} else {
+			for rows.Next() {
+				var table, parent string
+				var rowid, fk any
+				if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
+					t.Fatal(err)
+				}
+				t.Errorf("foreign key check: %s row %v names a missing %s", table, rowid, parent)
+			}
+			rows.Close()
+		}
+	}
+	for _, ref := range []struct{ what, q string }{
+		{"parent", `SELECT id, parent_id FROM tasks t WHERE parent_id IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM tasks p WHERE p.id = t.parent_id)`},
+		{"feature", `SELECT id, feature FROM tasks t WHERE feature IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM features f WHERE f.name = t.feature)`},
+		{"blocked task", `SELECT blocker_id, blocked_id FROM deps d WHERE NOT EXISTS (SELECT 1 FROM tasks b WHERE b.id = d.blocked_id)`},
+		{"blocker", `SELECT blocked_id, blocker_id FROM deps d WHERE NOT EXISTS (SELECT 1 FROM tasks b WHERE b.id = d.blocker_id)`},
+		{"task of a log entry", `SELECT kind, task_id FROM task_logs l WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id)`},
+	} {
+		rows, err := s.db.Query(ref.q)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for rows.Next() {
-			var table, parent string
-			var rowid, fk any
-			if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
+			var from, to string
+			if err := rows.Scan(&from, &to); err != nil {
 				t.Fatal(err)
 			}
-			t.Errorf("foreign key check: %s row %v names a missing %s", table, rowid, parent)
+			t.Errorf("reference check: %s names a missing %s %s", from, ref.what, to)
 		}
 		rows.Close()
 	}
@@ -105,7 +133,8 @@ func checkCounts(t testing.TB, s *Store) {
 		return m
 	}
 	// 'pending' counts the in_progress tasks too.
-	want := read(`SELECT coalesce(feature, ''), iif(status = 'in_progress', 'pending', status), count(*) FROM tasks GROUP BY 1, 2`)
+	want := read(`SELECT coalesce(feature, ''), CASE status WHEN 'in_progress' THEN 'pending' ELSE status END, count(*)
+		FROM tasks GROUP BY 1, 2`)
 	got := read(`SELECT feature, status, n FROM status_counts`)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("status_counts out of step with tasks (-tasks +status_counts):\n%s", diff)
@@ -116,7 +145,7 @@ func checkCounts(t testing.TB, s *Store) {
 		(SELECT count(*) FROM deps WHERE blocker_id = t.id),
 		(SELECT count(*) FROM deps d JOIN tasks b ON b.id = d.blocker_id WHERE d.blocked_id = t.id AND b.status <> 'done'),
 		(SELECT count(*) FROM tasks c WHERE c.parent_id = t.id),
-		coalesce((SELECT p.status = 'failed' FROM tasks p WHERE p.id = t.parent_id), 0)
+		(SELECT count(*) FROM tasks p WHERE p.id = t.parent_id AND p.status = 'failed')
 		FROM tasks t ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
