@@ -142,16 +142,19 @@ func TestChangeWatcher(t *testing.T) {
 		if changed, err := a.WaitChange(t.Context(), tok, 200*time.Millisecond); changed || err != nil {
 			t.Fatalf("WaitChange after a read = %v, %v; want no change", changed, err)
 		}
+		added := make(chan error)
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			if _, err := b.Add(t.Context(), dag.AddParams{ID: "y", Title: "y"}); err != nil {
-				t.Errorf("Add(y): %v", err)
-			}
+			_, err := b.Add(t.Context(), dag.AddParams{ID: "y", Title: "y"})
+			added <- err
 		}()
 		start := time.Now()
 		changed, err := a.WaitChange(t.Context(), tok, 10*time.Second)
 		if !changed || err != nil || time.Since(start) > 5*time.Second {
 			t.Errorf("WaitChange after another store's commit = %v, %v after %v", changed, err, time.Since(start))
+		}
+		if err := <-added; err != nil {
+			t.Errorf("Add(y): %v", err)
 		}
 	})
 }

@@ -418,16 +418,18 @@ func TestWaitChange(t *testing.T) {
 	wakes := func(name string, change func() error) {
 		t.Helper()
 		tok := quiet(t, waiter)
+		done := make(chan error)
 		go func() {
 			time.Sleep(50 * time.Millisecond)
-			if err := change(); err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
+			done <- change()
 		}()
 		start := time.Now()
 		changed, err := waiter.WaitChange(ctx, tok, long)
 		if took := time.Since(start); !changed || err != nil || took > 3*time.Second {
 			t.Errorf("WaitChange with another store's %s = %v, %v after %v; want woken at once", name, changed, err, took)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 	sleeps := func(name string, change func() error) {
