@@ -238,7 +238,10 @@ func TestDroppedConnections(t *testing.T) {
 // writes and reads: each goes through (the store connects again and
 // retries), none is made twice.
 func TestServerRestart(t *testing.T) {
-	url := pgtest.URL(t)
+	// A server of the test's own: a restart of the shared one would
+	// break the tests running on it meanwhile.
+	srv := pgtest.Own(t)
+	url := srv.URL(t)
 	ctx := t.Context()
 	s := openNamed(t, url, "restart", dag.ServerOptions{RetryFor: time.Minute})
 	reader := openNamed(t, url, "restart", dag.ServerOptions{RetryFor: time.Minute})
@@ -293,7 +296,7 @@ func TestServerRestart(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	before := wrote.Load()
-	pgtest.Restart(t, "fast")
+	srv.Restart(t, "fast")
 	after := wrote.Load()
 	// The writer ends by itself (or by failing); the reader when told.
 	for deadline := time.Now().Add(2 * time.Minute); wrote.Load() < n && !t.Failed() && time.Now().Before(deadline); {
@@ -325,7 +328,10 @@ func TestServerRestart(t *testing.T) {
 // server restarts is recovered by the next call after it, a read, a
 // claim or Recover, with a lease-expired entry naming the old holder.
 func TestLeaseExpiredWhileServerDown(t *testing.T) {
-	url := pgtest.URL(t)
+	// A server of the test's own: a restart of the shared one would
+	// break the tests running on it meanwhile.
+	srv := pgtest.Own(t)
+	url := srv.URL(t)
 	ctx := t.Context()
 	clock := looptest.NewClock(testStart)
 	opts := dag.ServerOptions{Options: dag.Options{Now: clock.Now}, RetryFor: time.Minute}
@@ -345,7 +351,7 @@ func TestLeaseExpiredWhileServerDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pgtest.Restart(t, "fast")
+	srv.Restart(t, "fast")
 	clock.Advance(2 * time.Minute)
 
 	got, err := readPlan.Get(ctx, "x")
