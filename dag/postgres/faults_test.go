@@ -22,7 +22,7 @@ import (
 var testStart = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // terminate ends, from the server's side, every connection ralph's stores
-// hold to the database at url, and returns how many it ended.
+// hold to conn's database, and returns how many it ended.
 func terminate(ctx context.Context, conn *pgx.Conn) (int, error) {
 	var n int
 	err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
