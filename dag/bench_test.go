@@ -319,3 +319,13 @@ func BenchmarkPeek(b *testing.B) {
 func byLoop(task loop.Task) loop.Actor {
 	return loop.Actor{Agent: task.ClaimedBy, Loop: true, Generation: task.Generation}
 }
+
+func slicesWithout(ss []string, x string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != x {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,16 +1,10 @@
 package dag
 
 import (
-	"context"
 	"database/sql/driver"
-	"errors"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/ralph-dev/ralph/loop"
 )
 
 // TestAssign checks the conversions of the writer's row scanning, which
@@ -113,80 +107,5 @@ func TestWriterNestedQuery(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, inner); diff != "" {
 		t.Errorf("nested rows (-want +got):\n%s", diff)
-	}
-}
-
-// TestGuardedWritesRecoverFirst covers the claims and completions that
-// check for expired leases inside their first statement: with a lease
-// expired, they still recover it before doing their work, in the same
-// transaction.
-func TestGuardedWritesRecoverFirst(t *testing.T) {
-	tests := []struct {
-		name string
-		// do runs once a's lease has expired and b is still held.
-		do         func(ctx context.Context, s *Store) error
-		wantStatus map[string]loop.Status
-	}{
-		{
-			name: "complete another task",
-			do: func(ctx context.Context, s *Store) error {
-				return s.Complete(ctx, loop.MoveParams{TaskID: "b", Message: "ok"})
-			},
-			wantStatus: map[string]loop.Status{"a": loop.StatusPending, "b": loop.StatusDone, "c": loop.StatusPending},
-		},
-		{
-			name: "complete the expired task",
-			do: func(ctx context.Context, s *Store) error {
-				err := s.Complete(ctx, loop.MoveParams{TaskID: "a", Message: "late"})
-				var te *loop.TransitionError
-				if !errors.As(err, &te) || te.From != loop.StatusPending {
-					return fmt.Errorf("Complete(a) = %v, want a TransitionError from pending", err)
-				}
-				return nil
-			},
-			wantStatus: map[string]loop.Status{"a": loop.StatusPending, "b": loop.StatusInProgress, "c": loop.StatusPending},
-		},
-		{
-			name: "claim the first ready task",
-			do: func(ctx context.Context, s *Store) error {
-				task, err := s.Claim(ctx, loop.ClaimParams{Agent: "agent-new"})
-				if err == nil && task.ID != "a" {
-					err = fmt.Errorf("claimed %s, want a (recovered, first in order)", task.ID)
-				}
-				return err
-			},
-			wantStatus: map[string]loop.Status{"a": loop.StatusInProgress, "b": loop.StatusInProgress, "c": loop.StatusPending},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clk := newClock(testStart)
-			s := newTestStore(t, clk.Now)
-			mustAdd(t, s, AddParams{ID: "a"}, AddParams{ID: "b"}, AddParams{ID: "c"})
-			for _, c := range []struct {
-				id    string
-				lease time.Duration
-			}{{"a", time.Minute}, {"b", time.Hour}} {
-				if _, err := s.Claim(t.Context(), loop.ClaimParams{TaskID: c.id, Agent: "agent-" + c.id, Lease: c.lease}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			clk.Advance(2 * time.Minute)
-			if err := tt.do(t.Context(), s); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.wantStatus, statuses(t, s)); diff != "" {
-				t.Errorf("statuses (-want +got):\n%s", diff)
-			}
-			logs, err := s.Logs(t.Context(), "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The claim, then its recovery before anything else.
-			if len(logs) < 2 || logs[0].Kind != loop.LogClaim || logs[1].Kind != loop.LogLeaseExpired {
-				t.Errorf("logs of a = %+v, want the claim, then a lease-expired entry", logs)
-			}
-			checkCounts(t, s)
-		})
 	}
 }

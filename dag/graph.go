@@ -202,29 +202,39 @@ func (t *txn) countDep(blocked, blocker string, blockerStatus loop.Status, delta
 // waits for its blockers and for its children (a parent is done only when
 // they are), so a child blocked by its own ancestor is a cycle too.
 func (t *txn) reaches(from, to string) (bool, error) {
-	var n int
+	q := reachesQuery
 	if t.s.srv != nil {
-		// PostgreSQL takes one reference to w in the recursive term:
-		// the two kinds of edge come as one relation.
-		err := t.row(`WITH RECURSIVE w(id) AS (
-				SELECT CAST(?1 AS TEXT)
-				UNION
-				SELECT e.id FROM w JOIN (
-					SELECT blocked_id AS src, blocker_id AS id FROM deps
-					UNION ALL SELECT parent_id, id FROM tasks WHERE parent_id IS NOT NULL
-				) AS e ON e.src = w.id
-			) SELECT count(*) FROM (SELECT 1 FROM w WHERE id = ?2 LIMIT 1) AS found`, from, to).Scan(&n)
-		return n > 0, err
+		q = reachesQueryServer
 	}
-	err := t.row(`WITH RECURSIVE w(id) AS (
-			SELECT CAST(?1 AS TEXT)
-			UNION
-			SELECT d.blocker_id FROM deps d JOIN w ON d.blocked_id = w.id
-			UNION
-			SELECT c.id FROM tasks c JOIN w ON c.parent_id = w.id
-		) SELECT count(*) FROM (SELECT 1 FROM w WHERE id = ?2 LIMIT 1) AS found`, from, to).Scan(&n)
+	var n int
+	err := t.row(q, from, to).Scan(&n)
 	return n > 0, err
 }
+
+// reachesQuery walks the edges of both kinds with one recursive term
+// each, every step by an index.
+const reachesQuery = `WITH RECURSIVE w(id) AS (
+		SELECT CAST(?1 AS TEXT)
+		UNION
+		SELECT d.blocker_id FROM deps d JOIN w ON d.blocked_id = w.id
+		UNION
+		SELECT c.id FROM tasks c JOIN w ON c.parent_id = w.id
+	) SELECT count(*) FROM (SELECT 1 FROM w WHERE id = ?2 LIMIT 1) AS found`
+
+// reachesQueryServer is reachesQuery for PostgreSQL, which allows a
+// recursive query one recursive term with one reference to itself (it
+// reads "a UNION b UNION c" as "(a UNION b) UNION c", whose left side
+// would then refer to w): both kinds of edge come from a LATERAL subquery,
+// each by its index. (SQLite has no LATERAL, and would scan a union of
+// the edges given as a plain subquery at every step.)
+const reachesQueryServer = `WITH RECURSIVE w(id) AS (
+		SELECT CAST(?1 AS TEXT)
+		UNION
+		SELECT e.id FROM w, LATERAL (
+			SELECT d.blocker_id AS id FROM deps d WHERE d.blocked_id = w.id
+			UNION ALL
+			SELECT c.id FROM tasks c WHERE c.parent_id = w.id) AS e
+	) SELECT count(*) FROM (SELECT 1 FROM w WHERE id = ?2 LIMIT 1) AS found`
 
 // AddDependency makes blocked wait for blocker. It is a no-op when the
 // dependency exists. Errors: ErrCycle (a task blocking itself included, and

@@ -1,4 +1,4 @@
-package dag
+package dag_test
 
 import (
 	"context"
@@ -11,66 +11,69 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
 )
 
 // jsonl writes tasks as ralph's JSON Lines.
-func jsonl(t testing.TB, tasks []ImportTask) string {
+func jsonl(t testing.TB, tasks []dag.ImportTask) string {
 	t.Helper()
 	var b strings.Builder
-	if err := WriteJSONL(&b, tasks); err != nil {
+	if err := dag.WriteJSONL(&b, tasks); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
 
-func importJSONL(t testing.TB, s *Store, input string, dryRun bool, added func(ImportTask) error) (int, error) {
+func importJSONL(t testing.TB, s *dag.Store, input string, dryRun bool, added func(dag.ImportTask) error) (int, error) {
 	t.Helper()
-	src, err := NewJSONLSource(strings.NewReader(input))
+	src, err := dag.NewJSONLSource(strings.NewReader(input))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.ImportFrom(context.Background(), ImportParams{Source: src, DryRun: dryRun, Added: added})
+	return s.ImportFrom(context.Background(), dag.ImportParams{Source: src, DryRun: dryRun, Added: added})
 }
 
 // TestImportStreamBadLine: a bad line anywhere — the last of many, after
 // lines whose tasks the second pass would already have written — leaves
 // the database exactly as it was, and the error names the line.
 func TestImportStreamBadLine(t *testing.T) {
-	s := newTestStore(t, newClock(testStart).Now)
-	mustAdd(t, s, AddParams{ID: "old"})
-	tasks := fixture(3000)
-	good := jsonl(t, tasks)
-	before := dump(t, s)
-	for _, tt := range []struct {
-		name, input, want string
-		is                error
-	}{
-		{"bad JSON on the last line", good + `{"id":"x","title":` + "\n", "line 3001: invalid JSON", nil},
-		{"unknown blocker on the last line", good + `{"id":"x","title":"x","blocked_by":["nope"]}`, "line 3001: task x: blocker nope does not exist", loop.ErrNotFound},
-		{"an existing id on the last line", good + `{"id":"old","title":"x"}`, "line 3001: task old", ErrDuplicateID},
-		{"a repeated id on the last line", good + `{"id":"t-7","title":"x"}`, "line 3001: task t-7: dag: task id already exists (also line 7: task t-7)", ErrDuplicateID},
-		{"a cycle closed by the last line", good + `{"id":"t-1","title":"x"}`, "already exists", ErrDuplicateID},
-		{"blank title on the last line", good + `{"id":"x","title":" "}`, "line 3001: task x: missing title", nil},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := importJSONL(t, s, tt.input, false, nil)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("import = %v, want an error with %q", err, tt.want)
-			}
-			if tt.is != nil && !errors.Is(err, tt.is) {
-				t.Errorf("import = %v, want %v", err, tt.is)
-			}
-			if diff := cmp.Diff(before, dump(t, s)); diff != "" {
-				t.Errorf("a failed import changed the database (-before +after):\n%s", diff)
-			}
-		})
-	}
-	// And the same file without the bad line imports, counters right.
-	if n, err := importJSONL(t, s, good, false, nil); err != nil || n != 3000 {
-		t.Fatalf("import = %d, %v", n, err)
-	}
-	checkCounts(t, s)
+	forEachStore(t, func(t *testing.T, o *opener) {
+		s := o.open(t, newClock(testStart).Now)
+		mustAdd(t, s, dag.AddParams{ID: "old"})
+		tasks := dag.Fixture(3000)
+		good := jsonl(t, tasks)
+		before := dag.Dump(t, s)
+		for _, tt := range []struct {
+			name, input, want string
+			is                error
+		}{
+			{"bad JSON on the last line", good + `{"id":"x","title":` + "\n", "line 3001: invalid JSON", nil},
+			{"unknown blocker on the last line", good + `{"id":"x","title":"x","blocked_by":["nope"]}`, "line 3001: task x: blocker nope does not exist", loop.ErrNotFound},
+			{"an existing id on the last line", good + `{"id":"old","title":"x"}`, "line 3001: task old", dag.ErrDuplicateID},
+			{"a repeated id on the last line", good + `{"id":"t-7","title":"x"}`, "line 3001: task t-7: dag: task id already exists (also line 7: task t-7)", dag.ErrDuplicateID},
+			{"a cycle closed by the last line", good + `{"id":"t-1","title":"x"}`, "already exists", dag.ErrDuplicateID},
+			{"blank title on the last line", good + `{"id":"x","title":" "}`, "line 3001: task x: missing title", nil},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				_, err := importJSONL(t, s, tt.input, false, nil)
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("import = %v, want an error with %q", err, tt.want)
+				}
+				if tt.is != nil && !errors.Is(err, tt.is) {
+					t.Errorf("import = %v, want %v", err, tt.is)
+				}
+				if diff := cmp.Diff(before, dag.Dump(t, s)); diff != "" {
+					t.Errorf("a failed import changed the database (-before +after):\n%s", diff)
+				}
+			})
+		}
+		// And the same file without the bad line imports, counters right.
+		if n, err := importJSONL(t, s, good, false, nil); err != nil || n != 3000 {
+			t.Fatalf("import = %d, %v", n, err)
+		}
+		dag.CheckCounts(t, s)
+	})
 }
 
 // TestImportStreamReferences: forward references to parents and blockers
@@ -78,7 +81,8 @@ func TestImportStreamBadLine(t *testing.T) {
 // parents and blockers, is refused; parents are inserted before their
 // children; a dry run checks the same and changes nothing.
 func TestImportStreamReferences(t *testing.T) {
-	input := `{"id":"a","title":"A","blocked_by":["z"],"parent":"epic"}
+	forEachStore(t, func(t *testing.T, o *opener) {
+		input := `{"id":"a","title":"A","blocked_by":["z"],"parent":"epic"}
 {"id":"b","title":"B","blocked_by":["a","z","a"]}
 
 {"id":"c","title":"C","parent":"sub"}
@@ -86,89 +90,92 @@ func TestImportStreamReferences(t *testing.T) {
 {"id":"epic","title":"Epic"}
 {"id":"z","title":"Z","status":"done"}
 `
-	s := newTestStore(t, newClock(testStart).Now)
-	before := dump(t, s)
-	var added []string
-	n, err := importJSONL(t, s, input, true, func(task ImportTask) error {
-		added = append(added, fmt.Sprintf("%s<%s>%v@%d", task.ID, task.ParentID, task.BlockedBy, task.Line))
-		return nil
-	})
-	if err != nil || n != 6 {
-		t.Fatalf("dry run = %d, %v", n, err)
-	}
-	want := []string{"epic<>[]@6", "a<epic>[z]@1", "b<>[a z]@2", "sub<epic>[]@5", "c<sub>[]@4", "z<>[]@7"}
-	if diff := cmp.Diff(want, added); diff != "" {
-		t.Errorf("dry run's tasks, in insertion order (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(before, dump(t, s)); diff != "" {
-		t.Errorf("a dry run changed the database (-before +after):\n%s", diff)
-	}
-	if _, err := importJSONL(t, s, input, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, task := range mustList(t, s) {
-		ids = append(ids, task.ID)
-	}
-	if diff := cmp.Diff([]string{"epic", "a", "b", "sub", "c", "z"}, ids); diff != "" {
-		t.Errorf("insertion order (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"a", "c"}, readyIDs(t, s)); diff != "" {
-		t.Errorf("ready (-want +got):\n%s", diff)
-	}
-	checkCounts(t, s)
+		s := o.open(t, newClock(testStart).Now)
+		before := dag.Dump(t, s)
+		var added []string
+		n, err := importJSONL(t, s, input, true, func(task dag.ImportTask) error {
+			added = append(added, fmt.Sprintf("%s<%s>%v@%d", task.ID, task.ParentID, task.BlockedBy, task.Line))
+			return nil
+		})
+		if err != nil || n != 6 {
+			t.Fatalf("dry run = %d, %v", n, err)
+		}
+		want := []string{"epic<>[]@6", "a<epic>[z]@1", "b<>[a z]@2", "sub<epic>[]@5", "c<sub>[]@4", "z<>[]@7"}
+		if diff := cmp.Diff(want, added); diff != "" {
+			t.Errorf("dry run's tasks, in insertion order (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(before, dag.Dump(t, s)); diff != "" {
+			t.Errorf("a dry run changed the database (-before +after):\n%s", diff)
+		}
+		if _, err := importJSONL(t, s, input, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, task := range mustList(t, s) {
+			ids = append(ids, task.ID)
+		}
+		if diff := cmp.Diff([]string{"epic", "a", "b", "sub", "c", "z"}, ids); diff != "" {
+			t.Errorf("insertion order (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"a", "c"}, readyIDs(t, s)); diff != "" {
+			t.Errorf("ready (-want +got):\n%s", diff)
+		}
+		dag.CheckCounts(t, s)
 
-	mustAdd(t, s, AddParams{ID: "w", BlockedBy: []string{"epic"}})
-	for _, tt := range []struct{ name, input, want string }{
-		{"blockers", `{"id":"p","title":"p","blocked_by":["r"]}
+		mustAdd(t, s, dag.AddParams{ID: "w", BlockedBy: []string{"epic"}})
+		for _, tt := range []struct{ name, input, want string }{
+			{"blockers", `{"id":"p","title":"p","blocked_by":["r"]}
 {"id":"q","title":"q","blocked_by":["p"]}
 {"id":"r","title":"r","blocked_by":["q"]}`, "line 2: task q: waits for p, which waits for it"},
-		{"a child blocked by its parent further down", `{"id":"k","title":"k","parent":"m","blocked_by":["m"]}
+			{"a child blocked by its parent further down", `{"id":"k","title":"k","parent":"m","blocked_by":["m"]}
 {"id":"m","title":"m"}`, "line 2: task m: waits for k, which waits for it"},
-		{"parents", `{"id":"p","title":"p","parent":"q"}
+			{"parents", `{"id":"p","title":"p","parent":"q"}
 {"id":"q","title":"q","parent":"p"}`, "waits for"},
-		{"through existing tasks", `{"id":"x","title":"x","parent":"epic","blocked_by":["w"]}`, "line 1: task x: blocker w waits for it through existing tasks"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			before := dump(t, s)
-			_, err := importJSONL(t, s, tt.input, false, nil)
-			if !errors.Is(err, ErrCycle) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("import = %v, want a cycle error with %q", err, tt.want)
-			}
-			if diff := cmp.Diff(before, dump(t, s)); diff != "" {
-				t.Errorf("a refused import changed the database (-before +after):\n%s", diff)
-			}
-		})
-	}
+			{"through existing tasks", `{"id":"x","title":"x","parent":"epic","blocked_by":["w"]}`, "line 1: task x: blocker w waits for it through existing tasks"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				before := dag.Dump(t, s)
+				_, err := importJSONL(t, s, tt.input, false, nil)
+				if !errors.Is(err, dag.ErrCycle) || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("import = %v, want a cycle error with %q", err, tt.want)
+				}
+				if diff := cmp.Diff(before, dag.Dump(t, s)); diff != "" {
+					t.Errorf("a refused import changed the database (-before +after):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 // TestImportStreamTombstones: references to beads issues deleted further
-// down the file are dropped, as ReadJSONL drops them.
+// down the file are dropped, as dag.ReadJSONL drops them.
 func TestImportStreamTombstones(t *testing.T) {
-	input := `{"id":"bd-1","title":"One","issue_type":"task","dependencies":[{"depends_on_id":"bd-9","type":"blocks"},{"depends_on_id":"bd-9","type":"parent-child"},{"depends_on_id":"bd-2","type":"blocks"}]}
+	forEachStore(t, func(t *testing.T, o *opener) {
+		input := `{"id":"bd-1","title":"One","issue_type":"task","dependencies":[{"depends_on_id":"bd-9","type":"blocks"},{"depends_on_id":"bd-9","type":"parent-child"},{"depends_on_id":"bd-2","type":"blocks"}]}
 {"id":"bd-2","title":"Two","issue_type":"task"}
 {"id":"bd-9","title":"Gone","status":"tombstone","issue_type":"task"}
 `
-	s := newTestStore(t, newClock(testStart).Now)
-	if n, err := importJSONL(t, s, input, false, nil); err != nil || n != 2 {
-		t.Fatalf("import = %d, %v", n, err)
-	}
-	task, err := s.Get(context.Background(), "bd-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if task.ParentID != "" || !cmp.Equal(task.BlockedBy, []string{"bd-2"}) {
-		t.Errorf("bd-1: parent %q, blockers %v; want none and [bd-2]", task.ParentID, task.BlockedBy)
-	}
-	checkCounts(t, s)
+		s := o.open(t, newClock(testStart).Now)
+		if n, err := importJSONL(t, s, input, false, nil); err != nil || n != 2 {
+			t.Fatalf("import = %d, %v", n, err)
+		}
+		task, err := s.Get(context.Background(), "bd-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.ParentID != "" || !cmp.Equal(task.BlockedBy, []string{"bd-2"}) {
+			t.Errorf("bd-1: parent %q, blockers %v; want none and [bd-2]", task.ParentID, task.BlockedBy)
+		}
+		dag.CheckCounts(t, s)
+	})
 }
 
 // changing is a source whose second pass differs from its first.
 type changing struct{ pass int }
 
-func (c *changing) Tasks() iter.Seq2[ImportTask, error] {
+func (c *changing) Tasks() iter.Seq2[dag.ImportTask, error] {
 	c.pass++
-	tasks := TaskSlice{{ID: "a", Title: "a"}, {ID: "b", Title: "b"}}
+	tasks := dag.TaskSlice{{ID: "a", Title: "a"}, {ID: "b", Title: "b"}}
 	if c.pass > 1 {
 		tasks[1].ID = "c"
 	}
@@ -180,53 +187,49 @@ func (c *changing) Dropped() []string { return nil }
 // TestImportStreamChangedInput: a source that reads differently the second
 // time is refused, and nothing is written.
 func TestImportStreamChangedInput(t *testing.T) {
-	s := newTestStore(t, newClock(testStart).Now)
-	before := dump(t, s)
-	_, err := s.ImportFrom(context.Background(), ImportParams{Source: &changing{}})
-	if err == nil || !strings.Contains(err.Error(), "changed") {
-		t.Errorf("import of a changing source = %v", err)
-	}
-	if diff := cmp.Diff(before, dump(t, s)); diff != "" {
-		t.Errorf("changed the database (-before +after):\n%s", diff)
-	}
+	forEachStore(t, func(t *testing.T, o *opener) {
+		s := o.open(t, newClock(testStart).Now)
+		before := dag.Dump(t, s)
+		_, err := s.ImportFrom(context.Background(), dag.ImportParams{Source: &changing{}})
+		if err == nil || !strings.Contains(err.Error(), "changed") {
+			t.Errorf("import of a changing source = %v", err)
+		}
+		if diff := cmp.Diff(before, dag.Dump(t, s)); diff != "" {
+			t.Errorf("changed the database (-before +after):\n%s", diff)
+		}
+	})
 }
 
 // TestImportStreamDuplicateInStatement: a batch's id already in the
 // database is found where it is, though the rows before it in the same
 // multi-row statement were written (OR FAIL), and the write is undone;
 // the store works normally after a bulk import fails (foreign keys and
-// CHECK constraints are back on).
+// CHECK constraints are back on: on SQLite's writer, see also
+// TestBulkImportFailureRestoresWriter).
 func TestImportStreamDuplicateInStatement(t *testing.T) {
-	s := newTestStore(t, newClock(testStart).Now)
-	mustAdd(t, s, AddParams{ID: "x"})
-	before := dump(t, s)
-	batch := fixture(100)
-	batch[69].ID = "x"
-	for i := range batch {
-		if batch[i].ParentID == "t-70" {
-			batch[i].ParentID = ""
+	forEachStore(t, func(t *testing.T, o *opener) {
+		s := o.open(t, newClock(testStart).Now)
+		mustAdd(t, s, dag.AddParams{ID: "x"})
+		before := dag.Dump(t, s)
+		batch := dag.Fixture(100)
+		batch[69].ID = "x"
+		for i := range batch {
+			if batch[i].ParentID == "t-70" {
+				batch[i].ParentID = ""
+			}
+			batch[i].BlockedBy = slicesWithout(batch[i].BlockedBy, "t-70")
 		}
-		batch[i].BlockedBy = slicesWithout(batch[i].BlockedBy, "t-70")
-	}
-	_, err := s.Import(context.Background(), batch)
-	if !errors.Is(err, ErrDuplicateID) || !strings.Contains(err.Error(), "line 70: task x") {
-		t.Errorf("import = %v, want the duplicate at line 70", err)
-	}
-	if diff := cmp.Diff(before, dump(t, s)); diff != "" {
-		t.Errorf("changed the database (-before +after):\n%s", diff)
-	}
-	if _, err := s.Add(context.Background(), AddParams{Title: "t", ParentID: "nope"}); !errors.Is(err, loop.ErrNotFound) {
-		t.Errorf("Add with a missing parent after a failed import: %v", err)
-	}
-	var fk, checks int
-	if err := s.write(context.Background(), func(t *txn) error {
-		if err := t.row("PRAGMA foreign_keys").Scan(&fk); err != nil {
-			return err
+		_, err := s.Import(context.Background(), batch)
+		if !errors.Is(err, dag.ErrDuplicateID) || !strings.Contains(err.Error(), "line 70: task x") {
+			t.Errorf("import = %v, want the duplicate at line 70", err)
 		}
-		return t.row("PRAGMA ignore_check_constraints").Scan(&checks)
-	}); err != nil || fk != 1 || checks != 0 {
-		t.Errorf("writer after a failed import: foreign_keys %d, ignore_check_constraints %d (%v)", fk, checks, err)
-	}
+		if diff := cmp.Diff(before, dag.Dump(t, s)); diff != "" {
+			t.Errorf("changed the database (-before +after):\n%s", diff)
+		}
+		if _, err := s.Add(context.Background(), dag.AddParams{Title: "t", ParentID: "nope"}); !errors.Is(err, loop.ErrNotFound) {
+			t.Errorf("Add with a missing parent after a failed import: %v", err)
+		}
+	})
 }
 
 func slicesWithout(ss []string, x string) []string {
@@ -241,7 +244,7 @@ func slicesWithout(ss []string, x string) []string {
 
 // oldFindCycle is the search of the in-memory import, over adjacency
 // lists built as it built them: the reference for importer.findCycle.
-func oldFindCycle(batch []ImportTask) (int, int) {
+func oldFindCycle(batch []dag.ImportTask) (int, int) {
 	byID := map[string]int{}
 	for i, p := range batch {
 		byID[p.ID] = i
@@ -296,65 +299,69 @@ func oldFindCycle(batch []ImportTask) (int, int) {
 // the streamed import refuses exactly those the in-memory one refused, and
 // names the same edge.
 func TestImportCycleAsBefore(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	s := newTestStore(t, nil)
-	cycles := 0
-	for round := range 300 {
-		n := 2 + r.IntN(12)
-		batch := make([]ImportTask, n)
-		for i := range batch {
-			batch[i] = ImportTask{Line: i + 1, ID: fmt.Sprintf("k%d", i), Title: "x"}
-		}
-		for i := range batch {
-			if r.IntN(3) == 0 {
-				if j := r.IntN(n); j != i {
-					batch[i].ParentID = batch[j].ID
+	forEachStore(t, func(t *testing.T, o *opener) {
+		r := rand.New(rand.NewPCG(3, 4))
+		s := o.open(t, nil)
+		cycles := 0
+		for round := range 300 {
+			n := 2 + r.IntN(12)
+			batch := make([]dag.ImportTask, n)
+			for i := range batch {
+				batch[i] = dag.ImportTask{Line: i + 1, ID: fmt.Sprintf("k%d", i), Title: "x"}
+			}
+			for i := range batch {
+				if r.IntN(3) == 0 {
+					if j := r.IntN(n); j != i {
+						batch[i].ParentID = batch[j].ID
+					}
+				}
+				for range r.IntN(3) {
+					if j := r.IntN(n); j != i {
+						batch[i].BlockedBy = append(batch[i].BlockedBy, batch[j].ID)
+					}
 				}
 			}
-			for range r.IntN(3) {
-				if j := r.IntN(n); j != i {
-					batch[i].BlockedBy = append(batch[i].BlockedBy, batch[j].ID)
-				}
+			want := ""
+			if i, j := oldFindCycle(batch); i >= 0 {
+				cycles++
+				want = fmt.Sprintf("line %d: task %s: waits for %s, which waits for it", i+1, batch[i].ID, batch[j].ID)
+			}
+			_, err := s.ImportFrom(context.Background(), dag.ImportParams{Source: dag.TaskSlice(batch), DryRun: true})
+			switch {
+			case want == "" && err != nil:
+				t.Fatalf("round %d: import = %v, want success", round, err)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Fatalf("round %d: import = %v, want %q", round, err, want)
 			}
 		}
-		want := ""
-		if i, j := oldFindCycle(batch); i >= 0 {
-			cycles++
-			want = fmt.Sprintf("line %d: task %s: waits for %s, which waits for it", i+1, batch[i].ID, batch[j].ID)
+		if cycles < 50 || cycles > 250 {
+			t.Errorf("%d of 300 batches had a cycle: the test does not test both sides", cycles)
 		}
-		_, err := s.ImportFrom(context.Background(), ImportParams{Source: TaskSlice(batch), DryRun: true})
-		switch {
-		case want == "" && err != nil:
-			t.Fatalf("round %d: import = %v, want success", round, err)
-		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-			t.Fatalf("round %d: import = %v, want %q", round, err, want)
-		}
-	}
-	if cycles < 50 || cycles > 250 {
-		t.Errorf("%d of 300 batches had a cycle: the test does not test both sides", cycles)
-	}
+	})
 }
 
-// TestExportJSONL: the streamed export writes what WriteJSONL writes of
+// TestExportJSONL: the streamed export writes what dag.WriteJSONL writes of
 // Export, and reads back as the plan.
 func TestExportJSONL(t *testing.T) {
-	s := newTestStore(t, newClock(testStart).Now)
-	if _, err := s.Import(context.Background(), fixture(500)); err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := s.Export(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var streamed strings.Builder
-	if err := s.ExportJSONL(context.Background(), &streamed); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(jsonl(t, tasks), streamed.String()); diff != "" {
-		t.Errorf("ExportJSONL (-WriteJSONL +streamed):\n%s", diff)
-	}
-	back, err := ReadJSONL(strings.NewReader(streamed.String()))
-	if err != nil || len(back) != 500 {
-		t.Fatalf("read back %d tasks, %v", len(back), err)
-	}
+	forEachStore(t, func(t *testing.T, o *opener) {
+		s := o.open(t, newClock(testStart).Now)
+		if _, err := s.Import(context.Background(), dag.Fixture(500)); err != nil {
+			t.Fatal(err)
+		}
+		tasks, err := s.Export(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var streamed strings.Builder
+		if err := s.ExportJSONL(context.Background(), &streamed); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(jsonl(t, tasks), streamed.String()); diff != "" {
+			t.Errorf("ExportJSONL (-dag.WriteJSONL +streamed):\n%s", diff)
+		}
+		back, err := dag.ReadJSONL(strings.NewReader(streamed.String()))
+		if err != nil || len(back) != 500 {
+			t.Fatalf("read back %d tasks, %v", len(back), err)
+		}
+	})
 }

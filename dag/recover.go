@@ -143,25 +143,42 @@ func (s *Store) needsRecovery(ctx context.Context) (bool, error) {
 // loop.LogLeaseExpired) and every claim whose holder process ran on this
 // host and is gone (loop.LogHolderGone), each entry naming the old holder,
 // and returns the recovered ids. Every TaskStore method does this first.
+// On a server, a recovery the server could not take is retried as writes
+// are.
 func (s *Store) Recover(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// Nothing to recover (the usual case): no write lock, no transaction.
-	if need, err := s.needsRecovery(ctx); err != nil || !need {
-		return nil, err
-	}
-	t, end, err := s.begin(ctx)
+	var ids []string
+	err := s.retrying(ctx, func() (err error, committing bool) {
+		ids = nil
+		// Nothing to recover (the usual case): no write lock, no
+		// transaction.
+		if need, err := s.needsRecovery(ctx); err != nil || !need {
+			return err, false
+		}
+		t, end, err := s.begin(ctx)
+		if err != nil {
+			return err, false
+		}
+		defer end()
+		found, err := t.recover()
+		if err != nil {
+			return s.dbErr(err), false
+		}
+		if err := t.txID(); err != nil {
+			return s.dbErr(err), false
+		}
+		if err := t.commit(); err != nil {
+			if err, committing = s.commitFailed(ctx, t, err, nil); err != nil {
+				return err, committing
+			}
+		}
+		ids = found
+		return nil, false
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer end()
-	ids, err := t.recover()
-	if err != nil {
-		return nil, s.dbErr(err)
-	}
-	if err := t.commit(); err != nil {
-		return nil, s.dbErr(err)
 	}
 	return ids, nil
 }

@@ -57,6 +57,15 @@ type Server interface {
 	// committing says err came from the commit), a deadlock, a
 	// serialization failure.
 	Retryable(err error, committing bool) bool
+	// TxID is the statement that returns the current transaction's id,
+	// as text; a write transaction asks it just before its COMMIT.
+	// Committed tells whether the transaction of that id committed (ok
+	// false: the server cannot tell, yet or any more). The Store asks,
+	// on another connection, when a COMMIT's answer was lost with its
+	// connection: a write whose commit happened is not made twice, and
+	// one that rolled back runs again.
+	TxID() string
+	Committed(ctx context.Context, id string) (committed, ok bool, err error)
 	// IsUnique reports whether err is a violation of a unique constraint.
 	IsUnique(err error) bool
 	// The server tells waiting loops of changes (LISTEN/NOTIFY on

@@ -502,6 +502,8 @@ type txn struct {
 	// locked: on a server, the transaction holds the plan's write lock
 	// (Server.LockPlan). A SQLite write transaction always does.
 	locked bool
+	// xid: on a server, the transaction's id, asked before its COMMIT.
+	xid string
 }
 
 // lock takes the plan's write lock on a server, once per transaction;
@@ -735,6 +737,15 @@ func (w *wconn) checkpoint() {
 	}
 }
 
+// txID asks, on a server, the id of the write transaction about to
+// commit (see commitFailed).
+func (t *txn) txID() error {
+	if t.s.srv == nil || t.w == nil {
+		return nil
+	}
+	return t.row(t.s.srv.TxID()).Scan(&t.xid)
+}
+
 // commit commits a write transaction.
 func (t *txn) commit() error {
 	if _, err := t.exec("COMMIT"); err != nil {
@@ -807,14 +818,22 @@ type txOpts struct {
 // commit was sent, a restart, a deadlock) runs again with backoff for up
 // to the store's retryFor; fn must be safe to run again.
 func (s *Store) writeTxWith(ctx context.Context, o txOpts, fn func(t *txn) error) error {
+	return s.retrying(ctx, func() (error, bool) { return s.writeOnce(ctx, o, fn) })
+}
+
+// retrying runs try, a read or a write transaction; on a server, one
+// the server could not take (Server.Retryable: committing says the error
+// came from the commit) runs again with backoff for up to the store's
+// retryFor. On SQLite it runs once.
+func (s *Store) retrying(ctx context.Context, try func() (err error, committing bool)) error {
 	if s.srv == nil {
-		err, _ := s.writeOnce(ctx, o, fn)
+		err, _ := try()
 		return err
 	}
 	deadline := time.Now().Add(s.retryFor)
 	wait := serverBackoff
 	for {
-		err, committing := s.writeOnce(ctx, o, fn)
+		err, committing := try()
 		if err == nil || ctx.Err() != nil || !s.srv.Retryable(err, committing) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
@@ -850,26 +869,59 @@ func (s *Store) writeOnce(ctx context.Context, o txOpts, fn func(t *txn) error) 
 	} else if _, err := t.recoverOrphans(); err != nil {
 		return s.dbErr(err), false
 	}
+	// ok is what the write returns once committed: nil, or a refusal
+	// whose log entry is kept.
+	var ok error
 	if err := fn(t); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
 		}
 		var kept *keptError
-		if errors.As(err, &kept) {
-			if cerr := t.commit(); cerr != nil {
-				return s.dbErr(cerr), true
-			}
-			return kept.err, false
+		if !errors.As(err, &kept) {
+			return s.dbErr(err), false
 		}
+		ok = kept.err
+	}
+	if err := t.txID(); err != nil {
 		return s.dbErr(err), false
 	}
 	if err := t.commit(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err(), true
-		}
+		return s.commitFailed(ctx, t, err, ok)
+	}
+	return ok, false
+}
+
+// commitFailed is what a write transaction returns when its COMMIT
+// failed with err; ok is what it returns committed. On a server, a
+// COMMIT whose answer was lost with the connection (or came after the
+// commit, with the news that the server is shutting down) may have
+// committed: the server is asked (Server.Committed). Committed, the
+// write returns ok, as if the answer had come; rolled back, it may run
+// again; when the server cannot tell, err comes back as it is, committing.
+func (s *Store) commitFailed(ctx context.Context, t *txn, err, ok error) (error, bool) {
+	if ctx.Err() != nil {
+		return ctx.Err(), true
+	}
+	if s.srv == nil || t.xid == "" || s.srv.Retryable(err, true) {
 		return s.dbErr(err), true
 	}
-	return nil, false
+	deadline := time.Now().Add(s.retryFor)
+	wait := serverBackoff
+	for {
+		committed, known, qerr := s.srv.Committed(ctx, t.xid)
+		switch {
+		case qerr == nil && known && committed:
+			return ok, false
+		case qerr == nil && known:
+			return s.dbErr(err), false
+		case ctx.Err() != nil || time.Now().Add(wait).After(deadline):
+			return s.dbErr(err), true
+		}
+		if serr := sleepCtx(ctx, wait); serr != nil {
+			return serr, true
+		}
+		wait = min(2*wait, serverBackoffMax)
+	}
 }
 
 // sleepCtx waits d, or until ctx ends (its error).
@@ -912,32 +964,21 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 // restart, a lost connection) runs again with backoff for up to the
 // store's retryFor.
 func (s *Store) retryRead(ctx context.Context, try func() error) error {
-	if s.srv == nil {
-		return try()
-	}
-	deadline := time.Now().Add(s.retryFor)
-	wait := serverBackoff
-	for {
-		err := try()
-		if err == nil || ctx.Err() != nil || !s.srv.Retryable(err, false) || time.Now().Add(wait).After(deadline) {
-			return err
-		}
-		if serr := sleepCtx(ctx, wait); serr != nil {
-			return serr
-		}
-		wait = min(2*wait, serverBackoffMax)
-	}
+	return s.retrying(ctx, func() (error, bool) { return try(), false })
 }
 
 // beforeRead recovers expired and orphaned claims for a read, if there are
 // any and the store can be written, giving up quietly after a short wait.
+// On a server, a look-up that failed because a connection of the pool was
+// lost (a restart) is tried again within that wait: the read after a
+// restart recovers what expired meanwhile.
 func (s *Store) beforeRead(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.readOnly == nil {
 		rctx, cancel := context.WithTimeout(ctx, readRecoverWait)
-		err := s.recoverIfAny(rctx)
+		err := s.retryRead(rctx, func() error { return s.recoverIfAny(rctx) })
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/dag/postgres"
 	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
@@ -20,8 +18,7 @@ var planSeq atomic.Int64
 
 var testRetry = 2 * time.Second
 
-// testDB is one database for the tests of a top-level test; each store
-// gets a plan of its own in it.
+// openPlan makes a plan of its own for a store in the database at url.
 func openPlan(t testing.TB, url string, now func() time.Time) *dag.Store {
 	t.Helper()
 	name := fmt.Sprintf("plan-%d", planSeq.Add(1))
@@ -93,5 +90,4 @@ func checkCounts(t testing.TB, url string, s *dag.Store) {
 	if got != want {
 		t.Errorf("Counts = %+v, tasks say %+v", got, want)
 	}
-	_ = pgx.Identifier{}
 }

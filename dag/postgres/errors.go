@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -107,18 +108,44 @@ func (s *server) Err(err error) error {
 // Retryable implements dag.Server.
 func (s *server) Retryable(err error, committing bool) bool {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		// The server answered: the transaction is over, and changed
-		// nothing unless it committed, which an error says it did not.
-		return pe.Code == codeDeadlock || pe.Code == codeSerialization || pe.Code == codeAdminShutdown ||
-			pe.Code == codeCrashShutdown || pe.Code == codeCannotConnectNow
-	}
-	if committing {
+	switch {
+	case errors.As(err, &pe) && (pe.Code == codeDeadlock || pe.Code == codeSerialization):
+		// The transaction failed, and rolled back.
+		return true
+	case committing:
 		// Lost while committing: the commit may have happened. Only
-		// a commit never sent is safe to send again.
+		// a commit never sent is safe to send again. A shutdown's
+		// FATAL (57P01) can come right after the COMMIT's own
+		// answer, which the driver then never reports: the server
+		// is asked (Committed).
 		return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn)
+	case pe != nil:
+		// The server answered: the transaction is over, and changed
+		// nothing.
+		return pe.Code == codeAdminShutdown || pe.Code == codeCrashShutdown || pe.Code == codeCannotConnectNow
 	}
 	return isConnectionTrouble(err)
+}
+
+// TxID implements dag.Server. pg_current_xact_id and pg_xact_status
+// (xid8) need PostgreSQL 13 or later.
+func (s *server) TxID() string { return `SELECT pg_current_xact_id()::text` }
+
+// Committed implements dag.Server: pg_xact_status, PostgreSQL's answer
+// to exactly this question ("in progress" until a terminated backend has
+// rolled back; NULL once the id is too old to tell).
+func (s *server) Committed(ctx context.Context, id string) (committed, ok bool, err error) {
+	var status sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT pg_xact_status($1::xid8)`, id).Scan(&status); err != nil {
+		return false, false, err
+	}
+	switch status.String {
+	case "committed":
+		return true, true, nil
+	case "aborted":
+		return false, true, nil
+	}
+	return false, false, nil
 }
 
 // IsUnique implements dag.Server.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,33 +164,71 @@ func cmpOr(d, def time.Duration) time.Duration {
 }
 
 // Redact returns a URL without its password, as ralph shows and stores
-// it; a string that is no URL comes back with any password=… removed.
+// it; a string that is no URL comes back with any password=… removed. A
+// URL that does not parse loses everything between its user's ':' and
+// its last '@': the password's bounds are a guess then, and a guess must
+// err on the side of hiding too much.
 func Redact(raw string) string {
 	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
 		if u.User != nil {
 			u.User = url.User(u.User.Username())
 		}
 		q := u.Query()
-		if q.Has("password") {
+		if q.Has("password") || q.Has("sslpassword") {
 			q.Del("password")
+			q.Del("sslpassword")
 			u.RawQuery = q.Encode()
 		}
 		return u.String()
 	}
-	var kept []string
-	for _, f := range strings.Fields(raw) {
-		if !strings.HasPrefix(f, "password=") {
-			kept = append(kept, f)
+	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			user, _, _ := strings.Cut(rest[:at], ":")
+			rest = user + rest[at:]
 		}
+		return scheme + "://" + strings.TrimRight(queryPassword.ReplaceAllString(rest, "$1"), "?&")
 	}
-	return strings.Join(kept, " ")
+	return strings.Join(strings.Fields(kvPassword.ReplaceAllString(raw, "")), " ")
 }
 
-// redactErr is err's message without the password of raw.
+var (
+	// kvPassword matches a password in a key=value connection string:
+	// password=secret, password = 'with spaces \' and quotes'.
+	kvPassword = regexp.MustCompile(`(?:^|\s)(?:ssl)?password\s*=\s*(?:'(?:[^'\\]|\\.)*'?|\S*)`)
+	// queryPassword matches a password in a URL's query.
+	queryPassword = regexp.MustCompile(`([?&])(?:ssl)?password=[^&#]*&?`)
+)
+
+// secrets are the passwords raw holds, as best they can be found.
+func secrets(raw string) []string {
+	var out []string
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw)
+		}
+		q := u.Query()
+		out = append(out, q["password"]...)
+		out = append(out, q["sslpassword"]...)
+	} else if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+				out = append(out, pw)
+			}
+		}
+	}
+	for _, m := range kvPassword.FindAllString(raw, -1) {
+		_, v, _ := strings.Cut(m, "=")
+		v = strings.TrimSpace(v)
+		out = append(out, v, strings.Trim(v, "'"))
+	}
+	return out
+}
+
+// redactErr is err's message without the passwords of raw.
 func redactErr(err error, raw string) string {
 	msg := err.Error()
-	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
+	for _, pw := range secrets(raw) {
+		if pw != "" {
 			msg = strings.ReplaceAll(msg, pw, "xxxxx")
 		}
 	}

@@ -2,6 +2,8 @@
 // scripts/pgtest.sh starts, found through $RALPH_TEST_PG (a URL whose user
 // may create databases). Without it a test is skipped with a message that
 // says how to start one, and fails under CI=true, where .ci/run starts it.
+// A test that restarts its server gets one of its own (Own): the shared
+// one serves the test packages go test runs at once.
 package pgtest
 
 import (
@@ -107,23 +109,98 @@ func exec1(t testing.TB, rawURL, stmt string) {
 	}
 }
 
-// Restart restarts the server ("fast": sessions are ended; "immediate":
-// as after a crash). It needs the cluster of scripts/pgtest.sh
-// ($RALPH_TEST_PG_DIR); without it the test is skipped (failed under
-// CI=true).
+// Restart restarts the server of $RALPH_TEST_PG ("fast": sessions are
+// ended; "immediate": as after a crash). It needs the cluster of
+// scripts/pgtest.sh ($RALPH_TEST_PG_DIR); without it the test is skipped
+// (failed under CI=true). That server is shared: by the test packages go
+// test runs at once, and by other people's tests, whose connections a
+// restart ends and whose new ones it refuses meanwhile. A test that
+// restarts the server should have one of its own (Own).
 func Restart(t testing.TB, mode string) {
 	t.Helper()
-	if os.Getenv("RALPH_TEST_PG_DIR") == "" {
+	dir := os.Getenv("RALPH_TEST_PG_DIR")
+	if dir == "" {
 		msg := "restarting the server needs the cluster of scripts/pgtest.sh ($RALPH_TEST_PG_DIR)"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	out, err := exec.Command("bash", script(t), "restart", mode).CombinedOutput()
-	if err != nil {
+	restart(t, dir, mode)
+}
+
+func restart(t testing.TB, dir, mode string) {
+	t.Helper()
+	cmd := exec.Command("bash", script(t), "restart", mode)
+	cmd.Env = append(os.Environ(), "RALPH_TEST_PG_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("pgtest: restart: %v\n%s", err, out)
 	}
+}
+
+// Server is a PostgreSQL cluster of one test's own (Own).
+type Server struct {
+	admin, dir string
+}
+
+// Own starts a cluster for the test alone, as scripts/pgtest.sh starts
+// the shared one, and stops it (removing its files) when the test ends:
+// a test that restarts its server breaks nobody else's. It is skipped
+// (failed under CI=true) where the shared server is missing, and needs
+// PostgreSQL's binaries as scripts/pgtest.sh does. Starting one takes
+// about a second.
+func Own(t testing.TB) *Server {
+	t.Helper()
+	AdminURL(t)
+	out, err := exec.Command("bash", script(t), "start").Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("pgtest: start a server of the test's own: %v\n%s", err, stderr)
+	}
+	srv := &Server{}
+	for line := range strings.Lines(string(out)) {
+		k, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(v, "'")
+		switch k {
+		case Env:
+			srv.admin = v
+		case "RALPH_TEST_PG_DIR":
+			srv.dir = v
+		}
+	}
+	if srv.admin == "" || srv.dir == "" {
+		t.Fatalf("pgtest: scripts/pgtest.sh start printed no server:\n%s", out)
+	}
+	t.Cleanup(func() {
+		cmd := exec.Command("bash", script(t), "stop")
+		cmd.Env = append(os.Environ(), "RALPH_TEST_PG_DIR="+srv.dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("pgtest: stop %s: %v\n%s", srv.dir, err, out)
+		}
+	})
+	return srv
+}
+
+// URL makes an empty database on the server and returns its URL; the
+// server goes with the test.
+func (s *Server) URL(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("ralph_test_%d", seq.Add(1))
+	exec1(t, s.admin, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
+	return WithDatabase(t, s.admin, name)
+}
+
+// Restart restarts the server ("fast": sessions are ended; "immediate":
+// as after a crash) and returns once it takes connections again.
+func (s *Server) Restart(t testing.TB, mode string) {
+	t.Helper()
+	restart(t, s.dir, mode)
 }
 
 // script is the path of scripts/pgtest.sh.

@@ -1,0 +1,429 @@
+package postgres_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/dag/postgres"
+	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// The environment of a re-executed test binary that claims from a plan;
+// see TestMain.
+const (
+	claimerURLEnv   = "RALPH_PGTEST_CLAIMER_URL"
+	claimerPlanEnv  = "RALPH_PGTEST_CLAIMER_PLAN"
+	claimerAgentEnv = "RALPH_PGTEST_CLAIMER_AGENT"
+)
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(claimerURLEnv); url != "" {
+		if err := claimerMain(url, os.Getenv(claimerPlanEnv), os.Getenv(claimerAgentEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "claimer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// claimerMain is one agent process: it claims and completes tasks of the
+// plan until none is open, printing "claimed <id>" for each.
+func claimerMain(url, plan, agent string) error {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, postgres.Config{URL: url, Plan: plan,
+		Options: dag.ServerOptions{Options: dag.Options{BusyTimeout: time.Minute}}})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	return claimAll(ctx, s, agent, func(id string) { fmt.Fprintln(out, "claimed", id) })
+}
+
+// claimAll claims and completes tasks until none is open, calling
+// claimed with each task it completed.
+func claimAll(ctx context.Context, s *dag.Store, agent string, claimed func(id string)) error {
+	for {
+		task, err := s.Claim(ctx, loop.ClaimParams{Agent: agent, Holder: loop.ThisProcess(), Mode: loop.ClaimLoop})
+		if errors.Is(err, loop.ErrNoReadyTask) {
+			c, err := s.Counts(ctx, loop.Scope{})
+			if err != nil {
+				return err
+			}
+			if c.Open() == 0 {
+				return nil
+			}
+			// Others hold the blockers of what is left.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("claim: %w", err)
+		}
+		if err := s.Complete(ctx, loop.MoveParams{TaskID: task.ID, Message: "done by " + agent,
+			By: loop.Actor{Agent: agent, Loop: true, Generation: task.Generation}}); err != nil {
+			return fmt.Errorf("complete %s: %w", task.ID, err)
+		}
+		claimed(task.ID)
+	}
+}
+
+// fixture returns n tasks with random priorities, 30% of them blocked by
+// an earlier task and 10% children of an earlier top-level task, from a
+// fixed seed (as package dag's tests make them), and the ids of its
+// leaves: the tasks that are claimed (a parent is done by its children).
+func fixture(n int) (tasks []dag.ImportTask, leaves []string) {
+	r := rand.New(rand.NewPCG(1, 2))
+	tasks = make([]dag.ImportTask, n)
+	var tops []int
+	parents := map[string]bool{}
+	for i := range tasks {
+		p := dag.ImportTask{Line: i + 1, ID: "t-" + strconv.Itoa(i+1), Title: "task " + strconv.Itoa(i+1), Priority: r.IntN(5)}
+		switch x := r.IntN(10); {
+		case x < 3 && i > 0:
+			p.BlockedBy = []string{tasks[r.IntN(i)].ID}
+		case x == 3 && len(tops) > 0:
+			p.ParentID = tasks[tops[r.IntN(len(tops))]].ID
+			parents[p.ParentID] = true
+		}
+		if p.ParentID == "" && len(p.BlockedBy) == 0 {
+			tops = append(tops, i)
+		}
+		tasks[i] = p
+	}
+	for _, task := range tasks {
+		if !parents[task.ID] {
+			leaves = append(leaves, task.ID)
+		}
+	}
+	sort.Strings(leaves)
+	return tasks, leaves
+}
+
+// openNamed opens (making it if need be) plan on the database at url,
+// closed when the test ends.
+func openNamed(t testing.TB, url, plan string, opts dag.ServerOptions) *dag.Store {
+	t.Helper()
+	if opts.RetryFor == 0 {
+		opts.RetryFor = testRetry
+	}
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: url, Plan: plan, Create: true, Options: opts})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", plan, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// planURL returns the URL of the database at url with the schema of plan
+// as the search path: a connection that sees the plan's tables.
+func planURL(t testing.TB, url, plan string) string {
+	t.Helper()
+	plans, err := postgres.Plans(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plans {
+		if p.Name == plan {
+			sep := "?"
+			if strings.Contains(url, "?") {
+				sep = "&"
+			}
+			return url + sep + "search_path=ralph_plan_" + strconv.Itoa(p.ID)
+		}
+	}
+	t.Fatalf("no plan %s", plan)
+	return ""
+}
+
+// checkPlan checks the counters the writes keep in the plan's tables
+// against values recomputed from the rows, as package dag's checkCounts
+// does for a SQLite file, and that the dependencies form no cycle.
+func checkPlan(t testing.TB, url, plan string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, planURL(t, url, plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	read := func(q string) map[string]int {
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		m := map[string]int{}
+		for rows.Next() {
+			var feature, status string
+			var n int
+			if err := rows.Scan(&feature, &status, &n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				m[feature+"/"+status] = n
+			}
+		}
+		return m
+	}
+	want := read(`SELECT coalesce(feature, ''), CASE status WHEN 'in_progress' THEN 'pending' ELSE status END, count(*)
+		FROM tasks GROUP BY 1, 2`)
+	got := read(`SELECT feature, status, n FROM status_counts`)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status_counts out of step with tasks (-tasks +status_counts):\n%s", diff)
+	}
+	rows, err := conn.Query(ctx, `SELECT id, blocker_count, dependent_count, unmet_blockers, child_count, parent_failed,
+		(SELECT count(*) FROM deps WHERE blocked_id = t.id),
+		(SELECT count(*) FROM deps WHERE blocker_id = t.id),
+		(SELECT count(*) FROM deps d JOIN tasks b ON b.id = d.blocker_id WHERE d.blocked_id = t.id AND b.status <> 'done'),
+		(SELECT count(*) FROM tasks c WHERE c.parent_id = t.id),
+		(SELECT count(*) FROM tasks p WHERE p.id = t.parent_id AND p.status = 'failed')
+		FROM tasks t ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var kept, fresh [5]int
+		if err := rows.Scan(&id, &kept[0], &kept[1], &kept[2], &kept[3], &kept[4],
+			&fresh[0], &fresh[1], &fresh[2], &fresh[3], &fresh[4]); err != nil {
+			t.Fatal(err)
+		}
+		if kept != fresh {
+			t.Errorf("task %s: counters (blockers, dependents, unmet, children, parent failed) kept %v, recomputed %v", id, kept, fresh)
+		}
+	}
+	rows.Close()
+	var cyclic int
+	if err := conn.QueryRow(ctx, `WITH RECURSIVE w(start, id) AS (
+			SELECT blocked_id, blocker_id FROM deps
+			UNION
+			SELECT w.start, d.blocker_id FROM deps d JOIN w ON d.blocked_id = w.id
+		) SELECT count(*) FROM w WHERE start = id`).Scan(&cyclic); err != nil {
+		t.Fatal(err)
+	}
+	if cyclic > 0 {
+		t.Errorf("%d tasks wait for themselves through their dependencies", cyclic)
+	}
+}
+
+// TestOppositeDependencies: two stores (two machines) add a→b and b→a at
+// the same moment, round after round: each time exactly one wins and the
+// other is refused with ErrCycle, and the graph has no cycle after.
+func TestOppositeDependencies(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := t.Context()
+	a := openNamed(t, url, "deps", dag.ServerOptions{})
+	b := openNamed(t, url, "deps", dag.ServerOptions{})
+	const rounds = 50
+	wins := [2]int{}
+	for round := range rounds {
+		x, y := fmt.Sprintf("x%d", round), fmt.Sprintf("y%d", round)
+		for _, id := range []string{x, y} {
+			if _, err := a.Add(ctx, dag.AddParams{ID: id, Title: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Warm both stores' connections, so that neither starts late.
+		for _, s := range []*dag.Store{a, b} {
+			if _, err := s.Get(ctx, x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := make(chan struct{})
+		var errs [2]error
+		var wg sync.WaitGroup
+		wg.Go(func() { <-start; errs[0] = a.AddDependency(ctx, x, y) })
+		wg.Go(func() { <-start; errs[1] = b.AddDependency(ctx, y, x) })
+		close(start)
+		wg.Wait()
+		switch {
+		case errs[0] == nil && errors.Is(errs[1], dag.ErrCycle):
+			wins[0]++
+		case errs[1] == nil && errors.Is(errs[0], dag.ErrCycle):
+			wins[1]++
+		default:
+			t.Fatalf("round %d: %s→%s: %v; %s→%s: %v; want one success and one ErrCycle", round, x, y, errs[0], y, x, errs[1])
+		}
+		tx, _ := a.Get(ctx, x)
+		ty, _ := a.Get(ctx, y)
+		if n := len(tx.BlockedBy) + len(ty.BlockedBy); n != 1 {
+			t.Fatalf("round %d: %s waits for %v, %s for %v; want one dependency", round, x, tx.BlockedBy, y, ty.BlockedBy)
+		}
+	}
+	t.Logf("wins: store a %d, store b %d", wins[0], wins[1])
+	if ready, err := a.Ready(ctx, loop.Scope{}, 0); err != nil || len(ready) != rounds {
+		t.Errorf("%d ready tasks (%v), want one of each pair, %d", len(ready), err, rounds)
+	}
+	checkPlan(t, url, "deps")
+}
+
+// checkHistories checks each task's history: a leaf has exactly one claim
+// and one completion, by the same agent; a parent is done by ralph when
+// its children are, and never claimed.
+func checkHistories(t testing.TB, s *dag.Store, tasks []dag.ImportTask, leaves []string) {
+	t.Helper()
+	leaf := map[string]bool{}
+	for _, id := range leaves {
+		leaf[id] = true
+	}
+	for _, task := range tasks {
+		logs, err := s.Logs(context.Background(), task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, e := range logs {
+			kinds = append(kinds, e.Kind)
+		}
+		kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == loop.LogUnblock })
+		want := []string{loop.LogDone}
+		if leaf[task.ID] {
+			want = []string{loop.LogClaim, loop.LogDone}
+		}
+		if diff := cmp.Diff(want, kinds); diff != "" {
+			t.Errorf("history of %s (-want +got):\n%s", task.ID, diff)
+			continue
+		}
+		if leaf[task.ID] && logs[0].Actor != logs[1].Actor {
+			t.Errorf("%s claimed by %s, completed by %s", task.ID, logs[0].Actor, logs[1].Actor)
+		}
+	}
+}
+
+// checkClaimed checks that every leaf was claimed exactly once.
+func checkClaimed(t testing.TB, claimed map[string]int, leaves []string) {
+	t.Helper()
+	var twice, got []string
+	for id, k := range claimed {
+		got = append(got, id)
+		if k > 1 {
+			twice = append(twice, id)
+		}
+	}
+	sort.Strings(twice)
+	sort.Strings(got)
+	if len(twice) > 0 {
+		t.Errorf("claimed more than once: %v", twice)
+	}
+	if diff := cmp.Diff(leaves, got); diff != "" {
+		t.Errorf("claimed tasks (-every leaf +claimed):\n%s", diff)
+	}
+}
+
+// TestConcurrentClaims: 8 stores (8 machines), two claiming goroutines
+// each, claim and complete a plan of 200 tasks with dependencies and
+// parents: every leaf is claimed exactly once, none is missed, and the
+// counts and histories say so.
+func TestConcurrentClaims(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := t.Context()
+	tasks, leaves := fixture(200)
+	seed := openNamed(t, url, "claims", dag.ServerOptions{})
+	if _, err := seed.Import(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		s := openNamed(t, url, "claims", dag.ServerOptions{Options: dag.Options{BusyTimeout: time.Minute}})
+		for j := range 2 {
+			agent := fmt.Sprintf("agent-%d-%d", i, j)
+			wg.Go(func() {
+				err := claimAll(ctx, s, agent, func(id string) {
+					mu.Lock()
+					claimed[id]++
+					mu.Unlock()
+				})
+				if err != nil {
+					t.Errorf("%s: %v", agent, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	checkClaimed(t, claimed, leaves)
+	if c, err := seed.Counts(ctx, loop.Scope{}); err != nil || c != (loop.Counts{Done: len(tasks)}) {
+		t.Errorf("counts after the run = %+v, %v; want all %d done", c, err, len(tasks))
+	}
+	checkHistories(t, seed, tasks, leaves)
+	checkPlan(t, url, "claims")
+}
+
+// TestMultiProcessClaims: processes (re-executed test binaries) claim and
+// complete one plan on the server at once: every leaf is claimed exactly
+// once.
+func TestMultiProcessClaims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes; skipped with -short")
+	}
+	url := pgtest.URL(t)
+	ctx := t.Context()
+	tasks, leaves := fixture(300)
+	seed := openNamed(t, url, "procs", dag.ServerOptions{})
+	if _, err := seed.Import(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	const procs = 6
+	cmds := make([]*exec.Cmd, procs)
+	outs := make([]*bytes.Buffer, procs)
+	errs := make([]*bytes.Buffer, procs)
+	for i := range cmds {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), claimerURLEnv+"="+url, claimerPlanEnv+"=procs",
+			fmt.Sprintf("%s=agent-%d", claimerAgentEnv, i))
+		outs[i], errs[i] = &bytes.Buffer{}, &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = outs[i], errs[i]
+		cmds[i] = cmd
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed := map[string]int{}
+	busy := 0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("claimer %d: %v: %s", i, err, errs[i])
+		}
+		n := 0
+		for line := range strings.Lines(outs[i].String()) {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "claimed "); ok {
+				claimed[id]++
+				n++
+			}
+		}
+		if n > 0 {
+			busy++
+		}
+	}
+	t.Logf("%d of %d processes claimed tasks", busy, procs)
+	checkClaimed(t, claimed, leaves)
+	if c, err := seed.Counts(ctx, loop.Scope{}); err != nil || c != (loop.Counts{Done: len(tasks)}) {
+		t.Errorf("counts after the run = %+v, %v; want all %d done", c, err, len(tasks))
+	}
+	checkHistories(t, seed, tasks, leaves)
+	checkPlan(t, url, "procs")
+}
