@@ -42,12 +42,15 @@
 //   - Faults: the store runs again, with backoff for up to a minute
 //     (dag.ServerOptions.RetryFor), a write whose transaction certainly
 //     changed nothing (the connection lost before the commit was sent, a
-//     server restart, a deadlock, a serialization failure), and any read
-//     that failed so. A commit whose answer was lost is not run again:
-//     its error is Temporary, and the loop's durable outcomes retry it as
-//     a new move, which the store checks against the claim's generation.
-//     A claim whose commit was lost stays with its holder until its lease
-//     runs out, then returns to pending like any other.
+//     deadlock, a serialization failure), and any read that failed so.
+//     A write whose COMMIT answer was lost with its connection (a
+//     terminated backend commits, then says it is shutting down) is not
+//     simply run again: it noted its transaction id before committing
+//     (pg_current_xact_id), and the store asks the server on another
+//     connection whether that transaction committed (pg_xact_status):
+//     committed, the write succeeded; rolled back, it runs again; still
+//     unknown after RetryFor, its error is Temporary. So no claim is made
+//     twice and no completion is refused as stale. PostgreSQL 13 or later.
 //   - Passwords: a URL may hold one (it is used), but ralph shows and
 //     stores URLs without it (Redact); PGPASSWORD and ~/.pgpass work as
 //     for psql. Connection errors say which user the server refused and
