@@ -502,7 +502,8 @@ type txn struct {
 	// locked: on a server, the transaction holds the plan's write lock
 	// (Server.LockPlan). A SQLite write transaction always does.
 	locked bool
-	// xid: on a server, the transaction's id, asked before its COMMIT.
+	// xid: on a server, the transaction's id, asked before its COMMIT
+	// or returned by the plan's lock.
 	xid string
 }
 
@@ -512,7 +513,8 @@ func (t *txn) lock() error {
 	if t.locked || t.w == nil || t.s.srv == nil {
 		return nil
 	}
-	if _, err := t.exec(t.s.srv.LockPlan()); err != nil {
+	// The statement returns the transaction's id too (see Server).
+	if err := t.row(t.s.srv.LockPlan()).Scan(&t.xid); err != nil {
 		return err
 	}
 	t.locked = true
@@ -740,8 +742,8 @@ func (w *wconn) checkpoint() {
 // txID asks, on a server, the id of the write transaction about to
 // commit (see commitFailed).
 func (t *txn) txID() error {
-	if t.s.srv == nil || t.w == nil {
-		return nil
+	if t.s.srv == nil || t.w == nil || t.xid != "" {
+		return nil // SQLite, a read, or the plan's lock said it
 	}
 	return t.row(t.s.srv.TxID()).Scan(&t.xid)
 }

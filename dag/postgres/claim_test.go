@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -46,8 +47,23 @@ func TestMain(m *testing.M) {
 }
 
 // claimerMain is one agent process: it claims and completes tasks of the
-// plan until none is open, printing "claimed <id>" for each.
+// plan until none is open, printing "claimed <id>" for each, then "span
+// <first> <last>" in Unix nanoseconds, from the start of its first claim
+// to the end of its last completion (for BenchmarkClaimProcesses).
+// RALPH_PGTEST_CLAIMER_CPUPROFILE=<prefix> writes its CPU profile to
+// <prefix>.<agent>, to see where a run's time goes.
 func claimerMain(url, plan, agent string) error {
+	if prefix := os.Getenv("RALPH_PGTEST_CLAIMER_CPUPROFILE"); prefix != "" {
+		f, err := os.Create(prefix + "." + agent)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	s, err := postgres.Open(ctx, postgres.Config{URL: url, Plan: plan,
 		Options: dag.ServerOptions{Options: dag.Options{BusyTimeout: time.Minute}}})
@@ -57,7 +73,17 @@ func claimerMain(url, plan, agent string) error {
 	defer s.Close()
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	return claimAll(ctx, s, agent, func(id string) { fmt.Fprintln(out, "claimed", id) })
+	start := time.Now().UnixNano()
+	var first, last int64
+	err = claimAll(ctx, s, agent, func(id string) {
+		if first == 0 {
+			first = start
+		}
+		last = time.Now().UnixNano()
+		fmt.Fprintln(out, "claimed", id)
+	})
+	fmt.Fprintln(out, "span", first, last)
+	return err
 }
 
 // claimAll claims and completes tasks until none is open, calling

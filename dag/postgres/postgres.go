@@ -409,13 +409,15 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 	pc.RuntimeParams["application_name"] = "ralph"
 	db := stdlib.OpenDB(*pc)
 	db.SetMaxIdleConns(4)
+	// lockSQL takes the plan's lock, then returns the transaction's id
+	// (dag.Server.LockPlan).
 	srv := &server{
 		name:    where,
 		cc:      pc,
 		db:      db,
 		conn:    stdlib.GetConnector(*pc),
 		plan:    plan,
-		lockSQL: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %d)`, lockKey, plan.ID),
+		lockSQL: fmt.Sprintf(`SELECT pg_current_xact_id()::text FROM (SELECT pg_advisory_xact_lock(%d, %d)) AS l`, lockKey, plan.ID),
 	}
 	srv.listen = newListener(pc, plan.schema())
 	return dag.OpenServer(ctx, srv, opts)
