@@ -214,3 +214,37 @@ func TestLeaseRenewedThroughGates(t *testing.T) {
 		}
 	}
 }
+
+// passOver is a store whose first claim passes over a ready task, as a
+// server's SKIP LOCKED claim does while another transaction holds the
+// task's row for a moment.
+type passOver struct {
+	*looptest.MemStore
+	passed bool
+}
+
+func (s *passOver) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error) {
+	if !s.passed {
+		s.passed = true
+		return loop.Task{}, loop.ErrNoReadyTask
+	}
+	return s.MemStore.Claim(ctx, p)
+}
+
+// A claim that found nothing while a task is ready and nobody holds one
+// (a completion landed between the two reads, or a claim passed over a
+// row held for a moment) is tried again: the plan is not blocked.
+func TestClaimMissedReadyTaskLooksAgain(t *testing.T) {
+	store := &passOver{MemStore: newStore(t, tasks("a")...)}
+	runner := looptest.NewFakeRunner(t).Always(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		return looptest.Result(done(envOf(req, "RALPH_TASK_ID"))), nil
+	})
+	rep, err := loop.Run(t.Context(), testConfig(t), store, runner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := result{Outcome: loop.OutcomeComplete, Exit: 0, Iterations: 1, Statuses: map[string]loop.Status{"a": loop.StatusDone}}
+	if diff := cmp.Diff(want, summarize(t, rep, store.MemStore)); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+}

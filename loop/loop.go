@@ -516,8 +516,28 @@ func (r *run) terminal(ctx context.Context, token string) *stop {
 	if c.InProgress > 0 {
 		return r.waitForAgents(ctx, token)
 	}
+	if c.Total() > 0 && !c.Resolved() {
+		// A task may have become ready between the failed claim and
+		// the counts (another agent's completion), or the claim may
+		// have passed over one another transaction held for a moment (a
+		// server's SKIP LOCKED claims): with one ready, look again.
+		ready, err := r.store.Ready(ctx, r.cfg.Scope, 1)
+		if err != nil {
+			return r.storeErr(ctx, err)
+		}
+		if len(ready) > 0 {
+			if err := r.cfg.Sleep(ctx, lookAgainAfter); err != nil {
+				return r.checkCancel(ctx)
+			}
+			return nil
+		}
+	}
 	return terminalStop(c)
 }
+
+// lookAgainAfter is how long a loop that saw a ready task it could not
+// claim waits before it claims again.
+const lookAgainAfter = 20 * time.Millisecond
 
 // terminalStop says why nothing is ready, from the scope's counts.
 func terminalStop(c Counts) *stop {
