@@ -105,23 +105,14 @@ func build(c *cli.Context, cfg appConfig) error {
 	lc.Strategy = strings.TrimSpace(c.String("strategy"))
 	lc.Verify = c.Bool("verify")
 	lc.MaxRetries = c.Int("max-retries")
-	lc.Timeout = c.Duration("timeout")
-	lc.IdleTimeout = c.Duration("idle-timeout")
 	lc.ClaimMode = loop.ClaimMode(c.String("claim"))
 	lc.Lease = c.Duration("lease")
 	lc.TestCmd = strings.TrimSpace(c.String("test-cmd"))
 	lc.Commit = c.Bool("commit")
 	lc.MaxCost = c.Float64("max-cost")
-	lc.OnUsageLimit = loop.UsageLimitPolicy(c.String("on-usage-limit"))
-	lc.MaxWait = c.Duration("max-wait")
-	lc.UseAPIKey = c.Bool("use-api-key")
-	lc.Now = cfg.now
-	lc.LogDir = filepath.Join(p.ralph, "logs")
-	// --max-wait 0 would mean the default to the loop; for a user it means
-	// "do not wait".
-	if c.IsSet("max-wait") && lc.MaxWait == 0 {
-		lc.OnUsageLimit = loop.UsageLimitStop
-	}
+	// Timeouts, usage limits, logs and the agent's environment (the plan
+	// on a server included), as plan and prompt set them.
+	agentConfig(c, cfg, p, &lc)
 
 	store, closeStore, err := openBuildStore(c, cfg, p, progressFile)
 	if err != nil {

@@ -122,6 +122,10 @@ func TestBuildOutcomes(t *testing.T) {
 					want := map[string]string{"RALPH_AGENT_ID": agentID, "RALPH_BIN": self, "RALPH_DIR": h.dir,
 						"RALPH_ITERATION": string(rune('1' + i)), "RALPH_TASK_ID": taskIDs(calls)[i],
 						"RALPH_HOLDER": loop.ThisProcess().String()}
+					if h.db != "" {
+						// The agent's own ralph calls reach the plan on the server.
+						want["RALPH_DB"], want["RALPH_PLAN"] = h.db, h.plan
+					}
 					if diff := cmp.Diff(want, c.Env); diff != "" {
 						t.Errorf("session %d environment (-want +got):\n%s", i+1, diff)
 					}

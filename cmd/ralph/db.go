@@ -52,14 +52,17 @@ func resolveDB(c *cli.Context, p project) (dbTarget, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return dbTarget{}, err
 	}
+	// An empty --db or $RALPH_DB (RALPH_DB= in an agent's environment)
+	// names nothing.
+	flagPlan := strings.TrimSpace(c.String("plan"))
 	switch {
-	case c.IsSet("db"):
+	case strings.TrimSpace(c.String("db")) != "":
 		d.url, d.from = strings.TrimSpace(c.String("db")), "--db"
 	case remembered.URL != "":
 		d.url, d.from = remembered.URL, p.rel(p.dbFilePath())
 	}
 	if d.url == "" {
-		if c.IsSet("plan") {
+		if flagPlan != "" {
 			return dbTarget{}, errors.New("--plan names a plan on a database server: give --db URL (or $RALPH_DB) too")
 		}
 		return d, nil
@@ -68,8 +71,8 @@ func resolveDB(c *cli.Context, p project) (dbTarget, error) {
 		return dbTarget{}, fmt.Errorf("%s %s: want a postgres:// URL (the SQLite plan needs no --db)", d.from, postgres.Redact(d.url))
 	}
 	switch {
-	case c.IsSet("plan"):
-		d.plan = strings.TrimSpace(c.String("plan"))
+	case flagPlan != "":
+		d.plan = flagPlan
 	case remembered.Plan != "":
 		d.plan = remembered.Plan
 	default:

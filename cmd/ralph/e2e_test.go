@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ralph-dev/ralph/claude/claudetest"
+	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
 )
 
 // End-to-end tests the way a user runs ralph: the ralph binary, a project
@@ -69,14 +70,15 @@ type e2e struct {
 	env    []string
 }
 
-// newE2E makes the project and serves script for its agent sessions.
-func newE2E(t *testing.T, script func(claudetest.Request) claudetest.Reply) *e2e {
+// newE2E makes the project (with init's extra args, such as --db) and
+// serves script for its agent sessions.
+func newE2E(t *testing.T, script func(claudetest.Request) claudetest.Reply, initArgs ...string) *e2e {
 	t.Helper()
 	e := &e2e{t: t, claude: claudetest.Binary(t), bin: ralphBinary(t), dir: t.TempDir()}
 	e.api = claudetest.NewAPI(t, script)
 	e.env = append(os.Environ(), e.api.Env(t.TempDir())...)
-	e.env = append(e.env, "RALPH_CLAUDE="+e.claude, "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=")
-	e.ok("init")
+	e.env = append(e.env, "RALPH_CLAUDE="+e.claude, "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=")
+	e.ok(append(initArgs, "init")...)
 	return e
 }
 
@@ -223,6 +225,53 @@ func TestE2EPeekMode(t *testing.T) {
 		if diff := cmp.Diff([]string{"claim", "done"}, kinds); diff != "" {
 			t.Errorf("%s history (-want +got):\n%s", id, diff)
 		}
+	}
+}
+
+// TestE2EPeekModeOnPostgres is peek mode with the plan on PostgreSQL and
+// the real Claude Code: the agent's own `$RALPH_BIN task claim` and `task
+// done` reach the plan on the server although the project does not
+// remember it (.ralph/db.json removed; the build names it with --db), by
+// the RALPH_DB and RALPH_PLAN ralph gives the agent.
+func TestE2EPeekModeOnPostgres(t *testing.T) {
+	db := []string{"--db", pgtest.URL(t), "--plan", "e2e"}
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		results := r.ToolResultTexts()
+		switch len(results) {
+		case 0:
+			return claudetest.Bash(`"$RALPH_BIN" task claim`)
+		case 1:
+			id := strings.Fields(results[0])[0]
+			return claudetest.Bash(`"$RALPH_BIN" task done ` + id + ` --summary "did ` + id + `"`)
+		}
+		id := strings.Fields(results[0])[0]
+		return claudetest.Text("Claimed, did and reported " + id + ".\n<task-done>" + id + "</task-done>")
+	}, db...)
+	e.ok(append(db, "task", "add", "First")...)
+	e.ok(append(db, "task", "add", "Second", "--blocked-by", "t-1")...)
+	if err := os.Remove(filepath.Join(e.dir, ".ralph", "db.json")); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run("task", "plan-status"); r.code == 0 {
+		t.Fatalf("without db.json or --db, plan-status read a plan: %s", r.stdout)
+	}
+	r := e.run(append(db, "build", "--claim", "agent", "--use-api-key")...)
+	if r.code != 0 {
+		t.Fatalf("build --claim agent: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := e.ok(append(db, "task", "plan-status")...); got != "open=0 active=0 done=2 failed=0 blocked=0 total=2\n" {
+		t.Errorf("plan-status: %s", got)
+	}
+	var got taskShowJSON
+	if err := json.Unmarshal([]byte(e.ok(append(db, "task", "show", "t-2", "--json")...)), &got); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, l := range got.Logs {
+		kinds = append(kinds, l.Kind)
+	}
+	if diff := cmp.Diff([]string{"claim", "done"}, kinds); diff != "" {
+		t.Errorf("t-2 history (-want +got):\n%s", diff)
 	}
 }
 

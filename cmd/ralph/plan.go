@@ -76,6 +76,8 @@ func agentConfig(c *cli.Context, cfg appConfig, p project, lc *loop.Config) {
 	lc.UseAPIKey = c.Bool("use-api-key")
 	lc.Now = cfg.now
 	lc.LogDir = filepath.Join(p.ralph, "logs")
+	// The agent's own `ralph task …` calls reach the plan wherever it
+	// lives; an error here is the store's to report when it opens.
 	if d, err := resolveDB(c, p); err == nil {
 		lc.Env = append(lc.Env, serverEnv(d)...)
 	}
