@@ -609,13 +609,9 @@ func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), e
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.w == nil {
-		c, err := s.connector.Connect(ctx)
-		if err != nil {
-			release(nil)
-			return nil, nil, s.dbErr(err)
-		}
-		s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now()}
+	if err := s.openWriter(ctx); err != nil {
+		release(nil)
+		return nil, nil, err
 	}
 	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s, locked: true}
 	// unbulk sets the connection back after the transaction; one that
@@ -668,6 +664,23 @@ func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), e
 	}, nil
 }
 
+// openWriter opens the writer's connection if it is not open: the first
+// write opens it (see Store.w).
+func (s *Store) openWriter(ctx context.Context) error {
+	if s.w != nil {
+		return nil
+	}
+	c, err := s.connector.Connect(ctx)
+	if err != nil {
+		return s.dbErr(err)
+	}
+	s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now()}
+	if s.srv != nil {
+		s.w.rebind = s.srv.Rebind
+	}
+	return nil
+}
+
 // beginServer starts a write transaction on a server's connection,
 // holding the plan's write lock when lock is set (see Server). A
 // connection that fails is closed; the next transaction opens another.
@@ -676,13 +689,9 @@ func (s *Store) beginServer(ctx context.Context, lock bool) (t *txn, end func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.w == nil {
-		c, err := s.connector.Connect(ctx)
-		if err != nil {
-			release(nil)
-			return nil, nil, s.dbErr(err)
-		}
-		s.w = &wconn{c: c, stmts: map[string]*wstmt{}, rebind: s.srv.Rebind}
+	if err := s.openWriter(ctx); err != nil {
+		release(nil)
+		return nil, nil, err
 	}
 	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
 	drop := func() {
