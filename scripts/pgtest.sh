@@ -36,7 +36,10 @@ as_owner() {
 free_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$(( 20000 + RANDOM % 20000 ))
+    # Below Linux's ephemeral range (32768–60999), where a client's
+    # outgoing connection could take the port between this look and the
+    # server's bind.
+    p=$(( 15000 + RANDOM % 17000 ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"; return
     fi
@@ -62,16 +65,30 @@ host  all ralph_pw 127.0.0.1/32  scram-sha-256
 local all all                    trust
 host  all all      127.0.0.1/32  trust
 HBA
-  port=$(free_port)
-  cat >>"$dir/data/postgresql.conf" <<CONF
+  # The port is free when looked at; another process may still take it
+  # before the server binds it (two clusters starting at once): then the
+  # server is started again on another.
+  cp "$dir/data/postgresql.conf" "$dir/postgresql.conf.orig"
+  local tries=0
+  while :; do
+    port=$(free_port)
+    cp "$dir/postgresql.conf.orig" "$dir/data/postgresql.conf"
+    cat >>"$dir/data/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 max_connections = 200
 shared_buffers = 128MB
 CONF
-  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
-    { cat "$dir/server.log" >&2; exit 1; }
+    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null; then
+      break
+    fi
+    tries=$((tries + 1))
+    if [ "$tries" -ge 5 ] || ! grep -q "Address already in use" "$dir/server.log"; then
+      cat "$dir/server.log" >&2
+      exit 1
+    fi
+  done
   as_owner "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qAt \
     -c "CREATE ROLE ralph_pw LOGIN PASSWORD 'secret' SUPERUSER" >/dev/null
   echo "$bin" >"$dir/bindir"
