@@ -170,7 +170,15 @@ type RunResult struct {
 	Turns     int
 	Duration  time.Duration
 	CostUSD   float64
-	Usage     Usage
+	// CostSource says where CostUSD comes from: the agent reported it
+	// (CostReported, also meant by ""), it is estimated from the tokens
+	// with a price table (CostEstimated), or the agent reported none and
+	// no price is known for the model (CostUnknown; CostUSD is 0).
+	CostSource CostSource
+	Usage      Usage
+	// Agent names the agent CLI that ran the session ("claude", "codex",
+	// "gemini", "opencode"); empty for runners that do not say.
+	Agent string
 	// Subtype is the result line's subtype ("success", "error_max_turns", …).
 	Subtype string
 	// TerminalReason is the agent's terminal_reason, if given.
@@ -191,3 +199,28 @@ type RunResult struct {
 
 // OK reports whether the session ended in success.
 func (r RunResult) OK() bool { return r.Class == ClassSuccess }
+
+// CostSource says where a session's cost comes from.
+type CostSource string
+
+// The sources of a cost.
+const (
+	CostReported  CostSource = "reported"  // the agent reported it
+	CostEstimated CostSource = "estimated" // estimated from tokens with a price table
+	CostUnknown   CostSource = "unknown"   // not reported, and no price known for the model
+)
+
+// Price is what a model costs, in US dollars per million tokens, for
+// estimating the cost of a session whose agent reports none.
+type Price struct {
+	Input      float64 // input tokens not read from a cache
+	CacheRead  float64 // input tokens read from a cache
+	CacheWrite float64 // input tokens written to a cache
+	Output     float64 // output tokens (reasoning included)
+}
+
+// Cost returns what u costs at p.
+func (p Price) Cost(u Usage) float64 {
+	return (float64(u.InputTokens)*p.Input + float64(u.CacheReadTokens)*p.CacheRead +
+		float64(u.CacheWriteTokens)*p.CacheWrite + float64(u.OutputTokens)*p.Output) / 1e6
+}
