@@ -100,10 +100,10 @@ func (s *Store) RecordReceipt(ctx context.Context, r loop.Receipt) error {
 		}
 		_, err := t.exec(`INSERT INTO receipts (session, iteration, mode, task_id, model, input_tokens,
 			output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns,
-			exit_reason, verdict, worker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			exit_reason, verdict, worker, agent, cost_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.Session, r.Iteration, r.Mode, r.TaskID, r.Model, r.InputTokens, r.OutputTokens,
 			r.CacheReadTokens, r.CacheWriteTokens, r.CostUSD, started, int64(r.Duration), r.Turns,
-			r.ExitReason, r.Verdict, r.Worker)
+			r.ExitReason, r.Verdict, r.Worker, r.Agent, string(r.CostSource))
 		return err
 	})
 }
@@ -117,8 +117,8 @@ func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error)
 	var out []loop.Receipt
 	err := s.read(ctx, func(t *txn) error {
 		rows, err := t.query(`SELECT session, iteration, mode, task_id, model, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns, exit_reason, verdict, worker
-			FROM receipts ORDER BY seq DESC LIMIT ?`, limit)
+			cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns, exit_reason, verdict, worker,
+			agent, cost_source FROM receipts ORDER BY seq DESC LIMIT ?`, limit)
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error)
 			var started, dur int64
 			if err := rows.Scan(&r.Session, &r.Iteration, &r.Mode, &r.TaskID, &r.Model, &r.InputTokens,
 				&r.OutputTokens, &r.CacheReadTokens, &r.CacheWriteTokens, &r.CostUSD, &started, &dur,
-				&r.Turns, &r.ExitReason, &r.Verdict, &r.Worker); err != nil {
+				&r.Turns, &r.ExitReason, &r.Verdict, &r.Worker, &r.Agent, &r.CostSource); err != nil {
 				return err
 			}
 			r.StartedAt, r.Duration = fromNanos(started), time.Duration(dur)

@@ -438,6 +438,8 @@ func TestFeaturesAndReceipts(t *testing.T) {
 				OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40, CostUSD: 0.125, StartedAt: testStart,
 				Duration: 90 * time.Second, Turns: 7, ExitReason: "success", Verdict: "pass"},
 			{Session: "s1", Iteration: 2, Mode: "prompt", Model: "opus", CostUSD: 1.5},
+			{Session: "s1", Iteration: 3, Mode: "verify", Model: "gpt-5.5", CostUSD: 0.02, Agent: "codex",
+				CostSource: loop.CostEstimated},
 		}
 		for _, r := range rs {
 			if err := s.RecordReceipt(ctx, r); err != nil {
@@ -448,10 +450,10 @@ func TestFeaturesAndReceipts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]loop.Receipt{rs[1], rs[0]}, got); diff != "" {
+		if diff := cmp.Diff([]loop.Receipt{rs[2], rs[1], rs[0]}, got); diff != "" {
 			t.Errorf("Receipts (-want +got):\n%s", diff)
 		}
-		if got, _ := s.Receipts(ctx, 1); len(got) != 1 || got[0].Iteration != 2 {
+		if got, _ := s.Receipts(ctx, 1); len(got) != 1 || got[0].Iteration != 3 {
 			t.Errorf("Receipts(1) = %+v, want the newest only", got)
 		}
 	})

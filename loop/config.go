@@ -80,6 +80,16 @@ type Config struct {
 	// Verify runs a read-only verifier session after each task-done. It
 	// needs ClaimLoop.
 	Verify bool
+	// Verifier, if not nil, runs the verifier sessions instead of the
+	// Runner given to Run: another agent checks the work (`ralph build
+	// --verify-agent-cli codex`). The model strategy's choice is passed
+	// on, and the runner maps it to its own tiers.
+	Verifier Runner
+	// Agent and VerifierAgent name the agent CLIs of the work and the
+	// verifier sessions ("codex", "gemini", …) for the raw logs' names:
+	// iter-<n>-<agent>.ndjson, iter-<n>-verify-<agent>.ndjson. Empty or
+	// "claude" keeps the names of a Claude Code run (iter-<n>.ndjson).
+	Agent, VerifierAgent string
 	// MaxRetries is how often a task may be retried after task trouble, and
 	// how many agent or gate failures in a row are tolerated. Negative is
 	// invalid.

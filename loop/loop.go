@@ -111,6 +111,8 @@ type run struct {
 
 	report  Report
 	history []Attempt
+	// unpriced: a session's cost was unknown under a budget, and said so.
+	unpriced bool
 	hint    string
 	// agentStreak and gateStreak count agent and gate trouble in a row;
 	// a clean run of the agent resets the first, a passing gate the second.
@@ -1182,8 +1184,15 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		if r.cfg.Worker != "" {
 			name = r.cfg.Worker + "-" + name
 		}
+		agent := r.cfg.Agent
 		if verifier {
 			name += "-verify"
+			if r.cfg.Verifier != nil {
+				agent = r.cfg.VerifierAgent
+			}
+		}
+		if agent != "" && agent != "claude" {
+			name += "-" + agent
 		}
 		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, name+".ndjson")
 	}
@@ -1192,7 +1201,11 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		stopRenew := r.renewAgentClaims(ctx, n)
 		defer stopRenew()
 	}
-	res, err := r.runner.Run(ctx, req)
+	runner := r.runner
+	if verifier && r.cfg.Verifier != nil {
+		runner = r.cfg.Verifier
+	}
+	res, err := runner.Run(ctx, req)
 	if err == nil && res.LogErr != nil {
 		// A raw log cut short (a full disk) is said, never silent.
 		path, cause := req.LogPath, res.LogErr
@@ -1216,7 +1229,7 @@ func (r *run) receipt(n int, model string, task Task, verifier bool, res RunResu
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 		CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens,
 		CostUSD: res.CostUSD, StartedAt: started, Duration: res.Duration, Turns: res.Turns,
-		ExitReason: string(res.Class), Worker: r.cfg.Worker,
+		ExitReason: string(res.Class), Worker: r.cfg.Worker, Agent: res.Agent, CostSource: res.CostSource,
 	}
 	if res.Model != "" {
 		rc.Model = res.Model
@@ -1234,6 +1247,14 @@ func (r *run) receipt(n int, model string, task Task, verifier bool, res RunResu
 }
 
 func (r *run) record(ctx context.Context, rc Receipt) {
+	if rc.CostSource == CostUnknown && r.cfg.MaxCost > 0 && !r.unpriced {
+		r.unpriced = true
+		agent := rc.Agent
+		if agent == "" {
+			agent = "the agent"
+		}
+		r.note.notice(rc.Iteration, "%s reported no cost and no price is known for model %q: --max-cost cannot count its sessions", agent, rc.Model)
+	}
 	r.report.Receipts = append(r.report.Receipts, rc)
 	r.report.CostUSD += rc.CostUSD
 	if r.cfg.Shared != nil {

@@ -42,8 +42,35 @@ type SessionLog struct {
 type iterLog struct {
 	start time.Time
 	model string
+	agent string
 	cost  float64
+	costs CostSource // estimated or unknown when any of the iteration's costs was
 	turns int
+}
+
+// costText is a cost as the session log shows it: "$0.1200", with
+// "(estimated)" when it is estimated from tokens, "unknown" when the agent
+// reported none and no price was known.
+func costText(usd float64, src CostSource) string {
+	switch src {
+	case CostEstimated:
+		return fmt.Sprintf("$%.4f (estimated)", usd)
+	case CostUnknown:
+		if usd == 0 {
+			return "unknown"
+		}
+		return fmt.Sprintf("$%.4f (and some unknown)", usd)
+	}
+	return fmt.Sprintf("$%.4f", usd)
+}
+
+// worse returns the less certain of two cost sources.
+func worse(a, b CostSource) CostSource {
+	rank := map[CostSource]int{"": 0, CostReported: 0, CostEstimated: 1, CostUnknown: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
 }
 
 // NewSessionLog writes a session log to w.
@@ -106,18 +133,27 @@ func (l *SessionLog) Observe(n Note) {
 	case NoteReceipt:
 		it := l.iter(n.Iteration, n.At)
 		it.cost += n.Receipt.CostUSD
+		it.costs = worse(it.costs, n.Receipt.CostSource)
 		if n.Receipt.Mode != string(ModeVerify) {
 			it.turns = n.Receipt.Turns
 			if n.Receipt.Model != "" {
 				it.model = n.Receipt.Model
 			}
+			it.agent = n.Receipt.Agent
 		} else {
-			l.printf("verifier: %s (model %s, $%.4f)\n", n.Receipt.Verdict, n.Receipt.Model, n.Receipt.CostUSD)
+			agent := ""
+			if n.Receipt.Agent != "" {
+				agent = n.Receipt.Agent + ", "
+			}
+			l.printf("verifier: %s (%smodel %s, %s)\n", n.Receipt.Verdict, agent, n.Receipt.Model, costText(n.Receipt.CostUSD, n.Receipt.CostSource))
 		}
 	case NoteIterationEnd:
 		it := l.iter(n.Iteration, n.At)
-		l.printf("--- iteration %d end ---\nend: %s\nduration: %s\nmodel: %s\ncost: $%.4f\nturns: %d\nstatus: %s\n",
-			n.Iteration, n.At.Format(logTime), n.At.Sub(it.start).Round(time.Millisecond), it.model, it.cost, it.turns, n.Status)
+		l.printf("--- iteration %d end ---\nend: %s\nduration: %s\n", n.Iteration, n.At.Format(logTime), n.At.Sub(it.start).Round(time.Millisecond))
+		if it.agent != "" {
+			l.printf("agent: %s\n", it.agent)
+		}
+		l.printf("model: %s\ncost: %s\nturns: %d\nstatus: %s\n", it.model, costText(it.cost, it.costs), it.turns, n.Status)
 		if n.Message != "" {
 			l.printf("reason: %s\n", n.Message)
 		}

@@ -270,6 +270,12 @@ type Receipt struct {
 	// Worker is the worker of a parallel build ("w2"); empty without
 	// workers.
 	Worker string
+	// Agent is the agent CLI that ran the session (RunResult.Agent).
+	Agent string
+	// CostSource says whether CostUSD was reported by the agent,
+	// estimated from tokens, or is unknown (RunResult.CostSource; ""
+	// means reported).
+	CostSource CostSource
 }
 
 // SettingStore is implemented by stores that record settings with the
