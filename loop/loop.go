@@ -113,7 +113,7 @@ type run struct {
 	history []Attempt
 	// unpriced: a session's cost was unknown under a budget, and said so.
 	unpriced bool
-	hint    string
+	hint     string
 	// agentStreak and gateStreak count agent and gate trouble in a row;
 	// a clean run of the agent resets the first, a passing gate the second.
 	agentStreak int
