@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -80,6 +81,13 @@ type receiptJSON struct {
 	Verdict          string  `json:"verdict"`
 	// Worker is the worker of a parallel build; omitted without one.
 	Worker string `json:"worker,omitempty"`
+	// Agent is the agent CLI ("claude", "codex", "gemini", "opencode");
+	// "" for receipts of a ralph that did not record it.
+	Agent string `json:"agent"`
+	// CostSource says how cost_usd is known: "reported" by the agent,
+	// "estimated" from tokens with ralph's price table, or "unknown" (no
+	// price known; cost_usd is 0).
+	CostSource string `json:"cost_source"`
 }
 
 func status(cfg appConfig) storeAction {
@@ -109,7 +117,7 @@ func status(cfg appConfig) storeAction {
 		if c.Bool("json") {
 			return writeJSON(cfg.stdout, toStatusJSON(counts, active, latest, len(all), total, now))
 		}
-		return writeStatusText(cfg.stdout, counts, active, latest, len(all), total, now)
+		return writeStatusText(cfg.stdout, counts, active, latest, all, total, now)
 	}
 }
 
@@ -132,6 +140,7 @@ func toStatusJSON(counts loop.Counts, active []loop.Task, latest []loop.Receipt,
 			CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens,
 			CostUSD: r.CostUSD, StartedAt: jsonTime(r.StartedAt), DurationSeconds: seconds(r.Duration),
 			Turns: r.Turns, ExitReason: r.ExitReason, Verdict: r.Verdict, Worker: r.Worker,
+			Agent: r.Agent, CostSource: string(costSource(r.CostSource)),
 		})
 	}
 	return s
@@ -145,7 +154,8 @@ func seconds(d time.Duration) float64 {
 // writeStatusText prints the status for people: the plan-status line, the
 // active claims with their age and lease, the latest receipts oldest first
 // (so the newest is next to the prompt), and the cost.
-func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest []loop.Receipt, n int, total float64, now time.Time) error {
+func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest, all []loop.Receipt, total float64, now time.Time) error {
+	n := len(all)
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "plan: %s\n", counts)
 	if len(active) == 0 {
@@ -170,11 +180,18 @@ func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest
 		// The WORKER column is there when a parallel build made any of
 		// the receipts shown.
 		workers := slices.ContainsFunc(latest, func(r loop.Receipt) bool { return r.Worker != "" })
-		head := "  STARTED\tSESSION\tITER\tMODE\tTASK\tMODEL\tTURNS\tDURATION\tCOST\tENDED"
+		// The AGENT column is there when an agent other than Claude Code
+		// ran any of them.
+		agents := slices.ContainsFunc(latest, func(r loop.Receipt) bool { return r.Agent != "" && r.Agent != "claude" })
+		head := "  STARTED\tSESSION"
 		if workers {
-			head = "  STARTED\tSESSION\tWORKER\tITER\tMODE\tTASK\tMODEL\tTURNS\tDURATION\tCOST\tENDED"
+			head += "\tWORKER"
 		}
-		fmt.Fprintln(tw, head)
+		head += "\tITER\tMODE\tTASK"
+		if agents {
+			head += "\tAGENT"
+		}
+		fmt.Fprintln(tw, head+"\tMODEL\tTURNS\tDURATION\tCOST\tENDED")
 		for i := len(latest) - 1; i >= 0; i-- {
 			r := latest[i]
 			ended := r.ExitReason
@@ -185,14 +202,66 @@ func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest
 			if workers {
 				session += "\t" + orDash(r.Worker)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n",
-				r.StartedAt.UTC().Format(time.RFC3339), session, r.Iteration, r.Mode, orDash(r.TaskID), orDash(r.Model),
-				r.Turns, r.Duration.Round(100*time.Millisecond), r.CostUSD, orDash(ended))
+			task := orDash(r.TaskID)
+			if agents {
+				task += "\t" + orDash(r.Agent)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
+				r.StartedAt.UTC().Format(time.RFC3339), session, r.Iteration, r.Mode, task, orDash(r.Model),
+				r.Turns, r.Duration.Round(100*time.Millisecond), costCell(r), orDash(ended))
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(bw, "\ncost so far: $%.4f over %d agent %s\n", total, n, "session"+plural(n))
+	fmt.Fprintf(bw, "\ncost so far: $%.4f over %d agent %s%s\n", total, n, "session"+plural(n), costNote(all))
 	return bw.Flush()
+}
+
+// costSource is src with "" read as reported (receipts of Claude Code, and
+// of a ralph that did not record it).
+func costSource(src loop.CostSource) loop.CostSource {
+	if src == "" {
+		return loop.CostReported
+	}
+	return src
+}
+
+// costCell is a receipt's cost in the status table: "$0.0120", "~$0.0120"
+// when estimated from tokens, "unknown" when neither reported nor priced.
+func costCell(r loop.Receipt) string {
+	switch costSource(r.CostSource) {
+	case loop.CostEstimated:
+		return fmt.Sprintf("~$%.4f", r.CostUSD)
+	case loop.CostUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("$%.4f", r.CostUSD)
+}
+
+// costNote says how much of the total is estimated and how many sessions'
+// cost is unknown; "" when every cost was reported.
+func costNote(all []loop.Receipt) string {
+	var est float64
+	var estimated, unknown int
+	for _, r := range all {
+		switch costSource(r.CostSource) {
+		case loop.CostEstimated:
+			est += r.CostUSD
+			estimated++
+		case loop.CostUnknown:
+			unknown++
+		}
+	}
+	var parts []string
+	if estimated > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f of it estimated from tokens (~ in the table)", est))
+	}
+	if unknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s of unknown cost", unknown, "session"+plural(unknown)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // age is a duration for people: "45s", "3m", "2h05m", "3d4h".

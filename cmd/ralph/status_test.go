@@ -75,6 +75,47 @@ cost so far: $1.3000 over 3 agent sessions
 	}
 }
 
+// Receipts of other agents show an AGENT column, estimated costs with ~,
+// and costs nobody knows as unknown, and the total says how much of it is
+// estimated.
+func TestStatusOtherAgents(t *testing.T) {
+	h := initHarness(t)
+	s := "session-20260102-030000"
+	h.record(
+		loop.Receipt{Session: s, Iteration: 1, Mode: "build", TaskID: "t-1", Model: "claude-sonnet-4-5", Agent: "claude",
+			CostUSD: 0.25, StartedAt: t0, Duration: 90 * time.Second, Turns: 7, ExitReason: "success"},
+		loop.Receipt{Session: s, Iteration: 1, Mode: "verify", TaskID: "t-1", Model: "gpt-5.5", Agent: "codex",
+			CostUSD: 0.0125, CostSource: loop.CostEstimated, StartedAt: t0.Add(2 * time.Minute), Duration: 20 * time.Second, Turns: 1,
+			ExitReason: "success", Verdict: "pass"},
+		loop.Receipt{Session: s, Iteration: 2, Mode: "build", TaskID: "t-2", Model: "local/qwen", Agent: "opencode",
+			CostSource: loop.CostUnknown, StartedAt: t0.Add(3 * time.Minute), Duration: time.Minute, Turns: 3, ExitReason: "success"},
+	)
+	out := h.ok("status")
+	want := `last iterations (3 of 3):
+  STARTED               SESSION                  ITER  MODE    TASK  AGENT     MODEL              TURNS  DURATION  COST      ENDED
+  2026-01-02T03:04:05Z  session-20260102-030000  1     build   t-1   claude    claude-sonnet-4-5  7      1m30s     $0.2500   success
+  2026-01-02T03:06:05Z  session-20260102-030000  1     verify  t-1   codex     gpt-5.5            1      20s       ~$0.0125  success (verify pass)
+  2026-01-02T03:07:05Z  session-20260102-030000  2     build   t-2   opencode  local/qwen         3      1m0s      unknown   success
+
+cost so far: $0.2625 over 3 agent sessions ($0.0125 of it estimated from tokens (~ in the table); 1 session of unknown cost)
+`
+	_, got, _ := strings.Cut(out, "last iterations")
+	if diff := cmp.Diff(want, "last iterations"+got); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	var js statusJSON
+	if err := json.Unmarshal([]byte(h.ok("status", "--json")), &js); err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, r := range js.Receipts {
+		sources = append(sources, r.Agent+":"+r.CostSource)
+	}
+	if diff := cmp.Diff([]string{"opencode:unknown", "codex:estimated", "claude:reported"}, sources); diff != "" {
+		t.Errorf("status --json agents and cost sources (-want +got):\n%s", diff)
+	}
+}
+
 func TestStatusJSON(t *testing.T) {
 	h := statusProject(t)
 	var got map[string]any
@@ -106,7 +147,7 @@ func TestStatusJSON(t *testing.T) {
 		"session": "session-20260102-030000", "iteration": 2.0, "mode": "build", "task_id": "t-2", "model": "claude-opus-4-1",
 		"input_tokens": 0.0, "output_tokens": 0.0, "cache_read_tokens": 0.0, "cache_write_tokens": 0.0,
 		"cost_usd": 1.0, "started_at": "2026-01-02T02:14:05Z", "duration_seconds": 180.0, "turns": 12.0,
-		"exit_reason": "crashed", "verdict": "",
+		"exit_reason": "crashed", "verdict": "", "agent": "", "cost_source": "reported",
 	}
 	if diff := cmp.Diff(wantFirst, receipts[0]); diff != "" {
 		t.Errorf("newest receipt (-want +got):\n%s", diff)
