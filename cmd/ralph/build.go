@@ -30,7 +30,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 		Name:      "build",
 		Usage:     "run the agent in a loop, one task an iteration, until the plan is done",
 		UsageText: "ralph build [options]",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "max-iterations", Value: loop.DefaultMaxIterations, Usage: "stop after `N` iterations"},
 			&cli.BoolFlag{Name: "once", Usage: "run a single iteration"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the next task, the model and the prompt source; run nothing, change nothing"},
@@ -51,14 +51,34 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `POLICY`: wait for the reset, or stop (exit 10)"},
 			&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
 			&cli.BoolFlag{Name: "use-api-key", Usage: "keep ANTHROPIC_API_KEY in the agent's environment (per-token billing)"},
-			&cli.StringFlag{Name: "claude", Usage: "the agent executable `PATH`", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
 			&cli.IntFlag{Name: "workers", Usage: "run `N` agents at once, each in its own git worktree, merging each finished task into the integration branch", DefaultText: "1 if the plan has an integration branch, else none"},
 			&cli.StringFlag{Name: "into", Usage: "with workers: the integration `BRANCH`, recorded with the plan by its first parallel build", DefaultText: parallel.DefaultInto + ", or the plan's"},
 			&cli.StringFlag{Name: "setup", Usage: "with workers: shell command `C` run in each worker's tree before its first agent (e.g. install dependencies)"},
 			&cli.StringFlag{Name: "remote", Usage: "with workers, or a plan that has an integration branch: the git remote `NAME` where the integration branch lives, for builds of one plan on several machines; task and attempt branches are pushed there, and a task lands by a push that only fast-forwards"},
-		},
+		}, append(agentCLIFlags(),
+			&cli.StringFlag{Name: "verify-agent-cli", Usage: "with --verify: another agent `CLI` checks the work (" + strings.Join(agentCLINames(), ", ") + "), read-only in its own way; its executable is $RALPH_<CLI>, else its name on PATH", DefaultText: "the --agent-cli"},
+		)...),
 		Action: func(c *cli.Context) error { return build(c, cfg) },
 	}
+}
+
+// buildAgents resolves the work agent (--agent-cli) and the verifier's
+// (--verify-agent-cli, the work agent when not given).
+func buildAgents(c *cli.Context, cfg appConfig) (agent, verifier chosenAgent, err error) {
+	if agent, err = chooseAgent(c, cfg); err != nil {
+		return agent, verifier, err
+	}
+	verifier = agent
+	if name := strings.TrimSpace(c.String("verify-agent-cli")); name != "" && name != agent.name {
+		a, err := lookupAgentCLI(name, "--verify-agent-cli")
+		if err != nil {
+			return agent, verifier, &usageError{cmd: "ralph build", err: err}
+		}
+		if verifier, err = resolveAgentBin(c, cfg, a, false); err != nil {
+			return agent, verifier, fmt.Errorf("the verifier: %w", err)
+		}
+	}
+	return agent, verifier, nil
 }
 
 // build is the action of `ralph build`.
@@ -89,6 +109,8 @@ func build(c *cli.Context, cfg appConfig) error {
 		return usage("--into and --setup go with --workers")
 	case c.IsSet("remote") && strings.TrimSpace(c.String("remote")) == "":
 		return usage("--remote needs the name of a git remote (git remote -v lists them)")
+	case c.IsSet("verify-agent-cli") && !c.Bool("verify"):
+		return usage("--verify-agent-cli goes with --verify")
 	case c.IsSet("remote") && progressFile != "":
 		return usage("--remote goes with --workers, and needs the task database, not --progress")
 	}
@@ -138,8 +160,12 @@ func build(c *cli.Context, cfg appConfig) error {
 		return dryRun(c.Context, cfg, lc, store)
 	}
 
-	// The agent must exist before anything is claimed.
-	agent, err := claude.LookPathFrom(c.String("claude"), cfg.getenv(claude.EnvClaude))
+	// The agents must exist before anything is claimed.
+	agent, verifier, err := buildAgents(c, cfg)
+	var uerr *usageError
+	if errors.As(err, &uerr) {
+		return err
+	}
 	if err != nil {
 		// A run with nothing to do needs no agent: an empty, finished or
 		// blocked plan says so (exit 2, 0, 6) rather than "agent not found".
@@ -155,18 +181,25 @@ func build(c *cli.Context, cfg appConfig) error {
 		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
 	}
 
-	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), lc.UseAPIKey); notice != "" {
-		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
+	if agent.name == "claude" || (lc.Verify && verifier.name == "claude") {
+		apiKeyNotice(cfg, lc.UseAPIKey)
 	}
 
 	sweepLeftovers(c.Context, cfg)
-	var runner loop.Runner = &claude.Runner{Path: agent}
+	runner := agent.runner(agent.path)
+	lc.Agent = agent.name
+	if verifier.path != agent.path || verifier.name != agent.name {
+		lc.Verifier, lc.VerifierAgent = verifier.runner(verifier.path), verifier.name
+	}
 	view := newBuildView(cfg.stdout)
 	view.logDir = p.rel(lc.LogDir)
 	if ps, ok := store.(*progressStore); ok {
 		runner = &documentRunner{Runner: runner, store: ps.Store, warn: view.warn}
 	}
 	runner = view.tap(runner)
+	if lc.Verifier != nil {
+		lc.Verifier = view.tap(lc.Verifier)
+	}
 	lc.Observer = view
 
 	workers := c.Int("workers")

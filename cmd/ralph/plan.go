@@ -12,7 +12,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -52,14 +51,13 @@ func planCommand(cfg appConfig) *cli.Command {
 // agentFlags are the flags of plan and prompt that shape every agent
 // session (build has the same ones).
 func agentFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.DurationFlag{Name: "timeout", Value: loop.DefaultTimeout, Usage: "wall-clock limit of one agent session, a `DURATION` (0: none)"},
 		&cli.DurationFlag{Name: "idle-timeout", Value: loop.DefaultIdleTimeout, Usage: "stop a session that prints nothing for this `DURATION` (0: never)"},
 		&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `wait` for the reset or stop (exit 10)"},
 		&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
 		&cli.BoolFlag{Name: "use-api-key", Usage: "keep ANTHROPIC_API_KEY in the agent's environment (per-token billing)"},
-		&cli.StringFlag{Name: "claude", Usage: "the agent executable `PATH`", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
-	}
+	}, agentCLIFlags()...)
 }
 
 // agentConfig copies the agentFlags into lc.
@@ -81,19 +79,6 @@ func agentConfig(c *cli.Context, cfg appConfig, p project, lc *loop.Config) {
 	if d, err := resolveDB(c, p); err == nil {
 		lc.Env = append(lc.Env, serverEnv(d)...)
 	}
-}
-
-// findAgent resolves the agent executable (--claude, $RALPH_CLAUDE, claude
-// on PATH) and prints the API-key notice.
-func findAgent(c *cli.Context, cfg appConfig, useAPIKey bool) (loop.Runner, error) {
-	agent, err := claude.LookPathFrom(c.String("claude"), cfg.getenv(claude.EnvClaude))
-	if err != nil {
-		return nil, err
-	}
-	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
-		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
-	}
-	return &claude.Runner{Path: agent}, nil
 }
 
 // plan is the action of `ralph plan`.
@@ -153,10 +138,11 @@ func plan(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 
-	runner, err := findAgent(c, cfg, lc.UseAPIKey)
+	runner, agent, err := findAgent(c, cfg, lc.UseAPIKey)
 	if err != nil {
 		return err
 	}
+	lc.Agent = agent.name
 	// The planner adds tasks through $RALPH_BIN: without it, it cannot.
 	if lc.RalphBin, err = ralphBin(); err != nil {
 		return fmt.Errorf("plan mode needs the path of the ralph binary for the agent: %w", err)

@@ -65,10 +65,11 @@ func promptRun(c *cli.Context, cfg appConfig) error {
 	lc.Commit = c.Bool("commit")
 	agentConfig(c, cfg, p, &lc)
 
-	runner, err := findAgent(c, cfg, lc.UseAPIKey)
+	runner, agent, err := findAgent(c, cfg, lc.UseAPIKey)
 	if err != nil {
 		return err
 	}
+	lc.Agent = agent.name
 	if lc.RalphBin, err = ralphBin(); err != nil {
 		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
 	}

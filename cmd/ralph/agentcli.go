@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ralph-dev/ralph/claude"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// envAgentCLI picks the agent CLI when --agent-cli is not given.
+const envAgentCLI = "RALPH_AGENT_CLI"
+
+// agentCLI is one agent CLI ralph can run (DESIGN §11): its name, the
+// variable that names its executable, how that is found, and its Runner.
+type agentCLI struct {
+	name   string // --agent-cli's value
+	envBin string // $RALPH_<CLI>: the executable when --agent-bin is not given
+	// lookPath resolves the executable from --agent-bin's value and
+	// envBin's; the error wraps loop.ErrAgentNotFound and says how to
+	// install it.
+	lookPath func(flag, env string) (string, error)
+	// runner returns the Runner of the executable at path.
+	runner func(path string) loop.Runner
+}
+
+// agentCLIs are the agents ralph runs, the default first.
+var agentCLIs = []agentCLI{
+	{name: "claude", envBin: claude.EnvClaude, lookPath: claude.LookPathFrom,
+		runner: func(path string) loop.Runner { return &claude.Runner{Path: path} }},
+}
+
+// agentCLINames lists the names --agent-cli takes.
+func agentCLINames() []string {
+	var names []string
+	for _, a := range agentCLIs {
+		names = append(names, a.name)
+	}
+	return names
+}
+
+// lookupAgentCLI returns the agent CLI called name; from is the flag or
+// variable that named it, for the error.
+func lookupAgentCLI(name, from string) (agentCLI, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return agentCLIs[0], nil
+	}
+	i := slices.IndexFunc(agentCLIs, func(a agentCLI) bool { return a.name == name })
+	if i < 0 {
+		return agentCLI{}, fmt.Errorf("%s %q: not an agent ralph runs; want one of %s", from, name, strings.Join(agentCLINames(), ", "))
+	}
+	return agentCLIs[i], nil
+}
+
+// agentCLIFlags are the flags that pick the agent; build, plan and prompt
+// have them.
+func agentCLIFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "agent-cli", Usage: "the agent `CLI` to run: " + strings.Join(agentCLINames(), ", "), DefaultText: "$" + envAgentCLI + ", else claude"},
+		&cli.StringFlag{Name: "agent-bin", Usage: "the agent CLI's executable `PATH`", DefaultText: "$RALPH_<CLI> (e.g. $RALPH_CODEX), else the CLI's name on PATH"},
+		&cli.StringFlag{Name: "claude", Usage: "Claude Code's executable `PATH` (as --agent-bin with --agent-cli claude)", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
+	}
+}
+
+// chosenAgent is the agent a command runs, resolved before anything is
+// claimed.
+type chosenAgent struct {
+	agentCLI
+	path string
+}
+
+// chooseAgent resolves --agent-cli (or $RALPH_AGENT_CLI) and its
+// executable: --agent-bin, --claude for Claude Code, else $RALPH_<CLI>,
+// else the CLI on PATH. A name ralph does not know is a usage error; a
+// missing executable wraps loop.ErrAgentNotFound.
+func chooseAgent(c *cli.Context, cfg appConfig) (chosenAgent, error) {
+	name, from := c.String("agent-cli"), "--agent-cli"
+	if !c.IsSet("agent-cli") {
+		name, from = cfg.getenv(envAgentCLI), "$"+envAgentCLI
+	}
+	a, err := lookupAgentCLI(name, from)
+	if err != nil {
+		return chosenAgent{}, &usageError{cmd: "ralph " + c.Command.Name, err: err}
+	}
+	return resolveAgentBin(c, cfg, a, true)
+}
+
+// resolveAgentBin finds a's executable; withFlags says whether --agent-bin
+// and --claude speak for a (they name the work agent's executable).
+func resolveAgentBin(c *cli.Context, cfg appConfig, a agentCLI, withFlags bool) (chosenAgent, error) {
+	var flag string
+	if withFlags {
+		bin, cl := strings.TrimSpace(c.String("agent-bin")), strings.TrimSpace(c.String("claude"))
+		switch {
+		case cl != "" && a.name != "claude":
+			return chosenAgent{}, &usageError{cmd: "ralph " + c.Command.Name, err: fmt.Errorf("--claude names Claude Code's executable, but the agent is %s: use --agent-bin", a.name)}
+		case cl != "" && bin != "" && cl != bin:
+			return chosenAgent{}, &usageError{cmd: "ralph " + c.Command.Name, err: fmt.Errorf("--claude %q and --agent-bin %q name two executables: give one", cl, bin)}
+		case bin != "":
+			flag = bin
+		default:
+			flag = cl
+		}
+	}
+	path, err := a.lookPath(flag, cfg.getenv(a.envBin))
+	if err != nil {
+		return chosenAgent{}, err
+	}
+	return chosenAgent{agentCLI: a, path: path}, nil
+}
+
+// findAgent resolves the agent (chooseAgent), prints the API-key notice
+// when it is Claude Code, and returns its Runner.
+func findAgent(c *cli.Context, cfg appConfig, useAPIKey bool) (loop.Runner, chosenAgent, error) {
+	a, err := chooseAgent(c, cfg)
+	if err != nil {
+		return nil, a, err
+	}
+	if a.name == "claude" {
+		apiKeyNotice(cfg, useAPIKey)
+	}
+	return a.runner(a.path), a, nil
+}
+
+// apiKeyNotice prints what happens to ANTHROPIC_API_KEY (DESIGN §4).
+func apiKeyNotice(cfg appConfig, useAPIKey bool) {
+	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
+		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
+	}
+}
