@@ -74,10 +74,21 @@ type e2e struct {
 // serves script for its agent sessions.
 func newE2E(t *testing.T, script func(claudetest.Request) claudetest.Reply, initArgs ...string) *e2e {
 	t.Helper()
-	e := &e2e{t: t, claude: claudetest.Binary(t), bin: ralphBinary(t), dir: t.TempDir()}
-	e.api = claudetest.NewAPI(t, script)
-	e.env = append(os.Environ(), e.api.Env(t.TempDir())...)
-	e.env = append(e.env, "RALPH_CLAUDE="+e.claude, "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=")
+	claude := claudetest.Binary(t)
+	api := claudetest.NewAPI(t, script)
+	e := newProject(t, append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claude), initArgs...)
+	e.claude, e.api = claude, api
+	return e
+}
+
+// newProject makes a project with `ralph init` (and initArgs, such as
+// --db), whose ralph commands run with env on top of the test's own
+// environment, without the RALPH_ variables of an outer run.
+func newProject(t *testing.T, env []string, initArgs ...string) *e2e {
+	t.Helper()
+	e := &e2e{t: t, bin: ralphBinary(t), dir: t.TempDir()}
+	e.env = append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=", "RALPH_AGENT_CLI=")
+	e.env = append(e.env, env...)
 	e.ok(append(initArgs, "init")...)
 	return e
 }
