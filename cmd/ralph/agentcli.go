@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -73,6 +76,17 @@ type chosenAgent struct {
 	path string
 }
 
+// newRunner returns the agent's Runner for the project at root. Agents
+// other than Claude Code get the project's custom slash commands expanded
+// (slashCommandRunner).
+func (a chosenAgent) newRunner(root string) loop.Runner {
+	r := a.runner(a.path)
+	if a.name == "claude" {
+		return r
+	}
+	return &slashCommandRunner{Runner: r, root: root}
+}
+
 // chooseAgent resolves --agent-cli (or $RALPH_AGENT_CLI) and its
 // executable: --agent-bin, --claude for Claude Code, else $RALPH_<CLI>,
 // else the CLI on PATH. A name ralph does not know is a usage error; a
@@ -115,7 +129,7 @@ func resolveAgentBin(c *cli.Context, cfg appConfig, a agentCLI, withFlags bool) 
 
 // findAgent resolves the agent (chooseAgent), prints the API-key notice
 // when it is Claude Code, and returns its Runner.
-func findAgent(c *cli.Context, cfg appConfig, useAPIKey bool) (loop.Runner, chosenAgent, error) {
+func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop.Runner, chosenAgent, error) {
 	a, err := chooseAgent(c, cfg)
 	if err != nil {
 		return nil, a, err
@@ -123,7 +137,7 @@ func findAgent(c *cli.Context, cfg appConfig, useAPIKey bool) (loop.Runner, chos
 	if a.name == "claude" {
 		apiKeyNotice(cfg, useAPIKey)
 	}
-	return a.runner(a.path), a, nil
+	return a.newRunner(root), a, nil
 }
 
 // apiKeyNotice prints what happens to ANTHROPIC_API_KEY (DESIGN §4).
@@ -131,4 +145,52 @@ func apiKeyNotice(cfg appConfig, useAPIKey bool) {
 	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
 		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
 	}
+}
+
+// slashCommandRunner runs agents that do not know Claude Code's custom
+// slash commands: a prompt that starts with "/NAME" where the project has
+// .claude/commands/NAME.md (peek mode's "/ralph-build <peek>", from the
+// command file 'ralph init' installs) is expanded the way Claude Code does
+// it — the file without its front matter, $ARGUMENTS replaced by the rest
+// of the prompt — before the agent gets it. A command file that is missing
+// or unreadable leaves the prompt as it is.
+type slashCommandRunner struct {
+	loop.Runner
+	root string // the project root, where .claude/commands/ is
+}
+
+func (r *slashCommandRunner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	req.Prompt = expandSlashCommand(r.root, req.Prompt)
+	return r.Runner.Run(ctx, req)
+}
+
+// expandSlashCommand expands prompt when it is a custom slash command of
+// the project at root; see slashCommandRunner.
+func expandSlashCommand(root, prompt string) string {
+	rest, ok := strings.CutPrefix(prompt, "/")
+	if !ok {
+		return prompt
+	}
+	name, args, _ := strings.Cut(rest, " ")
+	if name == "" || strings.ContainsAny(name, `/\.`) {
+		return prompt
+	}
+	data, err := os.ReadFile(filepath.Join(root, ".claude", "commands", name+".md"))
+	if err != nil {
+		return prompt
+	}
+	body := string(data)
+	if fm, ok := strings.CutPrefix(body, "---\n"); ok {
+		if _, after, ok := strings.Cut(fm, "\n---\n"); ok {
+			body = after
+		}
+	}
+	if strings.Contains(body, "$ARGUMENTS") {
+		return strings.ReplaceAll(body, "$ARGUMENTS", args)
+	}
+	if args == "" {
+		return body
+	}
+	// A command that does not place its arguments gets them at its end.
+	return strings.TrimRight(body, "\n") + "\n\nARGUMENTS: " + args
 }

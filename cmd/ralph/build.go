@@ -186,10 +186,10 @@ func build(c *cli.Context, cfg appConfig) error {
 	}
 
 	sweepLeftovers(c.Context, cfg)
-	runner := agent.runner(agent.path)
+	runner := agent.newRunner(p.root)
 	lc.Agent = agent.name
 	if verifier.path != agent.path || verifier.name != agent.name {
-		lc.Verifier, lc.VerifierAgent = verifier.runner(verifier.path), verifier.name
+		lc.Verifier, lc.VerifierAgent = verifier.newRunner(p.root), verifier.name
 	}
 	view := newBuildView(cfg.stdout)
 	view.logDir = p.rel(lc.LogDir)

@@ -138,7 +138,7 @@ func plan(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 
-	runner, agent, err := findAgent(c, cfg, lc.UseAPIKey)
+	runner, agent, err := findAgent(c, cfg, p.root, lc.UseAPIKey)
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func promptRun(c *cli.Context, cfg appConfig) error {
 	lc.Commit = c.Bool("commit")
 	agentConfig(c, cfg, p, &lc)
 
-	runner, agent, err := findAgent(c, cfg, lc.UseAPIKey)
+	runner, agent, err := findAgent(c, cfg, p.root, lc.UseAPIKey)
 	if err != nil {
 		return err
 	}
