@@ -272,7 +272,7 @@ func TestFindWithoutBwrap(t *testing.T) {
 
 // agent is a sandboxed shell started as agentproc starts an agent: in a
 // process group of its own. It traps SIGTERM, writes "TERM" to got and
-// exits 7; it leaves a grandchild that ignores SIGTERM and sleeps, whose
+// exits 7; it leaves a grandchild that ignores SIGTERM and blocks, whose
 // command line alone holds the path of its script (grandchild).
 type agent struct {
 	cmd        *exec.Cmd
@@ -287,10 +287,15 @@ func startAgent(t *testing.T, s *Sandbox, p *project) *agent {
 		got:        filepath.Join(p.tmp, "got"),
 	}
 	ready := filepath.Join(p.tmp, "ready")
-	writeFile(t, a.grandchild, "trap '' TERM\nsleep 1000\n")
+	// The grandchild blocks opening a FIFO nobody writes to: no fork
+	// (whose child would hold the marker until it execs), no CPU.
+	fifo := filepath.Join(p.tmp, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, a.grandchild, "trap '' TERM\necho > \"$READY\"\nread x < \"$FIFO\"\n")
 	script := `trap 'echo TERM > "$GOT"; exit 7' TERM
 sh "$GRANDCHILD" &
-echo > "$READY"
 while :; do sleep 0.05; done`
 	path, args, cleanup, err := s.Command(p.policy(p.worktree), "/bin/sh", []string{"-c", script})
 	if err != nil {
@@ -298,7 +303,7 @@ while :; do sleep 0.05; done`
 	}
 	t.Cleanup(cleanup)
 	a.cmd = exec.Command(path, args...)
-	a.cmd.Env = append(p.env, "GRANDCHILD="+a.grandchild, "GOT="+a.got, "READY="+ready)
+	a.cmd.Env = append(p.env, "GRANDCHILD="+a.grandchild, "GOT="+a.got, "READY="+ready, "FIFO="+fifo)
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -346,6 +351,14 @@ func (a *agent) left(t *testing.T) []int {
 	return pids
 }
 
+// wait waits up to 5s for the grandchild to be gone.
+func (a *agent) wait(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); len(a.left(t)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestStop(t *testing.T) {
 	s := findBwrap(t)
 	t.Run("SIGTERM to the group", func(t *testing.T) {
@@ -364,7 +377,10 @@ func TestStop(t *testing.T) {
 			t.Errorf("the agent's SIGTERM handler did not run: %q, %v", b, err)
 		}
 		// The agent's exit ended the pid namespace: its init exited, and
-		// the kernel killed what was left.
+		// the kernel killed what was left. bwrap learns the agent's
+		// status from the init before the init is gone, so that can come
+		// a moment after bwrap exits.
+		a.wait(t)
 		if pids := a.left(t); len(pids) != 0 {
 			t.Errorf("the grandchild that ignores SIGTERM outlived the agent: pids %v", pids)
 		}
@@ -378,9 +394,7 @@ func TestStop(t *testing.T) {
 		_ = a.cmd.Wait()
 		// --die-with-parent kills the sandbox's init, and the kernel
 		// everything in its pid namespace; that takes a moment.
-		for deadline := time.Now().Add(5 * time.Second); len(a.left(t)) > 0 && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
+		a.wait(t)
 		if pids := a.left(t); len(pids) != 0 {
 			t.Errorf("the grandchild outlived bwrap: pids %v", pids)
 		}
