@@ -28,7 +28,10 @@
 // macOS kernel check the real path, so a project reached through a
 // symbolic link gets its target writable, and the link (on the read-only
 // root) still leads there. A path that does not exist is skipped — the
-// agent cannot create it; a state directory should exist before the run.
+// agent cannot create it, so the caller creates the state directories
+// before the run: with a fresh HOME and none of them, the pinned OpenCode
+// stops at once (EROFS on mkdir ~/.local) and Gemini CLI complains on
+// every start; with them made, all four pinned CLIs start in the sandbox.
 // A writable file is writable in place only: a program that replaces it by
 // writing a temporary file beside it and renaming it needs the directory.
 // Paths inside another writable directory are dropped (the directory

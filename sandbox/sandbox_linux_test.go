@@ -424,3 +424,21 @@ func TestStop(t *testing.T) {
 		}
 	})
 }
+
+func TestFindBwrapThatCannotRun(t *testing.T) {
+	bin := t.TempDir()
+	writeFile(t, filepath.Join(bin, "bwrap"), "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+	if err := os.Chmod(filepath.Join(bin, "bwrap"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	_, err := Find()
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	for _, want := range []string{"No permissions to create new namespace", "unprivileged_userns_clone"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+}
