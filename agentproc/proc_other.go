@@ -27,8 +27,11 @@ func newFamily(agent int, _ string, _ ...*os.File) *family { return &family{pgid
 // snapshot has nothing to record outside Linux.
 func (f *family) snapshot() {}
 
-// term has nothing to add to the group's SIGTERM outside Linux.
-func (f *family) term() {}
+// term sends the group SIGTERM and SIGCONT.
+func (f *family) term() { termGroup(f.pgid) }
+
+// kill sends the group SIGKILL.
+func (f *family) kill() { signalGroup(f.pgid, syscall.SIGKILL) }
 
 // reap stops what is left of the agent's process group.
 func (f *family) reap(killAt time.Time, termed bool) { reapGroup(f.pgid, killAt, termed) }

@@ -80,13 +80,20 @@ func newFamily(agent int, marker string, pipes ...*os.File) *family {
 // ancestry after its parent is gone.
 func (f *family) snapshot() { f.find() }
 
-// term records the agent's descendants (see snapshot) and sends them
-// SIGTERM and SIGCONT; the agent itself is left to the group's signal.
+// term records the agent's descendants (see snapshot) and stops them and
+// the agent's group (SIGTERM, SIGCONT; see termAll).
 func (f *family) term() {
 	alive, _ := f.find()
-	for _, p := range alive {
-		f.signal(p, syscall.SIGTERM)
-	}
+	f.termAll(alive, f.agent)
+}
+
+// kill sends SIGKILL to the agent's group and every process of the
+// family, all stopped first (see termAll).
+func (f *family) kill() {
+	alive, _ := f.find()
+	signalGroup(f.agent, syscall.SIGSTOP)
+	f.killAll(alive)
+	signalGroup(f.agent, syscall.SIGKILL)
 }
 
 // reap stops every process of the family once the agent has exited:
@@ -117,12 +124,10 @@ func (f *family) reap(killAt time.Time, _ bool) {
 		if !giveUp.IsZero() && now.After(giveUp) {
 			return
 		}
-		for _, p := range alive {
-			if giveUp.IsZero() {
-				f.signal(p, syscall.SIGTERM) // once: not again when termed
-			} else {
-				f.signal(p, syscall.SIGKILL)
-			}
+		if giveUp.IsZero() {
+			f.termAll(alive, 0) // once each: not again when termed
+		} else {
+			f.killAll(alive)
 		}
 		if len(alive) > 0 {
 			time.Sleep(pause)
@@ -130,48 +135,82 @@ func (f *family) reap(killAt time.Time, _ bool) {
 	}
 }
 
-// signal sends sig to p through its pin (SIGTERM with SIGCONT, since a
-// stopped process acts on SIGTERM only once it runs again), once each.
-func (f *family) signal(p procInfo, sig syscall.Signal) {
+// termAll sends SIGTERM and SIGCONT (a stopped process acts on SIGTERM
+// only once it runs again) to the processes ps not sent it yet, and to the
+// process group pgid if not 0. They are stopped (SIGSTOP) first, and
+// continued only once each has its SIGTERM: signalled one by one, a
+// process could act on another's death before its own SIGTERM comes — a
+// shell whose sleep is killed runs its next command at once.
+func (f *family) termAll(ps []procInfo, pgid int) {
+	var batch []*pin
+	for _, p := range ps {
+		if pn := f.pin(p); pn != nil && !pn.termed {
+			pn.termed = true
+			batch = append(batch, pn)
+		}
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGTERM, syscall.SIGCONT} {
+		if pgid > 0 {
+			signalGroup(pgid, sig)
+		}
+		for _, pn := range batch {
+			pn.send(sig)
+		}
+	}
+}
+
+// killAll sends SIGKILL to the processes ps not sent it yet, all stopped
+// first (see termAll).
+func (f *family) killAll(ps []procInfo) {
+	var batch []*pin
+	for _, p := range ps {
+		if pn := f.pin(p); pn != nil && !pn.killed {
+			pn.killed = true
+			batch = append(batch, pn)
+		}
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGKILL} {
+		for _, pn := range batch {
+			pn.send(sig)
+		}
+	}
+}
+
+// pin returns p's pin, pinning it first (nil when it is gone).
+func (f *family) pin(p procInfo) *pin {
 	pn := f.pinned[p.pid]
 	if pn != nil && pn.start != p.start { // the pid was reused
 		pn.close()
 		pn = nil
 	}
-	if pn == nil {
-		fd, err := unix.PidfdOpen(p.pid, 0)
-		if err != nil && !errors.Is(err, unix.ENOSYS) {
-			return // gone
-		}
-		if err != nil {
-			fd = -1
-		}
-		// The start time once more, now that the pidfd holds the
-		// process: it is the one found.
-		if again, ok := f.stat(p.pid); !ok || again.start != p.start {
-			if fd >= 0 {
-				unix.Close(fd)
-			}
-			return
-		}
-		pn = &pin{fd: fd, pid: p.pid, start: p.start}
-		f.pinned[p.pid] = pn
+	if pn != nil {
+		return pn
 	}
-	send := func(s syscall.Signal) {
-		if pn.fd >= 0 {
-			_ = unix.PidfdSendSignal(pn.fd, s, nil, 0)
-		} else {
-			_ = syscall.Kill(pn.pid, s)
-		}
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if err != nil && !errors.Is(err, unix.ENOSYS) {
+		return nil // gone
 	}
-	switch {
-	case sig == syscall.SIGKILL && !pn.killed:
-		pn.killed = true
-		send(syscall.SIGKILL)
-	case sig == syscall.SIGTERM && !pn.termed:
-		pn.termed = true
-		send(syscall.SIGTERM)
-		send(syscall.SIGCONT)
+	if err != nil {
+		fd = -1
+	}
+	// The start time once more, now that the pidfd holds the process: it
+	// is the one found.
+	if again, ok := f.stat(p.pid); !ok || again.start != p.start {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return nil
+	}
+	pn = &pin{fd: fd, pid: p.pid, start: p.start}
+	f.pinned[p.pid] = pn
+	return pn
+}
+
+func (pn *pin) send(sig syscall.Signal) {
+	if pn.fd >= 0 {
+		_ = unix.PidfdSendSignal(pn.fd, sig, nil, 0)
+	} else {
+		_ = syscall.Kill(pn.pid, sig)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -145,9 +144,10 @@ type Exit struct {
 	ExitCode int
 	// Stop says why Run stopped the agent (StopNone: it exited by itself).
 	Stop StopReason
-	// AfterResult says that the decoder had emitted an EventResult before
-	// the agent exited or was stopped (one emitted at the same moment as
-	// the stop counts too).
+	// AfterResult says, for an agent Run stopped, that the decoder had
+	// emitted an EventResult before the stop (one emitted at the same
+	// moment counts too); for an agent that exited by itself, that the
+	// decoder emitted one at all.
 	AfterResult bool
 	// Cancelled says that the context was cancelled, at any point.
 	Cancelled bool
@@ -260,7 +260,6 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 		}
 		return Exit{}, fmt.Errorf("%s: start %s: %w", name, s.Path, err)
 	}
-	pgid := cmd.Process.Pid
 	trace("started")
 
 	var emitMu sync.Mutex
@@ -320,14 +319,13 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 	if termed {
 		// The agent is still running: SIGTERM it and what it started,
 		// SIGKILL after the grace period.
-		family.term() // first: its tree still hangs together
-		termGroup(pgid)
+		family.term() // its group too
 		t := time.NewTimer(grace)
 		select {
 		case <-waitDone:
 			t.Stop()
 		case <-t.C:
-			signalGroup(pgid, syscall.SIGKILL)
+			family.kill()
 			<-waitDone
 		}
 	} else {
@@ -342,6 +340,10 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 	gone := time.Now()
 	derr := awaitEnd(streamDone, src, outR, gone)
 	awaitEnd(stderrDone, errSrc, errR, gone)
+	if reason == StopNone && !afterResult {
+		// The decoder may lag behind an agent that exits at once.
+		afterResult = ready(resultRead)
+	}
 
 	exit := Exit{
 		ExitCode:    cmd.ProcessState.ExitCode(),
