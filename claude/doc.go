@@ -159,10 +159,12 @@
 //     21.5 MB RSS in a child process. go test ./claude -run
 //     'TestDecodeMemoryFlat$' -v -stream-bytes=1073741824
 //   - Overhead: ralph's own time around one real Claude Code run (a Bash
-//     call, then the final text, against the fake API) is 0.8 ms for a
-//     0.8 s run: 0.1%. It is timed by marks inside Run — before the agent
-//     starts (temporary system prompt file, log file, pipes) and after it
-//     exits (reaping what it started, draining the stream, classifying); parsing
-//     and logging overlap the agent's run. go test ./claude -run '^$' -bench
-//     BenchmarkRunOverhead -benchtime=20x
+//     call, then the final text, against the fake API) is 1.4 ms for a
+//     0.6 s run: 0.2% (0.8 ms before every descendant was looked for in
+//     /proc after the exit: that pass costs 0.7 ms, see agentproc). It is
+//     timed by marks inside Run — before the agent starts (temporary
+//     system prompt file, log file, pipes) and after it exits (reaping
+//     what it started, draining the stream, classifying); parsing and
+//     logging overlap the agent's run. go test ./claude -run '^$' -bench
+//     BenchmarkRunOverhead -benchtime=10x
 package claude
