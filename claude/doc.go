@@ -13,7 +13,7 @@
 // # Decisions where DESIGN.md is silent
 //
 // Starting the agent. The executable is --claude PATH, else $RALPH_CLAUDE,
-// else `claude` on PATH (LookPath); a missing one is loop.ErrAgentNotFound
+// else `claude` on PATH (LookPath, by agentproc.LookPath); a missing one is loop.ErrAgentNotFound
 // with a hint on how to install or name it, returned before anything runs;
 // the message names where the missing path came from (`--claude "X"` or
 // `$RALPH_CLAUDE "X"`). LookPathFrom takes $RALPH_CLAUDE's value from the
@@ -21,8 +21,8 @@
 // The arguments are `-p --verbose --output-format stream-json
 // --no-session-persistence --model M`, then `--append-system-prompt-file
 // F` (the system prompt is written to a temporary file, removed after the
-// run: a 1 MB prompt never meets argv limits; "Nothing outlives ralph"
-// says how it is named and swept), then
+// run: a 1 MB prompt never meets argv limits; see "Nothing outlives
+// ralph" below), then
 // `--dangerously-skip-permissions`
 // when sandboxed, or else, when the request names Tools, `--tools=A,B
 // --allowedTools=A,B` (with "=": the options are variadic and would
@@ -44,14 +44,14 @@
 // (2.1.330; its --help names them under --bare); the end-to-end test sends
 // a 1 MB prompt each way and checks which one kept Claude Code's own text.
 //
-// Raw log. The stream goes to RunRequest.LogPath byte for byte as it is
-// read, stderr excluded. The file is opened for appending (created with its
-// directory if missing), never truncated: the loop runs an iteration again
-// under the same number after a usage-limit wait, and iter-<n>.ndjson then
-// holds every attempt of iteration n, in order. An earlier stream cut in
-// the middle of a line (its agent killed) is ended with a newline first.
-// A write that fails (a full disk) ends the log there but not the session:
-// RunResult.LogErr says why, and the loop says so in a notice.
+// Process handling is agentproc's (see its package documentation): the
+// process group and parent-death signal, the raw log (appended byte for
+// byte, never truncated; RunResult.LogErr says why it stopped), the wall
+// and idle timeouts, the result grace, stopping with SIGTERM, SIGCONT and
+// SIGKILL, and reaping every process the agent started — those that left
+// its group included — before Run returns; also LookPath's and Sweep's
+// mechanics, the temporary file naming, and the unbounded line reading.
+// What follows is what Claude Code adds.
 //
 // Environment. ralph's own environment, then RunRequest.Env on top (a later
 // entry wins), without CLAUDECODE (Claude Code refuses to nest) and without
@@ -60,60 +60,24 @@
 // skip permissions otherwise). APIKeyNotice gives the once-per-run notice
 // the CLI prints about the key, kept or removed.
 //
-// Process hygiene. The agent leads its own process group (Setpgid). On
-// cancel, wall timeout or idle timeout the group gets SIGTERM and SIGCONT
-// (a stopped process acts on SIGTERM only once it runs again), then
-// SIGKILL after Runner.Grace (default 5 s). After any exit of the agent, the rest of
-// its group (shells, MCP servers) gets the same treatment; when nothing is
-// left — the usual case — this costs one kill(2). Zombies left to an init
-// that does not reap them count as gone (checked in /proc). cmd.WaitDelay is
-// the grace period, and once the group is gone, reading the stream gives
-// up when a read has waited 2 s for more in vain, in case a process that
-// left the group (setsid) still holds the pipe; a reader still busy with
-// what it read (a huge line, a slow OnEvent) is waited for.
-// The idle timeout counts from the start and is reset by every byte on
-// standard output (not standard error: a process that only complains is
-// stuck). Standard error is drained concurrently; its last 8 KiB go to
-// RunResult.Stderr and each line to an EventStderr. RunResult.Duration is
-// the wall time ralph measured, not the agent's duration_ms.
-//
 // A result ends the session (DESIGN §8). Once the result line is read, the
 // agent has Runner.ResultGrace (default 5 s: Claude Code takes up to about
-// 3 s after its result line when a SessionEnd hook is slow) to exit, and
-// the idle timeout no longer applies. An agent still there then — a hook
-// that hangs, or stops the CLI for good with `kill -STOP $PPID` — has its
-// group stopped as above, and the result is used as it is: a success stays
-// a success (the exit code of a process ralph killed says nothing against
-// it), not agent trouble and not a timeout; RunResult.Stderr ends with a
-// line saying the agent was stopped. A cancel or the wall timeout that
-// comes after the result stops the agent at once, and the result stands
-// too (an error result under a cancelled ctx counts as cancelled, as it
-// does when the agent exits by itself).
+// 3 s after its result line when a SessionEnd hook is slow) to exit; an
+// agent still there then — a hook that hangs, or stops the CLI for good
+// with `kill -STOP $PPID` — is stopped, and the result is used as it is:
+// a success stays a success (the exit code of a process ralph killed says
+// nothing against it), not agent trouble and not a timeout;
+// RunResult.Stderr ends with a line saying the agent was stopped. A
+// cancel or the wall timeout that comes after the result stops the agent
+// at once, and the result stands too (an error result under a cancelled
+// ctx counts as cancelled, as it does when the agent exits by itself).
 //
-// Nothing outlives ralph (DESIGN §8, "Holders", "Claim generations"). On
-// Linux the agent gets a parent-death signal (SIGKILL): if ralph dies,
-// even by SIGKILL, the kernel kills the agent at once. The signal is tied
-// to the thread that forked the agent, and the Go runtime ends a thread
-// whose locked goroutine returns without unlocking, so the agent is
-// started and waited for on a goroutine locked to its thread for the
-// agent's whole life (no other goroutine can run there and end it). The
-// parent-death signal reaches the agent only; what the agent started
-// (shells, servers, a process that left its group) is found by Sweep at
-// the next start of ralph: a process of this user whose environment holds
-// RALPH_HOLDER (every agent gets it from the loop, its descendants
-// inherit it) naming a holder that is gone on this host identity, and
-// that started at or after that holder — never this process, its
-// ancestors or pid 1, never a holder on another host or one whose
-// liveness is unknown. It gets SIGTERM and SIGCONT, then SIGKILL after a
-// grace period (default 5 s), through a pidfd that was opened before its
-// start time was checked once more (a reused pid is never signalled). The system
-// prompt file is named ralph-system-prompt-<pid>-<start>-<host>-<random>.md
-// after the process that wrote it (host: a hash of its host identity, as
-// /tmp may be shared by pid namespaces); Run removes it when it returns,
-// and Sweep removes those whose writer is gone. A sweep that finds
-// nothing costs 1.5 ms on the development machine (71 processes; go test
-// ./claude -run '^$' -bench BenchmarkSweep). Outside Linux there is no
-// parent-death signal and Sweep does nothing (errors.ErrUnsupported).
+// Nothing outlives ralph: see agentproc, "Nothing outlives the agent" and
+// "Leftovers of a dead ralph". The system prompt file is an
+// agentproc.TempFile of kind system-prompt
+// (ralph-system-prompt-<pid>-<start>-<host>-<random>.md, the name earlier
+// releases used), removed when Run returns, and swept when ralph died
+// first. cmd/ralph calls agentproc.Sweep at start.
 //
 // Events. OnEvent is called in stream order; stderr lines come from another
 // goroutine, but calls never overlap. One stream line gives zero or more
@@ -136,12 +100,9 @@
 // else the last assistant text — except for an error result, whose empty
 // text is not replaced by the agent's chatter.
 //
-// Parsing. Lines are read with a bufio.Reader of 64 KiB, so most are parsed
-// where they lie; longer ones (any length) are gathered in a buffer that is
-// reused up to 4 MiB, so memory stays flat over long streams. A longer
-// line goes to memory of its own (on Linux an mmap grown by mremap, so
-// no copies are left behind as it grows), given back once it is decoded;
-// its big texts are decoded a piece at a time into strings of their exact
+// Parsing. Lines are read with an agentproc.LineReader (most parsed where
+// they lie; a line of more than 4 MiB in memory of its own, given back
+// once it is decoded); a huge line's big texts// are decoded a piece at a time into strings of their exact
 // size while the pieces read are given back, and a result that repeats
 // the last assistant text shares its string. A huge line costs about one
 // copy of itself (Line.Raw is nil for it). Instead of encoding/json, a small structural scanner reads each
@@ -198,10 +159,12 @@
 //     21.5 MB RSS in a child process. go test ./claude -run
 //     'TestDecodeMemoryFlat$' -v -stream-bytes=1073741824
 //   - Overhead: ralph's own time around one real Claude Code run (a Bash
-//     call, then the final text, against the fake API) is 0.8 ms for a
-//     0.8 s run: 0.1%. It is timed by marks inside Run — before the agent
-//     starts (temporary system prompt file, log file, pipes) and after it
-//     exits (reaping the group, draining the stream, classifying); parsing
-//     and logging overlap the agent's run. go test ./claude -run '^$' -bench
-//     BenchmarkRunOverhead -benchtime=20x
+//     call, then the final text, against the fake API) is 1.4 ms for a
+//     0.6 s run: 0.2% (0.8 ms before every descendant was looked for in
+//     /proc after the exit: that pass costs 0.7 ms, see agentproc). It is
+//     timed by marks inside Run — before the agent starts (temporary
+//     system prompt file, log file, pipes) and after it exits (reaping
+//     what it started, draining the stream, classifying); parsing and
+//     logging overlap the agent's run. go test ./claude -run '^$' -bench
+//     BenchmarkRunOverhead -benchtime=10x
 package claude

@@ -456,3 +456,42 @@ func TestE2EResultThenHang(t *testing.T) {
 	}
 	t.Logf("Run took %v", elapsed)
 }
+
+// Nothing the real CLI's tools start outlives the run: a Bash call that
+// detaches a process into a session of its own (setsid, out of the
+// agent's process group) does not leave it running, and the file it would
+// write 3 s later never appears.
+func TestE2EDetachedProcessReaped(t *testing.T) {
+	const detach = `setsid sh -c 'sleep 3; echo late > late.txt' >/dev/null 2>&1 &`
+	api := claudetest.NewAPI(t, func(r claudetest.Request) claudetest.Reply {
+		if r.ToolResults() == 0 {
+			return claudetest.Bash(detach)
+		}
+		return claudetest.Text("Started it.\n<task-done>t-1</task-done>")
+	})
+	req := e2eRequest(t, api)
+	start := time.Now()
+	res, c := runReal(t, t.Context(), api, req)
+	elapsed := time.Since(start)
+	if res.Class != loop.ClassSuccess {
+		t.Fatalf("class %s: %s", res.Class, Describe(res))
+	}
+	var ran bool
+	for _, ev := range c.events {
+		ran = ran || ev.Kind == loop.EventToolUse && ev.Input == detach
+	}
+	if !ran {
+		t.Fatalf("no Bash call of %q among %v", detach, c.kinds())
+	}
+	if pids := claudetest.ProcessesWithEnv("ANTHROPIC_BASE_URL=" + api.URL); len(pids) > 0 {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("processes of the run left: %v", pids)
+	}
+	time.Sleep(4 * time.Second)
+	if _, err := os.Stat(filepath.Join(req.Dir, "late.txt")); err == nil {
+		t.Error("the detached process wrote late.txt after the run")
+	}
+	t.Logf("Run took %v", elapsed)
+}
