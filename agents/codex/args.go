@@ -3,13 +3,11 @@ package codex
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -32,28 +30,7 @@ const installHint = "install the Codex CLI (npm install -g @openai/codex) or nam
 // error wraps loop.ErrAgentNotFound, names where a missing executable came
 // from and says how to install it.
 func LookPathFrom(flag, env string) (string, error) {
-	name, from := flag, "--agent-bin"
-	if name == "" {
-		name, from = env, "$"+EnvBin
-	}
-	if name == "" {
-		name, from = "codex", "PATH"
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if from == "PATH" {
-			return "", fmt.Errorf("%w: no codex on PATH; %s", loop.ErrAgentNotFound, installHint)
-		}
-		var ee *exec.Error
-		if errors.As(err, &ee) {
-			err = ee.Err
-		}
-		return "", fmt.Errorf("%w: %s %q is not an executable (%v); %s", loop.ErrAgentNotFound, from, name, err, installHint)
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	return path, nil
+	return agentproc.LookPath("codex", flag, "--agent-bin", env, EnvBin, installHint)
 }
 
 // Tier is the Codex model and reasoning effort a model tier maps to.
@@ -155,27 +132,9 @@ func Stdin(req loop.RunRequest) string {
 // a ChatGPT-plan login to per-token billing. CODEX_HOME and everything
 // else of the user's own setup (login, config, providers) is kept.
 func Env(base []string, req loop.RunRequest) []string {
-	all := make([]string, 0, len(base)+len(req.Env))
-	all = append(all, base...)
-	all = append(all, req.Env...)
-	index := make(map[string]int, len(all))
-	out := make([]string, 0, len(all))
-	for _, kv := range all {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			continue
-		}
-		if (k == EnvAPIKey || k == EnvCodexKey) && !req.UseAPIKey {
-			continue
-		}
-		if i, seen := index[k]; seen {
-			out[i] = kv
-			continue
-		}
-		index[k] = len(out)
-		out = append(out, kv)
-	}
-	return out
+	return agentproc.Environ(base, req.Env, func(key string) bool {
+		return (key == EnvAPIKey || key == EnvCodexKey) && !req.UseAPIKey
+	})
 }
 
 // StateDirs returns the directories Codex writes its own state to, which

@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -52,7 +52,8 @@ type Line struct {
 	// Type is the line's top-level "type", or "" for a malformed line.
 	Type string
 	// Raw is the line as read, without its newline; valid until the next
-	// call to Decode.
+	// call to Decode, and nil for a line of more than 4 MiB (its memory is
+	// given back at once).
 	Raw []byte
 	// Events are the line's events: none for lines of unknown type, one
 	// EventMalformed for a line that is not a JSON object.
@@ -71,9 +72,7 @@ type Decoder struct {
 	// time.Local.
 	Location *time.Location
 
-	r        *bufio.Reader
-	long     []byte
-	eof      bool
+	r        *agentproc.LineReader
 	started  map[string]bool // ids of items whose item.started was seen
 	threadID string
 	lastText string // the last agent_message, the text of the result
@@ -82,7 +81,7 @@ type Decoder struct {
 
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), started: make(map[string]bool)}
+	return &Decoder{r: agentproc.NewLineReader(r), started: make(map[string]bool)}
 }
 
 // Decode reads and decodes the next non-blank line. It returns io.EOF after
@@ -90,7 +89,7 @@ func NewDecoder(r io.Reader) *Decoder {
 // parsed is not an error: it comes back with one EventMalformed.
 func (d *Decoder) Decode() (Line, error) {
 	for {
-		raw, err := d.readLine()
+		raw, err := d.r.ReadLine()
 		if err != nil {
 			return Line{}, err
 		}
@@ -99,41 +98,13 @@ func (d *Decoder) Decode() (Line, error) {
 			continue
 		}
 		line := d.DecodeLine(raw)
-		if cap(d.long) > 1<<20 {
-			d.long = nil // a huge line's memory goes back
+		if d.r.Huge() {
+			// The events hold copies: a huge line's memory goes back
+			// before the next one comes.
+			d.r.Release()
+			line.Raw = nil
 		}
 		return line, nil
-	}
-}
-
-// readLine returns the next line, with its newline if it has one: in the
-// reader's buffer when it fits, else gathered in d.long.
-func (d *Decoder) readLine() ([]byte, error) {
-	if d.eof {
-		return nil, io.EOF
-	}
-	d.long = d.long[:0]
-	for {
-		chunk, err := d.r.ReadSlice('\n')
-		switch {
-		case err == nil:
-			if len(d.long) == 0 {
-				return chunk, nil
-			}
-			d.long = append(d.long, chunk...)
-			return d.long, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			d.long = append(d.long, chunk...)
-		case errors.Is(err, io.EOF):
-			d.eof = true
-			d.long = append(d.long, chunk...)
-			if len(d.long) == 0 {
-				return nil, io.EOF
-			}
-			return d.long, nil
-		default:
-			return nil, err
-		}
 	}
 }
 

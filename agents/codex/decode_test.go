@@ -329,7 +329,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			n++
 			var obj map[string]any
-			if json.Unmarshal(line.Raw, &obj) != nil && len(line.Events) != 1 {
+			if line.Raw != nil && json.Unmarshal(line.Raw, &obj) != nil && len(line.Events) != 1 {
 				t.Fatalf("line %d %q is not an object but gave %d events", n, line.Raw, len(line.Events))
 			}
 		}

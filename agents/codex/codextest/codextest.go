@@ -297,23 +297,34 @@ func (a *API) Env(home string) []string {
 
 // Env writes a hermetic Codex config naming the provider at baseURL to
 // home/.codex/config.toml and returns the environment to run the CLI with:
-// home as HOME and TMPDIR, home/.codex as CODEX_HOME, the provider's key
+// home as HOME, home/.codex as CODEX_HOME, home/tmp as TMPDIR (a
+// CODEX_HOME inside TMPDIR makes Codex refuse to create its helper
+// binaries, and then every command of --sandbox read-only fails with
+// "bwrap: execvp codex-linux-sandbox"), the provider's key
 // variable, and nothing of the developer's own login or provider. The
 // config turns both retries off and the stream idle timeout down to 5 s,
 // so that errors end a run in about a second.
 func Env(t testing.TB, home, baseURL string) []string {
 	t.Helper()
-	codexHome := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(codexHome, 0o755); err != nil {
-		t.Fatal(err)
+	return EnvRetries(t, home, baseURL, 0)
+}
+
+// EnvRetries is Env with Codex's retries set to retries (see Config).
+func EnvRetries(t testing.TB, home, baseURL string, retries int) []string {
+	t.Helper()
+	codexHome, tmp := filepath.Join(home, ".codex"), filepath.Join(home, "tmp")
+	for _, dir := range []string{codexHome, tmp} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(Config(baseURL, 0)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(Config(baseURL, retries)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return []string{
 		"HOME=" + home,
 		"CODEX_HOME=" + codexHome,
-		"TMPDIR=" + home,
+		"TMPDIR=" + tmp,
 		"FAKE_API_KEY=sk-test-not-a-key",
 		"OPENAI_API_KEY=",
 		"OPENAI_BASE_URL=",
@@ -324,9 +335,21 @@ func Env(t testing.TB, home, baseURL string) []string {
 
 // Config is a Codex config.toml that makes the fake at baseURL its model
 // provider ("fake", key in $FAKE_API_KEY), with retries request and stream
-// retries (0: none; Codex's defaults are 4 and 5) and a 5 s stream idle
-// timeout (the default is about 300 s).
+// retries (0: none; negative: Codex's defaults, 4 and 5) and a 5 s stream
+// idle timeout (the default is about 300 s).
 func Config(baseURL string, retries int) string {
+	if retries < 0 {
+		return fmt.Sprintf(`model = %q
+model_provider = "fake"
+
+[model_providers.fake]
+name = "fake"
+base_url = %q
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+stream_idle_timeout_ms = 5000
+`, Model, baseURL)
+	}
 	return fmt.Sprintf(`model = %q
 model_provider = "fake"
 
