@@ -1,0 +1,191 @@
+package codex
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralph-dev/ralph/agentproc"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// UnreachableRetries is how many "Reconnecting... waiting for network"
+// lines in a row make the runner stop Codex: when the API cannot be
+// reached at all, Codex reconnects for ever, with a growing delay, even
+// with its retries set to 0. Checked with 0.169.0 and a closed port: the
+// first line comes at once, the second 5 s later, the third 10 s after
+// that; two in a row stop Codex within about 5 s, as an API error.
+const UnreachableRetries = 2
+
+// Runner runs the Codex CLI (`codex exec --json`) as a loop.Runner. The
+// zero value runs the codex found by LookPathFrom("", $RALPH_CODEX) with
+// the default grace periods. A Runner is safe for concurrent use.
+type Runner struct {
+	// Path is the agent executable; empty means LookPathFrom("",
+	// os.Getenv(EnvBin)).
+	Path string
+	// Grace is the time between SIGTERM and SIGKILL when the agent is
+	// stopped; zero means agentproc.DefaultGrace.
+	Grace time.Duration
+	// ResultGrace is how long the agent may take to exit once its turn
+	// has ended (turn.completed, turn.failed); zero means
+	// agentproc.DefaultResultGrace.
+	ResultGrace time.Duration
+	// Now is the clock for event times and usage-limit resets; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+var _ loop.Runner = (*Runner)(nil)
+
+// Run runs one agent session; see loop.Runner. It returns an error only
+// when the agent could not be started (loop.ErrAgentNotFound, a bad
+// working directory, a log or instructions file that cannot be written).
+// Events go to req.OnEvent one at a time; it must be quick (see
+// agentproc.Spec.OnEvent).
+func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	path := r.Path
+	if path == "" {
+		var err error
+		if path, err = LookPathFrom("", os.Getenv(EnvBin)); err != nil {
+			return loop.RunResult{}, err
+		}
+	}
+	var instructions string
+	if req.ReplaceSystemPrompt && req.SystemPrompt != "" {
+		// Named after this process, so that agentproc.Sweep removes it
+		// if this process dies before remove.
+		file, remove, err := agentproc.TempFile("codex-instructions", ".md", req.SystemPrompt)
+		if err != nil {
+			return loop.RunResult{}, fmt.Errorf("codex: instructions file: %w", err)
+		}
+		defer remove()
+		instructions = file
+	}
+	env := Env(os.Environ(), req)
+
+	// Codex reconnects for ever to an API it cannot reach: runCtx is
+	// cancelled when it has said so UnreachableRetries times in a row.
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		mu          sync.Mutex
+		sess        Session
+		unreachable bool
+	)
+	loc := codexLocation(env)
+	decode := func(rd io.Reader, emit func(loop.Event)) error {
+		d := NewDecoder(rd)
+		d.Now, d.Location = r.Now, loc
+		return decodeWith(d, func(ev loop.Event) {
+			mu.Lock()
+			sess.Add(ev)
+			if sess.Unreachable >= UnreachableRetries && !unreachable {
+				unreachable = true
+				stop()
+			}
+			mu.Unlock()
+			emit(ev)
+		})
+	}
+	exit, err := agentproc.Run(runCtx, agentproc.Spec{
+		Name:        Name,
+		Path:        path,
+		Args:        Args(req, instructions),
+		Dir:         req.Dir,
+		Env:         env,
+		Stdin:       Stdin(req),
+		LogPath:     req.LogPath,
+		Timeout:     req.Timeout,
+		IdleTimeout: req.IdleTimeout,
+		Grace:       r.Grace,
+		ResultGrace: r.ResultGrace,
+		Decode:      decode,
+		OnEvent:     req.OnEvent,
+		Now:         r.Now,
+	})
+	if err != nil {
+		return loop.RunResult{}, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	end := Ending{ExitCode: exit.ExitCode, StoppedAfterResult: exit.AfterResult && exit.Stop != agentproc.StopNone}
+	switch {
+	case exit.AfterResult:
+		// The turn had ended: whatever stopped Codex afterwards, its
+		// result stands — unless it is a failure while ctx is cancelled.
+		if ctx.Err() != nil && sess.Result != nil && sess.Result.IsError {
+			end.Cancelled = true
+		}
+	case exit.Stop == agentproc.StopCancel && ctx.Err() == nil:
+		end.Unreachable = unreachable
+	case exit.Stop == agentproc.StopCancel:
+		end.Cancelled = true
+	case exit.Stop == agentproc.StopTimeout:
+		end.TimedOut = true
+	case exit.Stop == agentproc.StopIdle:
+		end.IdleTimedOut = true
+	default:
+		// Codex exits 1 on SIGINT and 143 on SIGTERM without a turn
+		// end: the signal that cancelled ctx may have reached it first.
+		if ctx.Err() != nil && (sess.Result == nil || sess.Result.IsError) {
+			end.Cancelled = true
+		}
+	}
+	res := Classify(&sess, end)
+	res.Duration = exit.Duration
+	res.Model, _ = ModelFor(req.Model)
+	if res.Model == "" {
+		res.Model = configModel(env)
+	}
+	Estimate(&res, res.Model)
+	res.Stderr = exit.Stderr
+	if end.Unreachable {
+		res.Stderr += fmt.Sprintf("\nralph: the agent could not reach its API (%d reconnects in a row); it was stopped", sess.Unreachable)
+	}
+	res.LogErr = exit.LogErr
+	return res, nil
+}
+
+// codexLocation is the time zone Codex prints reset times in: $TZ of its
+// environment when set and known, else ralph's own local zone.
+func codexLocation(env []string) *time.Location {
+	if tz := lookup(env, "TZ"); tz != "" {
+		if loc, err := time.LoadLocation(tz); err == nil {
+			return loc
+		}
+	}
+	return time.Local
+}
+
+// configModelRE finds the top-level model key of a config.toml.
+var configModelRE = regexp.MustCompile(`^\s*model\s*=\s*"([^"]+)"`)
+
+// configModel returns the model Codex's config.toml names at its top level
+// (before any table), the model Codex runs when given none; "" when there
+// is none or the file cannot be read.
+func configModel(env []string) string {
+	dirs := StateDirs(env)
+	if len(dirs) == 0 {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(dirs[0], "config.toml"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "[") {
+			break
+		}
+		if m := configModelRE.FindStringSubmatch(line); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
