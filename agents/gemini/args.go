@@ -2,14 +2,14 @@ package gemini
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -52,28 +52,7 @@ const installHint = "install the Gemini CLI (npm install -g @google/gemini-cli) 
 // error wraps loop.ErrAgentNotFound, names where a missing path came from,
 // and says how to install it.
 func LookPathFrom(flag, env string) (string, error) {
-	name, from := flag, "--agent-bin"
-	if name == "" {
-		name, from = env, "$"+EnvBin
-	}
-	if name == "" {
-		name, from = "gemini", ""
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if from == "" {
-			return "", fmt.Errorf("%w: no gemini on PATH; %s", loop.ErrAgentNotFound, installHint)
-		}
-		var ee *exec.Error
-		if errors.As(err, &ee) {
-			err = ee.Err
-		}
-		return "", fmt.Errorf("%w: %s %q is not an executable (%v); %s", loop.ErrAgentNotFound, from, name, err, installHint)
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	return path, nil
+	return agentproc.LookPath("gemini", flag, "--agent-bin", env, EnvBin, installHint)
 }
 
 // Args returns the CLI's arguments for req: stream-json output, the model
@@ -113,25 +92,8 @@ const (
 // GEMINI_CLI_TRUST_WORKSPACE=true. The user's login, keys and settings are
 // left as they are.
 func Env(base []string, req loop.RunRequest) []string {
-	all := make([]string, 0, len(base)+len(req.Env)+2)
-	all = append(all, base...)
-	all = append(all, req.Env...)
-	all = append(all, EnvNoRelaunch+"=true", EnvTrustWorkspace+"=true")
-	index := make(map[string]int, len(all))
-	out := make([]string, 0, len(all))
-	for _, kv := range all {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			continue
-		}
-		if i, seen := index[k]; seen {
-			out[i] = kv
-			continue
-		}
-		index[k] = len(out)
-		out = append(out, kv)
-	}
-	return out
+	extra := append(slices.Clip(req.Env), EnvNoRelaunch+"=true", EnvTrustWorkspace+"=true")
+	return agentproc.Environ(base, extra, nil)
 }
 
 // getenv reads key from env (the last entry wins).

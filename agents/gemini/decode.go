@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -52,30 +52,14 @@ func Decode(r io.Reader, emit func(loop.Event)) error { return (&Decoder{}).Deco
 // may be of any length. io.EOF and os.ErrClosed (the pipe closed by the
 // runner) are not errors.
 func (d *Decoder) Decode(r io.Reader, emit func(loop.Event)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte // a line longer than br's buffer, gathered
-	isLong := false
+	lr := agentproc.NewLineReader(r)
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
-			isLong = true
-			continue
-		}
-		line := chunk
-		if isLong {
-			long = append(long, chunk...)
-			line = long
-		}
+		line, err := lr.ReadLine()
 		if len(line) > 0 {
 			d.Line(line, emit)
 		}
-		if isLong {
-			// Kept for the next long line, unless it is huge.
-			long, isLong = long[:0], false
-			if cap(long) > 4<<20 {
-				long = nil
-			}
+		if lr.Huge() {
+			lr.Release() // give a huge line's memory back at once
 		}
 		if err != nil {
 			d.Flush(emit)
