@@ -1,0 +1,210 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ralph-dev/ralph/agentproc"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// Name is the agent's name: the --agent-cli value and RunResult.Agent.
+const Name = "gemini"
+
+// EnvBin names the Gemini CLI executable when --agent-bin is not given.
+const EnvBin = "RALPH_GEMINI"
+
+// DefaultModel is the model of a request that names none: the CLI's own
+// default when it does not route ("auto", which costs a routing call on
+// another model before every turn).
+const DefaultModel = "gemini-2.5-pro"
+
+// Tiers maps the loop's model tiers to Gemini models. Any other model
+// string is passed to the CLI as it is.
+var Tiers = map[string]string{
+	"opus":   "gemini-2.5-pro",
+	"sonnet": "gemini-2.5-flash",
+	"haiku":  "gemini-2.5-flash-lite",
+}
+
+// Model returns the CLI model for a requested one: a tier's model, the
+// string itself, or DefaultModel for "".
+func Model(requested string) string {
+	if m, ok := Tiers[requested]; ok {
+		return m
+	}
+	if requested == "" {
+		return DefaultModel
+	}
+	return requested
+}
+
+// installHint says how to get or point to the CLI.
+const installHint = "install the Gemini CLI (npm install -g @google/gemini-cli) or name the executable with --agent-bin PATH or $" + EnvBin
+
+// LookPathFrom resolves the CLI executable: flag (--agent-bin's value) if
+// not empty, else env ($RALPH_GEMINI's value), else `gemini` on PATH. The
+// error wraps loop.ErrAgentNotFound, names where a missing path came from,
+// and says how to install it.
+func LookPathFrom(flag, env string) (string, error) {
+	return agentproc.LookPath("gemini", flag, "--agent-bin", env, EnvBin, installHint)
+}
+
+// Args returns the CLI's arguments for req: stream-json output, the model
+// (always given: see Model), contextDir as an included directory when the
+// request has a system prompt (it holds the prompt as a context file; see
+// WriteContext), and --yolo for a sandboxed work session. A session that
+// is not sandboxed (the verifier) runs in the CLI's default approval mode,
+// where headless runs offer the model only read tools. The prompt is not
+// an argument: it goes on standard input (stdin that is not a terminal
+// makes the CLI headless).
+func Args(req loop.RunRequest, contextDir string) []string {
+	args := []string{"--output-format", "stream-json", "-m", Model(req.Model)}
+	if req.SystemPrompt != "" && contextDir != "" {
+		args = append(args, "--include-directories", contextDir)
+	}
+	if req.Sandboxed {
+		args = append(args, "--yolo")
+	}
+	return args
+}
+
+// The environment variables Env sets.
+const (
+	// EnvNoRelaunch stops the CLI from relaunching itself as a child
+	// Node process (to raise its heap limit): the parent ignores SIGTERM
+	// and SIGINT, so ralph's stop would reach only the process that does
+	// nothing.
+	EnvNoRelaunch = "GEMINI_CLI_NO_RELAUNCH"
+	// EnvTrustWorkspace trusts the working directory: in an untrusted
+	// folder the CLI silently downgrades --yolo to the default approval
+	// mode and ignores the project's settings and context files.
+	EnvTrustWorkspace = "GEMINI_CLI_TRUST_WORKSPACE"
+)
+
+// Env returns the agent's environment: base (ralph's own) with req.Env on
+// top (later entries win), plus GEMINI_CLI_NO_RELAUNCH=true and
+// GEMINI_CLI_TRUST_WORKSPACE=true. The user's login, keys and settings are
+// left as they are.
+func Env(base []string, req loop.RunRequest) []string {
+	extra := append(slices.Clip(req.Env), EnvNoRelaunch+"=true", EnvTrustWorkspace+"=true")
+	return agentproc.Environ(base, extra, nil)
+}
+
+// getenv reads key from env (the last entry wins).
+func getenv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// stateDir is the CLI's own directory: $GEMINI_CLI_HOME/.gemini, else
+// $HOME/.gemini (settings, history, project data, OAuth credentials).
+func stateDir(env []string) string {
+	home := getenv(env, "GEMINI_CLI_HOME")
+	if home == "" {
+		home = getenv(env, "HOME")
+	}
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".gemini")
+}
+
+// StateDirs returns what the CLI writes besides the project and the temp
+// dir, which must stay writable in a sandbox: its ~/.gemini (see
+// GEMINI_CLI_HOME), given the agent's environment.
+func StateDirs(env []string) []string {
+	if d := stateDir(env); d != "" {
+		return []string{d}
+	}
+	return nil
+}
+
+// DefaultContextFileName is the CLI's context file name unless its
+// settings say otherwise (context.fileName).
+const DefaultContextFileName = "GEMINI.md"
+
+// ContextFileName returns the name the CLI loads context files by, for
+// the agent's environment and working directory: the first of
+// context.fileName in the system settings ($GEMINI_CLI_SYSTEM_SETTINGS_PATH
+// or /etc/gemini-cli/settings.json), the project's .gemini/settings.json
+// and the user's (in that order of precedence), else GEMINI.md. Settings
+// that cannot be read count as absent.
+func ContextFileName(env []string, dir string) string {
+	system := getenv(env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+	if system == "" {
+		system = "/etc/gemini-cli/settings.json"
+	}
+	files := []string{system}
+	if dir != "" {
+		files = append(files, filepath.Join(dir, ".gemini", "settings.json"))
+	}
+	if d := stateDir(env); d != "" {
+		files = append(files, filepath.Join(d, "settings.json"))
+	}
+	for _, f := range files {
+		if name := settingsFileName(f); name != "" {
+			return name
+		}
+	}
+	return DefaultContextFileName
+}
+
+// lineCommentRE strips the // comments the CLI allows in settings.json
+// (only those that start a line: a URL's // stays).
+var lineCommentRE = regexp.MustCompile(`(?m)^\s*//.*$`)
+
+func settingsFileName(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var s struct {
+		Context struct {
+			FileName json.RawMessage `json:"fileName"`
+		} `json:"context"`
+	}
+	if json.Unmarshal(lineCommentRE.ReplaceAll(b, nil), &s) != nil {
+		return ""
+	}
+	var one string
+	if json.Unmarshal(s.Context.FileName, &one) == nil && one != "" {
+		return filepath.Base(one)
+	}
+	var many []string
+	if json.Unmarshal(s.Context.FileName, &many) == nil && len(many) > 0 && many[0] != "" {
+		return filepath.Base(many[0])
+	}
+	return ""
+}
+
+// WriteContext writes ralph's system prompt into a new temporary
+// directory as the CLI's context file (named by ContextFileName), for
+// Args to include with --include-directories: the CLI then adds it to the
+// session's context after its own system instruction and the project's
+// context files. remove deletes the directory.
+func WriteContext(prompt, fileName string) (dir string, remove func(), err error) {
+	dir, err = os.MkdirTemp("", "ralph-gemini-context-")
+	if err != nil {
+		return "", nil, fmt.Errorf("gemini: system prompt: %w", err)
+	}
+	remove = func() { os.RemoveAll(dir) }
+	if err := os.WriteFile(filepath.Join(dir, fileName), []byte(prompt), 0o600); err != nil {
+		remove()
+		return "", nil, fmt.Errorf("gemini: system prompt: %w", err)
+	}
+	return dir, remove, nil
+}

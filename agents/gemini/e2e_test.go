@@ -1,0 +1,297 @@
+package gemini
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/agents/gemini/geminitest"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// End-to-end tests against the real Gemini CLI (the pinned release),
+// driven by a fake Gemini API on 127.0.0.1. No key, no network. Each run's
+// wall time and the largest resident set of any child so far are logged
+// (go test -v -run TestE2E ./agents/gemini/).
+
+// e2eRequest returns a request for a hermetic run against api: throwaway
+// HOME and TMPDIR, API-key auth, one attempt per request.
+func e2eRequest(t testing.TB, api *geminitest.API) loop.RunRequest {
+	t.Helper()
+	return loop.RunRequest{
+		Prompt:    "Do task T1.",
+		Model:     "sonnet",
+		Sandboxed: true,
+		Dir:       t.TempDir(),
+		LogPath:   filepath.Join(t.TempDir(), "iter-1.jsonl"),
+		Timeout:   90 * time.Second,
+		Env:       api.Env(t.TempDir()),
+	}
+}
+
+// collector keeps a session's events.
+type collector struct {
+	mu     sync.Mutex
+	events []loop.Event
+}
+
+func (c *collector) add(ev loop.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, ev)
+}
+
+func (c *collector) kinds(k loop.EventKind) []loop.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []loop.Event
+	for _, ev := range c.events {
+		if ev.Kind == k {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// runReal runs the real CLI, logs its wall time and the children's max
+// RSS, and fails the test if Run itself fails.
+func runReal(t *testing.T, ctx context.Context, api *geminitest.API, req loop.RunRequest) (loop.RunResult, *collector, time.Duration) {
+	t.Helper()
+	c := &collector{}
+	if req.OnEvent == nil {
+		req.OnEvent = c.add
+	}
+	r := &Runner{Path: geminitest.Binary(t), Grace: 2 * time.Second}
+	start := time.Now()
+	res, err := r.Run(ctx, req)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	t.Logf("%s: %s in %v (children's max RSS so far: %d MB), %d API requests", t.Name(), res.Class, wall.Round(time.Millisecond), ru.Maxrss/1024, len(api.Requests()))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("result: %+v", res)
+			if raw, err := os.ReadFile(req.LogPath); err == nil {
+				t.Logf("raw stream:\n%s", raw)
+			}
+		}
+	})
+	return res, c, wall
+}
+
+// leftovers fails the test if a process of this test's API is alive.
+func leftovers(t *testing.T, api *geminitest.API) {
+	t.Helper()
+	if pids := geminitest.ProcessesWithEnv("GOOGLE_GEMINI_BASE_URL=" + api.URL); len(pids) > 0 {
+		t.Errorf("processes left behind: %v", pids)
+	}
+}
+
+func TestE2EToolCallThenDone(t *testing.T) {
+	const protocol = "RALPH-PROTOCOL: end with <task-done>ID</task-done>."
+	api := geminitest.NewAPI(t, func(r geminitest.Request) geminitest.Reply {
+		if r.ToolResults() == 0 {
+			return geminitest.Shell("echo hi > out.txt")
+		}
+		return geminitest.Text("Done. ", "<task-done>T1</task-done>")
+	})
+	req := e2eRequest(t, api)
+	req.SystemPrompt = protocol
+	res, c, _ := runReal(t, t.Context(), api, req)
+
+	if res.Class != loop.ClassSuccess {
+		t.Fatalf("class %s: %q\nstderr: %s", res.Class, res.Text, res.Stderr)
+	}
+	if res.Text != "Done. <task-done>T1</task-done>" {
+		t.Errorf("text %q", res.Text)
+	}
+	if b, err := os.ReadFile(filepath.Join(req.Dir, "out.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("out.txt = %q, %v", b, err)
+	}
+	want := loop.Usage{InputTokens: 2 * (geminitest.PromptTokens - geminitest.CachedTokens),
+		CacheReadTokens: 2 * geminitest.CachedTokens, OutputTokens: 2 * geminitest.OutputTokens}
+	if res.Usage != want {
+		t.Errorf("usage %+v, want %+v", res.Usage, want)
+	}
+	if res.CostSource != loop.CostEstimated || res.CostUSD <= 0 {
+		t.Errorf("cost %v %s, want an estimate", res.CostUSD, res.CostSource)
+	}
+	if res.Agent != Name || res.Model != "gemini-2.5-flash" || res.SessionID == "" || res.Turns != 2 {
+		t.Errorf("agent %q model %q session %q turns %d", res.Agent, res.Model, res.SessionID, res.Turns)
+	}
+	if uses := c.kinds(loop.EventToolUse); len(uses) != 1 || uses[0].Tool != "run_shell_command" || uses[0].Input != "echo hi > out.txt" {
+		t.Errorf("tool uses %+v", uses)
+	}
+	reqs := api.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d API requests, want 2", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.Model != "gemini-2.5-flash" {
+			t.Errorf("request for model %q", r.Model)
+		}
+	}
+	// ralph's protocol reaches the model as context, and the CLI's own
+	// system instruction stays whole; the prompt is not on argv.
+	if !strings.Contains(reqs[0].UserText(), protocol) || strings.Contains(reqs[0].SystemText(), protocol) {
+		t.Errorf("system prompt not in the context: user text %.2000q", reqs[0].UserText())
+	}
+	if !strings.Contains(reqs[0].SystemText(), "Core Mandates") {
+		t.Errorf("the CLI's own system instruction is gone: %.300q", reqs[0].SystemText())
+	}
+	if !strings.Contains(reqs[0].UserText(), "Do task T1.") {
+		t.Errorf("prompt missing: %.300q", reqs[0].UserText())
+	}
+	if m, _ := filepath.Glob(filepath.Join(os.TempDir(), "ralph-gemini-context-*")); len(m) > 0 {
+		t.Errorf("context dirs left: %v", m)
+	}
+	if raw, err := os.ReadFile(req.LogPath); err != nil || !strings.Contains(string(raw), `"type":"result"`) {
+		t.Errorf("raw log: %v\n%s", err, raw)
+	}
+	leftovers(t, api)
+}
+
+func TestE2EHTTP500(t *testing.T) {
+	api := geminitest.NewAPI(t, func(geminitest.Request) geminitest.Reply {
+		return geminitest.Status(500, "fake internal error")
+	})
+	res, _, wall := runReal(t, t.Context(), api, e2eRequest(t, api))
+	if res.Class != loop.ClassAPIError || res.APIErrorStatus != 500 || res.ExitCode != 244 {
+		t.Errorf("class %s status %d exit %d, want api_error 500 244", res.Class, res.APIErrorStatus, res.ExitCode)
+	}
+	if wall > 30*time.Second {
+		t.Errorf("took %v with maxAttempts 1", wall)
+	}
+	if n := len(api.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1 (general.maxAttempts 1)", n)
+	}
+}
+
+func TestE2EUsageLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply geminitest.Reply
+		typ   string
+		reset func(before, after time.Time) bool
+	}{
+		{"daily quota", geminitest.DailyQuota(), "daily", func(b, a time.Time) bool {
+			// The next midnight in Pacific time: within a day, on the hour.
+			return a.Add(-time.Hour).Before(b.Add(24*time.Hour)) && b.Before(a) && a.Minute() == 0
+		}},
+		{"retry in an hour", geminitest.QuotaRetryAfter("3600s"), "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := geminitest.NewAPI(t, func(geminitest.Request) geminitest.Reply { return tt.reply })
+			before := time.Now()
+			res, _, _ := runReal(t, t.Context(), api, e2eRequest(t, api))
+			if res.Class != loop.ClassUsageLimit || res.UsageLimit == nil {
+				t.Fatalf("class %s, usage limit %+v: %q", res.Class, res.UsageLimit, res.Text)
+			}
+			at := res.UsageLimit.ResetsAt
+			if tt.reset != nil && !tt.reset(before, at) {
+				t.Errorf("resets at %v", at)
+			}
+			if tt.reset == nil && (at.Before(before.Add(time.Hour)) || at.After(time.Now().Add(time.Hour))) {
+				t.Errorf("resets at %v, want an hour from the run", at)
+			}
+			if res.UsageLimit.Type != tt.typ {
+				t.Errorf("type %q", res.UsageLimit.Type)
+			}
+		})
+	}
+}
+
+func TestE2EReadOnlyRefusesShell(t *testing.T) {
+	api := geminitest.NewAPI(t, func(r geminitest.Request) geminitest.Reply {
+		if r.ToolResults() == 0 {
+			return geminitest.Shell("echo hi > out.txt")
+		}
+		return geminitest.Text("Verified: FAIL")
+	})
+	req := e2eRequest(t, api)
+	req.Sandboxed, req.Tools = false, loop.VerifierTools
+	res, c, _ := runReal(t, t.Context(), api, req)
+	if res.Class != loop.ClassSuccess {
+		t.Fatalf("class %s", res.Class)
+	}
+	if _, err := os.Stat(filepath.Join(req.Dir, "out.txt")); err == nil {
+		t.Error("the read-only session wrote out.txt")
+	}
+	if rs := c.kinds(loop.EventToolResult); len(rs) != 1 || !rs[0].IsError {
+		t.Errorf("tool results %+v, want one error", rs)
+	}
+	tools := api.Requests()[0].ToolNames()
+	for _, w := range []string{"run_shell_command", "write_file", "replace"} {
+		if slices.Contains(tools, w) {
+			t.Errorf("read-only session offered %s: %v", w, tools)
+		}
+	}
+}
+
+func TestE2ECancelMidTool(t *testing.T) {
+	api := geminitest.NewAPI(t, func(r geminitest.Request) geminitest.Reply {
+		if r.ToolResults() == 0 {
+			return geminitest.Shell("sleep 30")
+		}
+		return geminitest.Text("Done.")
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req := e2eRequest(t, api)
+	var once sync.Once
+	c := &collector{}
+	var cancelledAt time.Time
+	req.OnEvent = func(ev loop.Event) {
+		c.add(ev)
+		if ev.Kind == loop.EventToolUse {
+			once.Do(func() {
+				time.AfterFunc(time.Second, func() { cancelledAt = time.Now(); cancel() })
+			})
+		}
+	}
+	res, _, _ := runReal(t, ctx, api, req)
+	if res.Class != loop.ClassCancelled {
+		t.Errorf("class %s, want cancelled", res.Class)
+	}
+	if cancelledAt.IsZero() {
+		t.Fatal("the tool call never came")
+	}
+	took := time.Since(cancelledAt)
+	t.Logf("Run returned %v after the cancel", took.Round(time.Millisecond))
+	if took > 2*time.Second+5*time.Second {
+		t.Errorf("Run returned %v after the cancel (grace 2 s)", took)
+	}
+	leftovers(t, api)
+}
+
+func TestE2EDetachedToolCommandReaped(t *testing.T) {
+	api := geminitest.NewAPI(t, func(r geminitest.Request) geminitest.Reply {
+		if r.ToolResults() == 0 {
+			return geminitest.Shell("setsid sh -c 'sleep 3; echo late > late.txt' > /dev/null 2>&1 &")
+		}
+		return geminitest.Text("Done. <task-done>T1</task-done>")
+	})
+	req := e2eRequest(t, api)
+	res, _, _ := runReal(t, t.Context(), api, req)
+	if res.Class != loop.ClassSuccess {
+		t.Errorf("class %s", res.Class)
+	}
+	returned := time.Now()
+	time.Sleep(4 * time.Second)
+	if fi, err := os.Stat(filepath.Join(req.Dir, "late.txt")); err == nil {
+		// Written after Run returned: the process outlived the reaping;
+		// before: its shell went on when its sleep was killed first.
+		t.Errorf("a detached tool command wrote late.txt, %v after Run returned", fi.ModTime().Sub(returned))
+	}
+	leftovers(t, api)
+}

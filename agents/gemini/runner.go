@@ -1,0 +1,116 @@
+package gemini
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/ralph-dev/ralph/agentproc"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// Runner runs the Gemini CLI as a loop.Runner. The zero value runs the
+// `gemini` found by LookPathFrom("", $RALPH_GEMINI) with the default grace
+// periods. A Runner is safe for concurrent use.
+type Runner struct {
+	// Path is the CLI executable; empty means LookPathFrom("", $RALPH_GEMINI).
+	Path string
+	// Grace is the time between SIGTERM and SIGKILL when the agent is
+	// stopped; zero means agentproc.DefaultGrace.
+	Grace time.Duration
+	// ResultGrace is how long the agent may take to exit once its result
+	// line is read; zero means agentproc.DefaultResultGrace.
+	ResultGrace time.Duration
+	// Now is the clock for event times and usage-limit resets; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+var _ loop.Runner = (*Runner)(nil)
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Run runs one session; see loop.Runner. It returns an error only when the
+// CLI could not be started (loop.ErrAgentNotFound, a bad Dir, a log file or
+// system prompt that cannot be written). req.MaxTurns is not passed on:
+// the CLI takes a turn limit only from its settings
+// (model.maxSessionTurns), not from its command line or environment.
+func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	path := r.Path
+	if path == "" {
+		var err error
+		if path, err = LookPathFrom("", os.Getenv(EnvBin)); err != nil {
+			return loop.RunResult{}, err
+		}
+	}
+	env := Env(os.Environ(), req)
+	var contextDir string
+	if req.SystemPrompt != "" && ctx.Err() == nil {
+		dir, remove, err := WriteContext(req.SystemPrompt, ContextFileName(env, req.Dir))
+		if err != nil {
+			return loop.RunResult{}, err
+		}
+		defer remove()
+		contextDir = dir
+	}
+	dec := NewDecoder(r.Now)
+	var sess Session
+	x, err := agentproc.Run(ctx, agentproc.Spec{
+		Name:        Name,
+		Path:        path,
+		Args:        Args(req, contextDir),
+		Dir:         req.Dir,
+		Env:         env,
+		Stdin:       req.Prompt,
+		LogPath:     req.LogPath,
+		Timeout:     req.Timeout,
+		IdleTimeout: req.IdleTimeout,
+		Grace:       r.Grace,
+		ResultGrace: r.ResultGrace,
+		Decode:      dec.Decode,
+		OnEvent: func(ev loop.Event) {
+			sess.Add(ev)
+			if req.OnEvent != nil {
+				req.OnEvent(ev)
+			}
+		},
+		Now: r.Now,
+	})
+	if err != nil {
+		return loop.RunResult{}, err
+	}
+	res := Classify(&sess, ending(x, &sess, r.now()))
+	res.Duration = x.Duration
+	if res.Model == "" {
+		res.Model = Model(req.Model)
+	}
+	res.Stderr = x.Stderr
+	res.LogErr = x.LogErr
+	return res, nil
+}
+
+// ending says how the process ended, for Classify. A result stands
+// whatever stopped the agent after it — except an error result while ctx
+// is cancelled, which counts as cancelled, as does an agent that exits by
+// itself without a good result once ctx is cancelled.
+func ending(x agentproc.Exit, sess *Session, now time.Time) Ending {
+	e := Ending{ExitCode: x.ExitCode, Now: now, StoppedAfterResult: x.AfterResult && x.Stop != agentproc.StopNone}
+	switch {
+	case x.AfterResult:
+		e.Cancelled = x.Cancelled && sess.Result != nil && sess.Result.IsError
+	case x.Stop == agentproc.StopCancel:
+		e.Cancelled = true
+	case x.Stop == agentproc.StopTimeout:
+		e.TimedOut = true
+	case x.Stop == agentproc.StopIdle:
+		e.IdleTimedOut = true
+	default:
+		e.Cancelled = x.Cancelled && (sess.Result == nil || sess.Result.IsError)
+	}
+	return e
+}
