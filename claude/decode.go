@@ -1,15 +1,14 @@
 package claude
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -58,12 +57,10 @@ type Decoder struct {
 	// Now stamps events; nil means time.Now.
 	Now func() time.Time
 
-	r      *bufio.Reader
-	long   lineBuf           // accumulates lines longer than the reader's buffer
+	lines  *agentproc.LineReader
 	events []loop.Event      // reused by each Decode
 	tools  map[string]string // tool_use id → tool name, to name tool results
-	eof    bool
-	at     time.Time // the current line's time stamp
+	at     time.Time         // the current line's time stamp
 
 	// The current line's message, read in the same pass as the line.
 	blocks   []contentBlock
@@ -89,21 +86,15 @@ func intern(last *string, val []byte) string {
 	return *last
 }
 
-// readerSize is the bufio.Reader's buffer: most lines fit, so they are
-// decoded in place without a copy.
-const readerSize = 64 << 10
-
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, readerSize), tools: make(map[string]string)}
+	return &Decoder{lines: agentproc.NewLineReader(r), tools: make(map[string]string)}
 }
 
 // Reset makes d read a new stream from r, keeping its buffers.
 func (d *Decoder) Reset(r io.Reader) {
-	d.r.Reset(r)
-	d.long.reset()
+	d.lines.Reset(r)
 	clear(d.tools)
-	d.eof = false
 	d.sessionID, d.model, d.lastText = "", "", ""
 }
 
@@ -112,7 +103,7 @@ func (d *Decoder) Reset(r io.Reader) {
 // parsed is not an error: it comes back with one EventMalformed.
 func (d *Decoder) Decode() (Line, error) {
 	for {
-		raw, err := d.readLine()
+		raw, err := d.lines.ReadLine()
 		if err != nil {
 			return Line{}, err
 		}
@@ -121,44 +112,14 @@ func (d *Decoder) Decode() (Line, error) {
 			continue
 		}
 		line := d.DecodeLine(raw)
-		if d.long.mapped || len(raw) > heapLine {
+		if d.lines.Huge() {
 			// Nothing refers to the line any more (the events hold
 			// copies): give its memory back before the next one comes.
 			clear(d.blocks)
 			d.blocks, d.msgModel, line.Raw = d.blocks[:0], nil, nil
-			d.long.reset()
+			d.lines.Release()
 		}
 		return line, nil
-	}
-}
-
-// readLine returns the next line, with its newline if it has one.
-func (d *Decoder) readLine() ([]byte, error) {
-	if d.eof {
-		return nil, io.EOF
-	}
-	d.long.reset()
-	for {
-		chunk, err := d.r.ReadSlice('\n')
-		switch {
-		case err == nil:
-			if len(d.long.b) == 0 {
-				return chunk, nil // the common case: no copy
-			}
-			d.long.add(chunk)
-			return d.long.b, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			d.long.add(chunk)
-		case errors.Is(err, io.EOF):
-			d.eof = true
-			d.long.add(chunk)
-			if len(d.long.b) == 0 {
-				return nil, io.EOF
-			}
-			return d.long.b, nil
-		default:
-			return nil, err
-		}
 	}
 }
 
@@ -675,7 +636,7 @@ const (
 // text decodes the raw JSON string val, which may be huge (an assistant
 // text, a result). When it decodes to same, same is returned: the result
 // line repeats the last assistant text, and the two share their memory.
-// A text in the line's own memory (see lineBuf) has the memory it was
+// A text in the line's own memory (see agentproc.LineReader) has the memory it was
 // read from given back as it is decoded: the line must not be read there
 // again.
 func (d *Decoder) text(val []byte, same string) string {
@@ -694,7 +655,7 @@ func (d *Decoder) text(val []byte, same string) string {
 	if escaped {
 		n = unescapedLen(inner)
 	}
-	off, owned := d.long.offset(inner)
+	off, owned := d.lines.Offset(inner)
 	freed := off // memory of the line before freed was given back
 	var sb strings.Builder
 	compare := n == len(same) // until a difference shows
@@ -720,7 +681,7 @@ func (d *Decoder) text(val []byte, same string) string {
 		done += len(piece)
 		i = next
 		if owned {
-			freed = d.long.discard(freed, off+i)
+			freed = d.lines.Discard(freed, off+i)
 		}
 	}
 	if cap(d.scratch) > 2*bigStep {

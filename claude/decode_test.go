@@ -337,9 +337,10 @@ func TestDecodeBigTexts(t *testing.T) {
 	raws, decs := bigTexts()
 	var stream bytes.Buffer
 	var want []string // the texts of the events, in order
-	// Enough blocks for a line longer than heapLine: read into memory of
-	// its own, which is given back as the texts are decoded.
-	group := heapLine/bigStep + 2
+	// Enough blocks for a line longer than 4 MiB (see
+	// agentproc.LineReader): read into memory of its own, which is given
+	// back as the texts are decoded.
+	group := (4<<20)/bigStep + 2
 	for i := 0; i < len(raws); i += group {
 		end := min(i+group, len(raws))
 		stream.WriteString(`{"type":"assistant","message":{"content":[`)

@@ -5,38 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// DefaultGrace is the time between SIGTERM and SIGKILL when the agent's
-// process group is stopped (DESIGN §8).
-const DefaultGrace = 5 * time.Second
+// DefaultGrace is the time between SIGTERM and SIGKILL when the agent and
+// what it started are stopped (DESIGN §8): agentproc.DefaultGrace.
+const DefaultGrace = agentproc.DefaultGrace
 
 // DefaultResultGrace is how long the agent may take to exit once its
-// result line is read (DESIGN §8, "A result ends the session"). Claude
-// Code takes up to about 3 s after its result line when a SessionEnd hook
-// is slow; 5 s leaves room for that on a busy machine.
-const DefaultResultGrace = 5 * time.Second
+// result line is read (DESIGN §8, "A result ends the session"):
+// agentproc.DefaultResultGrace. Claude Code takes up to about 3 s after
+// its result line when a SessionEnd hook is slow; 5 s leaves room for
+// that on a busy machine.
+const DefaultResultGrace = agentproc.DefaultResultGrace
 
 // StderrTail is how many bytes of the agent's standard error a RunResult
-// keeps (the end of it).
-const StderrTail = 8 << 10
-
-// streamBackstop bounds the wait for more of the agent's output once its
-// whole process group is gone; only a process that left the group (setsid)
-// and kept the pipe could hold it longer. See awaitEnd.
-const streamBackstop = 2 * time.Second
+// keeps (the end of it): agentproc.StderrTail.
+const StderrTail = agentproc.StderrTail
 
 // Runner runs Claude Code (or any program that speaks its stream-json) as a
 // loop.Runner. The zero value runs the `claude` found by LookPath("") with
@@ -44,20 +35,20 @@ const streamBackstop = 2 * time.Second
 type Runner struct {
 	// Path is the agent executable; empty means LookPath("").
 	Path string
-	// Grace is the time between SIGTERM and SIGKILL when the agent's
-	// process group is stopped; zero means DefaultGrace.
+	// Grace is the time between SIGTERM and SIGKILL when the agent and
+	// what it started are stopped; zero means DefaultGrace.
 	Grace time.Duration
 	// ResultGrace is how long the agent may take to exit once its result
-	// line is read; then its process group is stopped and the result is
-	// used as it is. Zero means DefaultResultGrace.
+	// line is read; then it and what it started are stopped and the
+	// result is used as it is. Zero means DefaultResultGrace.
 	ResultGrace time.Duration
 	// Now is the clock for event times and usage-limit resets; nil means
 	// time.Now.
 	Now func() time.Time
 
 	// trace, when set (by the overhead benchmark), is told when Run
-	// reaches each stage: "enter", "spawn" (just before the agent is
-	// started), "started", "exited" (the agent exited on its own), "return".
+	// reaches each stage: "enter", then agentproc.Spec.Trace's stages
+	// ("spawn", "started", "exited", "reaped"), then "return".
 	trace func(stage string)
 }
 
@@ -92,56 +83,7 @@ func LookPath(explicit string) (string, error) {
 // env $RALPH_CLAUDE's. The error names where a missing executable came
 // from: `--claude "X"` or `$RALPH_CLAUDE "X"`.
 func LookPathFrom(flag, env string) (string, error) {
-	name, from := flag, "--claude"
-	if name == "" {
-		name, from = env, "$"+EnvClaude
-	}
-	if name == "" {
-		name, from = "claude", "PATH"
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if from == "PATH" {
-			return "", fmt.Errorf("%w: no claude on PATH; %s", loop.ErrAgentNotFound, installHint)
-		}
-		return "", fmt.Errorf("%w: %s %q is not an executable (%v); %s", loop.ErrAgentNotFound, from, name, unwrapExecErr(err), installHint)
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	return path, nil
-}
-
-// openLog opens the raw log for appending, never truncating it: a session
-// run again under the same iteration (after a usage-limit wait) adds its
-// stream after the earlier attempt's. If the earlier stream ended in the
-// middle of a line (its agent was killed), a newline is written first, so
-// that each attempt's lines stay whole.
-func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err = f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
-			_, err = f.Write([]byte{'\n'})
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-func unwrapExecErr(err error) error {
-	var ee *exec.Error
-	if errors.As(err, &ee) {
-		return ee.Err
-	}
-	return err
+	return agentproc.LookPath("claude", flag, "--claude", env, EnvClaude, installHint)
 }
 
 // Args returns the agent's command-line arguments for req. The system
@@ -189,30 +131,13 @@ func Args(req loop.RunRequest, systemPromptFile string) []string {
 // request is sandboxed (Claude Code refuses to skip permissions as root
 // otherwise).
 func Env(base []string, req loop.RunRequest) []string {
-	all := make([]string, 0, len(base)+len(req.Env)+1)
-	all = append(all, base...)
-	all = append(all, req.Env...)
+	extra := req.Env
 	if req.Sandboxed {
-		all = append(all, EnvIsSandbox+"=1")
+		extra = append(extra[:len(extra):len(extra)], EnvIsSandbox+"=1")
 	}
-	index := make(map[string]int, len(all))
-	out := make([]string, 0, len(all))
-	for _, kv := range all {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			continue
-		}
-		if k == EnvClaudeCode || (k == EnvAPIKey && !req.UseAPIKey) {
-			continue
-		}
-		if i, seen := index[k]; seen {
-			out[i] = kv
-			continue
-		}
-		index[k] = len(out)
-		out = append(out, kv)
-	}
-	return out
+	return agentproc.Environ(base, extra, func(k string) bool {
+		return k == EnvClaudeCode || k == EnvAPIKey && !req.UseAPIKey
+	})
 }
 
 // APIKeyNotice returns the notice the CLI prints once per run about
@@ -237,37 +162,12 @@ func APIKeyNotice(env []string, useAPIKey bool) string {
 	return ""
 }
 
-func (r *Runner) grace() time.Duration {
-	if r.Grace > 0 {
-		return r.Grace
-	}
-	return DefaultGrace
-}
-
-func (r *Runner) resultGrace() time.Duration {
-	if r.ResultGrace > 0 {
-		return r.ResultGrace
-	}
-	return DefaultResultGrace
-}
-
 func (r *Runner) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
 	return time.Now()
 }
-
-// stopReason says why ralph stopped the agent.
-type stopReason int
-
-const (
-	stopNone stopReason = iota
-	stopCancel
-	stopTimeout
-	stopIdle
-	stopResultGrace // the agent did not exit within ResultGrace of its result
-)
 
 // Run runs one agent session; see loop.Runner. It returns an error only
 // when the agent could not be started (loop.ErrAgentNotFound, a log file
@@ -276,7 +176,9 @@ const (
 // there, and RunResult.LogErr says why. Events go to req.OnEvent
 // one at a time (stderr lines come from their own goroutine, but calls never
 // overlap); the stream is not read while OnEvent runs, so it must be quick,
-// or the idle timeout may count its time as the agent's silence.
+// or the idle timeout may count its time as the agent's silence. The
+// process handling — process group, timeouts, the result grace, stopping
+// and reaping everything the agent started — is agentproc.Run's.
 func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 	r.mark("enter")
 	defer r.mark("return")
@@ -287,13 +189,6 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 			return loop.RunResult{}, err
 		}
 	}
-	if req.Dir != "" {
-		// Checked here so that a bad directory is not taken for a missing
-		// agent (both fail Start with ENOENT).
-		if fi, err := os.Stat(req.Dir); err != nil || !fi.IsDir() {
-			return loop.RunResult{}, fmt.Errorf("claude: working directory %q is not a directory", req.Dir)
-		}
-	}
 	if ctx.Err() != nil {
 		return loop.RunResult{Class: loop.ClassCancelled, IsError: true, ExitCode: -1}, nil
 	}
@@ -301,293 +196,82 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	var spFile string
 	if req.SystemPrompt != "" {
 		// Named after this process, so that a later Sweep removes it if
-		// this process dies before the deferred Remove.
-		f, err := os.CreateTemp("", systemPromptPattern(loop.ThisProcess()))
+		// this process dies before it is removed.
+		f, remove, err := agentproc.TempFile("system-prompt", ".md", req.SystemPrompt)
 		if err != nil {
-			return loop.RunResult{}, fmt.Errorf("claude: system prompt file: %w", err)
+			return loop.RunResult{}, fmt.Errorf("claude: %w", err)
 		}
-		spFile = f.Name()
-		defer os.Remove(spFile)
-		_, werr := f.WriteString(req.SystemPrompt)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return loop.RunResult{}, fmt.Errorf("claude: system prompt file: %w", werr)
-		}
+		defer remove()
+		spFile = f
 	}
 
-	var logFile *os.File
-	if req.LogPath != "" {
-		if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err != nil {
-			return loop.RunResult{}, fmt.Errorf("claude: log file: %w", err)
-		}
-		f, err := openLog(req.LogPath)
-		if err != nil {
-			return loop.RunResult{}, fmt.Errorf("claude: log file: %w", err)
-		}
-		logFile = f
-		defer logFile.Close()
-	}
-
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return loop.RunResult{}, fmt.Errorf("claude: %w", err)
-	}
-	defer outR.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outW.Close()
-		return loop.RunResult{}, fmt.Errorf("claude: %w", err)
-	}
-	defer errR.Close()
-
-	grace := r.grace()
-	cmd := exec.Command(path, Args(req, spFile)...)
-	cmd.Dir = req.Dir
-	cmd.Env = Env(os.Environ(), req)
-	cmd.Stdin = strings.NewReader(req.Prompt)
-	cmd.Stdout = outW
-	cmd.Stderr = errW
-	cmd.SysProcAttr = agentSysProcAttr()
-	// A backstop: once the agent has exited, Wait gives up on the stdin
-	// copy after this long.
-	cmd.WaitDelay = grace
-
-	r.mark("spawn")
-	start := time.Now()
-	waitDone, err := startAgent(cmd)
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrPermission) {
-			return loop.RunResult{}, fmt.Errorf("%w: %s: %v; %s", loop.ErrAgentNotFound, path, unwrapExecErr(err), installHint)
-		}
-		return loop.RunResult{}, fmt.Errorf("claude: start %s: %w", path, err)
-	}
-	pgid := cmd.Process.Pid
-	r.mark("started")
-
-	var emitMu sync.Mutex
-	emit := func(ev loop.Event) {
-		if req.OnEvent == nil {
-			return
-		}
-		emitMu.Lock()
-		defer emitMu.Unlock()
-		req.OnEvent(ev)
-	}
-
-	src := &activityReader{r: outR, start: start}
-	if logFile != nil {
-		src.log = logFile
-	}
 	var sess Session
-	streamDone := make(chan error, 1)
-	resultRead := make(chan struct{}, 1) // the stream has given a result line
-	go func() {
-		dec := NewDecoder(src)
-		dec.Now = r.Now
-		for {
-			line, err := dec.Decode()
-			if err != nil {
-				if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-					err = nil
+	exit, err := agentproc.Run(ctx, agentproc.Spec{
+		Name:        "claude",
+		Path:        path,
+		Args:        Args(req, spFile),
+		Dir:         req.Dir,
+		Env:         Env(os.Environ(), req),
+		Stdin:       req.Prompt,
+		LogPath:     req.LogPath,
+		Timeout:     req.Timeout,
+		IdleTimeout: req.IdleTimeout,
+		Grace:       r.Grace,
+		ResultGrace: r.ResultGrace,
+		Decode: func(rd io.Reader, emit func(loop.Event)) error {
+			dec := NewDecoder(rd)
+			dec.Now = r.Now
+			for {
+				line, err := dec.Decode()
+				if err != nil {
+					return err
 				}
-				streamDone <- err
-				return
-			}
-			for _, ev := range line.Events {
-				sess.Add(ev)
-				if ev.Kind == loop.EventResult {
-					select {
-					case resultRead <- struct{}{}:
-					default:
-					}
+				for _, ev := range line.Events {
+					sess.Add(ev)
+					emit(ev)
 				}
-				emit(ev)
 			}
+		},
+		OnEvent: req.OnEvent,
+		Now:     r.Now,
+		Trace:   r.trace,
+	})
+	if err != nil {
+		if errors.Is(err, loop.ErrAgentNotFound) {
+			return loop.RunResult{}, fmt.Errorf("%w; %s", err, installHint)
 		}
-	}()
-
-	tail := &tailBuffer{max: StderrTail}
-	stderrDone := make(chan struct{})
-	errSrc := &activityReader{r: errR, start: start}
-	go func() {
-		defer close(stderrDone)
-		drainStderr(errSrc, tail, func(s string) {
-			emit(loop.Event{Kind: loop.EventStderr, At: r.now(), Text: s})
-		})
-	}()
-
-	reason, afterResult := r.supervise(ctx, req, src, waitDone, resultRead)
-	termed := reason != stopNone
-	killAt := time.Now().Add(grace) // when what is left of the group gets SIGKILL
-	if termed {
-		// The agent is still running: SIGTERM the group, SIGKILL after
-		// the grace period.
-		termGroup(pgid)
-		t := time.NewTimer(grace)
-		select {
-		case <-waitDone:
-			t.Stop()
-		case <-t.C:
-			signalGroup(pgid, syscall.SIGKILL)
-			<-waitDone
-		}
-	} else {
-		r.mark("exited")
+		return loop.RunResult{}, err
 	}
-	// The agent has exited; now its group: shells, MCP servers and whatever
-	// else it started must not outlive it. The grace period is not granted
-	// twice.
-	reapGroup(pgid, killAt, termed)
 
-	gone := time.Now()
-	awaitEnd(streamDone, src, outR, gone)
-	awaitEnd(stderrDone, errSrc, errR, gone)
-	elapsed := time.Since(start)
-
-	end := Ending{ExitCode: cmd.ProcessState.ExitCode(), Now: r.now(), StoppedAfterResult: afterResult && termed}
+	termed := exit.Stop != agentproc.StopNone
+	end := Ending{ExitCode: exit.ExitCode, Now: r.now(), StoppedAfterResult: exit.AfterResult && termed}
 	switch {
-	case afterResult:
+	case exit.AfterResult:
 		// The agent had finished: whatever stopped it afterwards, its
 		// result stands — unless it is an error result while ctx is
 		// cancelled, as below.
-		if ctx.Err() != nil && sess.Result != nil && sess.Result.IsError {
+		if exit.Cancelled && sess.Result != nil && sess.Result.IsError {
 			end.Cancelled = true
 		}
-	case reason == stopCancel:
+	case exit.Stop == agentproc.StopCancel:
 		end.Cancelled = true
-	case reason == stopTimeout:
+	case exit.Stop == agentproc.StopTimeout:
 		end.TimedOut = true
-	case reason == stopIdle:
+	case exit.Stop == agentproc.StopIdle:
 		end.IdleTimedOut = true
 	default:
 		// The agent may have been interrupted by the same signal that
 		// cancelled ctx (it exits 0 with error_during_execution on SIGINT).
-		if ctx.Err() != nil && (sess.Result == nil || sess.Result.IsError) {
+		if exit.Cancelled && (sess.Result == nil || sess.Result.IsError) {
 			end.Cancelled = true
 		}
 	}
 	res := Classify(&sess, end)
-	res.Duration = elapsed
+	res.Duration = exit.Duration
 	if res.Model == "" {
 		res.Model = req.Model
 	}
-	res.Stderr = tail.String()
-	res.LogErr = src.logErr
-	if reason == stopResultGrace {
-		res.Stderr += fmt.Sprintf("\nralph: the agent did not exit within %v of its result line; its process group was stopped", r.resultGrace())
-	}
+	res.Stderr = exit.Stderr
+	res.LogErr = exit.LogErr
 	return res, nil
-}
-
-// awaitEnd waits for a reader of the agent's output to reach the end of
-// its pipe (done), once the agent's process group is gone (since gone).
-// Only a process that left the group (setsid) and kept the pipe open can
-// hold that end back: the pipe is closed once the reader has waited
-// streamBackstop for more in vain — never while the reader is busy with
-// what it has read (a huge line to decode, an OnEvent writing a huge
-// answer to a slow terminal), which would throw away what is still in
-// the pipe, the result line among it.
-func awaitEnd[T any](done <-chan T, src *activityReader, pipe *os.File, gone time.Time) {
-	tick := time.NewTicker(streamBackstop / 8)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-			if src.readWait(gone) >= streamBackstop {
-				pipe.Close() // unblocks the reader
-				<-done
-				return
-			}
-		}
-	}
-}
-
-// startAgent starts cmd and waits for it on a goroutine of its own; the
-// channel gets Wait's error. That goroutine is locked to its OS thread
-// from before the fork until the agent has exited. On Linux the agent's
-// parent-death signal fires when the thread that forked it ends, not the
-// process (go.dev/issue/27505), and the Go runtime ends a thread when a
-// goroutine locked to it returns without unlocking: any goroutine of the
-// program — a library's — that ran on the forking thread and did so would
-// kill the agent. No other goroutine runs on a locked thread, so the
-// forking thread lives as long as the agent. The cost is nothing: Wait
-// holds a thread in wait(2) all the same.
-func startAgent(cmd *exec.Cmd) (<-chan error, error) {
-	started := make(chan error, 1)
-	waitDone := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		waitDone <- cmd.Wait()
-	}()
-	return waitDone, <-started
-}
-
-// ready reports whether c has a value, without waiting (a nil c has none).
-func ready(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// supervise waits until the agent exits (stopNone: waitDone was received)
-// or must be stopped (waitDone was not received). afterResult says that
-// the stream had given its result line by then (a result that came at the
-// same moment as the stop counts too): from that moment the idle timeout
-// no longer applies (the agent has said its last word) and the agent has
-// ResultGrace to exit.
-func (r *Runner) supervise(ctx context.Context, req loop.RunRequest, src *activityReader, waitDone <-chan error, resultRead <-chan struct{}) (reason stopReason, afterResult bool) {
-	var wallC, idleC <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		wallC = t.C
-	}
-	var idle *time.Timer
-	if req.IdleTimeout > 0 {
-		idle = time.NewTimer(req.IdleTimeout)
-		defer idle.Stop()
-		idleC = idle.C
-	}
-	var graceC <-chan time.Time
-	for {
-		select {
-		case <-waitDone:
-			return stopNone, afterResult || ready(resultRead)
-		case <-ctx.Done():
-			return stopCancel, afterResult || ready(resultRead)
-		case <-wallC:
-			return stopTimeout, afterResult || ready(resultRead)
-		case <-idleC:
-			// Reads do not reset the timer (they only record the time);
-			// when it fires, it checks how long output has been quiet.
-			if quiet := src.quietFor(); quiet < req.IdleTimeout {
-				idle.Reset(req.IdleTimeout - quiet)
-				continue
-			}
-			return stopIdle, afterResult || ready(resultRead)
-		case <-resultRead:
-			afterResult = true
-			resultRead, idleC = nil, nil
-			t := time.NewTimer(r.resultGrace())
-			defer t.Stop()
-			graceC = t.C
-		case <-graceC:
-			return stopResultGrace, true
-		}
-	}
 }

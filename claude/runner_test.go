@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,10 @@ import (
 // The test binary doubles as a fake agent (os/exec's own pattern): with
 // RALPH_FAKE_AGENT set, TestMain plays that agent instead of running tests.
 const fakeAgentEnv = "RALPH_FAKE_AGENT"
+
+// streamBackstop is agentproc's bound on the wait for more output once
+// the agent and what it started are gone.
+const streamBackstop = 2 * time.Second
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeAgentEnv); mode != "" {
@@ -840,26 +845,41 @@ func TestRunSlowConsumerAfterExit(t *testing.T) {
 	}
 }
 
-// A process that left the agent's group and holds its stdout cannot keep
-// Run waiting: once the group is gone and the reader has waited
-// streamBackstop for more output in vain, the pipe is closed.
+// A process that left the agent's group (setsid) and holds its stdout
+// cannot keep Run waiting. On Linux it is found (by the run's marker) and
+// stopped like the rest — SIGKILL after the grace, as it ignores SIGTERM;
+// elsewhere it is out of reach, and once the group is gone and the reader
+// has waited streamBackstop for more output in vain, the pipe is closed.
 func TestRunPipeHeldByEscapee(t *testing.T) {
 	req := fakeRequest(t, "escapee-holds-stdout")
 	var c collector
 	req.OnEvent = c.add
+	runner := testRunner(t)
 	start := time.Now()
-	res, err := testRunner(t).Run(t.Context(), req)
+	res, err := runner.Run(t.Context(), req)
 	elapsed := time.Since(start)
-	if pid := c.grandchildPID(); pid != 0 {
-		_ = syscall.Kill(pid, syscall.SIGKILL) // it is out of the group's reach
-	} else {
+	pid := c.grandchildPID()
+	if pid == 0 {
 		t.Error("the fake agent reported no grandchild")
+	}
+	gone := pid != 0 && processGone(pid)
+	if pid != 0 && !gone {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Class != loop.ClassSuccess || res.Text != "done, the pipe still held" {
 		t.Errorf("class %s, text %q: %s", res.Class, res.Text, Describe(res))
+	}
+	if runtime.GOOS == "linux" {
+		if !gone {
+			t.Errorf("the escapee %d survived the run", pid)
+		}
+		if elapsed > runner.Grace+3*time.Second {
+			t.Errorf("Run took %v, want the grace's %v and a little", elapsed, runner.Grace)
+		}
+		return
 	}
 	if elapsed < streamBackstop || elapsed > streamBackstop+3*time.Second {
 		t.Errorf("Run took %v, want the backstop's %v and a little", elapsed, streamBackstop)

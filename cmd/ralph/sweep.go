@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ralph-dev/ralph/claude"
+	"github.com/ralph-dev/ralph/agentproc"
 )
 
 // sweepLeftovers stops what a ralph that died (even by SIGKILL) left on
@@ -17,7 +17,7 @@ import (
 // starts any agent; a dry run does not. It says what it stopped in one
 // line on stderr; a sweep that cannot run is a warning, never an error.
 func sweepLeftovers(ctx context.Context, cfg appConfig) {
-	swept, err := claude.Sweep(ctx, 0)
+	swept, err := agentproc.Sweep(ctx, 0)
 	if err != nil && !errors.Is(err, errors.ErrUnsupported) && ctx.Err() == nil {
 		fmt.Fprintf(cfg.stderr, "ralph: warning: could not look for processes a dead ralph left: %v\n", err)
 	}
@@ -29,7 +29,7 @@ func sweepLeftovers(ctx context.Context, cfg appConfig) {
 // sweepNote is the line that says which processes the sweep stopped (at
 // most three named), and how many files it removed with them; "" when it
 // stopped none (a stale temporary file alone is not worth a line).
-func sweepNote(s claude.Swept) string {
+func sweepNote(s agentproc.Swept) string {
 	n := len(s.Processes)
 	if n == 0 {
 		return ""

@@ -4,27 +4,26 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/ralph-dev/ralph/claude"
+	"github.com/ralph-dev/ralph/agentproc"
 )
 
 func TestSweepNote(t *testing.T) {
-	proc := func(pid int, cmd string) claude.Leftover { return claude.Leftover{PID: pid, Command: cmd} }
+	proc := func(pid int, cmd string) agentproc.Leftover { return agentproc.Leftover{PID: pid, Command: cmd} }
 	tests := []struct {
 		name  string
-		swept claude.Swept
+		swept agentproc.Swept
 		want  string
 	}{
 		{name: "nothing"},
-		{name: "a stale file alone is not worth a line", swept: claude.Swept{Files: []string{"/tmp/ralph-system-prompt-1-2-0000abcd-3.md"}}},
+		{name: "a stale file alone is not worth a line", swept: agentproc.Swept{Files: []string{"/tmp/ralph-system-prompt-1-2-0000abcd-3.md"}}},
 		{
 			name:  "one process and its file",
-			swept: claude.Swept{Processes: []claude.Leftover{proc(42, "sleep 60")}, Files: []string{"/tmp/f"}},
+			swept: agentproc.Swept{Processes: []agentproc.Leftover{proc(42, "sleep 60")}, Files: []string{"/tmp/f"}},
 			want:  "note: stopped 1 process left running by a ralph that is gone: 42 sleep 60; removed 1 temporary file of it",
 		},
 		{
 			name: "many processes, long command lines",
-			swept: claude.Swept{Processes: []claude.Leftover{
+			swept: agentproc.Swept{Processes: []agentproc.Leftover{
 				proc(10, "/usr/local/bin/claude -p --verbose --output-format stream-json"), proc(11, "bash -c npm test"),
 				proc(12, "node server.js"), proc(13, "sleep 1"), proc(14, "sleep 2"),
 			}, Files: []string{"/tmp/a", "/tmp/b"}},

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package claude
+package agentproc
 
 import "errors"
 

@@ -1,6 +1,93 @@
-package claude
+package agentproc
 
-import "unsafe"
+import (
+	"bufio"
+	"errors"
+	"io"
+	"unsafe"
+)
+
+// LineReader reads lines of any length from an agent's stream. Most lines
+// are returned where they lie in its 64 KiB buffer; a longer one is
+// gathered in a buffer that is reused up to 4 MiB, and a longer one still
+// (a line of more than 4 MiB: a tool result echoing a huge file) goes to
+// memory of its own, given back by the next ReadLine or by Release. A
+// LineReader is not safe for concurrent use.
+type LineReader struct {
+	r    *bufio.Reader
+	long lineBuf // accumulates lines longer than the reader's buffer
+	eof  bool
+}
+
+// lineReaderSize is the bufio.Reader's buffer: most lines fit, so they
+// are returned in place without a copy.
+const lineReaderSize = 64 << 10
+
+// NewLineReader returns a LineReader reading from r.
+func NewLineReader(r io.Reader) *LineReader {
+	return &LineReader{r: bufio.NewReaderSize(r, lineReaderSize)}
+}
+
+// Reset makes l read a new stream from r, keeping its buffers.
+func (l *LineReader) Reset(r io.Reader) {
+	l.r.Reset(r)
+	l.long.reset()
+	l.eof = false
+}
+
+// ReadLine returns the next line, with its newline if it has one (the
+// last line may have none). The line is valid until the next call to
+// ReadLine, Reset or Release. It returns io.EOF after the last line, and
+// any other read error as is.
+func (l *LineReader) ReadLine() ([]byte, error) {
+	if l.eof {
+		return nil, io.EOF
+	}
+	l.long.reset()
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		switch {
+		case err == nil:
+			if len(l.long.b) == 0 {
+				return chunk, nil // the common case: no copy
+			}
+			l.long.add(chunk)
+			return l.long.b, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			l.long.add(chunk)
+		case errors.Is(err, io.EOF):
+			l.eof = true
+			l.long.add(chunk)
+			if len(l.long.b) == 0 {
+				return nil, io.EOF
+			}
+			return l.long.b, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// Huge reports whether the last line is longer than 4 MiB, in memory of
+// its own that Release gives back.
+func (l *LineReader) Huge() bool { return l.long.mapped || len(l.long.b) > heapLine }
+
+// Release gives back the memory of a huge last line at once, rather than
+// at the next ReadLine; the line must not be used after it.
+func (l *LineReader) Release() { l.long.reset() }
+
+// Offset returns where p starts in the last line, if p lies in memory of
+// the line's own (a huge line on Linux): only there can Discard give
+// bytes back.
+func (l *LineReader) Offset(p []byte) (int, bool) { return l.long.offset(p) }
+
+// Discard gives back the memory of the whole pages of the last line's
+// bytes [from, to) — bytes that will not be read again (they read as
+// zeros afterwards) — when the line lies in memory of its own. It
+// returns where it stopped (the last page boundary at or before to, or
+// from), so that the next call can go on from there: a decoder copying a
+// huge string out of the line gives back what it has copied as it goes.
+func (l *LineReader) Discard(from, to int) int { return l.long.discard(from, to) }
 
 // A stream line can be huge: a tool result that echoes a 200 MB file, an
 // answer whose text is enormous. Grown as an ordinary slice, such a line

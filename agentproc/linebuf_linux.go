@@ -1,4 +1,4 @@
-package claude
+package agentproc
 
 import (
 	"golang.org/x/sys/unix"

@@ -1,4 +1,4 @@
-package claude
+package agentproc
 
 import (
 	"bytes"
@@ -199,7 +199,7 @@ func commandLine(cmdline []byte) string {
 	return s
 }
 
-// sweepFiles removes the system prompt files in dir whose writer is gone
+// sweepFiles removes the TempFile files in dir whose writer is gone
 // (on this host identity), and returns their paths. Only regular files of
 // this user are removed.
 func sweepFiles(dir string) ([]string, error) {
@@ -212,7 +212,7 @@ func sweepFiles(dir string) ([]string, error) {
 	uid := uint32(os.Geteuid())
 	var removed []string
 	for _, e := range entries {
-		pid, start, ftag, ok := systemPromptWriter(e.Name())
+		pid, start, ftag, ok := tempWriter(e.Name())
 		if !ok || ftag != tag || !e.Type().IsRegular() {
 			continue
 		}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package claude
+package agentproc
 
 import (
 	"context"
@@ -11,5 +11,5 @@ import (
 
 // sweep needs /proc: processes are told apart by their start times there.
 func sweep(context.Context, time.Duration) (Swept, error) {
-	return Swept{}, fmt.Errorf("claude: sweep: %w", errors.ErrUnsupported)
+	return Swept{}, fmt.Errorf("agentproc: sweep: %w", errors.ErrUnsupported)
 }
