@@ -1,0 +1,3 @@
+// Package opencode runs OpenCode (`opencode run --format json`) as a
+// loop.Runner.
+package opencode
