@@ -342,14 +342,18 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	case exit.AfterResult:
 		// The last step had finished: whatever stopped OpenCode
 		// afterwards, its session stands.
-	case exit.Stop == agentproc.StopCancel && ctx.Err() == nil:
-		end.Retrying = gaveUp
-	case exit.Stop == agentproc.StopCancel || exit.Cancelled:
-		end.Cancelled = true
 	case exit.Stop == agentproc.StopTimeout:
 		end.TimedOut = true
 	case exit.Stop == agentproc.StopIdle:
 		end.IdleTimedOut = true
+	case ctx.Err() != nil:
+		// Stopped on cancel, or out by itself meanwhile (OpenCode ignores
+		// SIGINT, but a caller's signal may have reached it some other
+		// way).
+		end.Cancelled = true
+	case exit.Stop == agentproc.StopCancel:
+		// Only the retry watch cancels runCtx and not ctx.
+		end.Retrying = gaveUp
 	}
 	res := Classify(sess, end)
 	res.Duration = exit.Duration
