@@ -173,11 +173,25 @@ func overlay(base any, top map[string]any) map[string]any {
 }
 
 // Env returns OpenCode's environment: base (ralph's own, os.Environ())
-// with req.Env on top, OPENCODE_DISABLE_AUTOUPDATE=true, and
+// with req.Env on top, OPENCODE_DISABLE_AUTOUPDATE=true, PWD=req.Dir
+// (absolute) when the request names a directory, and
 // OPENCODE_CONFIG_CONTENT holding Config's per-run settings. The user's
 // keys and other settings are left as they are.
+//
+// PWD matters: `opencode run` works in $PWD when it is set, not in its
+// working directory, and ralph's own PWD (the directory ralph was started
+// in) would send the agent to the wrong tree — the main checkout instead
+// of a worker's worktree.
 func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string, error) {
-	env := agentproc.Environ(base, append(append([]string(nil), req.Env...), EnvDisableUpdate+"=true"), nil)
+	extra := append(append([]string(nil), req.Env...), EnvDisableUpdate+"=true")
+	if req.Dir != "" {
+		dir, err := filepath.Abs(req.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("opencode: working directory: %w", err)
+		}
+		extra = append(extra, "PWD="+dir)
+	}
+	env := agentproc.Environ(base, extra, nil)
 	cfg, err := Config(lookup(env, EnvConfigContent), req, instructionsFile)
 	if err != nil {
 		return nil, err

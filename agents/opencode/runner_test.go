@@ -90,14 +90,14 @@ func TestConfig(t *testing.T) {
 }
 
 func TestEnv(t *testing.T) {
-	base := []string{"HOME=/h", "OPENAI_API_KEY=sk-user", "ANTHROPIC_API_KEY=sk-ant", "OPENCODE_CONFIG=/h/my.json"}
-	req := loop.RunRequest{Sandboxed: true, Env: []string{"RALPH_TASK_ID=T1"}}
+	base := []string{"HOME=/h", "PWD=/where/ralph/started", "OPENAI_API_KEY=sk-user", "ANTHROPIC_API_KEY=sk-ant", "OPENCODE_CONFIG=/h/my.json"}
+	req := loop.RunRequest{Sandboxed: true, Dir: "/work/tree", Env: []string{"RALPH_TASK_ID=T1"}}
 	env, err := Env(base, req, "/tmp/sp.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(append([]string(nil), base...), "RALPH_TASK_ID=T1", "OPENCODE_DISABLE_AUTOUPDATE=true",
-		`OPENCODE_CONFIG_CONTENT={"instructions":["/tmp/sp.md"]}`)
+	want := []string{"HOME=/h", "PWD=/work/tree", "OPENAI_API_KEY=sk-user", "ANTHROPIC_API_KEY=sk-ant", "OPENCODE_CONFIG=/h/my.json",
+		"RALPH_TASK_ID=T1", "OPENCODE_DISABLE_AUTOUPDATE=true", `OPENCODE_CONFIG_CONTENT={"instructions":["/tmp/sp.md"]}`}
 	if diff := cmp.Diff(want, env); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
