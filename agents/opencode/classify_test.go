@@ -1,0 +1,119 @@
+package opencode
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+func TestClassify(t *testing.T) {
+	done := Session{SessionID: "s", Steps: 2, Reason: "stop", Stopped: true, FinalText: "<task-done>T1</task-done>",
+		Usage: loop.Usage{InputTokens: 1_000_000, OutputTokens: 100_000}}
+	midway := Session{SessionID: "s", Steps: 1, Reason: "tool-calls", LastText: "Running it.",
+		Usage: loop.Usage{InputTokens: 1000}}
+	withErr := func(s Session, e Error) *Session { s.Errors = []Error{e}; return &s }
+	ptr := func(s Session) *Session { return &s }
+
+	tests := []struct {
+		name   string
+		sess   *Session
+		end    Ending
+		class  loop.ErrorClass
+		status int
+		text   string
+		limit  *loop.UsageLimit
+	}{
+		{"success", ptr(done), Ending{}, loop.ClassSuccess, 0, "<task-done>T1</task-done>", nil},
+		{"stopped after the last step", ptr(done), Ending{ExitCode: -1, StoppedAfterResult: true}, loop.ClassSuccess, 0, "<task-done>T1</task-done>", nil},
+		{"non-zero exit after the last step", ptr(done), Ending{ExitCode: 1}, loop.ClassAgentError, 0, "<task-done>T1</task-done>", nil},
+		{"no final step", ptr(midway), Ending{}, loop.ClassCrashed, 0, "Running it.", nil},
+		{"killed midway", ptr(midway), Ending{ExitCode: -1}, loop.ClassCrashed, 0, "Running it.", nil},
+		{"cancel wins over an error", withErr(midway, Error{Name: "APIError", StatusCode: 500}), Ending{Cancelled: true}, loop.ClassCancelled, 0, "Running it.", nil},
+		{"timeout", ptr(midway), Ending{TimedOut: true, ExitCode: -1}, loop.ClassTimeout, 0, "Running it.", nil},
+		{"idle timeout", ptr(midway), Ending{IdleTimedOut: true, ExitCode: -1}, loop.ClassIdleTimeout, 0, "Running it.", nil},
+		{"stopped while retrying", ptr(midway), Ending{Retrying: true, ExitCode: -1}, loop.ClassAPIError, 0, "Running it.", nil},
+		{"500", withErr(midway, Error{Name: "APIError", Message: "boom", StatusCode: 500, IsRetryable: true}), Ending{ExitCode: 1}, loop.ClassAPIError, 500, "boom (HTTP 500)", nil},
+		{"408", withErr(midway, Error{Name: "APIError", Message: "slow", StatusCode: 408}), Ending{ExitCode: 1}, loop.ClassAPIError, 408, "slow (HTTP 408)", nil},
+		{"no connection", withErr(midway, Error{Name: "APIError", Message: "Cannot connect to API: refused", IsRetryable: true}), Ending{ExitCode: 1}, loop.ClassAPIError, 0, "Cannot connect to API: refused", nil},
+		{"provider timeout", withErr(midway, Error{Name: "UnknownError", Message: "The operation timed out."}), Ending{ExitCode: 1}, loop.ClassAPIError, 0, "The operation timed out.", nil},
+		{"401", withErr(midway, Error{Name: "APIError", Message: "bad key", StatusCode: 401}), Ending{ExitCode: 1}, loop.ClassAuth, 401, "bad key (HTTP 401)", nil},
+		{"403", withErr(midway, Error{Name: "APIError", Message: "forbidden", StatusCode: 403}), Ending{ExitCode: 1}, loop.ClassAuth, 403, "forbidden (HTTP 403)", nil},
+		{"no key", withErr(midway, Error{Name: "ProviderAuthError", Message: "missing key"}), Ending{ExitCode: 1}, loop.ClassAuth, 0, "missing key", nil},
+		{"429 rate limit", withErr(midway, Error{Name: "APIError", Message: "Too many requests", StatusCode: 429}), Ending{ExitCode: 1}, loop.ClassAPIError, 429, "Too many requests (HTTP 429)", nil},
+		{"429 quota (billing, no reset)", withErr(midway, Error{Name: "APIError", Message: "You exceeded your current quota", StatusCode: 429}), Ending{ExitCode: 1}, loop.ClassAPIError, 429, "You exceeded your current quota (HTTP 429)", nil},
+		{"429 usage limit", withErr(midway, Error{Name: "APIError", Message: "You've hit your usage limit", StatusCode: 429, RetryAfter: "3600"}),
+			Ending{ExitCode: 1, Now: fixedNow}, loop.ClassUsageLimit, 429, "You've hit your usage limit (HTTP 429)",
+			&loop.UsageLimit{Message: "You've hit your usage limit", ResetsAt: fixedNow.Add(time.Hour)}},
+		{"429 free tier, reset as a date", withErr(midway, Error{Name: "APIError", Message: "limited", ResponseBody: `{"type":"FreeUsageLimitError"}`, StatusCode: 429, RetryAfter: "Sun, 22 Nov 2026 13:00:00 GMT"}),
+			Ending{ExitCode: 1, Now: fixedNow}, loop.ClassUsageLimit, 429, "limited (HTTP 429)",
+			&loop.UsageLimit{Message: "limited", ResetsAt: fixedNow.Add(time.Hour)}},
+		{"unknown model", withErr(midway, Error{Name: "UnknownError", Message: "Model not found: x/y."}), Ending{ExitCode: 1}, loop.ClassAgentError, 0, "Model not found: x/y.", nil},
+		{"another 4xx", withErr(midway, Error{Name: "APIError", Message: "bad request", StatusCode: 400}), Ending{ExitCode: 1}, loop.ClassAgentError, 400, "bad request (HTTP 400)", nil},
+		{"an error after the last step", withErr(done, Error{Name: "ContextOverflowError", Message: "too long"}), Ending{}, loop.ClassAgentError, 0, "too long", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Classify(tt.sess, tt.end)
+			got := struct {
+				Class   loop.ErrorClass
+				Status  int
+				Text    string
+				IsError bool
+				Limit   *loop.UsageLimit
+				Agent   string
+			}{res.Class, res.APIErrorStatus, res.Text, res.IsError, res.UsageLimit, res.Agent}
+			want := got
+			want.Class, want.Status, want.Text, want.IsError, want.Limit, want.Agent = tt.class, tt.status, tt.text, tt.class != loop.ClassSuccess, tt.limit, Name
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCost(t *testing.T) {
+	tokens := loop.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 1_000_000, CacheWriteTokens: 10_000}
+	tests := []struct {
+		name   string
+		sess   Session
+		model  string
+		cost   float64
+		source loop.CostSource
+	}{
+		{"reported by OpenCode", Session{Steps: 1, Usage: tokens, Cost: 0.42}, "anthropic/claude-sonnet-4-5", 0.42, loop.CostReported},
+		{"estimated from the table", Session{Steps: 1, Usage: tokens}, "anthropic/claude-sonnet-4-5", 3 + 1.5 + 0.3 + 0.0375, loop.CostEstimated},
+		{"model chosen by OpenCode's config", Session{Steps: 1, Usage: tokens}, "", 0, loop.CostUnknown},
+		{"model not in the table", Session{Steps: 1, Usage: tokens}, "fake/fake-model", 0, loop.CostUnknown},
+		{"steps without tokens", Session{Steps: 1}, "", 0, loop.CostReported},
+		{"no step at all", Session{}, "anthropic/claude-sonnet-4-5", 0, loop.CostUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Classify(&tt.sess, Ending{Model: tt.model})
+			if diff := cmp.Diff([]any{tt.cost, tt.source}, []any{res.CostUSD, res.CostSource},
+				cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		res  loop.RunResult
+		want string
+	}{
+		{loop.RunResult{Class: loop.ClassSuccess}, "success"},
+		{loop.RunResult{Class: loop.ClassAPIError, Text: "boom (HTTP 500)"}, "api_error: boom (HTTP 500)"},
+		{loop.RunResult{Class: loop.ClassCrashed, ExitCode: -1, Text: "chatter", Stderr: "a\npanic: x\n"}, "crashed (exit code -1, no final step): panic: x"},
+		{loop.RunResult{Class: loop.ClassUsageLimit, UsageLimit: &loop.UsageLimit{ResetsAt: fixedNow}}, "usage limit reached; resets at 2026-11-22T12:00:00Z"},
+		{loop.RunResult{Class: loop.ClassCancelled, Text: "chatter"}, "cancelled"},
+	}
+	for _, tt := range tests {
+		if got := Describe(tt.res); got != tt.want {
+			t.Errorf("Describe(%v) = %q, want %q", tt.res.Class, got, tt.want)
+		}
+	}
+}
