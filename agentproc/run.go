@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when the agent and
@@ -95,6 +96,17 @@ type Spec struct {
 	OnEvent func(loop.Event)
 	// Now stamps EventStderr events; nil means time.Now.
 	Now func() time.Time
+
+	// Sandbox, when not nil, runs the agent inside it: the agent can write
+	// only Writable and what every agent needs (sandbox.Dirs: Dir, its git
+	// directories, .ralph/, the temp directory). Writable holds the
+	// agent's own state (its runner's StateDirs); missing directories
+	// among them are made first, since the agent could not make them
+	// inside. A sandboxed agent also gets a session of its own (setsid),
+	// so that it cannot type into ralph's terminal (TIOCSTI); its process
+	// group is the same.
+	Sandbox  *sandbox.Sandbox
+	Writable []string
 
 	// Trace, when set, is told when Run reaches each stage: "spawn" (just
 	// before the agent is started), "started", "exited" (the agent exited
@@ -229,16 +241,37 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 		}
 	}
 
+	path, args := s.Path, s.Args
+	if s.Sandbox != nil {
+		sbPath, sbArgs, cleanup, err := s.sandboxed()
+		if err != nil {
+			return Exit{}, fmt.Errorf("%s: sandbox: %w", name, err)
+		}
+		defer cleanup()
+		path, args = sbPath, sbArgs
+	}
+
 	marker := newMarker()
-	cmd := exec.Command(s.Path, s.Args...)
+	cmd := exec.Command(path, args...)
 	cmd.Dir = s.Dir
 	// exec.Cmd keeps the last of duplicate keys: the marker wins over any
-	// inherited one (an agent run by a ralph inside an agent).
+	// inherited one (an agent run by a ralph inside an agent), and PWD
+	// names the working directory — exec.Cmd sets it only when Env is nil,
+	// and a stale one sends some agents (OpenCode) to work in ralph's
+	// directory instead of Dir.
 	cmd.Env = append(s.Env[:len(s.Env):len(s.Env)], EnvRun+"="+marker)
+	if s.Dir != "" {
+		if abs, err := filepath.Abs(s.Dir); err == nil {
+			cmd.Env = append(cmd.Env, "PWD="+abs)
+		}
+	}
 	cmd.Stdin = strings.NewReader(s.Stdin)
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	cmd.SysProcAttr = agentSysProcAttr()
+	if s.Sandbox != nil {
+		cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Setsid = false, true
+	}
 	// A backstop: once the agent has exited, Wait gives up on the stdin
 	// copy after this long.
 	cmd.WaitDelay = grace
@@ -511,4 +544,18 @@ func (sv supervisor) supervise(ctx context.Context, src *activityReader, waitDon
 			return StopResultGrace, true
 		}
 	}
+}
+
+// sandboxed returns the command that runs the agent in s.Sandbox, making
+// the missing state directories of s.Writable first.
+func (s Spec) sandboxed() (path string, args []string, cleanup func(), err error) {
+	for _, w := range s.Writable {
+		if _, err := os.Lstat(w); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(w, 0o700); err != nil {
+				return "", nil, nil, err
+			}
+		}
+	}
+	writable := append(sandbox.Dirs(s.Dir, s.Env), s.Writable...)
+	return s.Sandbox.Command(sandbox.Policy{Dir: s.Dir, Writable: writable}, s.Path, s.Args)
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when the agent and
@@ -50,6 +52,10 @@ type Runner struct {
 	// reaches each stage: "enter", then agentproc.Spec.Trace's stages
 	// ("spawn", "started", "exited", "reaped"), then "return".
 	trace func(stage string)
+	// Sandbox, when not nil, runs the agent in it (ralph's --sandbox):
+	// it writes only the project, its git directories, .ralph/, the temp
+	// directory and its own state (StateDirs).
+	Sandbox *sandbox.Sandbox
 }
 
 func (r *Runner) mark(stage string) {
@@ -206,12 +212,15 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 
 	var sess Session
+	env := Env(os.Environ(), req)
 	exit, err := agentproc.Run(ctx, agentproc.Spec{
 		Name:        "claude",
 		Path:        path,
 		Args:        Args(req, spFile),
 		Dir:         req.Dir,
-		Env:         Env(os.Environ(), req),
+		Env:         env,
+		Sandbox:     r.Sandbox,
+		Writable:    r.stateDirs(env),
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
 		Timeout:     req.Timeout,
@@ -267,6 +276,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		}
 	}
 	res := Classify(&sess, end)
+	res.Agent = "claude"
 	res.Duration = exit.Duration
 	if res.Model == "" {
 		res.Model = req.Model
@@ -274,4 +284,40 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	res.Stderr = exit.Stderr
 	res.LogErr = exit.LogErr
 	return res, nil
+}
+
+// stateDirs is StateDirs(env) when sandboxed, else nothing.
+func (r *Runner) stateDirs(env []string) []string {
+	if r.Sandbox == nil {
+		return nil
+	}
+	return StateDirs(env)
+}
+
+// StateDirs returns what Claude Code writes of its own, given its
+// environment: $CLAUDE_CONFIG_DIR, else ~/.claude, and ~/.claude.json
+// (its settings and project list) when it exists — a missing one is not
+// made here, as it is a file; Claude Code then works without saving it.
+func StateDirs(env []string) []string {
+	get := func(key string) string {
+		v := ""
+		for _, kv := range env {
+			if val, ok := strings.CutPrefix(kv, key+"="); ok {
+				v = val
+			}
+		}
+		return v
+	}
+	home := get("HOME")
+	if dir := get("CLAUDE_CONFIG_DIR"); dir != "" {
+		return []string{dir}
+	}
+	if home == "" {
+		return nil
+	}
+	dirs := []string{filepath.Join(home, ".claude")}
+	if _, err := os.Stat(filepath.Join(home, ".claude.json")); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".claude.json"))
+	}
+	return dirs
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // UnreachableRetries is how many "Reconnecting... waiting for network"
@@ -40,6 +41,10 @@ type Runner struct {
 	// Now is the clock for event times and usage-limit resets; nil means
 	// time.Now.
 	Now func() time.Time
+	// Sandbox, when not nil, runs the agent in it (ralph's --sandbox):
+	// it writes only the project, its git directories, .ralph/, the temp
+	// directory and its own state (StateDirs).
+	Sandbox *sandbox.Sandbox
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -100,6 +105,8 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Args:        Args(req, instructions),
 		Dir:         req.Dir,
 		Env:         env,
+		Sandbox:     r.Sandbox,
+		Writable:    r.stateDirs(env),
 		Stdin:       Stdin(req),
 		LogPath:     req.LogPath,
 		Timeout:     req.Timeout,
@@ -188,4 +195,12 @@ func configModel(env []string) string {
 		}
 	}
 	return ""
+}
+
+// stateDirs is StateDirs(env) when sandboxed, else nothing.
+func (r *Runner) stateDirs(env []string) []string {
+	if r.Sandbox == nil {
+		return nil
+	}
+	return StateDirs(env)
 }

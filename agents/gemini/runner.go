@@ -7,6 +7,7 @@ import (
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // Runner runs the Gemini CLI as a loop.Runner. The zero value runs the
@@ -24,6 +25,10 @@ type Runner struct {
 	// Now is the clock for event times and usage-limit resets; nil means
 	// time.Now.
 	Now func() time.Time
+	// Sandbox, when not nil, runs the agent in it (ralph's --sandbox):
+	// it writes only the project, its git directories, .ralph/, the temp
+	// directory and its own state (StateDirs).
+	Sandbox *sandbox.Sandbox
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -66,6 +71,8 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Args:        Args(req, contextDir),
 		Dir:         req.Dir,
 		Env:         env,
+		Sandbox:     r.Sandbox,
+		Writable:    r.stateDirs(env),
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
 		Timeout:     req.Timeout,
@@ -113,4 +120,12 @@ func ending(x agentproc.Exit, sess *Session, now time.Time) Ending {
 		e.Cancelled = x.Cancelled && (sess.Result == nil || sess.Result.IsError)
 	}
 	return e
+}
+
+// stateDirs is StateDirs(env) when sandboxed, else nothing.
+func (r *Runner) stateDirs(env []string) []string {
+	if r.Sandbox == nil {
+		return nil
+	}
+	return StateDirs(env)
 }

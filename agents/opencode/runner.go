@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // Name is the agent's name: the --agent-cli value and RunResult.Agent.
@@ -74,6 +75,10 @@ type Runner struct {
 	RetryLimit time.Duration
 	// Now is the clock of events and retry-after times; nil means time.Now.
 	Now func() time.Time
+	// Sandbox, when not nil, runs the agent in it (ralph's --sandbox):
+	// it writes only the project, its git directories, .ralph/, the temp
+	// directory and its own state (StateDirs).
+	Sandbox *sandbox.Sandbox
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -321,6 +326,8 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Args:        Args(req),
 		Dir:         req.Dir,
 		Env:         env,
+		Sandbox:     r.Sandbox,
+		Writable:    r.stateDirs(env),
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
 		Timeout:     req.Timeout,
@@ -377,4 +384,12 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	res.LogErr = exit.LogErr
 	return res, nil
+}
+
+// stateDirs is StateDirs(env) when sandboxed, else nothing.
+func (r *Runner) stateDirs(env []string) []string {
+	if r.Sandbox == nil {
+		return nil
+	}
+	return StateDirs(env)
 }

@@ -10,8 +10,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ralph-dev/ralph/agents/codex"
+	"github.com/ralph-dev/ralph/agents/gemini"
+	"github.com/ralph-dev/ralph/agents/opencode"
 	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // envAgentCLI picks the agent CLI when --agent-cli is not given.
@@ -26,14 +30,21 @@ type agentCLI struct {
 	// envBin's; the error wraps loop.ErrAgentNotFound and says how to
 	// install it.
 	lookPath func(flag, env string) (string, error)
-	// runner returns the Runner of the executable at path.
-	runner func(path string) loop.Runner
+	// runner returns the Runner of the executable at path, in sb when
+	// not nil (--sandbox).
+	runner func(path string, sb *sandbox.Sandbox) loop.Runner
 }
 
 // agentCLIs are the agents ralph runs, the default first.
 var agentCLIs = []agentCLI{
 	{name: "claude", envBin: claude.EnvClaude, lookPath: claude.LookPathFrom,
-		runner: func(path string) loop.Runner { return &claude.Runner{Path: path} }},
+		runner: func(path string, sb *sandbox.Sandbox) loop.Runner { return &claude.Runner{Path: path, Sandbox: sb} }},
+	{name: codex.Name, envBin: codex.EnvBin, lookPath: codex.LookPathFrom,
+		runner: func(path string, sb *sandbox.Sandbox) loop.Runner { return &codex.Runner{Path: path, Sandbox: sb} }},
+	{name: gemini.Name, envBin: gemini.EnvBin, lookPath: gemini.LookPathFrom,
+		runner: func(path string, sb *sandbox.Sandbox) loop.Runner { return &gemini.Runner{Path: path, Sandbox: sb} }},
+	{name: opencode.Name, envBin: opencode.EnvBin, lookPath: opencode.LookPathFrom,
+		runner: func(path string, sb *sandbox.Sandbox) loop.Runner { return &opencode.Runner{Path: path, Sandbox: sb} }},
 }
 
 // agentCLINames lists the names --agent-cli takes.
@@ -66,6 +77,7 @@ func agentCLIFlags() []cli.Flag {
 		&cli.StringFlag{Name: "agent-cli", Usage: "the agent `CLI` to run: " + strings.Join(agentCLINames(), ", "), DefaultText: "$" + envAgentCLI + ", else claude"},
 		&cli.StringFlag{Name: "agent-bin", Usage: "the agent CLI's executable `PATH`", DefaultText: "$RALPH_<CLI> (e.g. $RALPH_CODEX), else the CLI's name on PATH"},
 		&cli.StringFlag{Name: "claude", Usage: "Claude Code's executable `PATH` (as --agent-bin with --agent-cli claude)", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
+		&cli.BoolFlag{Name: "sandbox", Usage: "run the agent where it can write only the project (or its worktree), .ralph/, the git directory, its own state and the temp directory (Linux: bubblewrap; macOS: sandbox-exec)"},
 	}
 }
 
@@ -73,14 +85,15 @@ func agentCLIFlags() []cli.Flag {
 // claimed.
 type chosenAgent struct {
 	agentCLI
-	path string
+	path    string
+	sandbox *sandbox.Sandbox // --sandbox
 }
 
 // newRunner returns the agent's Runner for the project at root. Agents
 // other than Claude Code get the project's custom slash commands expanded
 // (slashCommandRunner).
 func (a chosenAgent) newRunner(root string) loop.Runner {
-	r := a.runner(a.path)
+	r := a.runner(a.path, a.sandbox)
 	if a.name == "claude" {
 		return r
 	}
@@ -124,7 +137,13 @@ func resolveAgentBin(c *cli.Context, cfg appConfig, a agentCLI, withFlags bool) 
 	if err != nil {
 		return chosenAgent{}, err
 	}
-	return chosenAgent{agentCLI: a, path: path}, nil
+	chosen := chosenAgent{agentCLI: a, path: path}
+	if c.Bool("sandbox") {
+		if chosen.sandbox, err = sandbox.Find(); err != nil {
+			return chosenAgent{}, fmt.Errorf("--sandbox: %w", err)
+		}
+	}
+	return chosen, nil
 }
 
 // findAgent resolves the agent (chooseAgent), prints the API-key notice

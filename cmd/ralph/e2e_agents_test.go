@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/agents/codex/codextest"
+	"github.com/ralph-dev/ralph/agents/gemini/geminitest"
+	"github.com/ralph-dev/ralph/agents/opencode/opencodetest"
+	"github.com/ralph-dev/ralph/claude/claudetest"
+)
+
+// End-to-end tests of every agent ralph runs (DESIGN §11), the way a user
+// runs them: the ralph binary, a project `ralph init` made, `--agent-cli
+// X`, and the real CLI (the pinned release .ci/run installs) against a
+// scripted fake of its model API on 127.0.0.1. Without the CLI they skip,
+// saying how to install it; under CI=true they fail.
+
+// step is what a scripted agent does next: a shell command, or its final
+// text.
+type cliStep struct{ shell, text string }
+
+// cliScript scripts one agent session: n is the number of tool results
+// so far, last the latest one, user the user's side of the conversation
+// (the prompt).
+type cliScript func(n int, last, user string) cliStep
+
+// agentKit serves an agent's fake model API with a script, and returns the
+// environment that points the pinned CLI at it (ralph finds the CLI through
+// $RALPH_<CLI>).
+type agentKit struct {
+	name  string
+	serve func(t *testing.T, script cliScript) []string
+}
+
+var agentKits = []agentKit{
+	{"claude", func(t *testing.T, script cliScript) []string {
+		bin := claudetest.Binary(t)
+		api := claudetest.NewAPI(t, func(r claudetest.Request) claudetest.Reply {
+			return claudeReply(script(r.ToolResults(), r.LastToolResult(), r.UserText()))
+		})
+		return append(api.Env(t.TempDir()), "RALPH_CLAUDE="+bin)
+	}},
+	{"codex", func(t *testing.T, script cliScript) []string {
+		bin := codextest.Binary(t)
+		api := codextest.NewAPI(t, func(r codextest.Request) codextest.Reply {
+			outs := r.ToolOutputs()
+			last := ""
+			if len(outs) > 0 {
+				last = outs[len(outs)-1]
+			}
+			s := script(len(outs), last, strings.Join(r.Messages("user"), "\n"))
+			if s.shell != "" {
+				return codextest.Shell(s.shell)
+			}
+			return codextest.Text(s.text)
+		})
+		return append(api.Env(t.TempDir()), "RALPH_CODEX="+bin)
+	}},
+	{"gemini", func(t *testing.T, script cliScript) []string {
+		bin := geminitest.Binary(t)
+		api := geminitest.NewAPI(t, func(r geminitest.Request) geminitest.Reply {
+			s := script(r.ToolResults(), r.LastToolResult(), r.UserText())
+			if s.shell != "" {
+				return geminitest.Shell(s.shell)
+			}
+			return geminitest.Text(s.text)
+		})
+		return append(api.Env(t.TempDir()), "RALPH_GEMINI="+bin)
+	}},
+	{"opencode", func(t *testing.T, script cliScript) []string {
+		bin := opencodetest.Binary(t)
+		api := opencodetest.NewAPI(t, func(r opencodetest.Request) opencodetest.Reply {
+			s := script(r.ToolResults(), r.LastToolResult(), r.UserText())
+			if s.shell != "" {
+				return opencodetest.Shell(s.shell)
+			}
+			return opencodetest.Text(s.text)
+		})
+		return append(api.Env(t.TempDir()), "RALPH_OPENCODE="+bin)
+	}},
+}
+
+func claudeReply(s cliStep) claudetest.Reply {
+	if s.shell != "" {
+		return claudetest.Bash(s.shell)
+	}
+	return claudetest.Text(s.text)
+}
+
+var taskIDPattern = regexp.MustCompile(`t-[0-9]+`)
+
+// appendTask is the worker of a loop-claimed task: it appends its task id
+// to order.txt with a shell command (after running before, if any), then
+// reports the task done, naming the id the command printed.
+func appendTask(before string) cliScript {
+	return func(n int, last, user string) cliStep {
+		if n == 0 {
+			return cliStep{shell: before + `echo "$RALPH_TASK_ID" >> order.txt && echo "$RALPH_TASK_ID"`}
+		}
+		return cliStep{text: "Appended the id to order.txt.\n<task-done>" + taskIDPattern.FindString(last) + "</task-done>"}
+	}
+}
+
+// forEachAgent runs f for every agent ralph runs, each with its own
+// project and fake API.
+func forEachAgent(t *testing.T, f func(t *testing.T, kit agentKit)) {
+	for _, kit := range agentKits {
+		t.Run(kit.name, func(t *testing.T) { f(t, kit) })
+	}
+}
+
+// chain adds the three tasks of a new user's plan, whose dependencies run
+// against insertion order: t-1 after t-2 after t-3.
+func (e *e2e) chain3() {
+	e.t.Helper()
+	e.ok("task", "add", "Ship it")   // t-1
+	e.ok("task", "add", "Build it")  // t-2
+	e.ok("task", "add", "Design it") // t-3
+	e.ok("task", "dep", "add", "t-1", "t-2")
+	e.ok("task", "dep", "add", "t-2", "t-3")
+}
+
+// receiptsAgents lists agent:mode of the project's receipts, oldest first.
+func (e *e2e) receiptsAgents() []string {
+	e.t.Helper()
+	var st statusJSON
+	if err := json.Unmarshal([]byte(e.ok("status", "--json")), &st); err != nil {
+		e.t.Fatal(err)
+	}
+	var got []string
+	for i := len(st.Receipts) - 1; i >= 0; i-- {
+		got = append(got, st.Receipts[i].Agent+":"+st.Receipts[i].Mode)
+	}
+	return got
+}
+
+// TestE2EAgentBuild: `ralph build --agent-cli X` finishes a new user's
+// three-task plan in dependency order with each agent; the receipts and
+// the raw streams name the agent; and a tool command the agent left
+// running in a session of its own (setsid) does not outlive its session.
+func TestE2EAgentBuild(t *testing.T) {
+	forEachAgent(t, func(t *testing.T, kit agentKit) {
+		detach := `setsid sh -c 'sleep 3; echo late > late.txt' >/dev/null 2>&1 < /dev/null & `
+		e := newProject(t, kit.serve(t, appendTask(detach)))
+		e.chain3()
+		start := time.Now()
+		r := e.run("build", "--agent-cli", kit.name, "--use-api-key")
+		took := time.Since(start)
+		if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
+			t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		t.Logf("%s: 3 tasks in %v", kit.name, took.Round(time.Millisecond))
+		if diff := cmp.Diff("t-3\nt-2\nt-1\n", e.read("order.txt")); diff != "" {
+			t.Errorf("order the tasks ran in (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{kit.name + ":build", kit.name + ":build", kit.name + ":build"}, e.receiptsAgents()); diff != "" {
+			t.Errorf("receipts (-want +got):\n%s", diff)
+		}
+		want := "iter-1-" + kit.name + ".ndjson"
+		if kit.name == "claude" {
+			want = "iter-1.ndjson"
+		}
+		if logs, _ := filepath.Glob(filepath.Join(e.dir, ".ralph", "logs", "*", want)); len(logs) != 1 {
+			t.Errorf("raw streams: %v, want one %s", logs, want)
+		}
+		time.Sleep(4 * time.Second) // the detached command's sleep, and a second
+		if _, err := os.Stat(filepath.Join(e.dir, "late.txt")); !os.IsNotExist(err) {
+			t.Errorf("a detached tool command outlived its session: late.txt %v", err)
+		}
+		if pids := claudetest.ProcessesWithEnv("RALPH_DIR=" + e.dir); len(pids) > 0 {
+			t.Errorf("processes of the agents left running: %v", pids)
+		}
+	})
+}
+
+// TestE2EAgentAPIError: an API that answers 500 is agent trouble that ends
+// the build in bounded time (exit 4 with no retries), with the task back
+// to pending.
+func TestE2EAgentAPIError(t *testing.T) {
+	forEachAgent(t, func(t *testing.T, kit agentKit) {
+		var env []string
+		switch kit.name {
+		case "claude":
+			api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply { return claudetest.Reply{Status: 500} })
+			env = append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t))
+		case "codex":
+			api := codextest.NewAPI(t, func(codextest.Request) codextest.Reply { return codextest.Status(500, "boom") })
+			env = append(api.Env(t.TempDir()), "RALPH_CODEX="+codextest.Binary(t))
+		case "gemini":
+			api := geminitest.NewAPI(t, func(geminitest.Request) geminitest.Reply { return geminitest.Status(500, "boom") })
+			env = append(api.Env(t.TempDir()), "RALPH_GEMINI="+geminitest.Binary(t))
+		case "opencode":
+			api := opencodetest.NewAPI(t, func(opencodetest.Request) opencodetest.Reply {
+				r := opencodetest.Status(500, "boom")
+				r.Header = map[string]string{"retry-after-ms": "100"}
+				return r
+			})
+			env = append(api.Env(t.TempDir()), "RALPH_OPENCODE="+opencodetest.Binary(t))
+		}
+		e := newProject(t, env)
+		e.ok("task", "add", "Do it")
+		start := time.Now()
+		r := e.run("build", "--agent-cli", kit.name, "--use-api-key", "--max-retries", "0")
+		took := time.Since(start)
+		t.Logf("%s: 500 ended the build in %v", kit.name, took.Round(time.Millisecond))
+		if r.code != 4 {
+			t.Fatalf("build: exit %d, want 4\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		if got := e.show("t-1").Status; got != "pending" {
+			t.Errorf("t-1 is %s, want pending", got)
+		}
+		if took > time.Minute {
+			t.Errorf("the build took %v on an API that answers 500", took)
+		}
+	})
+}
+
+// TestE2EAgentInterrupt: SIGINT to ralph while the agent's tool command
+// runs: exit 130, the claim released, and every process of the agent gone.
+func TestE2EAgentInterrupt(t *testing.T) {
+	forEachAgent(t, func(t *testing.T, kit agentKit) {
+		e := newProject(t, kit.serve(t, func(n int, last, user string) cliStep {
+			if n == 0 {
+				return cliStep{shell: `echo started > started.txt; sleep 60; echo "$RALPH_TASK_ID"`}
+			}
+			return cliStep{text: "<task-done>t-1</task-done>"}
+		}))
+		e.ok("task", "add", "Do it")
+		cmd := exec.Command(e.bin, "build", "--agent-cli", kit.name, "--use-api-key")
+		cmd.Dir, cmd.Env = e.dir, e.env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(e.dir, "started.txt")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the tool command never started\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+			}
+		}
+		sent := time.Now()
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		t.Logf("%s: exited %v after SIGINT", kit.name, time.Since(sent).Round(time.Millisecond))
+		if cmd.ProcessState.ExitCode() != 130 {
+			t.Fatalf("build: %v, want exit 130\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+		}
+		if pids := claudetest.ProcessesWithEnv("RALPH_DIR=" + e.dir); len(pids) > 0 {
+			t.Errorf("processes of the agent left running after SIGINT: %v", pids)
+		}
+		if got := e.show("t-1").Status; got != "pending" {
+			t.Errorf("t-1 is %s after SIGINT, want pending (released)", got)
+		}
+	})
+}
