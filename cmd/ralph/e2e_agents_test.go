@@ -270,3 +270,107 @@ func TestE2EAgentInterrupt(t *testing.T) {
 		}
 	})
 }
+
+// TestE2EVerifiedByAnotherAgent: Claude Code does the work and Codex
+// verifies it (`--verify --verify-agent-cli codex`), read-only in its own
+// way; the receipts and the raw streams say which agent did what.
+func TestE2EVerifiedByAnotherAgent(t *testing.T) {
+	var claudeKit, codexKit agentKit
+	for _, k := range agentKits {
+		switch k.name {
+		case "claude":
+			claudeKit = k
+		case "codex":
+			codexKit = k
+		}
+	}
+	verifier := func(n int, last, user string) cliStep {
+		if !strings.Contains(user, "You are the verifier of ralph") {
+			return cliStep{text: "not a verifier prompt"}
+		}
+		if n == 0 {
+			// Codex's read-only sandbox refuses the write.
+			return cliStep{shell: `cat order.txt; echo verifier > verifier-wrote.txt`}
+		}
+		return cliStep{text: "order.txt holds the id.\n<verify-pass/>"}
+	}
+	env := append(claudeKit.serve(t, appendTask("")), codexKit.serve(t, verifier)...)
+	e := newProject(t, env)
+	e.chain3()
+	r := e.run("build", "--verify", "--verify-agent-cli", "codex", "--use-api-key")
+	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
+		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	want := []string{"claude:build", "codex:verify", "claude:build", "codex:verify", "claude:build", "codex:verify"}
+	if diff := cmp.Diff(want, e.receiptsAgents()); diff != "" {
+		t.Errorf("receipts (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "verifier-wrote.txt")); !os.IsNotExist(err) {
+		t.Errorf("the read-only verifier wrote a file: %v", err)
+	}
+	for _, name := range []string{"iter-1.ndjson", "iter-1-verify-codex.ndjson"} {
+		if logs, _ := filepath.Glob(filepath.Join(e.dir, ".ralph", "logs", "*", name)); len(logs) != 1 {
+			t.Errorf("raw stream %s: found %v", name, logs)
+		}
+	}
+}
+
+// TestE2EAgentSandbox: with --sandbox, an agent's tool command can write
+// in the project but not next to it; the build goes on.
+func TestE2EAgentSandbox(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("bwrap not found: apt-get install bubblewrap")
+		}
+		t.Skip("bwrap not found: apt-get install bubblewrap")
+	}
+	forEachAgent(t, func(t *testing.T, kit agentKit) {
+		outside := t.TempDir()
+		escape := filepath.Join(outside, "escape.txt")
+		try := `echo in > inside.txt; echo out > ` + escape + `; `
+		env := append(kit.serve(t, appendTask(try)), "TMPDIR="+t.TempDir())
+		e := newProject(t, env)
+		e.ok("task", "add", "Do it")
+		r := e.run("build", "--agent-cli", kit.name, "--use-api-key", "--sandbox")
+		if r.code != 0 || !strings.Contains(r.stdout, "complete: all 1 task done") {
+			t.Fatalf("build --sandbox: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		if got := e.read("inside.txt"); got != "in\n" {
+			t.Errorf("inside.txt = %q, want the sandboxed agent's write", got)
+		}
+		if _, err := os.Stat(escape); !os.IsNotExist(err) {
+			t.Errorf("the sandboxed agent wrote outside the project: %v", err)
+		}
+	})
+}
+
+// TestE2EAgentUsageLimit: a usage limit the CLI reports (Codex: the
+// ChatGPT plan's limit; Gemini CLI: a spent daily quota) stops the build
+// with exit 10 under --on-usage-limit stop, the task back to pending.
+// OpenCode reports none of its own (it relays the provider's words).
+func TestE2EAgentUsageLimit(t *testing.T) {
+	for _, name := range []string{"codex", "gemini"} {
+		t.Run(name, func(t *testing.T) {
+			var env []string
+			switch name {
+			case "codex":
+				api := codextest.NewAPI(t, func(codextest.Request) codextest.Reply {
+					return codextest.UsageLimit(time.Now().Add(2 * time.Hour))
+				})
+				env = append(api.Env(t.TempDir()), "RALPH_CODEX="+codextest.Binary(t))
+			case "gemini":
+				api := geminitest.NewAPI(t, func(geminitest.Request) geminitest.Reply { return geminitest.DailyQuota() })
+				env = append(api.Env(t.TempDir()), "RALPH_GEMINI="+geminitest.Binary(t))
+			}
+			e := newProject(t, env)
+			e.ok("task", "add", "Do it")
+			r := e.run("build", "--agent-cli", name, "--use-api-key", "--on-usage-limit", "stop")
+			if r.code != 10 || !strings.Contains(r.stdout+r.stderr, "usage limit") {
+				t.Fatalf("build: exit %d, want 10 saying usage limit\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			if got := e.show("t-1").Status; got != "pending" {
+				t.Errorf("t-1 is %s, want pending", got)
+			}
+		})
+	}
+}
