@@ -39,15 +39,18 @@ type Tier struct {
 	Effort string // model_reasoning_effort: low, medium, high
 }
 
-// Tiers maps the loop's model tiers to Codex models: the pinned release's
-// catalog lists gpt-6.1-sol first ("Latest workhorse model for coding and
-// everyday work") and gpt-6-luna as its "fast and affordable model"; the
-// tiers differ by reasoning effort too. Any other model string is given to
-// Codex as it is (-m), with Codex's default effort.
+// Tiers maps the loop's model tiers to Codex: gpt-5.5 at high, medium
+// and low reasoning effort. gpt-5.5 is the one model of the pinned
+// release's catalog with a list price in Prices, so that a build on the
+// default strategy has an estimated cost that --max-cost can count; the
+// catalog's newer slugs (gpt-6.1-sol, gpt-6-luna, …) have none known yet,
+// and a run on them (--model gpt-6.1-sol) has cost "unknown". Any other
+// model string is given to Codex as it is (-m), with Codex's default
+// effort.
 var Tiers = map[string]Tier{
-	"opus":   {Model: "gpt-6.1-sol", Effort: "high"},
-	"sonnet": {Model: "gpt-6.1-sol", Effort: "medium"},
-	"haiku":  {Model: "gpt-6-luna", Effort: "low"},
+	"opus":   {Model: "gpt-5.5", Effort: "high"},
+	"sonnet": {Model: "gpt-5.5", Effort: "medium"},
+	"haiku":  {Model: "gpt-5.5", Effort: "low"},
 }
 
 // ModelFor returns the Codex model and reasoning effort for req.Model: a

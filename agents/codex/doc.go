@@ -19,10 +19,12 @@
 // comes on standard input ("-"): given as an argument while standard input
 // is an open pipe, Codex would wait for that pipe to close.
 //
-// Model tiers (Tiers): opus → gpt-6.1-sol with high reasoning effort,
-// sonnet → gpt-6.1-sol medium, haiku → gpt-6-luna low (the pinned
-// release's catalog: its first "workhorse" model and its "fast and
-// affordable" one). Any other model is passed as is (-m); none leaves
+// Model tiers (Tiers): opus → gpt-5.5 with high reasoning effort, sonnet →
+// gpt-5.5 medium, haiku → gpt-5.5 low: of the pinned release's catalog,
+// gpt-5.5 is the model with a known list price, so that the default
+// strategy's cost is estimated and --max-cost holds (the catalog's newer
+// gpt-6.1-sol and gpt-6-luna have no price known; ask for them with
+// --model, and their cost is "unknown"). Any other model is passed as is (-m); none leaves
 // Codex's configured model, which the runner reads from
 // $CODEX_HOME/config.toml to name the model of the result and price it.
 //
