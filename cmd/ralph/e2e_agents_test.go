@@ -374,3 +374,38 @@ func TestE2EAgentUsageLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EAgentPeekMode: `ralph build --claim agent` with agents that do not
+// know Claude Code's slash commands: ralph expands /ralph-build from the
+// file 'ralph init' installed, and the agent claims, works and reports
+// through $RALPH_BIN itself.
+func TestE2EAgentPeekMode(t *testing.T) {
+	for _, kit := range agentKits[1:] { // Claude Code's peek mode is TestE2EPeekMode
+		t.Run(kit.name, func(t *testing.T) { peekMode(t, kit) })
+	}
+}
+
+// peekMode is TestE2EAgentPeekMode for one agent.
+func peekMode(t *testing.T, kit agentKit) {
+	e := newProject(t, kit.serve(t, func(n int, last, user string) cliStep {
+		if !strings.Contains(user, "You are one iteration of a ralph build loop") || strings.Contains(user, "/ralph-build") {
+			return cliStep{text: "the prompt was not the expanded /ralph-build command"}
+		}
+		if n == 0 {
+			id := taskIDPattern.FindString(user[strings.Index(user, "You are one iteration"):])
+			return cliStep{shell: `"$RALPH_BIN" task claim ` + id + ` && echo ` + id + ` >> order.txt && "$RALPH_BIN" task done ` + id + ` --summary "appended"`}
+		}
+		return cliStep{text: "Done and reported."}
+	}))
+	e.chain3()
+	r := e.run("build", "--agent-cli", kit.name, "--use-api-key", "--claim", "agent")
+	if r.code != 0 {
+		t.Fatalf("build --claim agent: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if diff := cmp.Diff("t-3\nt-2\nt-1\n", e.read("order.txt")); diff != "" {
+		t.Errorf("order the agent claimed the tasks in (-want +got):\n%s", diff)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=0 active=0 done=3 failed=0 blocked=0 total=3\n" {
+		t.Errorf("plan-status: %s", got)
+	}
+}
