@@ -65,16 +65,20 @@ func buildCommand(cfg appConfig) *cli.Command {
 // buildAgents resolves the work agent (--agent-cli) and the verifier's
 // (--verify-agent-cli, the work agent when not given).
 func buildAgents(c *cli.Context, cfg appConfig) (agent, verifier chosenAgent, err error) {
+	// Both names are checked before either executable is looked for.
+	var v agentCLI
+	name := strings.TrimSpace(c.String("verify-agent-cli"))
+	if name != "" {
+		if v, err = lookupAgentCLI(name, "--verify-agent-cli"); err != nil {
+			return agent, verifier, &usageError{cmd: "ralph build", err: err}
+		}
+	}
 	if agent, err = chooseAgent(c, cfg); err != nil {
 		return agent, verifier, err
 	}
 	verifier = agent
-	if name := strings.TrimSpace(c.String("verify-agent-cli")); name != "" && name != agent.name {
-		a, err := lookupAgentCLI(name, "--verify-agent-cli")
-		if err != nil {
-			return agent, verifier, &usageError{cmd: "ralph build", err: err}
-		}
-		if verifier, err = resolveAgentBin(c, cfg, a, false); err != nil {
+	if name != "" && name != agent.name {
+		if verifier, err = resolveAgentBin(c, cfg, v, false); err != nil {
 			return agent, verifier, fmt.Errorf("the verifier: %w", err)
 		}
 	}
