@@ -160,7 +160,7 @@ func TestRealHTTP500(t *testing.T) {
 	if res.Class != loop.ClassAPIError {
 		t.Errorf("class %s (%s), want api_error", res.Class, codex.Describe(res))
 	}
-	if d := time.Since(start); d > 10*time.Second {
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("took %v with retries off, want a few seconds", d)
 	}
 	if res.Model != codextest.Model {
@@ -200,7 +200,7 @@ func TestRealUnreachable(t *testing.T) {
 	if res.Class != loop.ClassAPIError || !strings.Contains(res.Text, "waiting for network") {
 		t.Errorf("class %s text %q, want api_error with Codex's words", res.Class, res.Text)
 	}
-	if d := time.Since(start); d > 15*time.Second {
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("took %v, want Codex stopped after %d reconnects (about 5 s)", d, codex.UnreachableRetries)
 	}
 	rr.leftovers()
@@ -231,7 +231,7 @@ func TestRealCancelDuringTool(t *testing.T) {
 	if cancelled.IsZero() {
 		t.Fatal("the tool never started")
 	}
-	if d := time.Since(cancelled); d > grace+4*time.Second {
+	if d := time.Since(cancelled); d > grace+15*time.Second {
 		t.Errorf("returned %v after the tool started, want within the grace period (%v) and a few seconds", d, grace)
 	}
 	rr.leftovers()

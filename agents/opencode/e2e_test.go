@@ -227,8 +227,10 @@ func TestE2ERetryLimit(t *testing.T) {
 	if res.Class != loop.ClassAPIError || !strings.Contains(res.Stderr, "kept retrying") {
 		t.Errorf("class %s, stderr %q", res.Class, res.Stderr)
 	}
-	if took > 3*time.Second+DefaultGrace+5*time.Second {
-		t.Errorf("took %v, want about the retry limit (3 s) + start-up", took)
+	// OpenCode alone would sleep an hour; the bound leaves room for its
+	// start-up on a loaded machine (4 to 8 s seen in CI).
+	if took > time.Minute {
+		t.Errorf("took %v, want the retry limit (3 s) + start-up, far from retry-after's hour", took)
 	}
 	if n := len(api.Requests()); n != 1 {
 		t.Errorf("%d requests, want 1", n)
@@ -273,8 +275,8 @@ func TestE2ECancel(t *testing.T) {
 			if res.Class != loop.ClassCancelled {
 				t.Errorf("class %s: %s", res.Class, Describe(res))
 			}
-			if took > DefaultGrace+3*time.Second {
-				t.Errorf("Run returned %v after the cancel, want within the grace (%v) and a few seconds", took, DefaultGrace)
+			if took > DefaultGrace+15*time.Second {
+				t.Errorf("Run returned %v after the cancel, want within the grace (%v) and some seconds of a loaded machine", took, DefaultGrace)
 			}
 			t.Logf("returned %v after the cancel; exit code %d", took.Round(10*time.Millisecond), res.ExitCode)
 			if left := opencodetest.ProcessesWithEnv(home(req)); len(left) > 0 {
