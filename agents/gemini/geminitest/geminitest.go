@@ -15,97 +15,40 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 )
 
 // Version is the Gemini CLI release the tests are written against.
 const Version = "0.61.0"
 
-// Binary returns the pinned Gemini CLI: $RALPH_TEST_GEMINI, else
-// <module root>/.cache/gemini/node_modules/.bin/gemini. Missing, or not
-// the pinned release, it fails the test under CI=true and skips it
-// elsewhere, saying how to install it.
+// pinned is the release Binary finds.
+var pinned = agentproctest.Pinned{
+	Name:    "Gemini CLI",
+	Version: Version,
+	EnvVar:  "RALPH_TEST_GEMINI",
+	Bin:     "gemini",
+	Package: "@google/gemini-cli",
+	// The CLI writes to ~/.gemini even then.
+	VersionEnv: func(home string) []string {
+		return append(os.Environ(), "HOME="+home, "TMPDIR="+home, "GEMINI_CLI_NO_RELAUNCH=true")
+	},
+}
+
+// Binary returns the pinned Gemini CLI: $RALPH_TEST_GEMINI, else <module
+// root>/.cache/gemini/node_modules/.bin/gemini. Missing, or not the pinned
+// release, it fails the test under CI=true and skips it elsewhere, saying
+// how to install it.
 func Binary(t testing.TB) string {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := os.Getenv("RALPH_TEST_GEMINI")
-	if p == "" {
-		p = filepath.Join(root, ".cache", "gemini", "node_modules", ".bin", "gemini")
-	}
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		missing(t, fmt.Sprintf("Gemini CLI %s not found at %s (set RALPH_TEST_GEMINI, or install it with: "+
-			"npm install --no-audit --no-fund --loglevel=error --prefix %s @google/gemini-cli@%s)",
-			Version, p, filepath.Join(root, ".cache", "gemini"), Version))
-	}
-	if v := binaryVersion(p); v != Version {
-		// The streams and the classification are checked against the
-		// pinned release; another one is not what CI tests.
-		missing(t, fmt.Sprintf("%s is Gemini CLI %q, not the pinned %s", p, v, Version))
-	}
-	return p
-}
-
-// missing fails the test in CI and skips it elsewhere.
-func missing(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-var versions sync.Map // path -> `gemini --version` output
-
-// binaryVersion runs `gemini --version` in a throwaway HOME (the CLI
-// writes to ~/.gemini even then).
-func binaryVersion(path string) string {
-	if v, ok := versions.Load(path); ok {
-		return v.(string)
-	}
-	home, err := os.MkdirTemp("", "geminitest-version-")
-	if err != nil {
-		return err.Error()
-	}
-	defer os.RemoveAll(home)
-	cmd := exec.Command(path, "--version")
-	cmd.Env = append(os.Environ(), "HOME="+home, "TMPDIR="+home, "GEMINI_CLI_NO_RELAUNCH=true")
-	out, err := cmd.Output()
-	v := strings.TrimSpace(string(out))
-	if err != nil {
-		v = err.Error()
-	}
-	versions.Store(path, v)
-	return v
-}
-
-// moduleRoot is the directory of the go.mod above the working directory
-// (a test runs in its package's directory).
-func moduleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("geminitest: no go.mod above %s", wd)
-		}
-		dir = parent
-	}
+	return agentproctest.Binary(t, pinned)
 }
 
 // Request is the part of a generateContent request that scripts look at.
@@ -331,17 +274,7 @@ func NewAPI(t testing.TB, script func(Request) Reply) *API {
 	t.Helper()
 	a := &API{t: t, script: script, stalled: make(chan struct{}), done: make(chan struct{})}
 	a.Stalled = a.stalled
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: a}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		close(a.done)
-		_ = srv.Close()
-	})
-	a.URL = "http://" + ln.Addr().String()
+	a.URL = "http://" + agentproctest.Serve(t, a, a.done)
 	return a
 }
 
@@ -472,38 +405,6 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ProcessesWithEnv returns the pids of the live processes (zombies aside)
-// whose environment holds the entry kv, such as this test's
-// GOOGLE_GEMINI_BASE_URL: the agents it started and their children. Only
-// processes whose environment this process may read are seen.
-func ProcessesWithEnv(kv string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, v := range strings.Split(string(env), "\x00") {
-			if v == kv && !zombie(pid) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
-}
-
-// zombie reports whether pid has exited and waits to be reaped.
-func zombie(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
-}
+// whose environment holds the entry kv, such as this test's GOOGLE_GEMINI_BASE_URL:
+// the agents it started and their children (agentproctest.ProcessesWithEnv).
+func ProcessesWithEnv(kv string) []int { return agentproctest.ProcessesWithEnv(kv) }

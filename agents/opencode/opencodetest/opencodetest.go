@@ -18,15 +18,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 )
 
 // Version is the OpenCode release the tests are written against.
@@ -35,83 +35,26 @@ const Version = "1.18.33"
 // Model is the fake model's id in OpenCode's terms (provider/model).
 const Model = "fake/fake-model"
 
-// Binary returns the pinned OpenCode binary: $RALPH_TEST_OPENCODE, else
-// <module root>/.cache/opencode/node_modules/.bin/opencode. Missing, or
-// not the pinned release, it fails the test under CI=true and skips it
-// elsewhere, saying how to install it.
+// pinned is the release Binary finds.
+var pinned = agentproctest.Pinned{
+	Name:    "OpenCode",
+	Version: Version,
+	EnvVar:  "RALPH_TEST_OPENCODE",
+	Bin:     "opencode",
+	Package: "opencode-ai",
+	// Even that writes OpenCode's state directories.
+	VersionEnv: func(home string) []string {
+		return append([]string{"PATH=" + os.Getenv("PATH")}, hermeticEnv(home)...)
+	},
+}
+
+// Binary returns the pinned OpenCode: $RALPH_TEST_OPENCODE, else <module
+// root>/.cache/opencode/node_modules/.bin/opencode. Missing, or not the pinned
+// release, it fails the test under CI=true and skips it elsewhere, saying
+// how to install it.
 func Binary(t testing.TB) string {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := os.Getenv("RALPH_TEST_OPENCODE")
-	if p == "" {
-		p = filepath.Join(root, ".cache", "opencode", "node_modules", ".bin", "opencode")
-	}
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		missing(t, fmt.Sprintf("OpenCode %s not found at %s (set RALPH_TEST_OPENCODE, or install it with: "+
-			"npm install --no-audit --no-fund --loglevel=error --prefix %s opencode-ai@%s)",
-			Version, p, filepath.Join(root, ".cache", "opencode"), Version))
-	}
-	if v := binaryVersion(p); v != Version {
-		// The transcripts and the classification are checked against the
-		// pinned release; another one is not what CI tests.
-		missing(t, fmt.Sprintf("%s is OpenCode %q, not the pinned %s", p, v, Version))
-	}
-	return p
-}
-
-// missing fails the test in CI and skips it elsewhere.
-func missing(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-var versions sync.Map // path -> `opencode --version` output
-
-// binaryVersion runs `opencode --version` once per path, with a throwaway
-// HOME: even that writes OpenCode's state directories.
-func binaryVersion(path string) string {
-	if v, ok := versions.Load(path); ok {
-		return v.(string)
-	}
-	home, err := os.MkdirTemp("", "opencodetest-version-")
-	if err != nil {
-		return err.Error()
-	}
-	defer os.RemoveAll(home)
-	cmd := exec.Command(path, "--version")
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, hermeticEnv(home)...)
-	out, err := cmd.Output()
-	v := strings.TrimSpace(string(out))
-	if err != nil {
-		v = err.Error()
-	}
-	versions.Store(path, v)
-	return v
-}
-
-// moduleRoot is the directory of the go.mod above the working directory
-// (a test runs in its package's directory).
-func moduleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("opencodetest: no go.mod above %s", wd)
-		}
-		dir = parent
-	}
+	return agentproctest.Binary(t, pinned)
 }
 
 // Request is the part of a Chat Completions request that scripts look at.
@@ -271,17 +214,7 @@ func NewAPI(t testing.TB, script func(Request) Reply) *API {
 	t.Helper()
 	a := &API{t: t, script: script, stalled: make(chan struct{}), done: make(chan struct{})}
 	a.Stalled = a.stalled
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: a}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		close(a.done)
-		_ = srv.Close()
-	})
-	a.URL = "http://" + ln.Addr().String()
+	a.URL = "http://" + agentproctest.Serve(t, a, a.done)
 	return a
 }
 
@@ -444,38 +377,6 @@ func (a *API) writeStream(w http.ResponseWriter, r *http.Request, req Request, r
 }
 
 // ProcessesWithEnv returns the pids of the live processes (zombies aside)
-// whose environment holds the entry kv, such as this test's HOME=…: the
-// agents it started and their children. Only processes whose environment
-// this process may read are seen.
-func ProcessesWithEnv(kv string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, v := range strings.Split(string(env), "\x00") {
-			if v == kv && !zombie(pid) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
-}
-
-// zombie reports whether pid has exited and waits to be reaped.
-func zombie(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
-}
+// whose environment holds the entry kv, such as this test's HOME=…:
+// the agents it started and their children (agentproctest.ProcessesWithEnv).
+func ProcessesWithEnv(kv string) []int { return agentproctest.ProcessesWithEnv(kv) }
