@@ -126,6 +126,11 @@ func TestBuildOutcomes(t *testing.T) {
 						// The agent's own ralph calls reach the plan on the server.
 						want["RALPH_DB"], want["RALPH_PLAN"] = h.db, h.plan
 					}
+					// Each session's processes carry a marker of their own
+					// (agentproc's RALPH_RUN), by which all of them are reaped.
+					if run := c.Env["RALPH_RUN"]; run != "" && (i == 0 || run != calls[i-1].Env["RALPH_RUN"]) {
+						want["RALPH_RUN"] = run
+					}
 					if diff := cmp.Diff(want, c.Env); diff != "" {
 						t.Errorf("session %d environment (-want +got):\n%s", i+1, diff)
 					}
@@ -599,10 +604,11 @@ func TestBuildInterrupt(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go func() {
-		// Cancel once the agent has started (it records the call first).
+		// Cancel once the agent has started (it records the call first:
+		// a whole line).
 		defer cancel()
 		for deadline := time.Now().Add(time.Minute); ctx.Err() == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if _, err := os.Stat(script + ".calls"); err == nil {
+			if b, err := os.ReadFile(script + ".calls"); err == nil && bytes.HasSuffix(b, []byte("\n")) {
 				return
 			}
 		}
