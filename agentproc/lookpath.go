@@ -69,3 +69,15 @@ func Environ(base, extra []string, drop func(key string) bool) []string {
 	}
 	return out
 }
+
+// Getenv returns key's value in env, the last one when key is there more
+// than once (as exec.Cmd passes it), or "" when it is not there.
+func Getenv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}

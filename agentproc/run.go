@@ -104,7 +104,7 @@ type Spec struct {
 	// among them are made first, since the agent could not make them
 	// inside. A sandboxed agent also gets a session of its own (setsid),
 	// so that it cannot type into ralph's terminal (TIOCSTI); its process
-	// group is the same.
+	// group is the same. Without Sandbox, Writable is not used.
 	Sandbox  *sandbox.Sandbox
 	Writable []string
 

@@ -220,7 +220,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
-		Writable:    r.stateDirs(env),
+		Writable:    StateDirs(env),
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
 		Timeout:     req.Timeout,
@@ -286,30 +286,13 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	return res, nil
 }
 
-// stateDirs is StateDirs(env) when sandboxed, else nothing.
-func (r *Runner) stateDirs(env []string) []string {
-	if r.Sandbox == nil {
-		return nil
-	}
-	return StateDirs(env)
-}
-
 // StateDirs returns what Claude Code writes of its own, given its
 // environment: $CLAUDE_CONFIG_DIR, else ~/.claude, and ~/.claude.json
 // (its settings and project list) when it exists — a missing one is not
 // made here, as it is a file; Claude Code then works without saving it.
 func StateDirs(env []string) []string {
-	get := func(key string) string {
-		v := ""
-		for _, kv := range env {
-			if val, ok := strings.CutPrefix(kv, key+"="); ok {
-				v = val
-			}
-		}
-		return v
-	}
-	home := get("HOME")
-	if dir := get("CLAUDE_CONFIG_DIR"); dir != "" {
+	home := agentproc.Getenv(env, "HOME")
+	if dir := agentproc.Getenv(env, "CLAUDE_CONFIG_DIR"); dir != "" {
 		return []string{dir}
 	}
 	if home == "" {

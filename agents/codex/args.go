@@ -145,10 +145,10 @@ func Env(base []string, req loop.RunRequest) []string {
 // HOME, else the user's home directory). Codex writes there even with
 // --ephemeral (SQLite state, skills, shell snapshots).
 func StateDirs(env []string) []string {
-	if v := lookup(env, EnvCodexHome); v != "" {
+	if v := agentproc.Getenv(env, EnvCodexHome); v != "" {
 		return []string{v}
 	}
-	home := lookup(env, "HOME")
+	home := agentproc.Getenv(env, "HOME")
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
@@ -156,15 +156,4 @@ func StateDirs(env []string) []string {
 		return nil
 	}
 	return []string{filepath.Join(home, ".codex")}
-}
-
-// lookup returns the last value of key in env.
-func lookup(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }

@@ -106,7 +106,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
-		Writable:    r.stateDirs(env),
+		Writable:    StateDirs(env),
 		Stdin:       Stdin(req),
 		LogPath:     req.LogPath,
 		Timeout:     req.Timeout,
@@ -163,7 +163,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 // codexLocation is the time zone Codex prints reset times in: $TZ of its
 // environment when set and known, else ralph's own local zone.
 func codexLocation(env []string) *time.Location {
-	if tz := lookup(env, "TZ"); tz != "" {
+	if tz := agentproc.Getenv(env, "TZ"); tz != "" {
 		if loc, err := time.LoadLocation(tz); err == nil {
 			return loc
 		}
@@ -195,12 +195,4 @@ func configModel(env []string) string {
 		}
 	}
 	return ""
-}
-
-// stateDirs is StateDirs(env) when sandboxed, else nothing.
-func (r *Runner) stateDirs(env []string) []string {
-	if r.Sandbox == nil {
-		return nil
-	}
-	return StateDirs(env)
 }

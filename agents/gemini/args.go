@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
@@ -96,23 +95,12 @@ func Env(base []string, req loop.RunRequest) []string {
 	return agentproc.Environ(base, extra, nil)
 }
 
-// getenv reads key from env (the last entry wins).
-func getenv(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
-
 // stateDir is the CLI's own directory: $GEMINI_CLI_HOME/.gemini, else
 // $HOME/.gemini (settings, history, project data, OAuth credentials).
 func stateDir(env []string) string {
-	home := getenv(env, "GEMINI_CLI_HOME")
+	home := agentproc.Getenv(env, "GEMINI_CLI_HOME")
 	if home == "" {
-		home = getenv(env, "HOME")
+		home = agentproc.Getenv(env, "HOME")
 	}
 	if home == "" {
 		home, _ = os.UserHomeDir()
@@ -144,7 +132,7 @@ const DefaultContextFileName = "GEMINI.md"
 // and the user's (in that order of precedence), else GEMINI.md. Settings
 // that cannot be read count as absent.
 func ContextFileName(env []string, dir string) string {
-	system := getenv(env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+	system := agentproc.Getenv(env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
 	if system == "" {
 		system = "/etc/gemini-cli/settings.json"
 	}

@@ -72,7 +72,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
-		Writable:    r.stateDirs(env),
+		Writable:    StateDirs(env),
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
 		Timeout:     req.Timeout,
@@ -120,12 +120,4 @@ func ending(x agentproc.Exit, sess *Session, now time.Time) Ending {
 		e.Cancelled = x.Cancelled && (sess.Result == nil || sess.Result.IsError)
 	}
 	return e
-}
-
-// stateDirs is StateDirs(env) when sandboxed, else nothing.
-func (r *Runner) stateDirs(env []string) []string {
-	if r.Sandbox == nil {
-		return nil
-	}
-	return StateDirs(env)
 }

@@ -197,7 +197,7 @@ func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string,
 		extra = append(extra, "PWD="+dir)
 	}
 	env := agentproc.Environ(base, extra, nil)
-	cfg, err := Config(lookup(env, EnvConfigContent), req, instructionsFile)
+	cfg, err := Config(agentproc.Getenv(env, EnvConfigContent), req, instructionsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -212,12 +212,12 @@ func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string,
 // state directories under the XDG base directories of env (defaults under
 // $HOME), and ~/.npm, where it caches the package metadata it fetches.
 func StateDirs(env []string) []string {
-	home := lookup(env, "HOME")
+	home := agentproc.Getenv(env, "HOME")
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
 	dir := func(key, def string) string {
-		if v := lookup(env, key); v != "" && filepath.IsAbs(v) {
+		if v := agentproc.Getenv(env, key); v != "" && filepath.IsAbs(v) {
 			return filepath.Join(v, "opencode")
 		}
 		return filepath.Join(home, def, "opencode")
@@ -229,17 +229,6 @@ func StateDirs(env []string) []string {
 		dir(EnvXDGState, filepath.Join(".local", "state")),
 		filepath.Join(home, ".npm"),
 	}
-}
-
-// lookup returns the value of key in env (the last entry wins).
-func lookup(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if val, ok := strings.CutPrefix(kv, key+"="); ok {
-			v = val
-		}
-	}
-	return v
 }
 
 func (r *Runner) now() time.Time {
@@ -327,7 +316,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
-		Writable:    r.stateDirs(env),
+		Writable:    StateDirs(env),
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
 		Timeout:     req.Timeout,
@@ -384,12 +373,4 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	res.LogErr = exit.LogErr
 	return res, nil
-}
-
-// stateDirs is StateDirs(env) when sandboxed, else nothing.
-func (r *Runner) stateDirs(env []string) []string {
-	if r.Sandbox == nil {
-		return nil
-	}
-	return StateDirs(env)
 }
