@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"hash/fnv"
-	"strconv"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
