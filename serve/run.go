@@ -297,6 +297,10 @@ func (s *Server) readRun(ctx context.Context) (*runJSON, error) {
 		}
 		s.runs.mu.Unlock()
 	}
+	taken := map[string]bool{}
+	for _, w := range out.Workers {
+		taken[w.Worker] = true
+	}
 	err = s.cfg.Store.EachTask(ctx, dag.ListParams{Status: loop.StatusInProgress}, func(t loop.Task) error {
 		if shown[t.ID] {
 			return nil
@@ -304,7 +308,12 @@ func (s *Server) readRun(ctx context.Context) (*runJSON, error) {
 		// A claim no live event log explains: another machine's agent,
 		// a person, a build of another project directory. Its name is
 		// its holder's.
-		out.Workers = append(out.Workers, &workerJSON{Worker: t.ClaimedBy, Task: &loop.EventTask{ID: t.ID, Title: t.Title},
+		name := t.ClaimedBy
+		if taken[name] {
+			name += " (" + t.ID + ")" // one holder, several claims
+		}
+		taken[name] = true
+		out.Workers = append(out.Workers, &workerJSON{Worker: name, Task: &loop.EventTask{ID: t.ID, Title: t.Title},
 			StartedAt: jsonTime(t.ClaimedAt), Events: []eventJSON{}, Holder: holderText(t)})
 		return nil
 	})
