@@ -249,7 +249,7 @@
     $("#viewport").setAttribute("transform", `translate(${v.x},${v.y}) scale(${v.k})`);
   }
 
-  function fit() {
+  function fit(all) {
     const svg = $("#graph");
     const w = svg.clientWidth || 800, h = svg.clientHeight || 600;
     let minX = 0, minY = 0, maxX = 0, maxY = 0;
@@ -260,6 +260,14 @@
     if ($("#hide-done").checked) minX = Math.min(minX, -NODE_W - 60);
     const k = Math.max(0.05, Math.min(1.5, (w - 40) / (maxX - minX || 1), (h - 40) / (maxY - minY || 1)));
     state.view = { x: 20 - minX * k, y: 20 - minY * k, k, fitted: true };
+    if (k < 0.35 && !all) {
+      // Too big to read whole: start readable, at the frontier (the
+      // first ready or active task's layer); "fit" shows it all.
+      const front = state.plan.tasks.filter((t) => t.ready || t.status === "in_progress").reduce((m, t) => Math.min(m, t.x), Infinity);
+      const k2 = 0.6;
+      const x0 = Number.isFinite(front) ? Math.max(minX, front - NODE_W) : minX;
+      state.view = { x: 20 - x0 * k2, y: 20 - minY * k2, k: k2, fitted: true };
+    }
     applyView();
   }
 
@@ -305,7 +313,7 @@
     const center = (f) => { const r = svg.getBoundingClientRect(); zoomAt(r.width / 2, r.height / 2, f); };
     $("#zoom-in").addEventListener("click", () => center(1.25));
     $("#zoom-out").addEventListener("click", () => center(0.8));
-    $("#zoom-fit").addEventListener("click", () => fit());
+    $("#zoom-fit").addEventListener("click", () => fit(true));
     $("#hide-done").addEventListener("change", () => { state.hideDoneTouched = true; state.view.fitted = false; drawGraph(); });
   }
 
