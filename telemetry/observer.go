@@ -124,6 +124,9 @@ func (o *Observer) Observe(n loop.Note) {
 		o.lastAt = n.At
 	}
 	o.startRun(n)
+	if !o.run.IsRecording() {
+		return // a no-op tracer (traces off, or sampled out): nothing to build
+	}
 	k := iterKey{n.Worker, n.Iteration}
 	switch n.Kind {
 	case loop.NoteIterationStart:
