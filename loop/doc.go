@@ -40,6 +40,15 @@
 //     from the runner's reader) is recovered: the run is cancelled, claims
 //     are released and Run returns *ObserverPanicError. Observer calls are
 //     serialised by the loop.
+//   - Phases. After a build agent's session that reported its task done,
+//     the steps that decide whether it is done are each reported as a
+//     NotePhaseStart and a NotePhaseEnd note: PhaseVerify around the
+//     verifier (with Verify), PhaseGate around the test and commit gates
+//     (when either is on) and PhaseIntegrate around landing the work (with
+//     a Workspace). Observers that time steps (traces) need both ends; the
+//     end's Status is empty when the phase passed. The agent's own session
+//     is not a phase: its receipt (StartedAt, Duration) times it. A phase
+//     a step before it stopped is not reported at all.
 //   - Claiming. The loop claims with an id-less Claim in scope (atomic:
 //     the store picks the first ready task), so racing loops never fight
 //     over one id; ErrNoReadyTask leads to the terminal checks.

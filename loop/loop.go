@@ -935,7 +935,9 @@ func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus
 // taskDone verifies (if enabled), runs the gates and completes the task.
 func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res RunResult) (IterationStatus, string, *stop) {
 	if r.cfg.Verify {
+		end := r.note.phase(n, PhaseVerify, task)
 		v, why, s := r.verify(ctx, n, model, task, res.Text)
+		end(verdictStatus(ctx, v, s), why)
 		switch {
 		case s != nil:
 			return IterAgentTrouble, why, s
@@ -947,7 +949,15 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 			return r.taskTrouble(ctx, task, IterVerifyFailed, "verification failed: "+why)
 		}
 	}
-	if status, why, s := r.gates(ctx, n, task.Title); status != "" {
+	var endGate func(IterationStatus, string)
+	if r.testCmd != "" || r.cfg.Commit {
+		endGate = r.note.phase(n, PhaseGate, task)
+	}
+	status, why, s := r.gates(ctx, n, task.Title)
+	if endGate != nil {
+		endGate(status, why)
+	}
+	if status != "" {
 		reason := r.gateDetail
 		if status == IterCancelled {
 			reason = ReasonLoopStopped
@@ -956,7 +966,10 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 		return status, why, s
 	}
 	if ws := r.cfg.Workspace; ws != nil {
-		if status, why, s := r.integrate(ctx, n, ws, task, res); status != "" {
+		end := r.note.phase(n, PhaseIntegrate, task)
+		status, why, s := r.integrate(ctx, n, ws, task, res)
+		end(status, why)
+		if status != "" {
 			return status, why, s
 		}
 	}
@@ -1003,6 +1016,22 @@ func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, 
 	}
 	r.gateStreak = 0
 	return "", "", nil
+}
+
+// verdictStatus is the status a verification ends with, for its
+// NotePhaseEnd: empty when it passed.
+func verdictStatus(ctx context.Context, v verdict, s *stop) IterationStatus {
+	switch {
+	case ctx.Err() != nil:
+		return IterCancelled
+	case s != nil, v == verdictTrouble:
+		return IterAgentTrouble
+	case v == verdictUsageLimit:
+		return IterUsageLimit
+	case v == verdictFail:
+		return IterVerifyFailed
+	}
+	return ""
 }
 
 // verdict is what a verifier session concluded.

@@ -21,6 +21,19 @@ const (
 	NoteReceipt        NoteKind = "receipt"         // Receipt of one agent session
 	NoteNotice         NoteKind = "notice"          // Message for people (released claims, ignored COMPLETE, …)
 	NoteSessionEnd     NoteKind = "session_end"     // Report, sent once, last
+	NotePhaseStart     NoteKind = "phase_start"     // a phase of the iteration began: Phase, Task
+	NotePhaseEnd       NoteKind = "phase_end"       // it ended: Phase, Task, Status and Message when it did not pass
+)
+
+// Phase names a step of a build iteration after the agent's session, which
+// the loop reports with a NotePhaseStart and a NotePhaseEnd note.
+type Phase string
+
+// The phases of a build iteration, in the order they run.
+const (
+	PhaseVerify    Phase = "verify"    // the verifier's session (Config.Verify)
+	PhaseGate      Phase = "gate"      // the test and commit gates (Config.TestCmd, Config.Commit)
+	PhaseIntegrate Phase = "integrate" // landing the work on the integration branch (Config.Workspace)
 )
 
 // Note is one thing the loop reports to its Observer. Which fields are set
@@ -57,6 +70,12 @@ type Note struct {
 	// Text is the agent's final text, when a notice is about an outcome
 	// that could not be recorded: the session log keeps it whole.
 	Text string
+	// Phase is the phase a NotePhaseStart or NotePhaseEnd note is about.
+	// On NotePhaseEnd, Status is empty when the phase passed, else the
+	// status the iteration ends with because of it (IterVerifyFailed,
+	// IterTestsFailed, IterIntegrationFailed, IterCancelled, …), and
+	// Message says why.
+	Phase Phase
 }
 
 // Observer receives what a run does: transitions, iterations, agent events,
@@ -148,6 +167,15 @@ func (n *notifier) err() error {
 		return nil
 	}
 	return n.panicked
+}
+
+// phase sends the NotePhaseStart of phase p and returns the function that
+// sends its NotePhaseEnd.
+func (n *notifier) phase(iter int, p Phase, task Task) func(IterationStatus, string) {
+	n.send(Note{Kind: NotePhaseStart, Iteration: iter, Phase: p, Task: task})
+	return func(status IterationStatus, why string) {
+		n.send(Note{Kind: NotePhaseEnd, Iteration: iter, Phase: p, Task: task, Status: status, Message: why})
+	}
 }
 
 func (n *notifier) notice(iter int, format string, args ...any) {

@@ -19,6 +19,7 @@ import (
 	"github.com/ralph-dev/ralph/dag/progress"
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/parallel"
+	"github.com/ralph-dev/ralph/telemetry"
 )
 
 // buildCommand is `ralph build`: the build loop of DESIGN §3 over the task
@@ -55,6 +56,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.StringFlag{Name: "into", Usage: "with workers: the integration `BRANCH`, recorded with the plan by its first parallel build", DefaultText: parallel.DefaultInto + ", or the plan's"},
 			&cli.StringFlag{Name: "setup", Usage: "with workers: shell command `C` run in each worker's tree before its first agent (e.g. install dependencies)"},
 			&cli.StringFlag{Name: "remote", Usage: "with workers, or a plan that has an integration branch: the git remote `NAME` where the integration branch lives, for builds of one plan on several machines; task and attempt branches are pushed there, and a task lands by a push that only fast-forwards"},
+			otelFlag(),
 		}, append(agentCLIFlags(),
 			&cli.StringFlag{Name: "verify-agent-cli", Usage: "with --verify: another agent `CLI` checks the work (" + strings.Join(agentCLINames(), ", ") + "), read-only in its own way; its executable is $RALPH_<CLI>, else its name on PATH", DefaultText: "the --agent-cli"},
 		)...),
@@ -227,10 +229,16 @@ func build(c *cli.Context, cfg appConfig) error {
 		if claude.IsTerminal(cfg.stdout) {
 			view.board = newBoard(cfg.stdout, cfg.now, cfg.getenv)
 		}
+		traces, stopTraces := startTraces(c, cfg, workers)
+		defer stopTraces()
+		lc.Observer = withTraces(view, traces)
 		pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
 			Remote: strings.TrimSpace(c.String("remote"))}
-		return buildParallel(c, cfg, p, pc, store, runner)
+		return buildParallel(c, cfg, p, pc, store, runner, traces)
 	}
+	traces, stopTraces := startTraces(c, cfg, 0)
+	defer stopTraces()
+	lc.Observer = withTraces(view, traces)
 	rep, err := loop.Run(c.Context, lc, store, runner)
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
@@ -248,9 +256,15 @@ func build(c *cli.Context, cfg appConfig) error {
 }
 
 // buildParallel runs the worker pool and prints its end: the session log,
-// the integration branch and how to merge it, the outcome.
-func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config, store loop.TaskStore, runner loop.Runner) error {
+// the integration branch and how to merge it, the outcome. traces, when
+// not nil, gets the run's own session_end (the workers send theirs), which
+// ends the run span.
+func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config, store loop.TaskStore, runner loop.Runner, traces *telemetry.Observer) error {
 	rep, err := parallel.Run(c.Context, pc, store, runner)
+	if traces != nil {
+		total := rep.Report
+		traces.Observe(loop.Note{Kind: loop.NoteSessionEnd, At: time.Now(), Session: rep.Session, Mode: loop.ModeBuild, Report: &total})
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, loop.ErrConfig):

@@ -57,6 +57,7 @@ func agentFlags() []cli.Flag {
 		&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `wait` for the reset or stop (exit 10)"},
 		&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
 		&cli.BoolFlag{Name: "use-api-key", Usage: "keep the API key in the agent's environment (per-token billing): ANTHROPIC_API_KEY for Claude Code, OPENAI_API_KEY and CODEX_API_KEY for Codex"},
+		otelFlag(),
 	}, agentCLIFlags()...)
 }
 
@@ -147,7 +148,9 @@ func plan(c *cli.Context, cfg appConfig) error {
 	if lc.RalphBin, err = ralphBin(); err != nil {
 		return fmt.Errorf("plan mode needs the path of the ralph binary for the agent: %w", err)
 	}
-	lc.Observer = &modeView{buildView: newBuildView(cfg.stdout), label: "plan"}
+	traces, stopTraces := startTraces(c, cfg, 0)
+	defer stopTraces()
+	lc.Observer = withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "plan"}, traces)
 	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.Plan(c.Context, lc, st, runner)

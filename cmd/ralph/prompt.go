@@ -73,7 +73,9 @@ func promptRun(c *cli.Context, cfg appConfig) error {
 	if lc.RalphBin, err = ralphBin(); err != nil {
 		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
 	}
-	lc.Observer = &modeView{buildView: newBuildView(cfg.stdout), label: "prompt " + filepath.Base(file)}
+	traces, stopTraces := startTraces(c, cfg, 0)
+	defer stopTraces()
+	lc.Observer = withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "prompt " + filepath.Base(file)}, traces)
 	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.RunPrompt(c.Context, lc, loop.PromptParams{Text: string(text), Title: c.String("title"), Receipts: st}, runner)
