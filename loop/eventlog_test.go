@@ -240,3 +240,31 @@ func TestEventLogOpenErrorDoesNotStopRun(t *testing.T) {
 		t.Fatalf("Run = %v, %v; want complete", rep.Outcome, err)
 	}
 }
+
+// The steps after an agent's session (NotePhaseStart, NotePhaseEnd) are
+// recorded with their phase, and a phase that did not pass with why.
+func TestEventLogPhases(t *testing.T) {
+	path := loop.EventLogPath(t.TempDir(), "s")
+	l, err := loop.OpenEventLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	task := loop.Task{ID: "a", Title: "Add login"}
+	l.Observe(loop.Note{Kind: loop.NotePhaseStart, At: at, Session: "s", Worker: "w1", Iteration: 2, Phase: loop.PhaseGate, Task: task})
+	l.Observe(loop.Note{Kind: loop.NotePhaseEnd, At: at, Session: "s", Worker: "w1", Iteration: 2, Phase: loop.PhaseGate, Task: task,
+		Status: loop.IterTestsFailed, Message: "go test ./... failed"})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readEvents(t, path)
+	et := &loop.EventTask{ID: "a", Title: "Add login"}
+	want := []loop.EventLine{
+		{At: at, Kind: loop.NotePhaseStart, Session: "s", Worker: "w1", Iteration: 2, Task: et, Phase: "gate"},
+		{At: at, Kind: loop.NotePhaseEnd, Session: "s", Worker: "w1", Iteration: 2, Task: et, Phase: "gate",
+			Status: string(loop.IterTestsFailed), Message: "go test ./... failed"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+}
