@@ -82,10 +82,10 @@ func Chromium(t testing.TB) string {
 // group), its profile directory (to find its processes that left the
 // group), and what it wrote on stdout and stderr.
 type browser struct {
-	dir    string
-	log    string // its stdout and stderr
-	mu     sync.Mutex
-	cmd    *exec.Cmd
+	dir string
+	log string // its stdout and stderr
+	mu  sync.Mutex
+	cmd *exec.Cmd
 }
 
 type browserKey struct{}
