@@ -120,6 +120,13 @@
 //     atomically (the session log created with O_EXCL, or the raw-log
 //     directory with mkdir), so runs in other processes cannot take it
 //     too. A Config.Session given by the caller is used as it is.
+//   - Event log: with the session log goes its machine-readable twin,
+//     <LogDir>/<Session>/events.jsonl (EventLog): one JSON line per note
+//     (transitions left out), written whole and unbuffered so that a
+//     watcher (ralph serve) sees each line as it comes; agent text is cut
+//     to 1,000 bytes and tool input to 300. The workers of a parallel
+//     build share it like the session log. Its errors, opening included,
+//     never stop a run: SessionLog.Close returns the first.
 //   - Prompts: build.md, verify.md, peek.md, plan.md and prompt.md are
 //     embedded and can be overridden by <root>/.ralph/prompts/<name>.md.
 //     Overrides are checked when the run starts: a field that PromptData

@@ -37,6 +37,10 @@ type SessionLog struct {
 	err     error
 	started bool
 	iters   map[int]*iterLog
+	// events is the session's event log (EventLog), opened with the
+	// session log by Run and OpenSession: it gets every note the session
+	// log gets, and is closed with it.
+	events *EventLog
 }
 
 type iterLog struct {
@@ -116,6 +120,9 @@ func (l *SessionLog) printf(format string, args ...any) {
 
 // Observe writes the note's lines.
 func (l *SessionLog) Observe(n Note) {
+	if l.events != nil {
+		l.events.Observe(n)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.prefix = ""
@@ -194,11 +201,17 @@ func taskLabel(mode Mode, t Task) string {
 	return t.ID + " " + strings.Join(strings.Fields(t.Title), " ")
 }
 
-// Close flushes the log, closes the file it opened and returns the first
-// error met.
+// Close flushes the log, closes the file it opened (and its event log)
+// and returns the first error met.
 func (l *SessionLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.events != nil {
+		if err := l.events.Close(); err != nil && l.err == nil {
+			l.err = err
+		}
+		l.events = nil
+	}
 	if l.err == nil {
 		l.err = l.w.Flush()
 	}

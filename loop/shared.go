@@ -221,19 +221,32 @@ func OpenSession(cfg Config) (session string, log *SessionLog, err error) {
 // sets r.cfg.Session), one named by the caller is used as it is.
 func (r *run) openLog() (*SessionLog, error) {
 	cfg := r.cfg
+	var log *SessionLog
 	switch {
 	case r.autoSession && (cfg.SessionLog || cfg.RawLogs):
 		f, err := r.reserveSession()
 		if err != nil || f == nil {
 			return nil, err
 		}
-		log := NewSessionLog(f)
+		log = NewSessionLog(f)
 		log.c = f
-		return log, nil
 	case cfg.SessionLog:
-		return OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session))
+		var err error
+		if log, err = OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session)); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	// The event log goes with the session log. It failing to open is no
+	// reason to stop a run (its write errors are not either): the error is
+	// kept and Close returns it.
+	ev, err := OpenEventLog(EventLogPath(r.cfg.LogDir, r.cfg.Session))
+	if err != nil {
+		ev = &EventLog{err: err}
+	}
+	log.events = ev
+	return log, nil
 }
 
 // Stop ends the run from outside a worker's loop (a worker that could not
