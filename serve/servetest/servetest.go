@@ -196,11 +196,12 @@ func (b *browser) kill() []int {
 	return nil
 }
 
-// Eval evaluates the JavaScript expression in the tab and returns its
-// value, decoded into T; an error fails the test.
-func Eval[T any](t testing.TB, ctx context.Context, expr string) T {
+// Eval evaluates the JavaScript expression in the tab (with opts, such as
+// chromedp.EvalAwaitPromise) and returns its value, decoded into T; an
+// error fails the test.
+func Eval[T any](t testing.TB, ctx context.Context, expr string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		t.Fatalf("evaluating %s: %v", expr, err)
 	}
