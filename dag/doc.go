@@ -88,6 +88,12 @@
 // I/O errors are Temporary() for the loop's durable outcomes. A 0-byte or
 // schema-less file is not a plan: only Open (init) initialises one.
 //
+// Options.ReadOnly opens a plan for reading only by choice (ralph serve),
+// on a file (SQLite's read-only mode) or a server: nothing is created or
+// migrated (a schema version other than this ralph's is an error), reads
+// recover no expired or orphaned claim, and every write returns an error
+// wrapping ErrReadOnly.
+//
 // # On a database server
 //
 // OpenServer runs the same rules over a Server (package dag/postgres):

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -112,6 +113,9 @@ func OpenServer(ctx context.Context, srv Server, opts ServerOptions) (*Store, er
 		connector: srv.Connector(), wlock: newWriteLock("")}
 	if s.Now == nil {
 		s.Now = time.Now
+	}
+	if opts.ReadOnly {
+		s.readOnly = fmt.Errorf("%w: %s; writes are refused", ErrReadOnly, srv.Name())
 	}
 	if err := ctx.Err(); err != nil {
 		s.Close()

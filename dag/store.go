@@ -49,6 +49,9 @@ var (
 	// read-only, or the disk is full. The message says which. A store that
 	// could only be opened read-only returns it from every write.
 	ErrUnwritable = errors.New("dag: the database cannot be written")
+	// ErrReadOnly: the store was opened with Options.ReadOnly; it
+	// refuses every write.
+	ErrReadOnly = errors.New("dag: the plan was opened read-only")
 	// ErrNoDependency: RemoveDependency named a dependency that does not exist.
 	ErrNoDependency = errors.New("dag: no such dependency")
 )
@@ -150,6 +153,12 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ReadOnly opens the plan for reading only: nothing is migrated or
+	// created, reads do not recover expired or orphaned claims, and every
+	// write returns an error wrapping ErrReadOnly. A schema version other
+	// than this ralph's is an error. For viewers (ralph serve) that must
+	// change nothing.
+	ReadOnly bool
 }
 
 var (
@@ -191,6 +200,12 @@ func open(ctx context.Context, path string, opts Options, create bool) (*Store, 
 	case err == nil && !create && fi.Size() == 0:
 		// An empty file is not a new plan: only init makes one.
 		return nil, fmt.Errorf("%w: %s is empty (0 bytes); 'ralph init' creates the database", ErrNotADatabase, path)
+	}
+	if opts.ReadOnly {
+		if err != nil {
+			return nil, fmt.Errorf("dag: no database at %s: %w", path, fs.ErrNotExist)
+		}
+		return openReadOnly(ctx, abs, path, opts, fmt.Errorf("%w: %s; writes are refused", ErrReadOnly, path))
 	}
 	s, err := openRW(ctx, abs, path, opts, create)
 	if err != nil && !create && errors.Is(err, ErrUnwritable) {
@@ -599,11 +614,11 @@ func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
 // every statement that inserts many rows) stay in memory instead of
 // going to a temporary file a page at a time. Both are set back after it.
 func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), err error) {
-	if s.srv != nil {
-		return s.beginServer(ctx, true)
-	}
 	if s.readOnly != nil {
 		return nil, nil, s.readOnly
+	}
+	if s.srv != nil {
+		return s.beginServer(ctx, true)
 	}
 	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
 	if err != nil {
@@ -860,6 +875,9 @@ func (s *Store) retrying(ctx context.Context, try func() (err error, committing 
 func (s *Store) writeOnce(ctx context.Context, o txOpts, fn func(t *txn) error) (err error, committing bool) {
 	if err := ctx.Err(); err != nil {
 		return err, false
+	}
+	if s.readOnly != nil {
+		return s.readOnly, false
 	}
 	var t *txn
 	var end func()

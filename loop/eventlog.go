@@ -33,23 +33,23 @@ func EventLogPath(logDir, session string) string {
 // snake_case and left out when empty. Times are UTC. It is what EventLog
 // writes and what readers of the file (ralph serve) decode.
 type EventLine struct {
-	At        time.Time      `json:"at"`
-	Kind      NoteKind       `json:"kind"`
-	Session   string         `json:"session,omitempty"`
-	Mode      string         `json:"mode,omitempty"`
-	Worker    string         `json:"worker,omitempty"`
-	Iteration int            `json:"iteration,omitempty"`
-	Task      *EventTask     `json:"task,omitempty"`
-	Model     string         `json:"model,omitempty"`
-	Status    string         `json:"status,omitempty"`
-	Event     *EventDetail   `json:"event,omitempty"`
-	Until     *time.Time     `json:"until,omitempty"`
-	WaitMS    int64          `json:"wait_ms,omitempty"`
-	Message   string         `json:"message,omitempty"`
-	Text      string         `json:"text,omitempty"`
-	Held      []string       `json:"held,omitempty"`
-	Receipt   *EventReceipt  `json:"receipt,omitempty"`
-	Report    *EventReport   `json:"report,omitempty"`
+	At        time.Time     `json:"at"`
+	Kind      NoteKind      `json:"kind"`
+	Session   string        `json:"session,omitempty"`
+	Mode      string        `json:"mode,omitempty"`
+	Worker    string        `json:"worker,omitempty"`
+	Iteration int           `json:"iteration,omitempty"`
+	Task      *EventTask    `json:"task,omitempty"`
+	Model     string        `json:"model,omitempty"`
+	Status    string        `json:"status,omitempty"`
+	Event     *EventDetail  `json:"event,omitempty"`
+	Until     *time.Time    `json:"until,omitempty"`
+	WaitMS    int64         `json:"wait_ms,omitempty"`
+	Message   string        `json:"message,omitempty"`
+	Text      string        `json:"text,omitempty"`
+	Held      []string      `json:"held,omitempty"`
+	Receipt   *EventReceipt `json:"receipt,omitempty"`
+	Report    *EventReport  `json:"report,omitempty"`
 }
 
 // EventTask names a task in an event log line.

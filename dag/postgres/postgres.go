@@ -269,6 +269,18 @@ func preparePlan(ctx context.Context, conn *pgx.Conn, cfg Config, where string) 
 	if found && plan.SchemaVersion == len(ms) && (plan.RootCommit != "" || cfg.RootCommit == "") {
 		return plan, nil
 	}
+	if cfg.Options.ReadOnly {
+		// Read-only: nothing is made, claimed or migrated.
+		switch {
+		case !found:
+			return Plan{}, fmt.Errorf("%w: %s has no ralph plan %q; 'ralph init --db URL --plan %s' makes it",
+				ErrNoPlan, Redact(cfg.URL), cfg.Plan, cfg.Plan)
+		case plan.SchemaVersion != len(ms):
+			return Plan{}, fmt.Errorf("postgres: %s has schema version %d; this ralph needs %d and does not migrate a plan opened read-only: any other ralph command (ralph status) migrates it",
+				where, plan.SchemaVersion, len(ms))
+		}
+		return plan, nil
+	}
 	// Make or migrate it, under the registry's lock: processes opening a
 	// new plan at once make it once.
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
