@@ -99,7 +99,7 @@ func startServe(tb testing.TB, bin, dir string, env []string, args ...string) *s
 		s.cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case err := <-exited:
-			if err != nil {
+			if err != nil && s.url != "" {
 				tb.Errorf("ralph serve after SIGINT: %v, want exit 0\n%s", err, s.out.String())
 			}
 		case <-time.After(15 * time.Second):
@@ -710,7 +710,7 @@ func TestServe10000Tasks(t *testing.T) {
 	rows(count(func(t taskJSON) bool { return t.Feature == "f2" }))
 	set("input#filter-text", "Task 77")
 	rows(count(func(t taskJSON) bool {
-		return t.Feature == "f2" && (strings.Contains(strings.ToLower(t.Title), "task 77") || strings.Contains(t.ID, "Task 77"))
+		return t.Feature == "f2" && (strings.Contains(strings.ToLower(t.Title), "task 77") || strings.Contains(strings.ToLower(t.ID), "task 77"))
 	}))
 	servetest.Screenshot(t, ctx, "10000 tasks filtered")
 	set("input#filter-text", "")
