@@ -66,10 +66,12 @@ type appConfig struct {
 	// busyTimeout is how long to wait for another process's write lock;
 	// zero means the store's default.
 	busyTimeout time.Duration
+	// readOnly opens the plan read-only (ralph serve).
+	readOnly bool
 }
 
 func (cfg appConfig) storeOptions() dag.Options {
-	return dag.Options{Now: cfg.now, BusyTimeout: cfg.busyTimeout}
+	return dag.Options{Now: cfg.now, BusyTimeout: cfg.busyTimeout, ReadOnly: cfg.readOnly}
 }
 
 // run runs the app on args (args[0] is the program name) and returns the
@@ -144,6 +146,7 @@ func newAppConfig(cfg appConfig) *cli.App {
 			planCommand(cfg),
 			promptCommand(cfg),
 			statusCommand(cfg),
+			serveCommand(cfg),
 			hookCommand(cfg),
 		},
 		// cli's own --help and --version flags are package globals that

@@ -62,6 +62,7 @@ func TestHelpGolden(t *testing.T) {
 		{"help-task.golden", []string{"task", "--help"}},
 		{"help-task-add.golden", []string{"task", "add", "--help"}},
 		{"help-feature.golden", []string{"feature", "--help"}},
+		{"help-serve.golden", []string{"serve", "--help"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// served is a running `ralph serve`.
+type served struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	errc chan error
+}
+
+// startServe starts `ralph serve args…` in the project and waits for the
+// line with its URL. The process is stopped (SIGTERM, exit 0 expected)
+// when the test ends, unless the test stopped it.
+func (e *e2e) startServe(args ...string) *served {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, append([]string{"serve"}, args...)...)
+	cmd.Dir, cmd.Env = e.dir, e.env
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	s := &served{t: e.t, cmd: cmd, errc: make(chan error, 1)}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+		io.Copy(io.Discard, out)
+		s.errc <- cmd.Wait()
+	}()
+	select {
+	case l, ok := <-line:
+		u, found := strings.CutPrefix(l, "ralph serve: ")
+		if !ok || !found {
+			cmd.Process.Kill()
+			e.t.Fatalf("ralph serve printed %q; stderr: %s", l, stderr.String())
+		}
+		s.url = u
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		e.t.Fatalf("ralph serve printed no URL within 30 s; stderr: %s", stderr.String())
+	}
+	e.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			s.stop()
+		}
+	})
+	return s
+}
+
+// stop sends SIGTERM and checks that ralph serve exits 0, promptly.
+func (s *served) stop() {
+	s.t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.errc:
+		if err != nil {
+			s.t.Errorf("ralph serve after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(15 * time.Second):
+		s.cmd.Process.Kill()
+		s.t.Errorf("ralph serve did not stop within 15 s of SIGTERM")
+	}
+}
+
+func (s *served) get(path string, hdr ...string) (int, string) {
+	s.t.Helper()
+	req, _ := http.NewRequestWithContext(s.t.Context(), http.MethodGet, s.url+strings.TrimPrefix(path, "/"), nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// events opens the event stream and returns the names of its events as
+// they come.
+func (s *served) events() <-chan string {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(s.t.Context())
+	s.t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"api/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ch := make(chan string, 64)
+	connected := make(chan struct{})
+	go func() {
+		defer resp.Body.Close()
+		defer close(ch)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if sc.Text() == ": connected" {
+				close(connected)
+			}
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				ch <- name
+			}
+		}
+	}()
+	select {
+	case <-connected:
+	case <-time.After(10 * time.Second):
+		s.t.Fatal("the event stream did not open within 10 s")
+	}
+	return ch
+}
+
+func TestE2EServe(t *testing.T) {
+	e := newProject(t, nil)
+	e.ok("task", "add", "--id", "a", "Design the schema")
+	e.ok("task", "add", "--id", "b", "--blocked-by", "a", "Write the API")
+	s := e.startServe("--addr", "127.0.0.1:0")
+	if !strings.HasPrefix(s.url, "http://127.0.0.1:") || !strings.HasSuffix(s.url, "/") {
+		t.Errorf("URL %q", s.url)
+	}
+	code, body := s.get("/api/plan")
+	var plan struct {
+		Counts map[string]int
+		Tasks  []struct {
+			ID    string
+			Ready bool
+		}
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &plan) != nil {
+		t.Fatalf("/api/plan: %d %s", code, body)
+	}
+	if plan.Counts["total"] != 2 || len(plan.Tasks) != 2 || !plan.Tasks[0].Ready || plan.Tasks[1].Ready {
+		t.Errorf("plan = %+v", plan)
+	}
+	if code, body := s.get("/"); code != 200 || !strings.Contains(body, `id="graph"`) {
+		t.Errorf("/: %d", code)
+	}
+
+	ev := s.events()
+	e.ok("task", "claim", "a")
+	e.ok("task", "done", "a")
+	deadline := time.After(10 * time.Second)
+	for got := false; !got; {
+		select {
+		case name := <-ev:
+			got = name == "plan"
+		case <-deadline:
+			t.Fatal("no plan event within 10 s of 'ralph task done'")
+		}
+	}
+	code, body = s.get("/api/plan")
+	if code != 200 || !strings.Contains(body, `"done":1`) {
+		t.Errorf("/api/plan after done: %d %s", code, body)
+	}
+	s.stop()
+}
+
+func TestE2EServeToken(t *testing.T) {
+	e := newProject(t, nil)
+	r := e.run("serve", "--addr", "0.0.0.0:0")
+	if r.code != 1 || !strings.Contains(r.stderr, "not a loopback address") || r.stdout != "" {
+		t.Errorf("serve on 0.0.0.0 without a token: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	const token = "e2e-token-0123456789"
+	e.env = append(e.env, "RALPH_SERVE_TOKEN="+token)
+	s := e.startServe("--addr", "0.0.0.0:0")
+	if code, body := s.get("/api/plan"); code != http.StatusUnauthorized || strings.Contains(body, token) {
+		t.Errorf("no token: %d %q", code, body)
+	}
+	if code, _ := s.get("/api/plan", "Authorization", "Bearer "+token); code != 200 {
+		t.Errorf("with the token: %d", code)
+	}
+	s.stop()
+}
+
+func TestE2EServePortInUse(t *testing.T) {
+	e := newProject(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	r := e.run("serve", "--addr", addr)
+	if r.code != 1 || !strings.Contains(r.stderr, addr) {
+		t.Errorf("port in use: exit %d, stderr %q; want 1 naming %s", r.code, r.stderr, addr)
+	}
+	r = e.run("--dir", t.TempDir(), "serve", "--addr", "127.0.0.1:0")
+	if r.code != 1 || !strings.Contains(r.stderr, "ralph init") {
+		t.Errorf("no project: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// cpuTicks is the process's user+system CPU time in clock ticks
+// (/proc/PID/stat fields 14 and 15).
+func cpuTicks(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // after "pid (comm) "
+	utime, _ := strconv.Atoi(fields[11])
+	stime, _ := strconv.Atoi(fields[12])
+	return utime + stime
+}
+
+// An idle ralph serve, with a page's event stream open and nothing
+// changing, uses no measurable CPU: no polling.
+func TestE2EServeIdleCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	e := newProject(t, nil)
+	for i := range 50 {
+		e.ok("task", "add", "--id", "t"+strconv.Itoa(i), "Task "+strconv.Itoa(i))
+	}
+	s := e.startServe("--addr", "127.0.0.1:0")
+	s.events()
+	if code, _ := s.get("/api/plan"); code != 200 {
+		t.Fatal(code)
+	}
+	time.Sleep(500 * time.Millisecond) // let the start settle
+	pid := s.cmd.Process.Pid
+	before := cpuTicks(t, pid)
+	time.Sleep(3 * time.Second)
+	used := cpuTicks(t, pid) - before
+	t.Logf("ralph serve, idle with one event stream open: %d clock ticks of CPU in 3 s", used)
+	if used > 3 {
+		t.Errorf("idle ralph serve used %d clock ticks in 3 s, want at most 3", used)
+	}
+	s.stop()
+}

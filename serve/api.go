@@ -1,0 +1,371 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// planTask is a task of /api/plan.
+type planTask struct {
+	ID           string   `json:"id"`
+	Title        string   `json:"title"`
+	Status       string   `json:"status"`
+	Priority     int      `json:"priority"`
+	ParentID     string   `json:"parent_id,omitempty"`
+	Feature      string   `json:"feature,omitempty"`
+	ClaimedBy    string   `json:"claimed_by,omitempty"`
+	ClaimedAt    string   `json:"claimed_at,omitempty"`
+	Holder       string   `json:"holder,omitempty"`
+	Ready        bool     `json:"ready"`
+	BlockedBy    []string `json:"blocked_by"`
+	RetryCount   int      `json:"retry_count"`
+	Verification string   `json:"verification,omitempty"`
+	X            int      `json:"x"`
+	Y            int      `json:"y"`
+	Layer        int      `json:"layer"`
+	// Task page only.
+	Description string `json:"description,omitempty"`
+	CreatedAt   string `json:"created_at,omitempty"`
+	UpdatedAt   string `json:"updated_at,omitempty"`
+}
+
+type planCounts struct {
+	Open    int `json:"open"`
+	Active  int `json:"active"`
+	Done    int `json:"done"`
+	Failed  int `json:"failed"`
+	Blocked int `json:"blocked"`
+	Total   int `json:"total"`
+}
+
+type planJSON struct {
+	Version  string     `json:"version"`
+	Counts   planCounts `json:"counts"`
+	Tasks    []planTask `json:"tasks"`
+	Features []string   `json:"features"`
+}
+
+func jsonTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func holderText(t loop.Task) string {
+	if t.ClaimedBy == "" {
+		return ""
+	}
+	if t.Holder.PID > 0 {
+		return fmt.Sprintf("%s (pid %d)", t.ClaimedBy, t.Holder.PID)
+	}
+	return t.ClaimedBy
+}
+
+func toPlanTask(t loop.Task) planTask {
+	b := t.BlockedBy
+	if b == nil {
+		b = []string{}
+	}
+	return planTask{ID: t.ID, Title: t.Title, Status: string(t.Status), Priority: t.Priority, ParentID: t.ParentID,
+		Feature: t.Feature, ClaimedBy: t.ClaimedBy, ClaimedAt: jsonTime(t.ClaimedAt), Holder: holderText(t),
+		BlockedBy: b, RetryCount: t.RetryCount, Verification: t.VerificationStatus}
+}
+
+// buildPlan reads the whole plan, with its layout, and its version: a
+// hash of what the page shows of it, the same as long as nothing shown
+// changed.
+func (s *Server) readPlan(ctx context.Context) (*planJSON, error) {
+	var tasks []loop.Task
+	err := s.cfg.Store.EachTask(ctx, dag.ListParams{}, func(t loop.Task) error {
+		tasks = append(tasks, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return planOf(tasks), nil
+}
+
+func planOf(tasks []loop.Task) *planJSON {
+	p := &planJSON{Tasks: make([]planTask, len(tasks)), Features: []string{}}
+	status := make(map[string]loop.Status, len(tasks))
+	for _, t := range tasks {
+		status[t.ID] = t.Status
+	}
+	nodes := make([]layoutNode, len(tasks))
+	features := map[string]bool{}
+	h := fnv.New64a()
+	for i, t := range tasks {
+		pt := toPlanTask(t)
+		if t.Status == loop.StatusPending {
+			pt.Ready = true
+			for _, b := range t.BlockedBy {
+				if st, ok := status[b]; ok && st != loop.StatusDone {
+					pt.Ready = false
+					break
+				}
+			}
+		}
+		p.Tasks[i] = pt
+		nodes[i] = layoutNode{id: t.ID, parent: t.ParentID, feature: t.Feature, blockers: t.BlockedBy}
+		if t.Feature != "" && !features[t.Feature] {
+			features[t.Feature] = true
+			p.Features = append(p.Features, t.Feature)
+		}
+		switch t.Status {
+		case loop.StatusPending:
+			p.Counts.Open++
+		case loop.StatusInProgress:
+			p.Counts.Active++
+		case loop.StatusDone:
+			p.Counts.Done++
+		case loop.StatusFailed:
+			p.Counts.Failed++
+		case loop.StatusBlocked:
+			p.Counts.Blocked++
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%d\x00%s\x00%s\x00%v\x01", t.ID, t.Title, t.Status, t.Priority,
+			t.ParentID, t.Feature, t.RetryCount, t.ClaimedBy, t.VerificationStatus, t.BlockedBy)
+	}
+	p.Counts.Total = len(tasks)
+	slices.Sort(p.Features)
+	for i, pl := range layout(nodes) {
+		p.Tasks[i].X, p.Tasks[i].Y, p.Tasks[i].Layer = pl.x, pl.y, pl.layer
+	}
+	p.Version = strconv.FormatUint(h.Sum64(), 36)
+	return p
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(v); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+func jsonError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func (s *Server) apiPlan(w http.ResponseWriter, r *http.Request) {
+	p, err := s.readPlan(r.Context())
+	if err != nil {
+		jsonError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+type taskRef struct {
+	ID      string `json:"id"`
+	Title   string `json:"title"`
+	Status  string `json:"status"`
+	Summary string `json:"summary,omitempty"`
+}
+
+type historyJSON struct {
+	At      string `json:"at"`
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Actor   string `json:"actor"`
+}
+
+type rawLogJSON struct {
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	Session   string `json:"session"`
+	Iteration int    `json:"iteration"`
+	Worker    string `json:"worker,omitempty"`
+}
+
+type taskJSON struct {
+	Task     planTask      `json:"task"`
+	Parent   *taskRef      `json:"parent"`
+	Blockers []taskRef     `json:"blockers"`
+	Children []taskRef     `json:"children"`
+	History  []historyJSON `json:"history"`
+	Receipts []receiptJSON `json:"receipts"`
+	RawLogs  []rawLogJSON  `json:"raw_logs"`
+}
+
+type receiptJSON struct {
+	Session          string  `json:"session"`
+	Iteration        int     `json:"iteration"`
+	Mode             string  `json:"mode"`
+	TaskID           string  `json:"task_id"`
+	Model            string  `json:"model"`
+	Worker           string  `json:"worker"`
+	Agent            string  `json:"agent"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	CostSource       string  `json:"cost_source"`
+	StartedAt        string  `json:"started_at"`
+	DurationMS       int64   `json:"duration_ms"`
+	Turns            int     `json:"turns"`
+	ExitReason       string  `json:"exit_reason"`
+	Verdict          string  `json:"verdict"`
+}
+
+func toReceiptJSON(r loop.Receipt) receiptJSON {
+	src := string(r.CostSource)
+	if src == "" {
+		src = string(loop.CostReported)
+	}
+	return receiptJSON{Session: r.Session, Iteration: r.Iteration, Mode: r.Mode, TaskID: r.TaskID, Model: r.Model,
+		Worker: r.Worker, Agent: r.Agent, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+		CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens, CostUSD: r.CostUSD,
+		CostSource: src, StartedAt: jsonTime(r.StartedAt), DurationMS: r.Duration.Milliseconds(), Turns: r.Turns,
+		ExitReason: r.ExitReason, Verdict: r.Verdict}
+}
+
+// summary is what a task's completion logged: the message of its last
+// "done" entry.
+func (s *Server) summary(r *http.Request, id string) string {
+	logs, err := s.cfg.Store.Logs(r.Context(), id)
+	if err != nil {
+		return ""
+	}
+	for i := len(logs) - 1; i >= 0; i-- {
+		if logs[i].Kind == loop.LogDone {
+			return logs[i].Message
+		}
+	}
+	return ""
+}
+
+func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	t, err := s.cfg.Store.Get(ctx, id)
+	if errors.Is(err, loop.ErrNotFound) {
+		jsonError(w, http.StatusNotFound, fmt.Sprintf("no task %q in the plan", id))
+		return
+	}
+	if err != nil {
+		jsonError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	out := taskJSON{Task: toPlanTask(t), Blockers: []taskRef{}, Children: []taskRef{}, History: []historyJSON{},
+		Receipts: []receiptJSON{}, RawLogs: []rawLogJSON{}}
+	out.Task.Description, out.Task.CreatedAt, out.Task.UpdatedAt = t.Description, jsonTime(t.CreatedAt), jsonTime(t.UpdatedAt)
+	out.Task.Ready = t.Status == loop.StatusPending
+	if t.ParentID != "" {
+		if p, err := s.cfg.Store.Get(ctx, t.ParentID); err == nil {
+			out.Parent = &taskRef{ID: p.ID, Title: p.Title, Status: string(p.Status)}
+		}
+	}
+	for _, b := range t.BlockedBy {
+		bt, err := s.cfg.Store.Get(ctx, b)
+		if err != nil {
+			out.Blockers = append(out.Blockers, taskRef{ID: b, Status: "unknown"})
+			continue
+		}
+		if bt.Status != loop.StatusDone {
+			out.Task.Ready = false
+		}
+		out.Blockers = append(out.Blockers, taskRef{ID: bt.ID, Title: bt.Title, Status: string(bt.Status), Summary: s.summary(r, bt.ID)})
+	}
+	err = s.cfg.Store.EachTask(ctx, dag.ListParams{}, func(c loop.Task) error {
+		if c.ParentID == t.ID {
+			out.Children = append(out.Children, taskRef{ID: c.ID, Title: c.Title, Status: string(c.Status)})
+		}
+		return nil
+	})
+	if err != nil {
+		jsonError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	logs, err := s.cfg.Store.Logs(ctx, t.ID)
+	if err != nil {
+		jsonError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	for _, l := range logs {
+		out.History = append(out.History, historyJSON{At: jsonTime(l.At), Kind: l.Kind, Message: l.Message, Actor: l.Actor})
+	}
+	rs, err := s.cfg.Store.Receipts(ctx, 0)
+	if err != nil {
+		jsonError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	seen := map[string]bool{}
+	for i := len(rs) - 1; i >= 0; i-- { // oldest first
+		rc := rs[i]
+		if rc.TaskID != t.ID {
+			continue
+		}
+		out.Receipts = append(out.Receipts, toReceiptJSON(rc))
+		out.RawLogs = append(out.RawLogs, s.rawLogs(rc, seen)...)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// rawLogs lists the raw streams of a receipt's iteration that exist:
+// [<worker>-]iter-<n>.ndjson and its -verify twin.
+func (s *Server) rawLogs(rc loop.Receipt, seen map[string]bool) []rawLogJSON {
+	if !validName(rc.Session) {
+		return nil
+	}
+	base := "iter-" + strconv.Itoa(rc.Iteration)
+	if rc.Worker != "" {
+		base = rc.Worker + "-" + base
+	}
+	var out []rawLogJSON
+	for _, name := range []string{base + ".ndjson", base + "-verify.ndjson"} {
+		key := rc.Session + "/" + name
+		if seen[key] {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(s.cfg.LogDir, rc.Session, name)); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		seen[key] = true
+		out = append(out, rawLogJSON{Name: name, URL: "/logs/" + rc.Session + "/" + name, Session: rc.Session,
+			Iteration: rc.Iteration, Worker: rc.Worker})
+	}
+	return out
+}
+
+func (s *Server) apiReceipts(w http.ResponseWriter, r *http.Request) {
+	rs, err := s.cfg.Store.Receipts(r.Context(), 0)
+	if err != nil {
+		jsonError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	out := make([]receiptJSON, 0, len(rs))
+	for i := len(rs) - 1; i >= 0; i-- {
+		out = append(out, toReceiptJSON(rs[i]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"receipts": out})
+}
+
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.readRun(r.Context())
+	if err != nil {
+		jsonError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}

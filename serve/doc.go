@@ -1,0 +1,66 @@
+// Package serve is `ralph serve`: a read-only web view of a plan, its
+// running build and its costs, live.
+//
+// A Server (New, or ListenAndServe) serves one page (assets/, embedded:
+// no build step, no framework) and a small JSON API that the page reads:
+//
+//	GET /                  the page; routes #/ (graph), #/list, #/task/<id>
+//	GET /assets/<file>     its script and style
+//	GET /api/plan          every task with its status, readiness and layout
+//	GET /api/task/<id>     a task with its parent, blockers, history, receipts and raw streams
+//	GET /api/receipts      every receipt, oldest first
+//	GET /api/run           the live sessions' workers, from their event logs
+//	GET /api/events        server-sent events: plan, run, receipts
+//	GET /logs/<s>/<file>   a raw stream of session s, as plain text
+//
+// It reads the store (opened with dag.Options.ReadOnly by the command)
+// and the log directory, and changes nothing.
+//
+// # Decisions
+//
+//   - Graph layout is computed here, in Go, not in the browser: layered by
+//     blockers (a task one layer right of its deepest blocker), each layer
+//     ordered by feature, then parent, then barycenter sweeps, wrapped
+//     into columns of at most MaxColumn nodes. It is deterministic (the
+//     same plan gives the same picture) and tested and benchmarked in Go.
+//     The page only draws it: plain SVG built as one string, pan and zoom
+//     by one transform. Above 2,000 tasks the page shows the list (a
+//     virtualised table with filters) by default; above 300 it hides the
+//     done tasks whose dependents are all done, as one "N done" node.
+//   - Versions: the plan's version is a hash of what the page shows of
+//     each task, so a `plan` event goes out only when something visible
+//     changed (a lease renewal or a receipt alone does not redraw).
+//   - Watching: nothing watches while no event stream is open; the first
+//     stream starts one watcher, the last one to close stops it. On
+//     Linux it is inotify (the database's directory for the file and its
+//     write-ahead log, the log directory for new sessions, the newest
+//     sessions' directories for their events.jsonl); the read blocks in
+//     the runtime's poller, so an idle view costs no CPU. Elsewhere, or
+//     when inotify fails, the files are looked at every second. A plan on
+//     a server is watched through the store's loop.ChangeWatcher
+//     (PostgreSQL notifications). Changes are coalesced for 100 ms. The
+//     only timer of an idle stream is its 25 s keep-alive comment.
+//   - Event logs are read incrementally (from the offset read last), whole
+//     lines only. The newest five sessions with an event log are looked
+//     at; a session is live while some worker has no session_end line and
+//     its log grew in the last 30 minutes (or a usage-limit wait is under
+//     way): a killed build does not show as running forever. A run without
+//     workers shows as the worker "main". Claims in the store that no live
+//     log explains (another machine, a person) show as workers named by
+//     their holder, without events.
+//   - Security: loopback by default, and then the Host header must name
+//     the loopback address and port (DNS rebinding). Any other address
+//     needs a token: Authorization: Bearer, or ?token= once (answered with
+//     an HttpOnly SameSite=Strict cookie and a redirect that drops it from
+//     the URL), or the cookie; compared with crypto/subtle, never echoed.
+//     Only GET and HEAD; no CORS headers; a Content-Security-Policy of
+//     'self' only (no inline script or style), nosniff, no referrer, no
+//     framing.
+//   - Raw logs: /logs/<session>/<file> takes exactly two segments of
+//     letters, digits, '.', '_' and '-' (not starting with a dot), checked
+//     on the escaped path so that %2f, %2e%2e, backslashes and NULs are
+//     refused; the file is resolved with its symlinks and must be a
+//     regular file inside the log directory. Anything else is 404.
+//   - Assets are served with Cache-Control: no-cache and an ETag (their
+//     hash): a new ralph's page never mixes with an old one's script.
+package serve

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package serve
+
+import "context"
+
+// watchFiles reports changes of the database file and of the sessions'
+// event logs by looking at them every second (no inotify here).
+func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- change) {
+	pollFiles(ctx, dbPath, logDir, changes)
+}
