@@ -43,8 +43,8 @@ const (
 	paintBound = 10 * time.Second // first paint of 1,000 tasks (target: 1 s)
 )
 
-// served is a running `ralph serve`.
-type served struct {
+// browserServe is a running `ralph serve`.
+type browserServe struct {
 	url string // as it printed it: http://HOST:PORT/
 	cmd *exec.Cmd
 	out *syncBuffer // stdout after the first line, and stderr
@@ -74,9 +74,9 @@ var serveLine = regexp.MustCompile(`^ralph serve: (http://\S+/)$`)
 // startServe starts `ralph serve args…` in dir and waits for the line that
 // names its address. At the end of the test it is interrupted, and must
 // exit 0 (a graceful shutdown).
-func startServe(tb testing.TB, bin, dir string, env []string, args ...string) *served {
+func startBrowserServe(tb testing.TB, bin, dir string, env []string, args ...string) *browserServe {
 	tb.Helper()
-	s := &served{out: &syncBuffer{}}
+	s := &browserServe{out: &syncBuffer{}}
 	s.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
 	s.cmd.Dir, s.cmd.Env, s.cmd.Stderr = dir, env, s.out
 	stdout, err := s.cmd.StdoutPipe()
@@ -121,7 +121,7 @@ func startServe(tb testing.TB, bin, dir string, env []string, args ...string) *s
 }
 
 // port is the port ralph serve listens on.
-func (s *served) port(tb testing.TB) string {
+func (s *browserServe) port(tb testing.TB) string {
 	tb.Helper()
 	i := strings.LastIndexByte(strings.TrimSuffix(s.url, "/"), ':')
 	if i < 0 {
@@ -268,7 +268,7 @@ func newServePlan(t *testing.T) *e2e {
 // change appears in the page without a reload.
 func TestServeGraph(t *testing.T) {
 	e := newServePlan(t)
-	s := startServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
 	ctx := openPage(t, s.url)
 
 	wantNodes, wantEdges := e.wantGraph()
@@ -385,7 +385,7 @@ func TestServeTaskPage(t *testing.T) {
 		t.Fatalf("%d receipts for lex, want 2: %+v", receipts, status.Receipts)
 	}
 
-	s := startServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
 	ctx := openPage(t, s.url+"#/task/lex")
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#task')?.dataset.id === 'lex' && document.querySelectorAll('#history li[data-kind]').length > 0`)
 
@@ -465,7 +465,7 @@ func TestServeToken(t *testing.T) {
 	}
 
 	const token = "s3cret-Token-4-test"
-	s := startServe(t, e.bin, e.dir, e.env, "--addr", "0.0.0.0:0", "--token", token)
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "0.0.0.0:0", "--token", token)
 	base := "http://127.0.0.1:" + s.port(t) + "/"
 
 	page := servetest.Browser(t)
@@ -581,7 +581,7 @@ func firstPaint(tb testing.TB, ctx context.Context) time.Duration {
 func TestServe1000Tasks(t *testing.T) {
 	e := newProject(t, nil)
 	e.importPlan(1000)
-	s := startServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
 	ctx := servetest.Browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(s.url)); err != nil {
 		t.Fatal(err)
@@ -643,7 +643,7 @@ func BenchmarkFirstPaint1000(b *testing.B) {
 			b.Fatalf("ralph %v: %v\n%s", args, err, out)
 		}
 	}
-	s := startServe(b, bin, dir, env, "--addr", "127.0.0.1:0")
+	s := startBrowserServe(b, bin, dir, env, "--addr", "127.0.0.1:0")
 	ctx := servetest.Browser(b)
 	if err := chromedp.Do(ctx, chromedp.Navigate(s.url)); err != nil {
 		b.Fatal(err)
@@ -668,7 +668,7 @@ func TestServe10000Tasks(t *testing.T) {
 	e := newProject(t, nil)
 	e.importPlan(10000)
 	tasks := e.taskList()
-	s := startServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
 	ctx := openPage(t, s.url)
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('table#task-list')?.dataset.rows === '10000'`)
 	if n := servetest.Eval[int](t, ctx, `document.querySelectorAll('#task-list tbody tr[data-id]').length`); n == 0 || n > 1000 {
@@ -766,7 +766,7 @@ func TestServeRun(t *testing.T) {
 	p := newWorkersProject(t, map[string][]string{"a1": nil, "a2": nil, "b1": {"a1"}, "b2": {"a2"}})
 	gate := t.TempDir()
 	agent := streamingAgent(t, gate)
-	s := startServe(t, p.bin, p.dir, p.env, "--addr", "127.0.0.1:0")
+	s := startBrowserServe(t, p.bin, p.dir, p.env, "--addr", "127.0.0.1:0")
 	ctx := openPage(t, s.url)
 
 	build := exec.Command(p.bin, "build", "--workers", "2", "--claude", agent, "--max-iterations", "20")
