@@ -160,6 +160,7 @@ func apply(w *workerJSON, e loop.EventLine) {
 	switch e.Kind {
 	case loop.NoteIterationStart:
 		w.Task, w.Iteration, w.Model, w.StartedAt, w.Wait = e.Task, e.Iteration, e.Model, at, nil
+		w.Events = w.Events[:0] // a new task: its own events
 	case loop.NoteAgentEvent:
 		if e.Event == nil {
 			return

@@ -249,7 +249,7 @@
     $("#viewport").setAttribute("transform", `translate(${v.x},${v.y}) scale(${v.k})`);
   }
 
-  function fit() {
+  function fit(all) {
     const svg = $("#graph");
     const w = svg.clientWidth || 800, h = svg.clientHeight || 600;
     let minX = 0, minY = 0, maxX = 0, maxY = 0;
@@ -258,8 +258,16 @@
       maxX = Math.max(maxX, t.x + NODE_W); maxY = Math.max(maxY, t.y + NODE_H);
     }
     if ($("#hide-done").checked) minX = Math.min(minX, -NODE_W - 60);
-    const k = Math.max(0.05, Math.min(1.5, (w - 40) / (maxX - minX || 1), (h - 40) / (maxY - minY || 1)));
+    const k = Math.max(0.05, Math.min(1, (w - 40) / (maxX - minX || 1), (h - 40) / (maxY - minY || 1)));
     state.view = { x: 20 - minX * k, y: 20 - minY * k, k, fitted: true };
+    if (k < 0.35 && !all) {
+      // Too big to read whole: start readable, at the frontier (the
+      // first ready or active task's layer); "fit" shows it all.
+      const front = state.plan.tasks.filter((t) => t.ready || t.status === "in_progress").reduce((m, t) => Math.min(m, t.x), Infinity);
+      const k2 = 0.6;
+      const x0 = Number.isFinite(front) ? Math.max(minX, front - NODE_W) : minX;
+      state.view = { x: 20 - x0 * k2, y: 20 - minY * k2, k: k2, fitted: true };
+    }
     applyView();
   }
 
@@ -305,7 +313,7 @@
     const center = (f) => { const r = svg.getBoundingClientRect(); zoomAt(r.width / 2, r.height / 2, f); };
     $("#zoom-in").addEventListener("click", () => center(1.25));
     $("#zoom-out").addEventListener("click", () => center(0.8));
-    $("#zoom-fit").addEventListener("click", () => fit());
+    $("#zoom-fit").addEventListener("click", () => fit(true));
     $("#hide-done").addEventListener("change", () => { state.hideDoneTouched = true; state.view.fitted = false; drawGraph(); });
   }
 
@@ -377,6 +385,7 @@
 
   function eventText(e) {
     if (e.kind === "tool_use") return (e.tool || "tool") + (e.input ? ": " + e.input : "");
+    if (e.kind === "init") return "— session started —";
     return e.text || e.kind;
   }
 
@@ -409,7 +418,7 @@
     const n = values.length || 1;
     const bw = (CW - PAD) / n;
     const bars = values.map((v, i) => {
-      const h = (v.value / max) * (CH - PAD);
+      const h = (v.value / max) * (CH - PAD - 14);
       return `<rect class="bar${v.cls ? " " + v.cls : ""}" x="${(PAD + i * bw).toFixed(1)}" y="${(CH - PAD - h + 4).toFixed(1)}" width="${Math.max(1, bw - 1).toFixed(1)}" height="${h.toFixed(1)}"><title>${esc(v.label)}: ${esc(opts.fmt ? opts.fmt(v.value) : v.value)}</title></rect>`;
     }).join("");
     return `<h3>${esc(opts.title)}</h3><svg class="chart" data-chart="${name}" viewBox="0 0 ${CW} ${CH}" xmlns="${SVGNS}">` +
@@ -421,7 +430,7 @@
     const max = Math.max(...entries.map((e) => e[1]), 0) || 1;
     const rowH = 18, h = Math.max(rowH, entries.length * rowH) + 4;
     const rows = entries.map(([label, v], i) => {
-      const w = (v / max) * (CW - 150);
+      const w = (v / max) * (CW - 200);
       return `<text x="0" y="${i * rowH + 13}">${esc(clip(label || "(none)", 22))}</text>` +
         `<rect class="bar" x="130" y="${i * rowH + 3}" width="${Math.max(1, w).toFixed(1)}" height="${rowH - 6}"><title>${esc(label)}: ${money(v)}</title></rect>` +
         `<text x="${(134 + w).toFixed(1)}" y="${i * rowH + 13}">${money(v)}</text>`;
@@ -453,7 +462,7 @@
     }
     const max = cum || 1;
     const n = Math.max(1, cumPts.length - 1);
-    const d = cumPts.map((v, i) => `${i ? "L" : "M"}${(PAD + (i / n) * (CW - PAD)).toFixed(1)},${(CH - PAD + 4 - (v / max) * (CH - PAD)).toFixed(1)}`).join("");
+    const d = cumPts.map((v, i) => `${i ? "L" : "M"}${(PAD + (i / n) * (CW - PAD)).toFixed(1)},${(CH - PAD + 4 - (v / max) * (CH - PAD - 14)).toFixed(1)}`).join("");
     const line = `<h3>Cumulative cost</h3><svg class="chart" data-chart="cost-cumulative" viewBox="0 0 ${CW} ${CH}" xmlns="${SVGNS}">` +
       `<line class="axis" x1="${PAD}" y1="${CH - PAD + 4}" x2="${CW}" y2="${CH - PAD + 4}"/><text x="0" y="10">${money(max)}</text>` +
       (d ? `<path class="line" d="${d}"/>` : "") + `</svg>`;
