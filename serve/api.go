@@ -103,15 +103,21 @@ func (s *Server) readPlan(ctx context.Context) (*planJSON, error) {
 func planOf(tasks []loop.Task) *planJSON {
 	p := &planJSON{Tasks: make([]planTask, len(tasks)), Features: []string{}}
 	status := make(map[string]loop.Status, len(tasks))
+	hasChildren := make(map[string]bool)
 	for _, t := range tasks {
 		status[t.ID] = t.Status
+		if t.ParentID != "" {
+			hasChildren[t.ParentID] = true
+		}
 	}
 	nodes := make([]layoutNode, len(tasks))
 	features := map[string]bool{}
 	h := fnv.New64a()
 	for i, t := range tasks {
 		pt := toPlanTask(t)
-		if t.Status == loop.StatusPending {
+		// Ready as DESIGN §2 has it, what `ralph task peek` would claim:
+		// pending, a leaf, its parent not failed, every blocker done.
+		if t.Status == loop.StatusPending && !hasChildren[t.ID] && (t.ParentID == "" || status[t.ParentID] != loop.StatusFailed) {
 			pt.Ready = true
 			for _, b := range t.BlockedBy {
 				if st, ok := status[b]; ok && st != loop.StatusDone {
@@ -274,6 +280,9 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 	if t.ParentID != "" {
 		if p, err := s.cfg.Store.Get(ctx, t.ParentID); err == nil {
 			out.Parent = &taskRef{ID: p.ID, Title: p.Title, Status: string(p.Status)}
+			if p.Status == loop.StatusFailed {
+				out.Task.Ready = false
+			}
 		}
 	}
 	for _, b := range t.BlockedBy {
@@ -290,6 +299,7 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 	err = s.cfg.Store.EachTask(ctx, dag.ListParams{}, func(c loop.Task) error {
 		if c.ParentID == t.ID {
 			out.Children = append(out.Children, taskRef{ID: c.ID, Title: c.Title, Status: string(c.Status)})
+			out.Task.Ready = false // not a leaf
 		}
 		return nil
 	})
