@@ -103,11 +103,11 @@ func (s *Server) readPlan(ctx context.Context) (*planJSON, error) {
 func planOf(tasks []loop.Task) *planJSON {
 	p := &planJSON{Tasks: make([]planTask, len(tasks)), Features: []string{}}
 	status := make(map[string]loop.Status, len(tasks))
-	hasChildren := make(map[string]bool)
+	parents := make(map[string]bool, len(tasks))
 	for _, t := range tasks {
 		status[t.ID] = t.Status
 		if t.ParentID != "" {
-			hasChildren[t.ParentID] = true
+			parents[t.ParentID] = true
 		}
 	}
 	nodes := make([]layoutNode, len(tasks))
@@ -115,17 +115,7 @@ func planOf(tasks []loop.Task) *planJSON {
 	h := fnv.New64a()
 	for i, t := range tasks {
 		pt := toPlanTask(t)
-		// Ready as DESIGN §2 has it, what `ralph task peek` would claim:
-		// pending, a leaf, its parent not failed, every blocker done.
-		if t.Status == loop.StatusPending && !hasChildren[t.ID] && (t.ParentID == "" || status[t.ParentID] != loop.StatusFailed) {
-			pt.Ready = true
-			for _, b := range t.BlockedBy {
-				if st, ok := status[b]; ok && st != loop.StatusDone {
-					pt.Ready = false
-					break
-				}
-			}
-		}
+		pt.Ready = ready(t, parents[t.ID], status)
 		p.Tasks[i] = pt
 		nodes[i] = layoutNode{id: t.ID, parent: t.ParentID, feature: t.Feature, blockers: t.BlockedBy}
 		if t.Feature != "" && !features[t.Feature] {
@@ -154,6 +144,26 @@ func planOf(tasks []loop.Task) *planJSON {
 	}
 	p.Version = strconv.FormatUint(h.Sum64(), 36)
 	return p
+}
+
+// ready reports whether t is on the plan's ready frontier, by the rule of
+// DESIGN §2 that claims follow: pending, a leaf (hasChildren false), its
+// parent not failed, every blocker done. status holds the statuses of t's
+// parent and blockers; a blocker missing from it (not in the plan) does not
+// hold t back, as in the store.
+func ready(t loop.Task, hasChildren bool, status map[string]loop.Status) bool {
+	if t.Status != loop.StatusPending || hasChildren {
+		return false
+	}
+	if t.ParentID != "" && status[t.ParentID] == loop.StatusFailed {
+		return false
+	}
+	for _, b := range t.BlockedBy {
+		if st, ok := status[b]; ok && st != loop.StatusDone {
+			return false
+		}
+	}
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -276,13 +286,11 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 	out := taskJSON{Task: toPlanTask(t), Blockers: []taskRef{}, Children: []taskRef{}, History: []historyJSON{},
 		Receipts: []receiptJSON{}, RawLogs: []rawLogJSON{}}
 	out.Task.Description, out.Task.CreatedAt, out.Task.UpdatedAt = t.Description, jsonTime(t.CreatedAt), jsonTime(t.UpdatedAt)
-	out.Task.Ready = t.Status == loop.StatusPending
+	status := map[string]loop.Status{}
 	if t.ParentID != "" {
 		if p, err := s.cfg.Store.Get(ctx, t.ParentID); err == nil {
 			out.Parent = &taskRef{ID: p.ID, Title: p.Title, Status: string(p.Status)}
-			if p.Status == loop.StatusFailed {
-				out.Task.Ready = false
-			}
+			status[p.ID] = p.Status
 		}
 	}
 	for _, b := range t.BlockedBy {
@@ -291,15 +299,12 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 			out.Blockers = append(out.Blockers, taskRef{ID: b, Status: "unknown"})
 			continue
 		}
-		if bt.Status != loop.StatusDone {
-			out.Task.Ready = false
-		}
+		status[bt.ID] = bt.Status
 		out.Blockers = append(out.Blockers, taskRef{ID: bt.ID, Title: bt.Title, Status: string(bt.Status), Summary: s.summary(r, bt.ID)})
 	}
 	err = s.cfg.Store.EachTask(ctx, dag.ListParams{}, func(c loop.Task) error {
 		if c.ParentID == t.ID {
 			out.Children = append(out.Children, taskRef{ID: c.ID, Title: c.Title, Status: string(c.Status)})
-			out.Task.Ready = false // not a leaf
 		}
 		return nil
 	})
@@ -307,6 +312,7 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	out.Task.Ready = ready(t, len(out.Children) > 0, status)
 	logs, err := s.cfg.Store.Logs(ctx, t.ID)
 	if err != nil {
 		jsonError(w, http.StatusInternalServerError, err.Error())

@@ -200,7 +200,7 @@ func TestAPIPlan(t *testing.T) {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
 	want := []planTask{
-		{ID: "epic", Status: "pending", BlockedBy: []string{}, Layer: 0},
+		{ID: "epic", Status: "pending", BlockedBy: []string{}, Layer: 0}, // a parent: never claimed itself
 		{ID: "schema", Status: "done", BlockedBy: []string{}, Layer: 0},
 		{ID: "api", Status: "in_progress", ParentID: "epic", ClaimedBy: "ralph-abc-w1", BlockedBy: []string{"schema"}, Layer: 1},
 		{ID: "ui", Status: "pending", ParentID: "epic", BlockedBy: []string{"api"}, Layer: 2},
