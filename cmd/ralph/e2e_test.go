@@ -36,7 +36,7 @@ var (
 
 // ralphBinary builds the ralph binary once per test run, into a directory
 // TestMain removes.
-func ralphBinary(t *testing.T) string {
+func ralphBinary(t testing.TB) string {
 	t.Helper()
 	ralphBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "ralph-e2e-bin-")
