@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -872,5 +873,62 @@ func touch(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeUsageLimitWait: a build waiting out a usage limit shows it on
+// its worker's card, with the reset time the agent reported.
+func TestServeUsageLimitWait(t *testing.T) {
+	e := newProject(t, nil)
+	e.ok("task", "add", "Add login", "--id", "login")
+	resets := time.Now().Add(2 * time.Hour).Truncate(time.Second)
+	agent, _ := fakeAgentPath(t, agentStep{UsageLimit: resets.Unix()})
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	ctx := openPage(t, s.url)
+
+	build := exec.Command(e.bin, "build", "--claude", agent, "--on-usage-limit", "wait", "--max-wait", "3h")
+	build.Dir, build.Env = e.dir, e.env
+	var out syncBuffer
+	build.Stdout, build.Stderr = &out, &out
+	if err := build.Start(); err != nil {
+		t.Fatal(err)
+	}
+	built := make(chan error, 1)
+	go func() { built <- build.Wait() }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			build.Process.Kill()
+			<-built
+		}
+	}()
+
+	card := `#workers .worker .wait[data-until]`
+	servetest.Wait[bool](t, ctx, pageWait, `!!document.querySelector('`+card+`')`)
+	until := servetest.Eval[string](t, ctx, `document.querySelector('`+card+`').dataset.until`)
+	if got, err := time.Parse(time.RFC3339Nano, until); err != nil || !got.Equal(resets) {
+		t.Errorf("the card waits until %q (%v), want the reset %v", until, err, resets)
+	}
+	// The claim is released while the loop waits: the card is the run's
+	// (a build without workers is "main"), between tasks.
+	if w := servetest.Eval[string](t, ctx, `document.querySelector('`+card+`').closest('.worker').dataset.worker`); w != "main" {
+		t.Errorf("the wait is on worker %q's card, want main's", w)
+	}
+	if text := servetest.Eval[string](t, ctx, `document.querySelector('`+card+`').textContent`); !strings.Contains(text, "reset") {
+		t.Errorf("the wait reads %q; want it to say it waits for the reset", text)
+	}
+	servetest.Screenshot(t, ctx, "usage limit wait")
+
+	// The wait ends with the build (interrupted: 130).
+	build.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-built:
+		stopped = true
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("ralph build after SIGINT: %v, want exit 130\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("ralph build still waits a minute after SIGINT\n%s", out.String())
 	}
 }

@@ -453,8 +453,10 @@
       iters.set(key, it);
     }
     const its = [...iters.values()];
+    // The cumulative line starts at zero, before the first iteration, so
+    // that a single receipt draws a line too.
     let cum = 0;
-    const cumPts = its.map((it) => (cum += it.cost));
+    const cumPts = [0, ...its.map((it) => (cum += it.cost))];
     const byModel = new Map(), byWorker = new Map();
     for (const r of rs) {
       byModel.set(r.model, (byModel.get(r.model) || 0) + (r.cost_usd || 0));
