@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ralph-dev/ralph/claude/claudetest"
 	"github.com/ralph-dev/ralph/serve/servetest"
 )
 
@@ -855,6 +856,7 @@ func TestServeRun(t *testing.T) {
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#cost-total')?.textContent.includes('$0.0500')`)
 	// One bar per iteration for the cost; the tokens have one or more.
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelectorAll('#charts svg.chart[data-chart="cost-per-iteration"] rect.bar').length === 4`)
+	servetest.Wait[bool](t, ctx, pageWait, `document.querySelectorAll('#workers .worker').length === 0`)
 	if n := servetest.Eval[int](t, ctx, `document.querySelectorAll('#charts svg.chart[data-chart="tokens-per-iteration"] rect.bar').length`); n < 4 || n%4 != 0 {
 		t.Errorf("%d bars in the tokens chart, want the same number for each of the 4 iterations", n)
 	}
@@ -931,4 +933,93 @@ func TestServeUsageLimitWait(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("ralph build still waits a minute after SIGINT\n%s", out.String())
 	}
+}
+
+// TestE2EServeRealAgents is the issue's "done when" with the real Claude
+// Code: `ralph serve` beside `ralph build --workers 2`, each worker's agent
+// running a Bash command (against the fake API on 127.0.0.1) that waits
+// for the test. The page shows both workers on their tasks with the
+// agent's tool call as it happens, then the tasks done and their costs.
+func TestE2EServeRealAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a parallel build of the real agent in git worktrees")
+	}
+	gate := t.TempDir()
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		if r.ToolResults() == 0 {
+			return claudetest.Bash(`echo "$RALPH_TASK_ID"; while [ ! -e ` + shQuote(gate) + `/"$RALPH_TASK_ID" ] && [ ! -e ` + shQuote(gate) + `/all ]; do sleep 0.2; done; echo "work of $RALPH_TASK_ID" > "$RALPH_TASK_ID.txt"`)
+		}
+		id := strings.Fields(r.LastToolResult())[0]
+		return claudetest.Text("Wrote " + id + ".txt.\n<task-done>" + id + "</task-done>")
+	})
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "ralph init"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", e.dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	e.ok("task", "add", "Left")                                               // t-1
+	e.ok("task", "add", "Right")                                              // t-2
+	e.ok("task", "add", "Both", "--blocked-by", "t-1", "--blocked-by", "t-2") // t-3
+
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	ctx := openPage(t, s.url)
+	build := exec.Command(e.bin, "build", "--workers", "2", "--use-api-key")
+	build.Dir, build.Env = e.dir, e.env
+	var out syncBuffer
+	build.Stdout, build.Stderr = &out, &out
+	if err := build.Start(); err != nil {
+		t.Fatal(err)
+	}
+	built := make(chan error, 1)
+	go func() { built <- build.Wait() }()
+	finished := false
+	defer func() {
+		if !finished {
+			touch(t, filepath.Join(gate, "all"))
+			select {
+			case <-built:
+			case <-time.After(time.Minute):
+				build.Process.Kill()
+				<-built
+			}
+		}
+	}()
+
+	// Both agents in their Bash call: each worker's card has its task and
+	// the tool call, live.
+	busy := `(() => { const ws = [...document.querySelectorAll('#workers .worker[data-worker]')].filter(w =>
+		w.querySelector('.task[data-task-id]')?.dataset.taskId &&
+		[...w.querySelectorAll('.events li[data-kind="tool_use"]')].some(li => /Bash/.test(li.textContent)));
+		return ws.map(w => w.dataset.worker + '=' + w.querySelector('.task[data-task-id]').dataset.taskId).sort().join(' '); })()`
+	servetest.Wait[bool](t, ctx, 2*pageWait, busy+` === 'w1=t-1 w2=t-2' || `+busy+` === 'w1=t-2 w2=t-1'`)
+	for _, id := range []string{"t-1", "t-2"} {
+		if st := servetest.Eval[string](t, ctx, `document.querySelector('g.node[data-id="`+id+`"]')?.dataset.status ?? ''`); st != "in_progress" {
+			t.Errorf("node %s is %q while its agent works, want in_progress", id, st)
+		}
+	}
+	servetest.Screenshot(t, ctx, "real agents busy")
+
+	touch(t, filepath.Join(gate, "all"))
+	select {
+	case err := <-built:
+		finished = true
+		if err != nil {
+			t.Fatalf("ralph build --workers 2: %v\n%s", err, out.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("ralph build --workers 2 still runs 3 minutes after its agents were let go\n%s", out.String())
+	}
+	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#counts [data-count="done"]')?.textContent.trim() === '3'`)
+	servetest.Wait[bool](t, ctx, pageWait, `document.querySelectorAll('#charts svg.chart[data-chart="cost-per-iteration"] rect.bar').length === 3`)
+	if total := servetest.Eval[string](t, ctx, `document.querySelector('#cost-total').textContent`); !strings.HasPrefix(total, "$") || total == "$0.0000" {
+		t.Errorf("cost total %q, want the three sessions' cost", total)
+	}
+	// The run is over: no worker card is left (none came back from a
+	// snapshot older than its end).
+	servetest.Wait[bool](t, ctx, pageWait, `document.querySelectorAll('#workers .worker').length === 0`)
+	servetest.Screenshot(t, ctx, "real agents done")
 }

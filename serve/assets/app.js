@@ -62,8 +62,15 @@
     if (!state.hideDoneTouched) $("#hide-done").checked = plan.tasks.length > HIDE_DONE_ABOVE;
     renderDashboard();
   });
+  // runEvents counts the `run` events received: a snapshot of /api/run
+  // fetched while one arrived may be older than it (a worker that ended
+  // would come back), so it is dropped and fetched again.
+  let runEvents = 0;
   const refreshRun = coalesced(async () => {
-    state.run = await getJSON("/api/run");
+    const seen = runEvents;
+    const run = await getJSON("/api/run");
+    if (runEvents !== seen) { refreshRun(); return; }
+    state.run = run;
     state.workers = new Map(state.run.workers.map((w) => [w.worker, w]));
     renderWorkers();
   });
@@ -107,6 +114,7 @@
     es.addEventListener("run", (ev) => {
       let w;
       try { w = JSON.parse(ev.data); } catch { return; }
+      runEvents++;
       if (w.ended) state.workers.delete(w.worker);
       else state.workers.set(w.worker, w);
       renderWorkers();
@@ -386,6 +394,8 @@
   function eventText(e) {
     if (e.kind === "tool_use") return (e.tool || "tool") + (e.input ? ": " + e.input : "");
     if (e.kind === "init") return "— session started —";
+    // A result repeats the agent's last text; only an error's is news.
+    if (e.kind === "result" && !e.is_error) return "— session ended —";
     return e.text || e.kind;
   }
 
