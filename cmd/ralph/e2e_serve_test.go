@@ -775,25 +775,8 @@ func TestServeRun(t *testing.T) {
 	s := startBrowserServe(t, p.bin, p.dir, p.env, "--addr", "127.0.0.1:0")
 	ctx := openPage(t, s.url)
 
-	build := exec.Command(p.bin, "build", "--workers", "2", "--claude", agent, "--max-iterations", "20")
-	build.Dir, build.Env = p.dir, p.env
-	var out syncBuffer
-	build.Stdout, build.Stderr = &out, &out
-	if err := build.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var buildErr error
-	built := make(chan struct{})
-	go func() { buildErr = build.Wait(); close(built) }()
-	defer func() { // on the way out of a failed test too
-		touch(t, filepath.Join(gate, "all"))
-		select {
-		case <-built:
-		case <-time.After(time.Minute):
-			build.Process.Kill()
-			<-built
-		}
-	}()
+	build := startBuild(t, p.bin, p.dir, p.env, func() { touch(t, filepath.Join(gate, "all")) },
+		"--workers", "2", "--claude", agent, "--max-iterations", "20")
 
 	// Both workers busy: each with its task, the model, and the events.
 	type workerView struct {
@@ -844,13 +827,8 @@ func TestServeRun(t *testing.T) {
 	servetest.Screenshot(t, ctx, "run with costs")
 
 	touch(t, filepath.Join(gate, "all"))
-	select {
-	case <-built:
-		if buildErr != nil {
-			t.Fatalf("ralph build --workers 2: %v\n%s", buildErr, out.String())
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("ralph build --workers 2 still runs 2 minutes after its agents were let go\n%s", out.String())
+	if code := build.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("ralph build --workers 2: exit %d\n%s", code, build.out.String())
 	}
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#counts [data-count="done"]')?.textContent.trim() === '4'`)
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#cost-total')?.textContent.includes('$0.0500')`)
@@ -871,6 +849,56 @@ func TestServeRun(t *testing.T) {
 	servetest.Screenshot(t, ctx, "run done")
 }
 
+// bgBuild is a `ralph build` running beside the page.
+type bgBuild struct {
+	cmd  *exec.Cmd
+	out  syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// startBuild starts `ralph build args…` in dir. At the test's end, failed
+// or not, stop lets the build end (a gate opened, a signal), and the build
+// is waited for, killed if it still runs a minute later.
+func startBuild(t *testing.T, bin, dir string, env []string, stop func(), args ...string) *bgBuild {
+	t.Helper()
+	b := &bgBuild{cmd: exec.Command(bin, append([]string{"build"}, args...)...), done: make(chan struct{})}
+	b.cmd.Dir, b.cmd.Env = dir, env
+	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.out
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.err = b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-b.done:
+		case <-time.After(time.Minute):
+			b.cmd.Process.Kill()
+			<-b.done
+		}
+	})
+	return b
+}
+
+// wait waits at most d for the build to end and returns its exit code.
+func (b *bgBuild) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-b.done:
+	case <-time.After(d):
+		t.Fatalf("ralph build still runs after %v\n%s", d, b.out.String())
+	}
+	var ee *exec.ExitError
+	if errors.As(b.err, &ee) {
+		return ee.ExitCode()
+	}
+	if b.err != nil {
+		t.Fatalf("ralph build: %v", b.err)
+	}
+	return 0
+}
+
 func touch(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
@@ -888,22 +916,9 @@ func TestServeUsageLimitWait(t *testing.T) {
 	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
 	ctx := openPage(t, s.url)
 
-	build := exec.Command(e.bin, "build", "--claude", agent, "--on-usage-limit", "wait", "--max-wait", "3h")
-	build.Dir, build.Env = e.dir, e.env
-	var out syncBuffer
-	build.Stdout, build.Stderr = &out, &out
-	if err := build.Start(); err != nil {
-		t.Fatal(err)
-	}
-	built := make(chan error, 1)
-	go func() { built <- build.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			build.Process.Kill()
-			<-built
-		}
-	}()
+	var build *bgBuild
+	build = startBuild(t, e.bin, e.dir, e.env, func() { build.cmd.Process.Signal(syscall.SIGINT) },
+		"--claude", agent, "--on-usage-limit", "wait", "--max-wait", "3h")
 
 	card := `#workers .worker .wait[data-until]`
 	servetest.Wait[bool](t, ctx, pageWait, `!!document.querySelector('`+card+`')`)
@@ -922,16 +937,9 @@ func TestServeUsageLimitWait(t *testing.T) {
 	servetest.Screenshot(t, ctx, "usage limit wait")
 
 	// The wait ends with the build (interrupted: 130).
-	build.Process.Signal(syscall.SIGINT)
-	select {
-	case err := <-built:
-		stopped = true
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Errorf("ralph build after SIGINT: %v, want exit 130\n%s", err, out.String())
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("ralph build still waits a minute after SIGINT\n%s", out.String())
+	build.cmd.Process.Signal(syscall.SIGINT)
+	if code := build.wait(t, time.Minute); code != 130 {
+		t.Errorf("ralph build after SIGINT: exit %d, want 130\n%s", code, build.out.String())
 	}
 }
 
@@ -952,42 +960,14 @@ func TestE2EServeRealAgents(t *testing.T) {
 		id := strings.Fields(r.LastToolResult())[0]
 		return claudetest.Text("Wrote " + id + ".txt.\n<task-done>" + id + "</task-done>")
 	})
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
-		{"-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "ralph init"},
-	} {
-		if out, err := exec.Command("git", append([]string{"-C", e.dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	commitProject(t, e.dir)
 	e.ok("task", "add", "Left")                                               // t-1
 	e.ok("task", "add", "Right")                                              // t-2
 	e.ok("task", "add", "Both", "--blocked-by", "t-1", "--blocked-by", "t-2") // t-3
 
 	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
 	ctx := openPage(t, s.url)
-	build := exec.Command(e.bin, "build", "--workers", "2", "--use-api-key")
-	build.Dir, build.Env = e.dir, e.env
-	var out syncBuffer
-	build.Stdout, build.Stderr = &out, &out
-	if err := build.Start(); err != nil {
-		t.Fatal(err)
-	}
-	built := make(chan error, 1)
-	go func() { built <- build.Wait() }()
-	finished := false
-	defer func() {
-		if !finished {
-			touch(t, filepath.Join(gate, "all"))
-			select {
-			case <-built:
-			case <-time.After(time.Minute):
-				build.Process.Kill()
-				<-built
-			}
-		}
-	}()
+	build := startBuild(t, e.bin, e.dir, e.env, func() { touch(t, filepath.Join(gate, "all")) }, "--workers", "2", "--use-api-key")
 
 	// Both agents in their Bash call: each worker's card has its task and
 	// the tool call, live.
@@ -1004,14 +984,8 @@ func TestE2EServeRealAgents(t *testing.T) {
 	servetest.Screenshot(t, ctx, "real agents busy")
 
 	touch(t, filepath.Join(gate, "all"))
-	select {
-	case err := <-built:
-		finished = true
-		if err != nil {
-			t.Fatalf("ralph build --workers 2: %v\n%s", err, out.String())
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("ralph build --workers 2 still runs 3 minutes after its agents were let go\n%s", out.String())
+	if code := build.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("ralph build --workers 2: exit %d\n%s", code, build.out.String())
 	}
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#counts [data-count="done"]')?.textContent.trim() === '3'`)
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelectorAll('#charts svg.chart[data-chart="cost-per-iteration"] rect.bar').length === 3`)

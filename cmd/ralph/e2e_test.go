@@ -81,6 +81,22 @@ func newE2E(t *testing.T, script func(claudetest.Request) claudetest.Reply, init
 	return e
 }
 
+// commitProject makes the project a git repository on branch main with
+// one commit of what `ralph init` made, as a user starting parallel
+// builds would.
+func commitProject(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "ralph init"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
 // newProject makes a project with `ralph init` (and initArgs, such as
 // --db), whose ralph commands run with env on top of the test's own
 // environment, without the RALPH_ variables of an outer run.
@@ -503,16 +519,7 @@ func TestE2EWorkers(t *testing.T) {
 		id := strings.Fields(r.LastToolResult())[0]
 		return claudetest.Text("Listed the tree into " + id + ".txt.\n<task-done>" + id + "</task-done>")
 	})
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
-		{"-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "ralph init"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", e.dir}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	commitProject(t, e.dir)
 	e.ok("task", "add", "Left")                                               // t-1
 	e.ok("task", "add", "Right")                                              // t-2
 	e.ok("task", "add", "Both", "--blocked-by", "t-1", "--blocked-by", "t-2") // t-3

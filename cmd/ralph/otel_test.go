@@ -2,7 +2,6 @@ package main
 
 import (
 	"net"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -263,15 +262,7 @@ func TestOtelWorkers(t *testing.T) {
 	recv := otlptest.NewHTTP(t)
 	e := otelProject(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.Endpoint},
 		agentStep{Sh: "echo {task} > {task}.txt", Text: "<task-done>{task}</task-done>"})
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
-		{"-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "-m", "ralph init"},
-	} {
-		if out, err := exec.Command("git", append([]string{"-C", e.dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	commitProject(t, e.dir)
 	e.ok("task", "add", "Left")
 	e.ok("task", "add", "Right")
 	e.ok("task", "add", "Both", "--blocked-by", "t-1", "--blocked-by", "t-2")
