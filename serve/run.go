@@ -61,7 +61,10 @@ type workerJSON struct {
 	StartedAt string          `json:"started_at,omitempty"`
 	Events    []eventJSON     `json:"events"`
 	Wait      *waitJSON       `json:"wait"`
-	Holder    string          `json:"holder,omitempty"`
+	// Phase is the step after the agent's session the worker is in
+	// ("verify", "gate", "integrate"), empty otherwise.
+	Phase  string `json:"phase,omitempty"`
+	Holder string `json:"holder,omitempty"`
 	// Ended is set on the `run` event of a worker whose run ended.
 	Ended bool `json:"ended,omitempty"`
 }
@@ -159,7 +162,7 @@ func apply(w *workerJSON, e loop.EventLine) {
 	at := jsonTime(e.At)
 	switch e.Kind {
 	case loop.NoteIterationStart:
-		w.Task, w.Iteration, w.Model, w.StartedAt, w.Wait = e.Task, e.Iteration, e.Model, at, nil
+		w.Task, w.Iteration, w.Model, w.StartedAt, w.Wait, w.Phase = e.Task, e.Iteration, e.Model, at, nil, ""
 		w.Events = w.Events[:0] // a new task: its own events
 	case loop.NoteAgentEvent:
 		if e.Event == nil {
@@ -187,10 +190,14 @@ func apply(w *workerJSON, e loop.EventLine) {
 		}
 	case loop.NoteWaitAgents:
 		w.Wait = &waitJSON{Message: e.Message}
+	case loop.NotePhaseStart:
+		w.Phase = e.Phase
+	case loop.NotePhaseEnd:
+		w.Phase = ""
 	case loop.NoteIterationEnd:
-		w.Task, w.Wait = nil, nil
+		w.Task, w.Wait, w.Phase = nil, nil, ""
 	case loop.NoteSessionEnd:
-		w.Task, w.Wait, w.Ended = nil, nil, true
+		w.Task, w.Wait, w.Phase, w.Ended = nil, nil, "", true
 	}
 }
 

@@ -399,6 +399,9 @@
     return e.text || e.kind;
   }
 
+  // The steps after an agent's session, as a worker's card names them.
+  const phaseWord = { verify: "verifying", gate: "running the gates", integrate: "integrating" };
+
   function renderWorkers() {
     const box = $("#workers");
     const ws = [...state.workers.values()];
@@ -407,10 +410,11 @@
       const task = w.task ? `<a class="task" data-task-id="${esc(w.task.id)}" href="#/task/${encodeURIComponent(w.task.id)}">${esc(w.task.id)} · ${esc(w.task.title || "")}</a>` : `<span class="task empty">between tasks</span>`;
       const wait = w.wait ? `<div class="wait" data-until="${esc(w.wait.until || "")}">${w.wait.until ? "waiting for the usage limit's reset at " + esc(new Date(w.wait.until).toLocaleString()) : "waiting"}${w.wait.message ? " — " + esc(w.wait.message) : ""}</div>` : "";
       const holder = w.holder ? `<div class="holder">held by ${esc(w.holder)}</div>` : "";
+      const phase = w.phase ? `<div class="phase" data-phase="${esc(w.phase)}">${esc(phaseWord[w.phase] || w.phase)}…</div>` : "";
       const events = (w.events || []).map((e) => `<li data-kind="${esc(e.kind)}"${e.is_error ? ' class="error"' : ""} title="${esc(eventText(e))}">${esc(eventText(e))}</li>`).join("");
       return `<div class="worker" data-worker="${esc(w.worker)}"><header><span class="name">${esc(w.worker)}</span>` +
         `<span class="model">${esc(w.model || "")}</span><span class="elapsed" data-since="${esc(w.started_at || "")}">${elapsed(w.started_at)}</span></header>` +
-        task + wait + holder + `<ul class="events">${events}</ul></div>`;
+        task + phase + wait + holder + `<ul class="events">${events}</ul></div>`;
     }).join("");
     for (const ul of box.querySelectorAll(".events")) ul.scrollTop = ul.scrollHeight;
   }
