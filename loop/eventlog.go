@@ -44,7 +44,10 @@ type EventLine struct {
 	Status    string     `json:"status,omitempty"`
 	// Phase is the step of a NotePhaseStart or NotePhaseEnd ("verify",
 	// "gate", "integrate").
-	Phase   string        `json:"phase,omitempty"`
+	Phase string `json:"phase,omitempty"`
+	// Holder is the process writing the log (EventLog.Holder, as
+	// Holder.String), on iteration_start lines.
+	Holder  string        `json:"holder,omitempty"`
 	Event   *EventDetail  `json:"event,omitempty"`
 	Until   *time.Time    `json:"until,omitempty"`
 	WaitMS  int64         `json:"wait_ms,omitempty"`
@@ -122,6 +125,11 @@ type EventReport struct {
 // log. Write errors never stop the run: the first is kept, nothing more is
 // written, and Close returns it.
 type EventLog struct {
+	// Holder, if set, is the process whose run writes the log: it is
+	// written on each iteration_start line, so that a reader can tell a
+	// build that died (its holder gone) from one that is quiet.
+	Holder Holder
+
 	mu  sync.Mutex
 	w   io.Writer
 	c   io.Closer
@@ -149,7 +157,11 @@ func (l *EventLog) Observe(n Note) {
 	if n.Kind == NoteTransition {
 		return
 	}
-	b, err := json.Marshal(eventLine(n))
+	e := eventLine(n)
+	if n.Kind == NoteIterationStart && !l.Holder.IsZero() {
+		e.Holder = l.Holder.String()
+	}
+	b, err := json.Marshal(e)
 	if err != nil {
 		// Every field is plain data: this cannot happen, but a note is
 		// never worth a run.

@@ -91,6 +91,18 @@ func TestEventLogSingleRun(t *testing.T) {
 	if got := lines[0].Task; got == nil || *got != (loop.EventTask{ID: "a", Title: "Add login"}) {
 		t.Errorf("iteration_start task = %+v", got)
 	}
+	// The build's process, so that a reader can tell a dead build from a
+	// quiet one.
+	holder := cfg.Holder
+	if holder.IsZero() {
+		holder = loop.ThisProcess()
+	}
+	if got := lines[0].Holder; got != holder.String() {
+		t.Errorf("iteration_start holder = %q, want %q", got, holder.String())
+	}
+	if got := lines[1].Holder; got != "" {
+		t.Errorf("agent_event holder = %q, want it only on iteration_start", got)
+	}
 	in := lines[1].Event.Input
 	if len(in) > loop.EventInputLimit || !strings.HasPrefix(in, "go test xxx") || !strings.HasSuffix(in, "…") {
 		t.Errorf("tool input %d bytes %q, want at most %d ending in …", len(in), in, loop.EventInputLimit)

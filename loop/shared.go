@@ -245,6 +245,7 @@ func (r *run) openLog() (*SessionLog, error) {
 	if err != nil {
 		ev = &EventLog{err: err}
 	}
+	ev.Holder = r.cfg.Holder
 	log.events = ev
 	return log, nil
 }
