@@ -20,15 +20,18 @@ import (
 
 // planTask is a task of /api/plan.
 type planTask struct {
-	ID           string   `json:"id"`
-	Title        string   `json:"title"`
-	Status       string   `json:"status"`
-	Priority     int      `json:"priority"`
-	ParentID     string   `json:"parent_id,omitempty"`
-	Feature      string   `json:"feature,omitempty"`
-	ClaimedBy    string   `json:"claimed_by,omitempty"`
-	ClaimedAt    string   `json:"claimed_at,omitempty"`
-	Holder       string   `json:"holder,omitempty"`
+	ID        string `json:"id"`
+	Title     string `json:"title"`
+	Status    string `json:"status"`
+	Priority  int    `json:"priority"`
+	ParentID  string `json:"parent_id,omitempty"`
+	Feature   string `json:"feature,omitempty"`
+	ClaimedBy string `json:"claimed_by,omitempty"`
+	ClaimedAt string `json:"claimed_at,omitempty"`
+	Holder    string `json:"holder,omitempty"`
+	// Stale says why an in_progress task's claim no longer stands
+	// (staleness), empty while it does.
+	Stale        string   `json:"stale,omitempty"`
 	Ready        bool     `json:"ready"`
 	BlockedBy    []string `json:"blocked_by"`
 	RetryCount   int      `json:"retry_count"`
@@ -97,10 +100,28 @@ func (s *Server) readPlan(ctx context.Context) (*planJSON, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planOf(tasks), nil
+	return planOf(tasks, s.cfg.Now()), nil
 }
 
-func planOf(tasks []loop.Task) *planJSON {
+// staleness says why t's claim no longer stands although t is still
+// in_progress: its holder process is gone (on this host), or its lease
+// ran out. The view changes nothing: the next ralph command that writes
+// to the plan recovers such a claim (DESIGN §8), and until then the page
+// says so rather than show a dead agent at work.
+func staleness(t loop.Task, now time.Time) string {
+	if t.Status != loop.StatusInProgress {
+		return ""
+	}
+	if t.Holder.Liveness() == loop.HolderGone {
+		return "holder gone"
+	}
+	if !t.LeaseExpiresAt.IsZero() && now.After(t.LeaseExpiresAt) {
+		return "lease expired"
+	}
+	return ""
+}
+
+func planOf(tasks []loop.Task, now time.Time) *planJSON {
 	p := &planJSON{Tasks: make([]planTask, len(tasks)), Features: []string{}}
 	status := make(map[string]loop.Status, len(tasks))
 	parents := make(map[string]bool, len(tasks))
@@ -116,6 +137,7 @@ func planOf(tasks []loop.Task) *planJSON {
 	for i, t := range tasks {
 		pt := toPlanTask(t)
 		pt.Ready = ready(t, parents[t.ID], status)
+		pt.Stale = staleness(t, now)
 		p.Tasks[i] = pt
 		nodes[i] = layoutNode{id: t.ID, parent: t.ParentID, feature: t.Feature, blockers: t.BlockedBy}
 		if t.Feature != "" && !features[t.Feature] {
@@ -134,8 +156,8 @@ func planOf(tasks []loop.Task) *planJSON {
 		case loop.StatusBlocked:
 			p.Counts.Blocked++
 		}
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%d\x00%s\x00%s\x00%v\x01", t.ID, t.Title, t.Status, t.Priority,
-			t.ParentID, t.Feature, t.RetryCount, t.ClaimedBy, t.VerificationStatus, t.BlockedBy)
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%d\x00%s\x00%s\x00%v\x00%s\x01", t.ID, t.Title, t.Status, t.Priority,
+			t.ParentID, t.Feature, t.RetryCount, t.ClaimedBy, t.VerificationStatus, t.BlockedBy, pt.Stale)
 	}
 	p.Counts.Total = len(tasks)
 	slices.Sort(p.Features)
@@ -313,6 +335,7 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.Task.Ready = ready(t, len(out.Children) > 0, status)
+	out.Task.Stale = staleness(t, s.cfg.Now())
 	logs, err := s.cfg.Store.Logs(ctx, t.ID)
 	if err != nil {
 		jsonError(w, http.StatusInternalServerError, err.Error())

@@ -48,6 +48,17 @@
 //     workers shows as the worker "main". Claims in the store that no live
 //     log explains (another machine, a person) show as workers named by
 //     their holder, without events.
+//   - Stale claims and killed builds: a claim still in_progress whose
+//     holder process is gone (on this host) or whose lease ran out is
+//     shown as stale ("holder gone", "lease expired"), not as an agent at
+//     work, and a session whose build's process is gone (the event log
+//     names it on each iteration_start line) is not live. The view does
+//     not recover such claims itself (it writes nothing): the next ralph
+//     command on the plan does, and the page follows. Since a death
+//     writes nothing, the watcher looks at the live holders' processes
+//     every 5 s (/proc, not the store) while there are any, and waits for
+//     the earliest lease with one timer; with no claim held and no build
+//     running, nothing of this runs.
 //   - Security: loopback by default, and then the Host header must name
 //     the loopback address and port (DNS rebinding). Any other address
 //     needs a token: Authorization: Bearer, or ?token= once (answered with

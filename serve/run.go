@@ -65,6 +65,9 @@ type workerJSON struct {
 	// ("verify", "gate", "integrate"), empty otherwise.
 	Phase  string `json:"phase,omitempty"`
 	Holder string `json:"holder,omitempty"`
+	// Stale says why the claim of a worker shown from the store no longer
+	// stands (staleness).
+	Stale string `json:"stale,omitempty"`
 	// Ended is set on the `run` event of a worker whose run ended.
 	Ended bool `json:"ended,omitempty"`
 }
@@ -78,7 +81,11 @@ type session struct {
 	workers map[string]*workerJSON
 	order   []string
 	ended   map[string]bool
-	modTime time.Time
+	// holder is the build's process, from its iteration_start lines;
+	// deadSent is set once the page was told it is gone.
+	holder   loop.Holder
+	deadSent bool
+	modTime  time.Time
 }
 
 // runs caches the sessions' event logs, read from where they were left.
@@ -137,6 +144,9 @@ func (se *session) update(path string) ([]string, error) {
 		}
 		if se.started.IsZero() {
 			se.started = e.At
+		}
+		if h, err := loop.ParseHolder(e.Holder); e.Holder != "" && err == nil {
+			se.holder = h
 		}
 		se.last = e.At
 		name := workerName(e.Worker)
@@ -201,11 +211,12 @@ func apply(w *workerJSON, e loop.EventLine) {
 	}
 }
 
-// live reports whether the session's run goes on: some worker has not
-// ended, and the log grew lately or a wait is under way.
+// live reports whether the session's run goes on: its build's process
+// is not known to be gone, some worker has not ended, and the log grew
+// lately or a wait is under way.
 func (se *session) live(now time.Time) bool {
-	if len(se.workers) == 0 {
-		return false
+	if len(se.workers) == 0 || se.holder.Liveness() == loop.HolderGone {
+		return false // a build killed before its session_end line
 	}
 	open := false
 	for name, w := range se.workers {
@@ -322,7 +333,7 @@ func (s *Server) readRun(ctx context.Context) (*runJSON, error) {
 		}
 		taken[name] = true
 		out.Workers = append(out.Workers, &workerJSON{Worker: name, Task: &loop.EventTask{ID: t.ID, Title: t.Title},
-			StartedAt: jsonTime(t.ClaimedAt), Events: []eventJSON{}, Holder: holderText(t)})
+			StartedAt: jsonTime(t.ClaimedAt), Events: []eventJSON{}, Holder: holderText(t), Stale: staleness(t, now)})
 		return nil
 	})
 	if err != nil {

@@ -154,6 +154,11 @@ func (h *hub) watch(ctx context.Context, done chan struct{}) {
 	var fire <-chan time.Time
 	db := false
 	sessions := map[string]bool{}
+	look := &lookout{s: h.s}
+	look.rearm(ctx)
+	defer look.stop()
+	// A process that died between the snapshot subscribe took and now.
+	h.processGone(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -161,6 +166,14 @@ func (h *hub) watch(ctx context.Context, done chan struct{}) {
 				timer.Stop()
 			}
 			return
+		case <-look.C:
+			if anyGone(look.now.procs) {
+				h.processGone(ctx)
+				look.rearm(ctx)
+			}
+		case <-look.LeaseC:
+			h.planChanged(ctx) // a claim went stale
+			look.rearm(ctx)
 		case c := <-changes:
 			if c.db {
 				db = true
@@ -182,7 +195,18 @@ func (h *hub) watch(ctx context.Context, done chan struct{}) {
 				h.sessionChanged(name)
 				delete(sessions, name)
 			}
+			look.rearm(ctx)
 		}
+	}
+}
+
+// processGone tells the page that a process holding a claim or running a
+// build died: the plan (its claims are stale now) and the cards of a
+// killed build's workers.
+func (h *hub) processGone(ctx context.Context) {
+	h.planChanged(ctx)
+	for _, w := range h.s.deadSessions() {
+		h.broadcast("run", w)
 	}
 }
 

@@ -997,3 +997,33 @@ func TestE2EServeRealAgents(t *testing.T) {
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelectorAll('#workers .worker').length === 0`)
 	servetest.Screenshot(t, ctx, "real agents done")
 }
+
+// TestServeKilledBuild: `kill -9` of a build mid-task. The build writes
+// nothing more, to the plan or its logs, yet within seconds the page shows
+// its claim as stale (dashed, "holder gone") and takes the build's card
+// off the run; the next ralph command returns the task to pending, and the
+// page follows.
+func TestServeKilledBuild(t *testing.T) {
+	e := newProject(t, nil)
+	e.ok("task", "add", "Add login", "--id", "login")
+	agent := streamingAgent(t, t.TempDir())
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	ctx := openPage(t, s.url)
+	build := startBuild(t, e.bin, e.dir, e.env, func() {}, "--claude", agent)
+	servetest.Wait[bool](t, ctx, pageWait, `!!document.querySelector('#workers .worker[data-worker="main"] .task[data-task-id="login"]')`)
+
+	build.cmd.Process.Kill()
+	build.wait(t, time.Minute)
+	killed := time.Now()
+	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('g.node[data-id="login"]')?.dataset.stale === 'holder gone'`)
+	servetest.Wait[bool](t, ctx, pageWait, `!document.querySelector('#workers .worker[data-worker="main"]') &&
+		!!document.querySelector('#workers .worker .stale[data-stale="holder gone"]')`)
+	t.Logf("kill -9 → the claim shown stale in the page after %v (the look is every 5 s)", time.Since(killed).Round(time.Millisecond))
+	if st := servetest.Eval[string](t, ctx, `document.querySelector('g.node[data-id="login"]').dataset.status`); st != "in_progress" {
+		t.Errorf("login is %q in the page; the read-only view must not recover it itself", st)
+	}
+	servetest.Screenshot(t, ctx, "killed build")
+
+	e.ok("task", "list") // a ralph command: it recovers the claim
+	servetest.Wait[bool](t, ctx, pageWait, `(n => n?.dataset.status === 'pending' && !n.dataset.stale)(document.querySelector('g.node[data-id="login"]'))`)
+}

@@ -227,11 +227,12 @@
       const label = t.title || t.id;
       const active = t.status === "in_progress" && t.holder;
       const ty = active ? 12 : 18;
-      let g = `<g class="node" data-id="${esc(t.id)}" data-status="${esc(t.status)}" data-ready="${t.ready ? "true" : "false"}" transform="translate(${t.x},${t.y})">` +
-        `<title>${esc(t.id)} · ${esc(statusWord[t.status] || t.status)}${t.ready ? " · ready" : ""}\n${esc(label)}</title>` +
+      const stale = t.stale ? ` data-stale="${esc(t.stale)}"` : "";
+      let g = `<g class="node" data-id="${esc(t.id)}" data-status="${esc(t.status)}" data-ready="${t.ready ? "true" : "false"}"${stale} transform="translate(${t.x},${t.y})">` +
+        `<title>${esc(t.id)} · ${esc(statusWord[t.status] || t.status)}${t.ready ? " · ready" : ""}${t.stale ? " · claim stale: " + esc(t.stale) : ""}\n${esc(label)}</title>` +
         `<rect class="box" width="${NODE_W}" height="${NODE_H}" rx="4"/><rect class="bar" width="5" height="${NODE_H}" rx="2"/>` +
         `<text x="11" y="${ty}">${esc(clip(label, 30))}</text>`;
-      if (active) g += `<text class="holder" x="11" y="24">${esc(clip(t.holder, 38))}</text>`;
+      if (active) g += `<text class="holder" x="11" y="24">${esc(clip((t.stale ? t.stale + ": " : "") + t.holder, 38))}</text>`;
       parts.push(g + "</g>");
     }
     vp.innerHTML = parts.join("");
@@ -355,7 +356,7 @@
     if (first > 0) out.push(`<tr class="pad"><td colspan="6" data-h="${first * ROW_H}"></td></tr>`);
     for (let i = first; i < last; i++) {
       const t = rows[i];
-      const ready = t.ready ? ` <span class="badge ready">ready</span>` : "";
+      const ready = (t.ready ? ` <span class="badge ready">ready</span>` : "") + (t.stale ? ` <span class="badge stale">${esc(t.stale)}</span>` : "");
       out.push(`<tr data-id="${esc(t.id)}" data-status="${esc(t.status)}"><td>${esc(t.id)}</td><td title="${esc(t.title)}">${esc(t.title)}</td>` +
         `<td><span class="badge s-${esc(t.status)}">${esc(statusWord[t.status] || t.status)}</span>${ready}</td><td>${t.priority}</td>` +
         `<td>${esc(t.feature || "")}</td><td>${esc(t.holder || "")}</td></tr>`);
@@ -410,11 +411,12 @@
       const task = w.task ? `<a class="task" data-task-id="${esc(w.task.id)}" href="#/task/${encodeURIComponent(w.task.id)}">${esc(w.task.id)} · ${esc(w.task.title || "")}</a>` : `<span class="task empty">between tasks</span>`;
       const wait = w.wait ? `<div class="wait" data-until="${esc(w.wait.until || "")}">${w.wait.until ? "waiting for the usage limit's reset at " + esc(new Date(w.wait.until).toLocaleString()) : "waiting"}${w.wait.message ? " — " + esc(w.wait.message) : ""}</div>` : "";
       const holder = w.holder ? `<div class="holder">held by ${esc(w.holder)}</div>` : "";
+      const stale = w.stale ? `<div class="stale" data-stale="${esc(w.stale)}">claim stale (${esc(w.stale)}): the next ralph command on this plan returns it to pending</div>` : "";
       const phase = w.phase ? `<div class="phase" data-phase="${esc(w.phase)}">${esc(phaseWord[w.phase] || w.phase)}…</div>` : "";
       const events = (w.events || []).map((e) => `<li data-kind="${esc(e.kind)}"${e.is_error ? ' class="error"' : ""} title="${esc(eventText(e))}">${esc(eventText(e))}</li>`).join("");
       return `<div class="worker" data-worker="${esc(w.worker)}"><header><span class="name">${esc(w.worker)}</span>` +
         `<span class="model">${esc(w.model || "")}</span><span class="elapsed" data-since="${esc(w.started_at || "")}">${elapsed(w.started_at)}</span></header>` +
-        task + phase + wait + holder + `<ul class="events">${events}</ul></div>`;
+        task + phase + wait + holder + stale + `<ul class="events">${events}</ul></div>`;
     }).join("");
     for (const ul of box.querySelectorAll(".events")) ul.scrollTop = ul.scrollHeight;
   }
@@ -517,7 +519,7 @@
     const raws = d.raw_logs.length ? d.raw_logs.map((l) => `<li><a href="${esc(l.url)}" target="_blank" rel="noopener">${esc(l.session)}/${esc(l.name)}</a></li>`).join("") : `<li class="empty">None.</li>`;
     el.innerHTML = `<p><a href="#/">← plan</a></p><h1 class="title">${esc(t.title)}</h1>` +
       `<div class="meta"><code>${esc(t.id)}</code><span class="status badge s-${esc(t.status)}">${esc(statusWord[t.status] || t.status)}</span>` +
-      (t.ready ? `<span class="badge ready">ready</span>` : "") + `<span>priority ${t.priority}</span>` +
+      (t.ready ? `<span class="badge ready">ready</span>` : "") + (t.stale ? `<span class="badge stale">claim stale: ${esc(t.stale)}</span>` : "") + `<span>priority ${t.priority}</span>` +
       (t.feature ? `<span>feature ${esc(t.feature)}</span>` : "") + (t.holder ? `<span>held by ${esc(t.holder)}</span>` : "") +
       (t.retry_count ? `<span>${t.retry_count} retries</span>` : "") + (t.verification ? `<span>verification ${esc(t.verification)}</span>` : "") + `</div>` +
       `<h2>Description</h2><div class="description">${esc(t.description || "(none)")}</div>` + parent +
