@@ -38,7 +38,10 @@
 //     the runtime's poller, so an idle view costs no CPU. Elsewhere, or
 //     when inotify fails, the files are looked at every second. A plan on
 //     a server is watched through the store's loop.ChangeWatcher
-//     (PostgreSQL notifications). Changes are coalesced for 100 ms. The
+//     (PostgreSQL notifications), and its claims, which notify nobody (a
+//     NOTIFY would queue the claims' commits), with one small indexed
+//     query a second (dag.Store.ClaimsToken) while a page is open.
+//     Changes are coalesced for 100 ms. The
 //     only timer of an idle stream is its 25 s keep-alive comment.
 //   - Event logs are read incrementally (from the offset read last), whole
 //     lines only. The newest five sessions with an event log are looked

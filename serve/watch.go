@@ -148,6 +148,9 @@ func (h *hub) watch(ctx context.Context, done chan struct{}) {
 	wg.Go(func() { watchFiles(ctx, h.s.cfg.DBPath, h.s.cfg.LogDir, changes) })
 	if cw, ok := h.s.cfg.Store.(loop.ChangeWatcher); ok && h.s.cfg.DBPath == "" {
 		wg.Go(func() { watchStore(ctx, cw, changes) })
+		if ct, ok := h.s.cfg.Store.(claimsTokener); ok {
+			wg.Go(func() { watchClaims(ctx, ct, changes) })
+		}
 	}
 	defer wg.Wait()
 	var timer *time.Timer
@@ -265,6 +268,38 @@ func (s *Server) latestReceipt(ctx context.Context) string {
 	}
 	r := rs[0]
 	return fmt.Sprintf("%s/%d/%s/%s/%d", r.Session, r.Iteration, r.Mode, r.Worker, r.StartedAt.UnixNano())
+}
+
+// claimsTokener is a store that can say when its claims changed
+// (dag.Store.ClaimsToken).
+type claimsTokener interface {
+	ClaimsToken(ctx context.Context) (string, error)
+}
+
+// claimsEvery is how often the claims of a plan on a server are looked
+// at: its notifications do not tell of claims (a NOTIFY would queue the
+// claims' commits), and a claim is what a viewer most wants to see. One
+// small indexed query a second; every other change comes by notification.
+const claimsEvery = time.Second
+
+// watchClaims looks at a server store's claims every claimsEvery.
+func watchClaims(ctx context.Context, ct claimsTokener, changes chan<- change) {
+	tick := time.NewTicker(claimsEvery)
+	defer tick.Stop()
+	last, _ := ct.ClaimsToken(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		tok, err := ct.ClaimsToken(ctx)
+		if err != nil || tok == last {
+			continue
+		}
+		last = tok
+		send(ctx, changes, change{db: true})
+	}
 }
 
 // watchStore asks a server store for its changes.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
 	"io"
 	"net"
 	"net/http"
@@ -255,6 +256,47 @@ func TestE2EServeIdleCPU(t *testing.T) {
 	t.Logf("ralph serve, idle with one event stream open: %d clock ticks of CPU in 3 s", used)
 	if used > 3 {
 		t.Errorf("idle ralph serve used %d clock ticks in 3 s, want at most 3", used)
+	}
+	s.stop()
+}
+
+// TestE2EServeOnPostgres: `ralph serve` on a plan kept on PostgreSQL. It
+// learns of another process's change from the plan's notifications (not
+// from a file), and idle, with a page's event stream open, it costs no
+// CPU: the watcher blocks on the notification connection.
+func TestE2EServeOnPostgres(t *testing.T) {
+	e := newProject(t, nil, "--db", pgtest.URL(t), "--plan", "serve")
+	e.ok("task", "add", "--id", "a", "Design the schema")
+	e.ok("task", "add", "--id", "b", "--blocked-by", "a", "Write the API")
+	s := e.startServe("--addr", "127.0.0.1:0")
+	ev := s.events()
+	if code, body := s.get("/api/plan"); code != 200 || !strings.Contains(body, `"total":2`) {
+		t.Fatalf("/api/plan: %d %s", code, body)
+	}
+	if runtime.GOOS == "linux" {
+		time.Sleep(500 * time.Millisecond) // let the start settle
+		before := cpuTicks(t, s.cmd.Process.Pid)
+		time.Sleep(3 * time.Second)
+		used := cpuTicks(t, s.cmd.Process.Pid) - before
+		t.Logf("ralph serve on PostgreSQL, idle with one event stream open: %d clock ticks of CPU in 3 s", used)
+		if used > 3 {
+			t.Errorf("idle ralph serve used %d clock ticks in 3 s, want at most 3", used)
+		}
+	}
+	start := time.Now()
+	e.ok("task", "claim", "a")
+	deadline := time.After(10 * time.Second)
+	for got := false; !got; {
+		select {
+		case name := <-ev:
+			got = name == "plan"
+		case <-deadline:
+			t.Fatal("no plan event within 10 s of 'ralph task claim' on PostgreSQL")
+		}
+	}
+	t.Logf("'ralph task claim' on PostgreSQL → plan event: %v (the command included)", time.Since(start).Round(time.Millisecond))
+	if code, body := s.get("/api/plan"); code != 200 || !strings.Contains(body, `"active":1`) {
+		t.Errorf("/api/plan after the claim: %d %s", code, body)
 	}
 	s.stop()
 }
