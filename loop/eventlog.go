@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -267,4 +268,22 @@ func cut(s string, limit int) string {
 		end--
 	}
 	return s[:end] + ell
+}
+
+// RawLogName is the name of a session's raw agent stream in its session's
+// log directory (DESIGN §7): iter-<n>.ndjson, with the worker before it
+// (w2-iter-3.ndjson), "-verify" for the verifier's session, and the agent
+// CLI's name after it unless it is Claude Code (iter-3-verify-codex.ndjson).
+func RawLogName(worker string, iteration int, verify bool, agent string) string {
+	name := "iter-" + strconv.Itoa(iteration)
+	if worker != "" {
+		name = worker + "-" + name
+	}
+	if verify {
+		name += "-verify"
+	}
+	if agent != "" && agent != "claude" {
+		name += "-" + agent
+	}
+	return name + ".ndjson"
 }

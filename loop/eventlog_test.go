@@ -280,3 +280,23 @@ func TestEventLogPhases(t *testing.T) {
 		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }
+
+func TestRawLogName(t *testing.T) {
+	for _, tc := range []struct {
+		worker string
+		n      int
+		verify bool
+		agent  string
+		want   string
+	}{
+		{"", 3, false, "", "iter-3.ndjson"},
+		{"", 3, false, "claude", "iter-3.ndjson"},
+		{"", 3, true, "claude", "iter-3-verify.ndjson"},
+		{"w2", 3, false, "codex", "w2-iter-3-codex.ndjson"},
+		{"w2", 3, true, "gemini", "w2-iter-3-verify-gemini.ndjson"},
+	} {
+		if got := loop.RawLogName(tc.worker, tc.n, tc.verify, tc.agent); got != tc.want {
+			t.Errorf("RawLogName(%q, %d, %v, %q) = %q, want %q", tc.worker, tc.n, tc.verify, tc.agent, got, tc.want)
+		}
+	}
+}

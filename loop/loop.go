@@ -1209,21 +1209,11 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		req.Tools = append([]string(nil), VerifierTools...)
 	}
 	if r.cfg.RawLogs {
-		name := "iter-" + strconv.Itoa(n)
-		if r.cfg.Worker != "" {
-			name = r.cfg.Worker + "-" + name
-		}
 		agent := r.cfg.Agent
-		if verifier {
-			name += "-verify"
-			if r.cfg.Verifier != nil {
-				agent = r.cfg.VerifierAgent
-			}
+		if verifier && r.cfg.Verifier != nil {
+			agent = r.cfg.VerifierAgent
 		}
-		if agent != "" && agent != "claude" {
-			name += "-" + agent
-		}
-		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, name+".ndjson")
+		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, RawLogName(r.cfg.Worker, n, verifier, agent))
 	}
 	if task.ID == "" && r.cfg.ClaimMode == ClaimAgent && r.cfg.Mode == ModeBuild {
 		// Peek mode: the claims the agent makes in the session.

@@ -207,10 +207,11 @@ func (l *SessionLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.events != nil {
+		// l.events stays: Observe reads it without the lock, and a closed
+		// EventLog writes nothing more.
 		if err := l.events.Close(); err != nil && l.err == nil {
 			l.err = err
 		}
-		l.events = nil
 	}
 	if l.err == nil {
 		l.err = l.w.Flush()

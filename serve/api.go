@@ -367,24 +367,17 @@ func (s *Server) rawLogs(rc loop.Receipt, seen map[string]bool) []rawLogJSON {
 	if !validName(rc.Session) {
 		return nil
 	}
-	base := "iter-" + strconv.Itoa(rc.Iteration)
-	if rc.Worker != "" {
-		base = rc.Worker + "-" + base
+	name := loop.RawLogName(rc.Worker, rc.Iteration, rc.Mode == "verify", rc.Agent)
+	key := rc.Session + "/" + name
+	if seen[key] || !validName(name) {
+		return nil
 	}
-	var out []rawLogJSON
-	for _, name := range []string{base + ".ndjson", base + "-verify.ndjson"} {
-		key := rc.Session + "/" + name
-		if seen[key] {
-			continue
-		}
-		if fi, err := os.Stat(filepath.Join(s.cfg.LogDir, rc.Session, name)); err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		seen[key] = true
-		out = append(out, rawLogJSON{Name: name, URL: "/logs/" + rc.Session + "/" + name, Session: rc.Session,
-			Iteration: rc.Iteration, Worker: rc.Worker})
+	if fi, err := os.Stat(filepath.Join(s.cfg.LogDir, rc.Session, name)); err != nil || !fi.Mode().IsRegular() {
+		return nil
 	}
-	return out
+	seen[key] = true
+	return []rawLogJSON{{Name: name, URL: "/logs/" + rc.Session + "/" + name, Session: rc.Session,
+		Iteration: rc.Iteration, Worker: rc.Worker}}
 }
 
 func (s *Server) apiReceipts(w http.ResponseWriter, r *http.Request) {

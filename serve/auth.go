@@ -1,20 +1,42 @@
 package serve
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 )
 
-// cookieName is the cookie that carries the token after a ?token= visit.
-const cookieName = "ralph_token"
+// cookieName names the cookie that lets a browser in after a ?token=
+// visit: "ralph_token_<port>", since browsers send a host's cookies to
+// every port of it, and two ralph serves on one host must not overwrite
+// each other's.
+func cookieName(r *http.Request) string {
+	_, port, err := net.SplitHostPort(r.Host)
+	if err != nil || port == "" || strings.Trim(port, "0123456789") != "" {
+		return "ralph_token"
+	}
+	return "ralph_token_" + port
+}
+
+// cookieValue is what the cookie holds: not the token, which may serve
+// elsewhere too, but a key derived from it, good for this view only.
+func cookieValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("ralph serve cookie"))
+	return hex.EncodeToString(m.Sum(nil))
+}
 
 // authorize lets the request through when no token is configured, or when
 // it carries the token: an Authorization: Bearer header, a ?token= query
 // (answered with the cookie and a redirect to the same URL without it),
 // or the cookie. Otherwise it answers 401 and returns false. The token is
-// compared in constant time and never written in a response.
+// compared in constant time and never written in a response (the cookie
+// holds a key derived from it).
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
 	want := s.cfg.Token
 	if want == "" {
@@ -31,13 +53,14 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
 			unauthorized(w)
 			return false
 		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: want, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: cookieValue(want), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		q.Del("token")
-		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		// One leading slash: "//host/x" would leave for another host.
+		u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/"), RawQuery: q.Encode()}
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
 		return false
 	}
-	if c, err := r.Cookie(cookieName); err == nil && same(c.Value, want) {
+	if c, err := r.Cookie(cookieName(r)); err == nil && same(c.Value, cookieValue(want)) {
 		return true
 	}
 	unauthorized(w)

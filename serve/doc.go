@@ -41,8 +41,9 @@
 //     (PostgreSQL notifications), and its claims, which notify nobody (a
 //     NOTIFY would queue the claims' commits), with one small indexed
 //     query a second (dag.Store.ClaimsToken) while a page is open.
-//     Changes are coalesced for 100 ms. The
-//     only timer of an idle stream is its 25 s keep-alive comment.
+//     Changes are coalesced for 100 ms. On a SQLite plan with no claim
+//     held, the only timer of an idle stream is its 25 s keep-alive
+//     comment (see below for claims, and above for a server's).
 //   - Event logs are read incrementally (from the offset read last), whole
 //     lines only. The newest five sessions with an event log are looked
 //     at; a session is live while some worker has no session_end line and

@@ -14,7 +14,7 @@ const pollEvery = time.Second
 
 // pollFiles reports changes by looking at the files every pollEvery (a few
 // stat calls): where inotify is not to be had.
-func pollFiles(ctx context.Context, dbPath, logDir string, changes chan<- change) {
+func pollFiles(ctx context.Context, dbPath, logDir string, changes chan<- change, ready func()) {
 	state := func(paths ...string) string {
 		s := ""
 		for _, p := range paths {
@@ -42,6 +42,7 @@ func pollFiles(ctx context.Context, dbPath, logDir string, changes chan<- change
 		}
 	}
 	look(true)
+	ready()
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {

@@ -40,9 +40,10 @@ type Config struct {
 	LogDir string
 	// Token, when set, is required on every request.
 	Token string
-	// Hosts are the Host header values accepted (host:port, compared
-	// without case) when Loopback is set: anything else is refused, which
-	// defeats DNS rebinding. ListenAndServe sets them from the address.
+	// Hosts, when set, are the only Host header values accepted
+	// (host:port, compared without case): anything else is refused, which
+	// defeats DNS rebinding. ListenAndServe sets them for a loopback
+	// address: the loopback names and the address itself, with its port.
 	Hosts []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -139,7 +140,8 @@ func ListenAndServe(ctx context.Context, addr string, cfg Config, ready func(url
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	if loopback {
-		cfg.Hosts = loopbackHosts(port)
+		h, _, _ := net.SplitHostPort(addr)
+		cfg.Hosts = append(loopbackHosts(port), net.JoinHostPort(h, fmt.Sprint(port)))
 	}
 	srv, err := New(cfg)
 	if err != nil {

@@ -72,7 +72,7 @@ func newFixture(t *testing.T) *fixture {
 	for i, r := range []loop.Receipt{
 		{Session: session, Iteration: 1, Mode: "build", TaskID: "schema", Model: "claude-sonnet-4-5", Worker: "w1", Agent: "claude",
 			InputTokens: 1000, OutputTokens: 200, CostUSD: 0.25, StartedAt: t0, Duration: time.Minute, Turns: 5, ExitReason: "success"},
-		{Session: session, Iteration: 1, Mode: "verify", TaskID: "schema", Model: "claude-opus-4-1", Worker: "w1", Agent: "claude",
+		{Session: session, Iteration: 1, Mode: "verify", TaskID: "schema", Model: "gpt-5.5", Worker: "w1", Agent: "codex",
 			InputTokens: 500, OutputTokens: 50, CostUSD: 0.5, StartedAt: t0.Add(time.Minute), Duration: 30 * time.Second, Turns: 2, Verdict: "pass"},
 	} {
 		if err := st.RecordReceipt(ctx, r); err != nil {
@@ -83,6 +83,10 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(f.logDir, session, "w1-iter-1.ndjson"), []byte(`{"type":"system"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The verifier was Codex: its stream is named after it (DESIGN §11).
+	if err := os.WriteFile(filepath.Join(f.logDir, session, "w1-iter-1-verify-codex.ndjson"), []byte(`{"type":"thread.started"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := loop.OpenEventLog(loop.EventLogPath(f.logDir, session))
@@ -261,7 +265,8 @@ func TestAPITask(t *testing.T) {
 	if len(got.Receipts) != 2 || got.Receipts[0].Mode != "build" || got.Receipts[1].Mode != "verify" {
 		t.Errorf("receipts = %+v, want build then verify", got.Receipts)
 	}
-	wantRaw := []struct{ Name, URL string }{{"w1-iter-1.ndjson", "/logs/" + session + "/w1-iter-1.ndjson"}}
+	wantRaw := []struct{ Name, URL string }{{"w1-iter-1.ndjson", "/logs/" + session + "/w1-iter-1.ndjson"},
+		{"w1-iter-1-verify-codex.ndjson", "/logs/" + session + "/w1-iter-1-verify-codex.ndjson"}}
 	if diff := cmp.Diff(wantRaw, got.RawLogs); diff != "" {
 		t.Errorf("raw logs (-want +got):\n%s", diff)
 	}
@@ -422,19 +427,34 @@ func TestAuth(t *testing.T) {
 	if loc := resp.Header.Get("Location"); loc != "/" {
 		t.Errorf("redirect to %q, want / (the token dropped)", loc)
 	}
+	// The cookie is named after the port (browsers send a host's cookies
+	// to all its ports) and holds a key derived from the token, not the
+	// token.
+	name := "ralph_token_" + hs.URL[strings.LastIndex(hs.URL, ":")+1:]
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == "ralph_token" {
+		if c.Name == name {
 			cookie = c
 		}
 	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
-		t.Fatalf("cookie = %+v, want HttpOnly SameSite=Strict ralph_token", cookie)
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || strings.Contains(cookie.Value, token) {
+		t.Fatalf("cookie = %+v, want HttpOnly SameSite=Strict %s without the token in it", cookie, name)
 	}
-	resp, body = get(t, hs.URL+"/api/plan", "Cookie", "ralph_token="+cookie.Value)
+	resp, body = get(t, hs.URL+"/api/plan", "Cookie", name+"="+cookie.Value)
 	check("cookie", resp, body, http.StatusOK)
-	resp, body = get(t, hs.URL+"/api/plan", "Cookie", "ralph_token=wrong")
+	resp, body = get(t, hs.URL+"/api/plan", "Cookie", name+"=wrong")
 	check("wrong cookie", resp, body, http.StatusUnauthorized)
+	resp, body = get(t, hs.URL+"/api/plan", "Cookie", name+"="+token)
+	check("the token itself as the cookie", resp, body, http.StatusUnauthorized)
+	resp, body = get(t, hs.URL+"/api/plan", "Cookie", "ralph_token_1="+cookie.Value)
+	check("another port's cookie", resp, body, http.StatusUnauthorized)
+	// A path that would make the redirect leave for another host keeps
+	// one slash.
+	resp, body = get(t, hs.URL+"//evil.example/x?token="+token)
+	check("//host ?token", resp, body, http.StatusSeeOther)
+	if loc := resp.Header.Get("Location"); loc != "/evil.example/x" {
+		t.Errorf("redirect to %q, want /evil.example/x", loc)
+	}
 }
 
 // On loopback, a Host header other than the loopback address is refused:

@@ -84,11 +84,7 @@ func (h *hub) subscribe() (*client, bool) {
 // unsubscribe removes a client, stopping the watcher after the last one.
 func (h *hub) unsubscribe(c *client) {
 	h.mu.Lock()
-	if !h.clients[c] {
-		h.mu.Unlock()
-		return
-	}
-	delete(h.clients, c)
+	delete(h.clients, c) // broadcast may have dropped it already
 	var done chan struct{}
 	if len(h.clients) == 0 && h.cancel != nil {
 		h.cancel()
@@ -145,14 +141,25 @@ func (h *hub) watch(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	changes := make(chan change, 256)
 	var wg sync.WaitGroup
-	wg.Go(func() { watchFiles(ctx, h.s.cfg.DBPath, h.s.cfg.LogDir, changes) })
+	defer wg.Wait()
+	// Every watcher takes its first look (inotify's watches added, a
+	// store's first token) before the plan is read below: a change after
+	// that read is one they see.
+	var armed sync.WaitGroup
+	start := func(w func(ready func())) {
+		armed.Add(1)
+		var once sync.Once
+		ready := func() { once.Do(armed.Done) }
+		wg.Go(func() { w(ready); ready() })
+	}
+	start(func(ready func()) { watchFiles(ctx, h.s.cfg.DBPath, h.s.cfg.LogDir, changes, ready) })
 	if cw, ok := h.s.cfg.Store.(loop.ChangeWatcher); ok && h.s.cfg.DBPath == "" {
-		wg.Go(func() { watchStore(ctx, cw, changes) })
+		start(func(ready func()) { watchStore(ctx, cw, changes, ready) })
 		if ct, ok := h.s.cfg.Store.(claimsTokener); ok {
-			wg.Go(func() { watchClaims(ctx, ct, changes) })
+			start(func(ready func()) { watchClaims(ctx, ct, changes, ready) })
 		}
 	}
-	defer wg.Wait()
+	armed.Wait()
 	var timer *time.Timer
 	var fire <-chan time.Time
 	db := false
@@ -282,11 +289,13 @@ type claimsTokener interface {
 // small indexed query a second; every other change comes by notification.
 const claimsEvery = time.Second
 
-// watchClaims looks at a server store's claims every claimsEvery.
-func watchClaims(ctx context.Context, ct claimsTokener, changes chan<- change) {
+// watchClaims looks at a server store's claims every claimsEvery; ready
+// is called once it has the first token.
+func watchClaims(ctx context.Context, ct claimsTokener, changes chan<- change, ready func()) {
 	tick := time.NewTicker(claimsEvery)
 	defer tick.Stop()
 	last, _ := ct.ClaimsToken(ctx)
+	ready()
 	for {
 		select {
 		case <-ctx.Done():
@@ -302,10 +311,12 @@ func watchClaims(ctx context.Context, ct claimsTokener, changes chan<- change) {
 	}
 }
 
-// watchStore asks a server store for its changes.
-func watchStore(ctx context.Context, cw loop.ChangeWatcher, changes chan<- change) {
+// watchStore asks a server store for its changes; ready is called once it
+// tried for its first token.
+func watchStore(ctx context.Context, cw loop.ChangeWatcher, changes chan<- change, ready func()) {
 	for ctx.Err() == nil {
 		token, err := cw.ChangeToken(ctx)
+		ready()
 		if err != nil {
 			sleep(ctx, time.Second)
 			continue

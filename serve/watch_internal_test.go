@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -84,7 +85,44 @@ func testWatcher(t *testing.T, watch func(ctx context.Context, dbPath, logDir st
 	})
 }
 
-func TestWatchFiles(t *testing.T) { testWatcher(t, watchFiles) }
+func TestWatchFiles(t *testing.T) {
+	testWatcher(t, func(ctx context.Context, d, l string, c chan<- change) { watchFiles(ctx, d, l, c, func() {}) })
+}
 
 // The fallback where inotify is not to be had.
-func TestPollFiles(t *testing.T) { testWatcher(t, pollFiles) }
+func TestPollFiles(t *testing.T) {
+	testWatcher(t, func(ctx context.Context, d, l string, c chan<- change) { pollFiles(ctx, d, l, c, func() {}) })
+}
+
+// emptyStore is a plan with no task, no history and no receipt.
+type emptyStore struct{}
+
+func (emptyStore) EachTask(context.Context, dag.ListParams, func(loop.Task) error) error { return nil }
+func (emptyStore) Get(context.Context, string) (loop.Task, error) {
+	return loop.Task{}, loop.ErrNotFound
+}
+func (emptyStore) Logs(context.Context, string) ([]loop.LogEntry, error) { return nil, nil }
+func (emptyStore) Receipts(context.Context, int) ([]loop.Receipt, error) { return nil, nil }
+
+// A client dropped for falling behind (a laptop asleep) that was the last
+// one stops the watcher when its stream ends: nothing watches for nobody.
+func TestWatcherStopsAfterDroppedClient(t *testing.T) {
+	s, err := New(Config{Store: emptyStore{}, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, _ := s.hub.subscribe()
+	for i := 0; i <= clientBuffer; i++ { // nobody reads c.ch
+		s.hub.broadcast("plan", i)
+	}
+	for range c.ch { // closed when it was dropped
+	}
+	s.hub.unsubscribe(c) // what the stream's handler does as it returns
+	s.hub.mu.Lock()
+	running, n := s.hub.cancel != nil, len(s.hub.clients)
+	s.hub.mu.Unlock()
+	if running || n != 0 {
+		t.Errorf("watcher running: %v, with %d clients; want it stopped with none", running, n)
+	}
+}

@@ -18,10 +18,10 @@ import (
 // event logs with inotify until ctx is done: the read blocks in the
 // runtime's poller, so nothing runs while nothing changes. Where inotify
 // cannot be had, it falls back to pollFiles.
-func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- change) {
+func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- change, ready func()) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		pollFiles(ctx, dbPath, logDir, changes)
+		pollFiles(ctx, dbPath, logDir, changes, ready)
 		return
 	}
 	f := os.NewFile(uintptr(fd), "inotify")
@@ -34,7 +34,7 @@ func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- chang
 		dbDir, dbBase = filepath.Dir(dbPath), filepath.Base(dbPath)
 		if !w.add(dbDir, fileMask) {
 			f.Close()
-			pollFiles(ctx, dbPath, logDir, changes)
+			pollFiles(ctx, dbPath, logDir, changes, ready)
 			return
 		}
 	}
@@ -52,13 +52,14 @@ func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- chang
 	} else {
 		w.add(logParent, unix.IN_CREATE|unix.IN_MOVED_TO) // for logs/ to appear
 	}
+	ready()
 	buf := make([]byte, 64*1024)
 	for {
 		n, err := f.Read(buf)
 		if err != nil {
 			if ctx.Err() == nil {
 				// The descriptor broke: look at the files instead.
-				pollFiles(ctx, dbPath, logDir, changes)
+				pollFiles(ctx, dbPath, logDir, changes, ready)
 			}
 			return
 		}

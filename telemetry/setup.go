@@ -164,8 +164,10 @@ func (t *Telemetry) Protocol() string { return t.protocol }
 func (t *Telemetry) Observer() *Observer { return t.obs }
 
 // Shutdown ends the spans still open (Observer.End), exports what is left
-// and stops the exporter, within ShutdownTimeout or ctx, whichever ends
-// first. Its error has been warned about already: callers may ignore it.
+// and stops the exporter, within ShutdownTimeout. ctx's values are kept
+// but not its cancellation: a run interrupted with Ctrl-C still sends its
+// last spans. Its error has been warned about already: callers may
+// ignore it.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	t.obs.End()
 	if t.tp == nil {

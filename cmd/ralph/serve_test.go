@@ -182,6 +182,24 @@ func TestE2EServe(t *testing.T) {
 	s.stop()
 }
 
+// TestE2EServeOtherLoopback: a loopback address other than 127.0.0.1
+// serves the URL it prints (its Host is accepted), and still needs no
+// token.
+func TestE2EServeOtherLoopback(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("127.0.0.2 is loopback on Linux only")
+	}
+	e := newProject(t, nil)
+	s := e.startServe("--addr", "127.0.0.2:0")
+	if !strings.HasPrefix(s.url, "http://127.0.0.2:") {
+		t.Fatalf("URL %q", s.url)
+	}
+	if code, _ := s.get("/api/plan"); code != 200 {
+		t.Errorf("GET the printed URL: %d, want 200", code)
+	}
+	s.stop()
+}
+
 func TestE2EServeToken(t *testing.T) {
 	e := newProject(t, nil)
 	r := e.run("serve", "--addr", "0.0.0.0:0")
