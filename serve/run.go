@@ -125,46 +125,63 @@ func (se *session) update(path string) ([]string, error) {
 	if fi.Size() == se.offset {
 		return nil, nil
 	}
-	data := make([]byte, fi.Size()-se.offset)
-	n, err := f.ReadAt(data, se.offset)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	data = data[:n]
-	end := bytes.LastIndexByte(data, '\n')
-	if end < 0 {
-		return nil, nil // no whole line yet
-	}
-	se.offset += int64(end + 1)
+	// In chunks: the first read of a long session's log need not hold it
+	// all at once.
 	var changed []string
-	for line := range bytes.Lines(data[:end+1]) {
-		var e loop.EventLine
-		if json.Unmarshal(line, &e) != nil {
+	buf := make([]byte, min(fi.Size()-se.offset, readChunk))
+	for se.offset < fi.Size() {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), fi.Size()-se.offset)], se.offset)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return changed, err
+		}
+		data := buf[:n]
+		end := bytes.LastIndexByte(data, '\n')
+		switch {
+		case end < 0 && n == readChunk:
+			se.offset += int64(n) // a line longer than a chunk: no line of ours
 			continue
+		case end < 0:
+			return changed, nil // no whole line yet
 		}
-		if se.started.IsZero() {
-			se.started = e.At
-		}
-		if h, err := loop.ParseHolder(e.Holder); e.Holder != "" && err == nil {
-			se.holder = h
-		}
-		se.last = e.At
-		name := workerName(e.Worker)
-		w := se.workers[name]
-		if w == nil {
-			w = &workerJSON{Worker: name, Session: se.name, Events: []eventJSON{}}
-			se.workers[name] = w
-			se.order = append(se.order, name)
-		}
-		if !slices.Contains(changed, name) {
-			changed = append(changed, name)
-		}
-		apply(w, e)
-		if e.Kind == loop.NoteSessionEnd {
-			se.ended[name] = true
+		se.offset += int64(end + 1)
+		for line := range bytes.Lines(data[:end+1]) {
+			if name, ok := se.line(line); ok && !slices.Contains(changed, name) {
+				changed = append(changed, name)
+			}
 		}
 	}
 	return changed, nil
+}
+
+// readChunk bounds what update reads at once.
+const readChunk = 1 << 20
+
+// line applies one line of the event log and returns the worker it is
+// about; ok is false for a line that is not an event line.
+func (se *session) line(line []byte) (worker string, ok bool) {
+	var e loop.EventLine
+	if json.Unmarshal(line, &e) != nil {
+		return "", false
+	}
+	if se.started.IsZero() {
+		se.started = e.At
+	}
+	if h, err := loop.ParseHolder(e.Holder); e.Holder != "" && err == nil {
+		se.holder = h
+	}
+	se.last = e.At
+	name := workerName(e.Worker)
+	w := se.workers[name]
+	if w == nil {
+		w = &workerJSON{Worker: name, Session: se.name, Events: []eventJSON{}}
+		se.workers[name] = w
+		se.order = append(se.order, name)
+	}
+	apply(w, e)
+	if e.Kind == loop.NoteSessionEnd {
+		se.ended[name] = true
+	}
+	return name, true
 }
 
 // apply updates a worker with one line of its event log.
