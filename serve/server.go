@@ -122,18 +122,30 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// CheckAddr returns the error ListenAndServe returns for addr and token
+// before it listens: an address it cannot read, or one off loopback
+// without a token. Callers check first, to refuse before they do anything
+// else.
+func CheckAddr(addr, token string) error {
+	loopback, err := IsLoopback(addr)
+	if err != nil {
+		return err
+	}
+	if !loopback && token == "" {
+		return fmt.Errorf("serve: %s is not a loopback address: give a token (--token or $RALPH_SERVE_TOKEN) so that only you can see the plan", addr)
+	}
+	return nil
+}
+
 // ListenAndServe serves the view on addr until ctx is done, then shuts
 // down gracefully. ready, if not nil, is called with the URL to open once
 // the listener is bound. It refuses an address that is not loopback
 // without a token.
 func ListenAndServe(ctx context.Context, addr string, cfg Config, ready func(url string)) error {
-	loopback, err := IsLoopback(addr)
-	if err != nil {
+	if err := CheckAddr(addr, cfg.Token); err != nil {
 		return err
 	}
-	if !loopback && cfg.Token == "" {
-		return fmt.Errorf("serve: %s is not a loopback address: give a token (--token or $RALPH_SERVE_TOKEN) so that only you can see the plan", addr)
-	}
+	loopback, _ := IsLoopback(addr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("serve: cannot listen on %s: %w", addr, err)

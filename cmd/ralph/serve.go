@@ -38,12 +38,8 @@ func serveCommand(cfg appConfig) *cli.Command {
 func serveAction(c *cli.Context, cfg appConfig) error {
 	addr := strings.TrimSpace(c.String("addr"))
 	token := c.String("token")
-	loopback, err := serve.IsLoopback(addr)
-	if err != nil {
+	if err := serve.CheckAddr(addr, token); err != nil {
 		return &usageError{cmd: "ralph serve", err: errors.New(strings.TrimPrefix(err.Error(), "serve: "))}
-	}
-	if !loopback && token == "" {
-		return fmt.Errorf("--addr %s is not a loopback address: give --token TOKEN (or $RALPH_SERVE_TOKEN) so that only you can see the plan", addr)
 	}
 	ro := cfg
 	ro.readOnly = true
