@@ -1,10 +1,7 @@
 package servetest
 
 import (
-	"bytes"
-	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 )
 
@@ -25,43 +22,3 @@ func ownGroup(cmd *exec.Cmd) {
 func killGroup(pid int) { syscall.Kill(-pid, syscall.SIGKILL) }
 
 func killPID(pid int) { syscall.Kill(pid, syscall.SIGKILL) }
-
-// processesUsing returns the live processes (zombies are dead) whose
-// command line has --user-data-dir=dir: Chromium passes the flag to each
-// of its children.
-func processesUsing(dir string) []int {
-	want := []byte("--user-data-dir=" + dir)
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		for arg := range bytes.SplitSeq(cmdline, []byte{0}) {
-			if bytes.Equal(arg, want) && !zombie(pid) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
-}
-
-// zombie reports whether pid has exited and waits for its parent to reap
-// it (state Z in /proc/<pid>/stat).
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
-}

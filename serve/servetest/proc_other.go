@@ -7,8 +7,8 @@ import (
 	"os/exec"
 )
 
-// ownGroup leaves the command as it is: the process group and the look at
-// the processes' command lines are Linux's (the browser tests run there).
+// ownGroup leaves the command as it is: the process group is Linux's (the
+// browser tests run there).
 func ownGroup(cmd *exec.Cmd) {}
 
 func killGroup(pid int) { killPID(pid) }
@@ -18,5 +18,3 @@ func killPID(pid int) {
 		p.Kill()
 	}
 }
-
-func processesUsing(dir string) []int { return nil }

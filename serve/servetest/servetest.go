@@ -116,6 +116,10 @@ func Browser(t testing.TB) context.Context {
 		chromedp.Flag("no-sandbox", os.Getuid() == 0),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 			ownGroup(cmd)
+			if cmd.Env == nil {
+				cmd.Env = os.Environ()
+			}
+			cmd.Env = append(cmd.Env, browserEnv+"="+b.dir) // every child inherits it
 			cmd.Stdout, cmd.Stderr = out, out
 			b.mu.Lock()
 			b.cmd = cmd
@@ -274,4 +278,14 @@ func tail(s string, n int) string {
 func (b *browser) output() string {
 	out, _ := os.ReadFile(b.log)
 	return tail(string(out), 4000)
+}
+
+// browserEnv marks the processes of a test's browser: its value is the
+// browser's profile directory, which is the test's own.
+const browserEnv = "RALPH_TEST_BROWSER"
+
+// processesUsing returns the live processes of the browser whose profile
+// is dir: the browser and every child it started.
+func processesUsing(dir string) []int {
+	return agentproctest.ProcessesWithEnv(browserEnv + "=" + dir)
 }
