@@ -263,7 +263,7 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config,
 	rep, err := parallel.Run(c.Context, pc, store, runner)
 	if traces != nil {
 		total := rep.Report
-		traces.Observe(loop.Note{Kind: loop.NoteSessionEnd, At: time.Now(), Session: rep.Session, Mode: loop.ModeBuild, Report: &total})
+		traces.Observe(loop.Note{Kind: loop.NoteSessionEnd, At: cfg.now(), Session: rep.Session, Mode: loop.ModeBuild, Report: &total})
 	}
 	if err != nil {
 		switch {
