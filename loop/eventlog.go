@@ -83,24 +83,43 @@ type EventDetail struct {
 // EventReceipt is a receipt in an event log line, with the names `ralph
 // status --json` gives its fields.
 type EventReceipt struct {
-	Session          string  `json:"session,omitempty"`
-	Iteration        int     `json:"iteration,omitempty"`
-	Mode             string  `json:"mode,omitempty"`
-	TaskID           string  `json:"task_id,omitempty"`
-	Model            string  `json:"model,omitempty"`
-	Worker           string  `json:"worker,omitempty"`
-	Agent            string  `json:"agent,omitempty"`
+	Session          string  `json:"session"`
+	Iteration        int     `json:"iteration"`
+	Mode             string  `json:"mode"`
+	TaskID           string  `json:"task_id"`
+	Model            string  `json:"model"`
+	Worker           string  `json:"worker"`
+	Agent            string  `json:"agent"`
 	InputTokens      int64   `json:"input_tokens"`
 	OutputTokens     int64   `json:"output_tokens"`
 	CacheReadTokens  int64   `json:"cache_read_tokens"`
 	CacheWriteTokens int64   `json:"cache_write_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
-	CostSource       string  `json:"cost_source,omitempty"`
-	StartedAt        string  `json:"started_at,omitempty"`
+	CostSource       string  `json:"cost_source"`
+	StartedAt        string  `json:"started_at"`
 	DurationSeconds  float64 `json:"duration_seconds"`
 	Turns            int     `json:"turns"`
-	ExitReason       string  `json:"exit_reason,omitempty"`
-	Verdict          string  `json:"verdict,omitempty"`
+	ExitReason       string  `json:"exit_reason"`
+	Verdict          string  `json:"verdict"`
+}
+
+// EventReceiptOf is r as an event log line holds it, and as ralph serve
+// sends it: CostSource "" (an agent that reports its cost) is
+// CostReported.
+func EventReceiptOf(r Receipt) EventReceipt {
+	src := r.CostSource
+	if src == "" {
+		src = CostReported
+	}
+	er := EventReceipt{Session: r.Session, Iteration: r.Iteration, Mode: r.Mode, TaskID: r.TaskID, Model: r.Model,
+		Worker: r.Worker, Agent: r.Agent, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+		CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens, CostUSD: r.CostUSD,
+		CostSource: string(src), DurationSeconds: r.Duration.Seconds(), Turns: r.Turns,
+		ExitReason: r.ExitReason, Verdict: r.Verdict}
+	if !r.StartedAt.IsZero() {
+		er.StartedAt = r.StartedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return er
 }
 
 // EventReport is a run's report in an event log line (NoteSessionEnd).
@@ -239,15 +258,8 @@ func eventLine(n Note) EventLine {
 		e.Held = append(e.Held, t.ID)
 	}
 	if r := n.Receipt; r != nil {
-		er := &EventReceipt{Session: r.Session, Iteration: r.Iteration, Mode: r.Mode, TaskID: r.TaskID, Model: r.Model,
-			Worker: r.Worker, Agent: r.Agent, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-			CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens, CostUSD: r.CostUSD,
-			CostSource: string(r.CostSource), DurationSeconds: r.Duration.Seconds(), Turns: r.Turns,
-			ExitReason: r.ExitReason, Verdict: r.Verdict}
-		if !r.StartedAt.IsZero() {
-			er.StartedAt = r.StartedAt.UTC().Format(time.RFC3339Nano)
-		}
-		e.Receipt = er
+		er := EventReceiptOf(*r)
+		e.Receipt = &er
 	}
 	if r := n.Report; r != nil {
 		e.Report = &EventReport{Outcome: string(r.Outcome), ExitCode: r.Outcome.ExitCode(), Message: r.Message,

@@ -236,46 +236,13 @@ type rawLogJSON struct {
 }
 
 type taskJSON struct {
-	Task     planTask      `json:"task"`
-	Parent   *taskRef      `json:"parent"`
-	Blockers []taskRef     `json:"blockers"`
-	Children []taskRef     `json:"children"`
-	History  []historyJSON `json:"history"`
-	Receipts []receiptJSON `json:"receipts"`
-	RawLogs  []rawLogJSON  `json:"raw_logs"`
-}
-
-type receiptJSON struct {
-	Session          string  `json:"session"`
-	Iteration        int     `json:"iteration"`
-	Mode             string  `json:"mode"`
-	TaskID           string  `json:"task_id"`
-	Model            string  `json:"model"`
-	Worker           string  `json:"worker"`
-	Agent            string  `json:"agent"`
-	InputTokens      int64   `json:"input_tokens"`
-	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"cache_read_tokens"`
-	CacheWriteTokens int64   `json:"cache_write_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	CostSource       string  `json:"cost_source"`
-	StartedAt        string  `json:"started_at"`
-	DurationMS       int64   `json:"duration_ms"`
-	Turns            int     `json:"turns"`
-	ExitReason       string  `json:"exit_reason"`
-	Verdict          string  `json:"verdict"`
-}
-
-func toReceiptJSON(r loop.Receipt) receiptJSON {
-	src := string(r.CostSource)
-	if src == "" {
-		src = string(loop.CostReported)
-	}
-	return receiptJSON{Session: r.Session, Iteration: r.Iteration, Mode: r.Mode, TaskID: r.TaskID, Model: r.Model,
-		Worker: r.Worker, Agent: r.Agent, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-		CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens, CostUSD: r.CostUSD,
-		CostSource: src, StartedAt: jsonTime(r.StartedAt), DurationMS: r.Duration.Milliseconds(), Turns: r.Turns,
-		ExitReason: r.ExitReason, Verdict: r.Verdict}
+	Task     planTask            `json:"task"`
+	Parent   *taskRef            `json:"parent"`
+	Blockers []taskRef           `json:"blockers"`
+	Children []taskRef           `json:"children"`
+	History  []historyJSON       `json:"history"`
+	Receipts []loop.EventReceipt `json:"receipts"`
+	RawLogs  []rawLogJSON        `json:"raw_logs"`
 }
 
 // summary is what a task's completion logged: the message of its last
@@ -306,7 +273,7 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := taskJSON{Task: toPlanTask(t), Blockers: []taskRef{}, Children: []taskRef{}, History: []historyJSON{},
-		Receipts: []receiptJSON{}, RawLogs: []rawLogJSON{}}
+		Receipts: []loop.EventReceipt{}, RawLogs: []rawLogJSON{}}
 	out.Task.Description, out.Task.CreatedAt, out.Task.UpdatedAt = t.Description, jsonTime(t.CreatedAt), jsonTime(t.UpdatedAt)
 	status := map[string]loop.Status{}
 	if t.ParentID != "" {
@@ -355,7 +322,7 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 		if rc.TaskID != t.ID {
 			continue
 		}
-		out.Receipts = append(out.Receipts, toReceiptJSON(rc))
+		out.Receipts = append(out.Receipts, loop.EventReceiptOf(rc))
 		out.RawLogs = append(out.RawLogs, s.rawLogs(rc, seen)...)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -386,9 +353,9 @@ func (s *Server) apiReceipts(w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	out := make([]receiptJSON, 0, len(rs))
+	out := make([]loop.EventReceipt, 0, len(rs))
 	for i := len(rs) - 1; i >= 0; i-- {
-		out = append(out, toReceiptJSON(rs[i]))
+		out = append(out, loop.EventReceiptOf(rs[i]))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"receipts": out})
 }

@@ -293,12 +293,12 @@ func TestAPIReceipts(t *testing.T) {
 	}
 	first := got.Receipts[0]
 	for _, k := range []string{"session", "iteration", "mode", "task_id", "model", "worker", "agent", "input_tokens", "output_tokens",
-		"cache_read_tokens", "cache_write_tokens", "cost_usd", "cost_source", "started_at", "duration_ms", "turns", "exit_reason", "verdict"} {
+		"cache_read_tokens", "cache_write_tokens", "cost_usd", "cost_source", "started_at", "duration_seconds", "turns", "exit_reason", "verdict"} {
 		if _, ok := first[k]; !ok {
 			t.Errorf("receipt has no %q", k)
 		}
 	}
-	if first["mode"] != "build" || first["duration_ms"] != 60000.0 || first["cost_source"] != "reported" {
+	if first["mode"] != "build" || first["duration_seconds"] != 60.0 || first["cost_source"] != "reported" {
 		t.Errorf("oldest receipt = %v", first)
 	}
 }
