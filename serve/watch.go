@@ -167,7 +167,8 @@ func (h *hub) watch(ctx context.Context, done chan struct{}) {
 	look := &lookout{s: h.s}
 	look.rearm(ctx)
 	defer look.stop()
-	// A process that died between the snapshot subscribe took and now.
+	// What changed between the snapshot subscribe took and the watchers'
+	// first look (a write, a holder that died) goes out now.
 	h.processGone(ctx)
 	for {
 		select {
