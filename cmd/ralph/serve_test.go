@@ -103,6 +103,23 @@ func (s *served) get(path string, hdr ...string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// waitPlanEvent waits for a `plan` event among the stream's events, at
+// most 10 s (a loaded machine) after what (a command) changed the plan.
+func waitPlanEvent(t *testing.T, ev <-chan string, what string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case name := <-ev:
+			if name == "plan" {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no plan event within 10 s of %s", what)
+		}
+	}
+}
+
 // events opens the event stream and returns the names of its events as
 // they come.
 func (s *served) events() <-chan string {
@@ -166,15 +183,7 @@ func TestE2EServe(t *testing.T) {
 	ev := s.events()
 	e.ok("task", "claim", "a")
 	e.ok("task", "done", "a")
-	deadline := time.After(10 * time.Second)
-	for got := false; !got; {
-		select {
-		case name := <-ev:
-			got = name == "plan"
-		case <-deadline:
-			t.Fatal("no plan event within 10 s of 'ralph task done'")
-		}
-	}
+	waitPlanEvent(t, ev, "'ralph task done'")
 	code, body = s.get("/api/plan")
 	if code != 200 || !strings.Contains(body, `"done":1`) {
 		t.Errorf("/api/plan after done: %d %s", code, body)
@@ -303,15 +312,7 @@ func TestE2EServeOnPostgres(t *testing.T) {
 	}
 	start := time.Now()
 	e.ok("task", "claim", "a")
-	deadline := time.After(10 * time.Second)
-	for got := false; !got; {
-		select {
-		case name := <-ev:
-			got = name == "plan"
-		case <-deadline:
-			t.Fatal("no plan event within 10 s of 'ralph task claim' on PostgreSQL")
-		}
-	}
+	waitPlanEvent(t, ev, "'ralph task claim' on PostgreSQL")
 	t.Logf("'ralph task claim' on PostgreSQL → plan event: %v (the command included)", time.Since(start).Round(time.Millisecond))
 	if code, body := s.get("/api/plan"); code != 200 || !strings.Contains(body, `"active":1`) {
 		t.Errorf("/api/plan after the claim: %d %s", code, body)
