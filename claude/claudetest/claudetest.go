@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ralph-dev/ralph/agentproc/agentproctest"
@@ -204,32 +203,18 @@ func Bash(command string) Reply {
 type API struct {
 	// URL is the server's base URL, for ANTHROPIC_BASE_URL.
 	URL string
-	// Stalled is closed when a reply first stalls (Reply.StallAt).
-	Stalled <-chan struct{}
 
-	t        testing.TB
-	script   func(Request) Reply
-	mu       sync.Mutex
-	requests []Request
-	stalled  chan struct{}
-	stallOne sync.Once
-	done     chan struct{} // closed at the end of the test: stalls give up
+	// Fake keeps the script, the requests and the stalls; its Stalled is
+	// closed when a reply first stalls.
+	*agentproctest.Fake[Request, Reply]
 }
 
 // NewAPI serves script until the end of the test.
 func NewAPI(t testing.TB, script func(Request) Reply) *API {
 	t.Helper()
-	a := &API{t: t, script: script, stalled: make(chan struct{}), done: make(chan struct{})}
-	a.Stalled = a.stalled
-	a.URL = "http://" + agentproctest.Serve(t, a, a.done)
+	a := &API{Fake: agentproctest.NewFake(script)}
+	a.URL = "http://" + a.Serve(t, a)
 	return a
-}
-
-// Requests returns the requests received so far, in order.
-func (a *API) Requests() []Request {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]Request(nil), a.requests...)
 }
 
 // Env is the environment of a hermetic CLI run against the API, on top of
@@ -273,11 +258,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	a.mu.Lock()
-	a.requests = append(a.requests, req)
-	a.mu.Unlock()
+	a.Record(req)
 
-	rep := a.script(req)
+	rep := a.Answer(req)
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
 	}
@@ -313,7 +296,7 @@ func (a *API) writeStream(w http.ResponseWriter, r *http.Request, req Request, r
 	}})
 	for i, b := range rep.Blocks {
 		if rep.StallAt > 0 && i+1 == rep.StallAt {
-			a.stall(r)
+			a.Stall(r)
 			return
 		}
 		if b.Tool != "" {
@@ -331,7 +314,7 @@ func (a *API) writeStream(w http.ResponseWriter, r *http.Request, req Request, r
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
 	if rep.StallAt > len(rep.Blocks) {
-		a.stall(r)
+		a.Stall(r)
 		return
 	}
 	send("message_delta", map[string]any{"type": "message_delta",
@@ -341,16 +324,6 @@ func (a *API) writeStream(w http.ResponseWriter, r *http.Request, req Request, r
 
 func toolUseID(messages, block int) string {
 	return "toolu_" + strconv.Itoa(messages) + "_" + strconv.Itoa(block)
-}
-
-// stall holds the response open, sending nothing, until the client goes
-// away or the test ends.
-func (a *API) stall(r *http.Request) {
-	a.stallOne.Do(func() { close(a.stalled) })
-	select {
-	case <-r.Context().Done():
-	case <-a.done:
-	}
 }
 
 // writeJSON answers a non-streaming request (the CLI's fallback after a

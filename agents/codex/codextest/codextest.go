@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -201,32 +200,20 @@ const (
 type API struct {
 	// URL is the server's base URL, with /v1: the provider's base_url.
 	URL string
-	// Stalled is closed when a reply first stalls.
-	Stalled <-chan struct{}
 
-	t        testing.TB
-	script   func(Request) Reply
-	mu       sync.Mutex
-	requests []Request
-	stalled  chan struct{}
-	stallOne sync.Once
-	done     chan struct{} // closed at the end of the test: stalls give up
+	// Fake keeps the script, the requests and the stalls; its Stalled is
+	// closed when a reply first stalls.
+	*agentproctest.Fake[Request, Reply]
+
+	t testing.TB
 }
 
 // NewAPI serves script until the end of the test.
 func NewAPI(t testing.TB, script func(Request) Reply) *API {
 	t.Helper()
-	a := &API{t: t, script: script, stalled: make(chan struct{}), done: make(chan struct{})}
-	a.Stalled = a.stalled
-	a.URL = "http://" + agentproctest.Serve(t, a, a.done) + "/v1"
+	a := &API{Fake: agentproctest.NewFake(script), t: t}
+	a.URL = "http://" + a.Serve(t, a) + "/v1"
 	return a
-}
-
-// Requests returns the requests received so far, in order.
-func (a *API) Requests() []Request {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]Request(nil), a.requests...)
 }
 
 // Env is the environment of a hermetic CLI run against the API, on top of
@@ -320,12 +307,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	a.mu.Lock()
-	a.requests = append(a.requests, req)
-	n := len(a.requests)
-	a.mu.Unlock()
+	n := a.Record(req)
 
-	rep := a.script(req)
+	rep := a.Answer(req)
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
 	}
@@ -353,7 +337,7 @@ func (a *API) writeStream(w http.ResponseWriter, r *http.Request, req Request, r
 	respID := "resp_" + strconv.Itoa(n)
 	send(map[string]any{"type": "response.created", "response": map[string]any{"id": respID, "model": req.Model}})
 	if rep.Stall {
-		a.stall(r)
+		a.Stall(r)
 		return
 	}
 	idx := 0
@@ -380,16 +364,6 @@ func (a *API) writeStream(w http.ResponseWriter, r *http.Request, req Request, r
 			"output_tokens": UsageOutput, "output_tokens_details": map[string]any{"reasoning_tokens": UsageReasoning},
 			"total_tokens": UsageInput + UsageOutput,
 		}}})
-}
-
-// stall holds the response open, sending nothing, until the client goes
-// away or the test ends.
-func (a *API) stall(r *http.Request) {
-	a.stallOne.Do(func() { close(a.stalled) })
-	select {
-	case <-r.Context().Done():
-	case <-a.done:
-	}
 }
 
 // ProcessesWithEnv returns the pids of the live processes (zombies aside)

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ralph-dev/ralph/agentproc/agentproctest"
@@ -257,32 +256,20 @@ func Stall() Reply {
 type API struct {
 	// URL is the server's base URL, for GOOGLE_GEMINI_BASE_URL.
 	URL string
-	// Stalled is closed when a reply first stalls.
-	Stalled <-chan struct{}
 
-	t        testing.TB
-	script   func(Request) Reply
-	mu       sync.Mutex
-	requests []Request
-	stalled  chan struct{}
-	stallOne sync.Once
-	done     chan struct{} // closed at the end of the test: stalls give up
+	// Fake keeps the script, the requests and the stalls; its Stalled is
+	// closed when a reply first stalls.
+	*agentproctest.Fake[Request, Reply]
+
+	t testing.TB
 }
 
 // NewAPI serves script until the end of the test.
 func NewAPI(t testing.TB, script func(Request) Reply) *API {
 	t.Helper()
-	a := &API{t: t, script: script, stalled: make(chan struct{}), done: make(chan struct{})}
-	a.Stalled = a.stalled
-	a.URL = "http://" + agentproctest.Serve(t, a, a.done)
+	a := &API{Fake: agentproctest.NewFake(script), t: t}
+	a.URL = "http://" + a.Serve(t, a)
 	return a
-}
-
-// Requests returns the requests received so far, in order.
-func (a *API) Requests() []Request {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]Request(nil), a.requests...)
 }
 
 // Settings is the $HOME/.gemini/settings.json of a test run: API-key auth
@@ -344,12 +331,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"totalTokens":1000}`)
 		return
 	}
-	a.mu.Lock()
-	a.requests = append(a.requests, req)
-	n := len(a.requests)
-	a.mu.Unlock()
+	n := a.Record(req)
 
-	rep := a.script(req)
+	rep := a.Answer(req)
 	if rep.Status != 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.Status)
@@ -394,11 +378,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, p := range rep.Parts {
 		send(event([]Part{p}, i == len(rep.Parts)-1 && !rep.Stall))
 		if rep.Stall {
-			a.stallOne.Do(func() { close(a.stalled) })
-			select {
-			case <-r.Context().Done():
-			case <-a.done:
-			}
+			a.Stall(r)
 			return
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ralph-dev/ralph/agentproc/agentproctest"
@@ -191,8 +190,6 @@ const (
 type API struct {
 	// URL is the server's base URL (without /v1).
 	URL string
-	// Stalled is closed when a reply first stalls.
-	Stalled <-chan struct{}
 	// Cost, when not nil, gives the fake model prices in the config Env
 	// writes: OpenCode then reports a cost.
 	Cost *Cost
@@ -200,30 +197,20 @@ type API struct {
 	// (OpenCode's "timeout" option; 0 leaves OpenCode's default).
 	Timeout int
 
-	t        testing.TB
-	script   func(Request) Reply
-	mu       sync.Mutex
-	requests []Request
-	stalled  chan struct{}
-	stallOne sync.Once
-	done     chan struct{} // closed at the end of the test: stalls give up
+	// Fake keeps the script, the requests (OpenCode's title requests
+	// included) and the stalls; its Stalled is closed when a reply first
+	// stalls.
+	*agentproctest.Fake[Request, Reply]
+
+	t testing.TB
 }
 
 // NewAPI serves script until the end of the test.
 func NewAPI(t testing.TB, script func(Request) Reply) *API {
 	t.Helper()
-	a := &API{t: t, script: script, stalled: make(chan struct{}), done: make(chan struct{})}
-	a.Stalled = a.stalled
-	a.URL = "http://" + agentproctest.Serve(t, a, a.done)
+	a := &API{Fake: agentproctest.NewFake(script), t: t}
+	a.URL = "http://" + a.Serve(t, a)
 	return a
-}
-
-// Requests returns the requests received so far, in order, title requests
-// included.
-func (a *API) Requests() []Request {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]Request(nil), a.requests...)
 }
 
 // Config returns OpenCode's config for the fake: the provider "fake"
@@ -302,16 +289,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	a.mu.Lock()
-	a.requests = append(a.requests, req)
-	a.mu.Unlock()
+	a.Record(req)
 
 	var rep Reply
 	if len(req.Tools) == 0 {
 		// OpenCode's title request (no --title) or another side request.
 		rep = Text("Fake title")
 	} else {
-		rep = a.script(req)
+		rep = a.Answer(req)
 	}
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
@@ -346,11 +331,7 @@ func (a *API) writeStream(w http.ResponseWriter, r *http.Request, req Request, r
 	}
 	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
 	if rep.Stall {
-		a.stallOne.Do(func() { close(a.stalled) })
-		select {
-		case <-r.Context().Done():
-		case <-a.done:
-		}
+		a.Stall(r)
 		return
 	}
 	finish := "stop"
