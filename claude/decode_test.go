@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -94,37 +95,8 @@ func TestDecodeFixtures(t *testing.T) {
 			events, sess := decodeAll(t, f)
 			res := Classify(sess, Ending{ExitCode: 0, Now: fixedNow})
 
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			for _, ev := range events {
-				if err := enc.Encode(ev); err != nil {
-					t.Fatal(err)
-				}
-			}
-			buf.WriteString("# classified (exit 0):\n")
-			if err := enc.Encode(res); err != nil {
-				t.Fatal(err)
-			}
-			checkGolden(t, filepath.Join("testdata", "golden", name+".golden"), buf.Bytes())
+			agentproctest.Golden(t, filepath.Join("testdata", "golden", name+".golden"), agentproctest.DecodeGolden(t, events, "classified (exit 0)", res), *update)
 		})
-	}
-}
-
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./claude -run %s -update to create it)", err, t.Name())
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -57,7 +58,7 @@ func TestFormatterGolden(t *testing.T) {
 			if strings.Contains(got, "\x1b[") {
 				t.Errorf("plain output has ANSI escapes:\n%q", got)
 			}
-			checkGolden(t, filepath.Join("testdata", "golden", name+".view"), []byte(got))
+			agentproctest.Golden(t, filepath.Join("testdata", "golden", name+".view"), []byte(got), *update)
 		})
 	}
 }

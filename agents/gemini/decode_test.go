@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -87,44 +88,12 @@ func TestDecodeFixtures(t *testing.T) {
 			events, sess := decodeAll(t, data)
 			code := exitCodes[name]
 			res := Classify(sess, Ending{ExitCode: code, Now: fixedNow})
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			for _, ev := range events {
-				if err := enc.Encode(ev); err != nil {
-					t.Fatal(err)
-				}
-			}
-			buf.WriteString("# classified (exit " + itoa(code) + "):\n")
-			if err := enc.Encode(res); err != nil {
-				t.Fatal(err)
-			}
-			checkGolden(t, filepath.Join("testdata", "golden", name+".golden"), buf.Bytes())
+			agentproctest.Golden(t, filepath.Join("testdata", "golden", name+".golden"), agentproctest.DecodeGolden(t, events, "classified (exit "+itoa(code)+")", res), *update)
 		})
 	}
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
-
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
-}
 
 // TestDecodeChunks: the assistant's chunks make one text event, emitted
 // when the next line of another kind comes or the stream ends.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -104,20 +105,7 @@ func TestDecodeFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			b = append(b, '\n')
-			path := filepath.Join("testdata", "golden", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if diff := cmp.Diff(string(want), string(b)); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", path, diff)
-			}
+			agentproctest.Golden(t, filepath.Join("testdata", "golden", name+".golden"), b, *update)
 		})
 	}
 }
