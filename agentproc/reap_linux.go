@@ -83,14 +83,14 @@ func (f *family) snapshot() { f.find() }
 // term records the agent's descendants (see snapshot) and stops them and
 // the agent's group (SIGTERM, SIGCONT; see termAll).
 func (f *family) term() {
-	alive, _ := f.find()
+	alive, _, _ := f.find()
 	f.termAll(alive, f.agent)
 }
 
 // kill sends SIGKILL to the agent's group and every process of the
 // family, all stopped first (see termAll).
 func (f *family) kill() {
-	alive, _ := f.find()
+	alive, _, _ := f.find()
 	signalGroup(f.agent, syscall.SIGSTOP)
 	f.killAll(alive)
 	signalGroup(f.agent, syscall.SIGKILL)
@@ -101,12 +101,14 @@ func (f *family) kill() {
 // still there at killAt, and it reaps the zombies re-parented to this
 // process, by pid. It passes over /proc until it finds none, at most
 // killWait after the SIGKILL. A pass that finds nothing — the usual
-// case — costs one read of /proc and of the stat of each process.
+// case — costs one read of /proc and of the stat of each process. A pass
+// that finds only orphans caught in the middle of an exec (see find) is
+// not trusted: it looks again, for up to unsureWait.
 func (f *family) reap(killAt time.Time, _ bool) {
 	defer f.release()
-	var giveUp time.Time
+	var giveUp, unsureUntil time.Time
 	for pause := time.Millisecond; ; pause = min(2*pause, 10*time.Millisecond) {
-		alive, zombies := f.find()
+		alive, zombies, unsure := f.find()
 		for _, z := range zombies {
 			var ws unix.WaitStatus
 			// Only pids found to be the agent's, re-parented to this
@@ -114,10 +116,20 @@ func (f *family) reap(killAt time.Time, _ bool) {
 			// children from it.
 			_, _ = unix.Wait4(z.pid, &ws, unix.WNOHANG, nil)
 		}
-		if len(alive) == 0 && len(zombies) == 0 {
-			return
-		}
 		now := time.Now()
+		if len(alive) == 0 && len(zombies) == 0 {
+			if unsure == 0 {
+				return
+			}
+			if unsureUntil.IsZero() {
+				unsureUntil = now.Add(unsureWait)
+			}
+			if now.After(unsureUntil) {
+				return
+			}
+			time.Sleep(pause)
+			continue
+		}
 		if giveUp.IsZero() && !now.Before(killAt) {
 			giveUp = now.Add(killWait)
 		}
@@ -134,6 +146,12 @@ func (f *family) reap(killAt time.Time, _ bool) {
 		}
 	}
 }
+
+// unsureWait bounds how long reap looks again at orphans caught in the
+// middle of an exec: an exec takes microseconds to milliseconds, so only a
+// process that empties its own arguments and environment keeps reap
+// waiting this long.
+const unsureWait = 2 * time.Second
 
 // termAll sends SIGTERM and SIGCONT (a stopped process acts on SIGTERM
 // only once it runs again) to the processes ps not sent it yet, and to the
@@ -232,10 +250,18 @@ func (pn *pin) close() {
 // find makes one pass over /proc and returns the family's live processes
 // (the agent itself aside) and its zombies whose parent is this process.
 // Every live one is recorded in known.
-func (f *family) find() (alive, zombies []procInfo) {
+//
+// unsure counts the orphans re-parented to this process (a subreaper) that
+// could not be told: caught in the middle of an exec (see hasMarker), they
+// show no marker yet. A detached `setsid nohup sh -c …` has left the group
+// and its parent while it execs three times in a row; a pass that saw it
+// so, and nothing else, once ended the reap and left it running. Other
+// processes in an exec do not count: one whose parent is the family's is
+// found by its ancestry, and one whose parent is not inherited no marker.
+func (f *family) find() (alive, zombies []procInfo, unsure int) {
 	d, err := os.Open("/proc")
 	if err != nil {
-		return nil, nil
+		return nil, nil, 0
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
@@ -256,6 +282,7 @@ func (f *family) find() (alive, zombies []procInfo) {
 		}
 	}
 	verdict := make(map[int]bool, len(procs))
+	inExec := map[int]bool{}
 	var ours func(pid int) bool
 	ours = func(pid int) bool {
 		if v, seen := verdict[pid]; seen {
@@ -270,14 +297,22 @@ func (f *family) find() (alive, zombies []procInfo) {
 		v := pid == f.agent && info.start == f.agentStart ||
 			info.pgrp == f.agent ||
 			known && start == info.start ||
-			ours(info.ppid) ||
-			!info.zombie && f.hasMarker(pid) ||
-			!info.zombie && info.ppid == f.self && f.holdsPipe(pid)
+			ours(info.ppid)
+		if !v && !info.zombie {
+			v, inExec[pid] = f.hasMarker(pid)
+		}
+		v = v || !info.zombie && info.ppid == f.self && f.holdsPipe(pid)
 		verdict[pid] = v
 		return v
 	}
 	for pid, info := range procs {
-		if !ours(pid) || pid == f.agent && info.start == f.agentStart {
+		if !ours(pid) {
+			if inExec[pid] && info.ppid == f.self {
+				unsure++
+			}
+			continue
+		}
+		if pid == f.agent && info.start == f.agentStart {
 			continue
 		}
 		if info.zombie {
@@ -289,13 +324,26 @@ func (f *family) find() (alive, zombies []procInfo) {
 		f.known[pid] = info.start
 		alive = append(alive, info)
 	}
-	return alive, zombies
+	return alive, zombies, unsure
 }
 
-// hasMarker reports whether the environment of pid holds the run's marker.
-func (f *family) hasMarker(pid int) bool {
-	env, ok := f.read("/proc/" + strconv.Itoa(pid) + "/environ")
-	return ok && bytes.Contains(env, f.marker)
+// hasMarker reports whether the environment of pid holds the run's marker,
+// or, with inExec, that pid could not be told: it is in the middle of an
+// exec, between its new memory map and its arguments and environment
+// (which read empty until then). An empty environment is told from that
+// by the arguments, which are never empty after an exec; the environment
+// is read again once they are there.
+func (f *family) hasMarker(pid int) (has, inExec bool) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	env, ok := f.read(dir + "/environ")
+	if !ok || len(env) > 0 {
+		return ok && bytes.Contains(env, f.marker), false
+	}
+	if args, ok := f.read(dir + "/cmdline"); ok && len(args) == 0 {
+		return false, true
+	}
+	env, ok = f.read(dir + "/environ")
+	return ok && bytes.Contains(env, f.marker), false
 }
 
 // holdsPipe reports whether pid, a child of this process, holds one of the
