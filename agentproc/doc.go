@@ -57,7 +57,10 @@
 //     agent or from a process found to be the run's, was recorded as the
 //     run's earlier (see below), or — an orphan re-parented to ralph,
 //     running another executable than ralph's — holds the agent's stdout
-//     or stderr pipe;
+//     or stderr pipe; a pass that finds nothing but an orphan re-parented
+//     to ralph caught in the middle of an exec (its environment and its
+//     arguments both read empty then, so no marker shows) is not trusted,
+//     and Run looks again, for up to 2 s;
 //   - what is found is stopped all at once: SIGSTOP to all, then SIGTERM,
 //     then SIGCONT (signalled one by one, a shell whose sleep is killed
 //     runs its next command before its own signal comes), and SIGKILL
