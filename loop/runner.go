@@ -195,6 +195,9 @@ type RunResult struct {
 	// stopped being written (a full disk): the session went on, but the
 	// log lacks the rest of its stream. The loop says so in a notice.
 	LogErr error `json:"-"`
+	// Checkout, when not nil, says how the agent's private git checkout
+	// moved during the session (a sandboxed agent's; see Checkout).
+	Checkout *Checkout `json:"-"`
 }
 
 // OK reports whether the session ended in success.

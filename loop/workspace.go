@@ -47,6 +47,10 @@ type IntegrateRequest struct {
 	// current one, ErrStaleClaim when it is not: the work must not land
 	// then.
 	Current func(ctx context.Context) error
+	// Checkout is how the agent's private git checkout moved during its
+	// session (RunResult.Checkout); nil when the runner gave it none, and
+	// the workspace reads the tree's own git metadata instead.
+	Checkout *Checkout
 }
 
 // IntegrateResult says how a task's work landed.
