@@ -339,14 +339,14 @@ func stopRuns(holder loop.Holder, holderValue string, runs map[string]*watchedRu
 		grace = DefaultGrace
 	}
 	wg.Go(func() {
-		targets, err := findLeftovers(func(value string) (loop.Holder, bool) { return holder, value == holderValue })
-		if err == nil {
-			stopLeftovers(context.Background(), targets, grace)
-		}
 		tag := hostTag(holder.Host)
 		_, _ = sweepFiles(os.TempDir(), func(pid int, start int64, ftag string) bool {
 			return pid == holder.PID && start == holder.Start && ftag == tag
 		})
+		targets, err := findLeftovers(func(value string) (loop.Holder, bool) { return holder, value == holderValue })
+		if err == nil {
+			stopLeftovers(context.Background(), targets, grace)
+		}
 	})
 	wg.Wait()
 }
