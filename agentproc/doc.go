@@ -174,9 +174,12 @@
 // (a group's id is not reused while it has members); Run's own reap keeps
 // the same rule.
 //
-// A watchdog that dies while ralph lives (something killed it) is
-// replaced at once when a run needs one and it had lived a second; the
-// new one is told every run that has not ended. One that stops reading
+// A watchdog killed while ralph lives (an agent's `pkill ralph` matches
+// it) is replaced while runs need one — at once, or a second after the
+// last start at the soonest — and the new one is told every run that has
+// not ended (tested: an agent that kills it first, then kill -9 of
+// ralph). One that exits by itself cannot work here: it is tried again
+// at a run a minute later at the soonest. One that stops reading
 // (SIGSTOP) is noticed only when a write waits 1 s on a full pipe: ralph
 // then lets it go (closes its pipe; a watchdog whose pipe ends while
 // ralph lives exits doing nothing) and starts another. If no watchdog can
@@ -186,51 +189,50 @@
 // With a sandbox (Spec.Sandbox) the kernel does the same on its own:
 // bubblewrap runs the agent in a pid namespace whose init has a
 // parent-death signal (--die-with-parent), and bubblewrap has the agent's
-// (it is the process Run starts): when ralph is killed, the namespace
-// and everything in it, detached or not, is gone at once (tested: 14–29
-// ms after the kill, two sandboxed agents with their detached processes,
-// as root, and as another user with bubblewrap in a user namespace or
+// (it is the process Run starts): when ralph is killed, the namespace and
+// everything in it, detached or not, is gone at once (tested: 14–29 ms
+// after the kill, two sandboxed agents with their detached processes, as
+// root, and as another user with bubblewrap in a user namespace or
 // setuid). The watchdog is there too, for the moment before bubblewrap
 // sets its parent-death signal (bubblewrap issue 633), or a bubblewrap
 // that lost the one Run gave it (a setuid executable may): bubblewrap is
 // the run's agent, which the watchdog stops (SIGKILL after the grace
 // period, as it ignores SIGTERM), and the namespace goes with it. A
-// sandboxed agent cannot see the
-// watchdog nor ralph (its own pid namespace); an unsandboxed one runs as
-// the user and can stop either.
+// sandboxed agent cannot see the watchdog nor ralph (its own pid
+// namespace); an unsandboxed one runs as the user and can stop either.
 //
-// What still escapes: a process that cleared its environment (env -i),
-// left the agent's group, let go of the agent's pipes, and whose parent
-// is gone — nothing ties it to the run once ralph, its subreaper, is
-// gone (Run's own reap still finds it while ralph lives, by its
-// ancestry); a process started by another service at the agent's
-// request — `systemd-run --user`, `at`, cron, an ssh to this host, a
-// container runtime — which is not the agent's descendant and does not
-// inherit its environment; processes of other users (a setuid program
+// What still escapes: a process that cleared or rewrote its environment
+// (env -i: no marker, no holder), left the agent's group, let go of the
+// agent's pipes, and whose parent is gone — nothing ties it to the run
+// once ralph, its subreaper, is gone (Run's own reap still finds it while
+// ralph lives, by its ancestry); a process started by another service at
+// the agent's request — `systemd-run --user`, `at`, cron, an ssh to this
+// host, a container runtime — which is not the agent's descendant and does
+// not inherit its environment; processes of other users (a setuid program
 // the agent ran); and everything, outside Linux, that left the agent's
-// process group. Costs, on the development machine: starting the
-// watchdog 6–7 ms until it runs its own code, of which the first run
-// waits 1.9–2.4 ms (go test ./agentproc -run '^$' -bench
-// BenchmarkWatchdogStart; the ralph binary 6.9–7.4 ms and 1.9–2.5 ms,
-// and idle 1.8 MB of memory of its own: go test ./cmd/ralph -run '^$'
-// -bench BenchmarkReapWatchdogStart); each run 4.5–9 µs for its three lines (-bench
-// BenchmarkWatchdogRun); ralph's overhead around a real Claude Code run
-// unchanged within noise, 0.14–0.23% (go test ./claude -run '^$' -bench
-// BenchmarkRunOverhead -benchtime=20x).
+// process group. Costs, on the development machine: starting the watchdog
+// 6–7 ms until it runs its own code, of which the first run waits 1.9–2.4
+// ms (go test ./agentproc -run '^$' -bench BenchmarkWatchdogStart; the
+// ralph binary 6.9–7.4 ms and 1.9–2.5 ms, and idle 1.8 MB of memory of its
+// own: go test ./cmd/ralph -run '^$' -bench BenchmarkReapWatchdogStart);
+// each run 4.5–9 µs for its three lines (-bench BenchmarkWatchdogRun);
+// ralph's overhead around a real Claude Code run unchanged within noise,
+// 0.14–0.23% (go test ./claude -run '^$' -bench BenchmarkRunOverhead
+// -benchtime=20x).
 //
 // Leftovers of a dead ralph (DESIGN §8, "Holders", "Claim generations").
-// What a ralph killed without a watchdog left (outside a watchdog's
-// reach: above) is found by Sweep at the next start of ralph: a process of this user
-// whose environment holds RALPH_HOLDER (every agent gets it from the loop,
-// its descendants inherit it) naming a holder that is gone on this host
-// identity, and that started at or after that holder — never this process,
-// its ancestors or pid 1, never a holder on another host or one whose
-// liveness is unknown. It gets SIGTERM and SIGCONT, then SIGKILL after a
-// grace period (default 5 s), through a pidfd. TempFile names its files
-// ralph-<kind>-<pid>-<start>-<host>-<random><suffix> after the process
-// that wrote them (host: a hash of its host identity, as /tmp may be
-// shared by pid namespaces), and Sweep removes those whose writer is gone,
-// of any kind (the system prompt files of earlier releases,
+// What a ralph killed without a watchdog left (outside a watchdog's reach:
+// above) is found by Sweep at the next start of ralph: a process of this
+// user whose environment holds RALPH_HOLDER (every agent gets it from the
+// loop, its descendants inherit it) naming a holder that is gone on this
+// host identity, and that started at or after that holder — never this
+// process, its ancestors or pid 1, never a holder on another host or one
+// whose liveness is unknown. It gets SIGTERM and SIGCONT, then SIGKILL
+// after a grace period (default 5 s), through a pidfd. TempFile names its
+// files ralph-<kind>-<pid>-<start>-<host>-<random><suffix> after the
+// process that wrote them (host: a hash of its host identity, as /tmp may
+// be shared by pid namespaces), and Sweep removes those whose writer is
+// gone, of any kind (the system prompt files of earlier releases,
 // ralph-system-prompt-….md, are of kind system-prompt). A sweep that finds
 // nothing costs 1.5 ms on the development machine (71 processes; go test
 // ./agentproc -run '^$' -bench BenchmarkSweep). Outside Linux Sweep does

@@ -45,9 +45,7 @@ const writeWait = time.Second
 // another) and is alive.
 const parentWait = 2 * time.Second
 
-// restartAfter is how long a watchdog must have lived for ralph to start
-// another at once when it dies; one that dies sooner is started again at
-// the next run only, and not sooner than this after the last start.
+// restartAfter is the shortest time between two starts of a watchdog.
 const restartAfter = time.Second
 
 func init() {
@@ -147,8 +145,9 @@ func (d *watchdog) letGo() {
 }
 
 // start starts a watchdog and sends it every run's lines (dog.mu held;
-// none runs). On failure there is none until the next run, and not
-// before restartAfter: runs go on without one, as outside Linux.
+// none runs), unless one was started less than restartAfter ago. On
+// failure there is none until the next run: runs go on without one, as
+// outside Linux.
 func (d *watchdog) start() {
 	now := time.Now()
 	if now.Before(d.retry) || !reexecutable() {
@@ -175,7 +174,8 @@ func (d *watchdog) start() {
 	d.cmd, d.w, d.started = cmd, w, now
 	go func() {
 		_ = cmd.Wait()
-		d.exited(cmd)
+		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		d.exited(cmd, ok && ws.Signaled())
 	}()
 	var all []byte
 	for _, lines := range d.runs {
@@ -188,18 +188,31 @@ func (d *watchdog) start() {
 	}
 }
 
-// exited is told that the watchdog cmd has exited. If it is the one that
-// runs (something killed it), another is started at once when runs need
-// it and cmd lived long enough, else at the next run.
-func (d *watchdog) exited(cmd *exec.Cmd) {
+// exited is told that the watchdog cmd has exited, killed by a signal or
+// not. If it is the one that runs, another is started: when something
+// killed it (an agent's `pkill ralph`), at once if runs need one, and a
+// second after the last start at the soonest; when it exited by itself,
+// which it does only if it cannot work here, at the next run a minute
+// later at the soonest.
+func (d *watchdog) exited(cmd *exec.Cmd, killed bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cmd != cmd {
 		return // let go of before
 	}
 	d.letGo()
-	if len(d.runs) > 0 && time.Since(d.started) >= restartAfter {
-		d.start()
+	if !killed {
+		d.retry = time.Now().Add(time.Minute)
+		return
+	}
+	if len(d.runs) > 0 {
+		time.AfterFunc(time.Until(d.retry), func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if d.cmd == nil && len(d.runs) > 0 {
+				d.start()
+			}
+		})
 	}
 }
 

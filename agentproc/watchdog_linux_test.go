@@ -430,14 +430,12 @@ func unixGetsid(pid int) (int, error) {
 	return int(sid), nil
 }
 
-// A watchdog that something killed is replaced at once while a run needs
-// one, and the new one knows the run: kill -9 of ralph then still leaves
-// nothing.
+// A watchdog that something killed (an agent's `pkill ralph`) is
+// replaced while a run needs one — a second after its start at the
+// soonest — and the new one knows the run: kill -9 of ralph then still
+// leaves nothing.
 func TestWatchdogReplaced(t *testing.T) {
 	k := startRalph(t, ralphPlay{Runs: make([]ralphRun, 1), Grace: time.Second})
-	// Let the run be registered long enough for ralph to start another
-	// at once (restartAfter).
-	time.Sleep(restartAfter)
 	if err := syscall.Kill(k.watchdog, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

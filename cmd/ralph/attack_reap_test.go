@@ -139,15 +139,16 @@ func (pr reapProcess) running() bool {
 	return err == nil && start == pr.start
 }
 
-// killBuild runs `ralph build args…` on tasks whose agents run
-// reapPayload, kills ralph with SIGKILL once all `agents` agents have
-// started it, and checks that every process of theirs — and ralph's
-// watchdog — is gone within a few seconds.
-func killBuild(t *testing.T, p *reapProject, agents int, args ...string) {
+// killBuild runs `ralph build args…` on tasks whose agents run payload
+// (reapPayload, or more), kills ralph with SIGKILL once all `agents`
+// agents have started it, and checks that every process of theirs — and
+// ralph's watchdog — is gone within a few seconds. It returns the
+// watchdog that ran when ralph was killed.
+func killBuild(t *testing.T, p *reapProject, agents int, payload string, args ...string) reapProcess {
 	t.Helper()
-	agent, _ := fakeAgentPath(t, agentStep{Sh: reapPayload, Text: "<task-done>{task}</task-done>"})
+	agent, _ := fakeAgentPath(t, agentStep{Sh: payload, Text: "<task-done>{task}</task-done>"})
 	cmd, out := p.startBuild(t, append(args, "--claude", agent)...)
-	dog := watchdogOf(t, cmd.Process.Pid, out)
+	watchdogOf(t, cmd.Process.Pid, out) // started with the first agent
 	var before []reapProcess
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		before = p.processes()
@@ -166,6 +167,7 @@ func killBuild(t *testing.T, p *reapProject, agents int, args ...string) {
 			t.Fatalf("the agents' processes after 30 s: %v, want each of %q %d times\n%s", before, reapSleeps, agents, out)
 		}
 	}
+	dog := watchdogOf(t, cmd.Process.Pid, out) // the one that runs now
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +194,13 @@ func killBuild(t *testing.T, p *reapProject, agents int, args ...string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("%d processes of the agents (%d agents) and the watchdog: all gone %v after kill -9", len(before), agents, time.Since(killed).Round(time.Millisecond))
+	return dog
 }
 
 func TestAttackReapKillNine(t *testing.T) {
 	p := newReapProject(t, false)
 	p.ok("task", "add", "Start a dev server")
-	killBuild(t, p, 1)
+	killBuild(t, p, 1, reapPayload)
 }
 
 func TestAttackReapKillNineWorkers(t *testing.T) {
@@ -205,7 +208,7 @@ func TestAttackReapKillNineWorkers(t *testing.T) {
 	p := newReapProject(t, true)
 	p.ok("task", "add", "Start a dev server")
 	p.ok("task", "add", "Run the tests in watch mode")
-	killBuild(t, p, 2, "--workers", "2")
+	killBuild(t, p, 2, reapPayload, "--workers", "2")
 }
 
 func TestAttackReapKillNineSandbox(t *testing.T) {
@@ -217,7 +220,27 @@ func TestAttackReapKillNineSandbox(t *testing.T) {
 	}
 	p := newReapProject(t, false)
 	p.ok("task", "add", "Start a dev server")
-	killBuild(t, p, 1, "--sandbox")
+	killBuild(t, p, 1, reapPayload, "--sandbox")
+}
+
+// The agent kills ralph's watchdog first (`pkill ralph` would too): ralph
+// starts another, which knows the run, and kill -9 of ralph still leaves
+// nothing.
+func TestAttackReapKillNineWatchdogKilled(t *testing.T) {
+	if _, err := exec.LookPath("pkill"); err != nil {
+		t.Skip("no pkill")
+	}
+	p := newReapProject(t, false)
+	p.ok("task", "add", "Start a dev server")
+	// The Sh step's parent is the agent, whose parent is ralph.
+	last := killBuild(t, p, 1, `ralph=$(ps -o ppid= -p $PPID | tr -d ' ')
+pgrep -P "$ralph" -x ralph-watchdog > killed-watchdog
+pkill -KILL -P "$ralph" -x ralph-watchdog
+`+reapPayload)
+	killed, err := strconv.Atoi(strings.TrimSpace(p.read("killed-watchdog")))
+	if err != nil || killed == last.pid {
+		t.Errorf("the agent killed the watchdog %q; the one that ran when ralph was killed: %d", p.read("killed-watchdog"), last.pid)
+	}
 }
 
 // A build that ends normally leaves no watchdog behind, and nothing of its
