@@ -125,10 +125,27 @@ func (w watch) end() {
 func (d *watchdog) send(b []byte) {
 	if err := d.write(b); err != nil {
 		d.letGo()
-		if len(d.runs) > 0 {
-			d.start()
-		}
+		d.restart()
 	}
+}
+
+// restart starts another watchdog if runs need one (dog.mu held; none
+// runs): now, or restartAfter after the last start.
+func (d *watchdog) restart() {
+	if len(d.runs) == 0 {
+		return
+	}
+	if time.Now().Before(d.retry) {
+		time.AfterFunc(time.Until(d.retry), func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if d.cmd == nil && len(d.runs) > 0 {
+				d.start()
+			}
+		})
+		return
+	}
+	d.start()
 }
 
 func (d *watchdog) write(b []byte) error {
@@ -205,15 +222,7 @@ func (d *watchdog) exited(cmd *exec.Cmd, killed bool) {
 		d.retry = time.Now().Add(time.Minute)
 		return
 	}
-	if len(d.runs) > 0 {
-		time.AfterFunc(time.Until(d.retry), func() {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			if d.cmd == nil && len(d.runs) > 0 {
-				d.start()
-			}
-		})
-	}
+	d.restart()
 }
 
 // reexecutable reports whether this process's executable is the Go

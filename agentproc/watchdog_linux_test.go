@@ -362,8 +362,8 @@ func TestWatchdogNormalExit(t *testing.T) {
 	}
 	ended := time.Now()
 	for !processGone(k.watchdog) {
-		if time.Since(ended) > time.Second {
-			t.Fatalf("the watchdog %d still runs 1 s after ralph ended", k.watchdog)
+		if time.Since(ended) > 2*time.Second {
+			t.Fatalf("the watchdog %d still runs 2 s after ralph ended", k.watchdog)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -518,6 +518,41 @@ func TestWatchdogLetGo(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// A watchdog that stops reading (SIGSTOP) is let go once a write has
+// waited writeWait on its full pipe, and another takes over; the stopped
+// one, continued, finds ralph alive at the end of its pipe and exits doing
+// nothing.
+func TestWatchdogStoppedIsReplaced(t *testing.T) {
+	live := watchRun(newMarker(), time.Second) // a run that needs a watchdog
+	defer live.end()
+	old := watchdogPID()
+	if old == 0 {
+		t.Fatal("no watchdog")
+	}
+	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(old, syscall.SIGCONT)
+	waitState(t, old, 'T')
+	start := time.Now()
+	for watchdogPID() == old {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the stopped watchdog was not replaced in 20 s")
+		}
+		watchRun(newMarker(), time.Second).end() // two lines
+	}
+	t.Logf("replaced after %v", time.Since(start).Round(time.Millisecond))
+	if pid := watchdogPID(); pid == 0 || processGone(pid) {
+		t.Fatalf("no watchdog runs after the stopped one was let go (%d)", pid)
+	}
+	_ = syscall.Kill(old, syscall.SIGCONT)
+	for deadline := time.Now().Add(parentWait + 2*time.Second); !processGone(old); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog let go of still runs once continued")
+		}
+	}
 }
 
 // BenchmarkWatchdogStart measures what a ralph process pays once, at its
