@@ -7,7 +7,8 @@
 // and every process it started before Run returns. It also resolves agent
 // executables (LookPath), builds their environments (Environ), writes
 // temporary files named after this process (TempFile), reads lines of any
-// length (LineReader), and stops what a dead ralph left behind (Sweep).
+// length (LineReader), and stops what a dead ralph left behind: at once,
+// by a watchdog process (Linux), and at the next start of ralph (Sweep).
 //
 // # Decisions where DESIGN.md is silent
 //
@@ -95,7 +96,7 @@
 // for an embedder: orphans of its own children (a daemonizing `git gc
 // --auto`) are re-parented to ralph too, and are left as zombies when
 // they exit, as Run reaps only its runs' processes. What is left after
-// ralph itself died is Sweep's (below).
+// ralph itself died is the watchdog's, then Sweep's (below).
 //
 // A pass that finds nothing — the usual case — reads /proc, the stat of
 // every process, and the environment of those of this user younger than
@@ -108,19 +109,130 @@
 // still busy with what it read — a huge line, a slow OnEvent — is waited
 // for).
 //
+// When ralph is killed (DESIGN §13, "No process of the agent outlives
+// ralph"). The parent-death signal reaches the agent only; what the agent
+// started — a Bash tool's command in its group, a `setsid nohup … &`, a
+// daemon that forked twice — would live on. So on Linux every process
+// that runs agents has a watchdog: a process of its own that learns of
+// ralph's death from the end of a pipe and then stops, at once, what
+// ralph's runs left. The choice, among those DESIGN names:
+//
+//   - A watchdog per ralph process, not per run: it costs one start per
+//     process, and a run only three short writes to its pipe. A
+//     supervisor between ralph and each agent would cost a start per
+//     run and stand in the way of the agent's exit status and signals.
+//   - Not a PID namespace around the unsandboxed agent: it needs root or
+//     a user namespace (often switched off), the agent would be pid 1
+//     (which SIGTERM does not end by default, and which must reap), and
+//     `$RALPH_BIN task …` inside would see another host identity than
+//     its holder's (DESIGN §8). The sandbox has its namespace (below).
+//   - Not a cgroup: a writable, delegated cgroup v2 is missing in most
+//     containers and for most users, and when ralph dies someone must
+//     still kill the cgroup — a watchdog all the same.
+//
+// The watchdog is this program run again (/proc/self/exe) with argv[0]
+// "ralph-watchdog" and one environment variable, intercepted by an init
+// of this package before main: a program that links agentproc — ralph,
+// a library user's binary with claude.Runner, a go test binary — needs
+// nothing else. Package initializers that come before agentproc's (its
+// dependencies, and packages whose import paths sort before it) run in
+// the watchdog too, as in any Go program; they should have no side
+// effects. A process whose executable is not the Go program (Go built as
+// a c-shared or c-archive library) gets no watchdog. The first Run of the
+// process starts it and waits for its exec (the program's start, not its
+// initializers), in a session of its own, with /dev/null for standard
+// input and output, / for its directory, and an environment of three
+// variables: the holder of ralph (loop.ThisProcess), TMPDIR, and GORACE
+// (a -race binary sleeps a second at exit otherwise). It carries no
+// RALPH_RUN nor RALPH_HOLDER, so no reap, sweep or search of environments
+// takes it for an agent's process; it ignores SIGINT, SIGTERM, SIGHUP,
+// SIGQUIT and the terminal stop signals, and calls itself ralph-watchdog
+// (ps). Each Run tells it, one line each, its marker and grace period
+// before the agent starts, the agent's pid, start time and pipes once it
+// has, and the run's end once everything of the run is gone. Nothing is
+// polled: the watchdog blocks reading its pipe, whose only write end is
+// ralph's (close-on-exec: no child keeps it past its exec).
+//
+// When the pipe ends, the watchdog waits (a pidfd, up to 2 s) for ralph
+// to be gone — a killed process closes its files a moment before — and
+// then, for each run that had not ended, does what Run's reap does, all
+// at once: every process started at or after the agent that carries the
+// run's marker, is in the agent's process group, descends from such a
+// process, or holds the agent's pipes — the agent itself too — gets
+// SIGSTOP, SIGTERM, SIGCONT, then SIGKILL (again after SIGSTOP) after the
+// run's grace period, each through a pidfd opened before its start time
+// was checked once more. At the same time it does what the next ralph's
+// Sweep would do for this holder: it stops the processes of this user
+// whose RALPH_HOLDER is ralph's (started at or after ralph), and removes
+// ralph's temporary files (TempFile). Then it exits; it outlives ralph by
+// that clean-up only (about the grace period when something ignores
+// SIGTERM, milliseconds otherwise). When ralph ends normally every run
+// has ended: the watchdog finds nothing, and exits (measured: within a
+// few milliseconds of ralph). The agent's process group counts only while
+// its id is the agent's: a live process with the agent's pid and another
+// start time means that the group was emptied and its id given out again
+// (a group's id is not reused while it has members); Run's own reap keeps
+// the same rule.
+//
+// A watchdog killed while ralph lives (an agent's `pkill ralph` matches
+// it) is replaced while runs need one — at once, or a second after the
+// last start at the soonest — and the new one is told every run that has
+// not ended (tested: an agent that kills it first, then kill -9 of
+// ralph). One that exits by itself cannot work here: it is tried again
+// at a run a minute later at the soonest. One that stops reading
+// (SIGSTOP) is noticed only when a write waits 1 s on a full pipe: ralph
+// then lets it go (closes its pipe; a watchdog whose pipe ends while
+// ralph lives exits doing nothing) and starts another. If no watchdog can
+// be started, runs go on without one, as before: the parent-death signal,
+// and the next ralph's Sweep.
+//
+// With a sandbox (Spec.Sandbox) the kernel does the same on its own:
+// bubblewrap runs the agent in a pid namespace whose init has a
+// parent-death signal (--die-with-parent), and bubblewrap has the agent's
+// (it is the process Run starts): when ralph is killed, the namespace and
+// everything in it, detached or not, is gone at once (tested: 14–29 ms
+// after the kill, two sandboxed agents with their detached processes, as
+// root, and as another user with bubblewrap in a user namespace or
+// setuid). The watchdog is there too, for the moment before bubblewrap
+// sets its parent-death signal (bubblewrap issue 633), or a bubblewrap
+// that lost the one Run gave it (a setuid executable may): bubblewrap is
+// the run's agent, which the watchdog stops (SIGKILL after the grace
+// period, as it ignores SIGTERM), and the namespace goes with it. A
+// sandboxed agent cannot see the watchdog nor ralph (its own pid
+// namespace); an unsandboxed one runs as the user and can stop either.
+//
+// What still escapes: a process that cleared or rewrote its environment
+// (env -i: no marker, no holder), left the agent's group, let go of the
+// agent's pipes, and whose parent is gone — nothing ties it to the run
+// once ralph, its subreaper, is gone (Run's own reap still finds it while
+// ralph lives, by its ancestry); a process started by another service at
+// the agent's request — `systemd-run --user`, `at`, cron, an ssh to this
+// host, a container runtime — which is not the agent's descendant and does
+// not inherit its environment; processes of other users (a setuid program
+// the agent ran); and everything, outside Linux, that left the agent's
+// process group. Costs, on the development machine: starting the watchdog
+// 6–7 ms until it runs its own code, of which the first run waits 1.9–2.4
+// ms (go test ./agentproc -run '^$' -bench BenchmarkWatchdogStart; the
+// ralph binary 6.9–7.4 ms and 1.9–2.5 ms, and idle 1.8 MB of memory of its
+// own: go test ./cmd/ralph -run '^$' -bench BenchmarkReapWatchdogStart);
+// each run 4.5–9 µs for its three lines (-bench BenchmarkWatchdogRun);
+// ralph's overhead around a real Claude Code run unchanged within noise,
+// 0.14–0.23% (go test ./claude -run '^$' -bench BenchmarkRunOverhead
+// -benchtime=20x).
+//
 // Leftovers of a dead ralph (DESIGN §8, "Holders", "Claim generations").
-// The parent-death signal reaches the agent only; what the agent started
-// is found by Sweep at the next start of ralph: a process of this user
-// whose environment holds RALPH_HOLDER (every agent gets it from the loop,
-// its descendants inherit it) naming a holder that is gone on this host
-// identity, and that started at or after that holder — never this process,
-// its ancestors or pid 1, never a holder on another host or one whose
-// liveness is unknown. It gets SIGTERM and SIGCONT, then SIGKILL after a
-// grace period (default 5 s), through a pidfd. TempFile names its files
-// ralph-<kind>-<pid>-<start>-<host>-<random><suffix> after the process
-// that wrote them (host: a hash of its host identity, as /tmp may be
-// shared by pid namespaces), and Sweep removes those whose writer is gone,
-// of any kind (the system prompt files of earlier releases,
+// What a ralph killed without a watchdog left (outside a watchdog's reach:
+// above) is found by Sweep at the next start of ralph: a process of this
+// user whose environment holds RALPH_HOLDER (every agent gets it from the
+// loop, its descendants inherit it) naming a holder that is gone on this
+// host identity, and that started at or after that holder — never this
+// process, its ancestors or pid 1, never a holder on another host or one
+// whose liveness is unknown. It gets SIGTERM and SIGCONT, then SIGKILL
+// after a grace period (default 5 s), through a pidfd. TempFile names its
+// files ralph-<kind>-<pid>-<start>-<host>-<random><suffix> after the
+// process that wrote them (host: a hash of its host identity, as /tmp may
+// be shared by pid namespaces), and Sweep removes those whose writer is
+// gone, of any kind (the system prompt files of earlier releases,
 // ralph-system-prompt-….md, are of kind system-prompt). A sweep that finds
 // nothing costs 1.5 ms on the development machine (71 processes; go test
 // ./agentproc -run '^$' -bench BenchmarkSweep). Outside Linux Sweep does

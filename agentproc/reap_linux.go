@@ -38,6 +38,13 @@ type family struct {
 	known  map[int]int64
 	pinned map[int]*pin
 	buf    []byte // reused for /proc reads
+	// watch says that this family is stopped by the watchdog of a ralph
+	// that is gone (see watchdog_linux.go), not by the Run that started
+	// it: the agent itself is one of the processes to stop, and a
+	// process that holds the agent's pipes is the run's whoever its
+	// parent is now (the orphans re-parented to ralph went to another
+	// reaper when ralph died).
+	watch bool
 }
 
 // pin is a process found to be the agent's, pinned by a pidfd so that a
@@ -281,6 +288,16 @@ func (f *family) find() (alive, zombies []procInfo, unsure int) {
 			procs[pid] = info
 		}
 	}
+	// The agent's process group is the run's while its id is the
+	// agent's: while the agent lives, or after it, as long as no other
+	// process has taken its pid (a group's id is not given out again
+	// while the group has members; a live process with the agent's pid
+	// and another start time means the group was emptied and the id
+	// reused).
+	groupOK := f.agent > 0
+	if leader, ok := procs[f.agent]; ok && leader.start != f.agentStart {
+		groupOK = false
+	}
 	verdict := make(map[int]bool, len(procs))
 	inExec := map[int]bool{}
 	var ours func(pid int) bool
@@ -294,25 +311,25 @@ func (f *family) find() (alive, zombies []procInfo, unsure int) {
 		}
 		verdict[pid] = false // a pid reused mid-pass cannot loop
 		start, known := f.known[pid]
-		v := pid == f.agent && info.start == f.agentStart ||
-			info.pgrp == f.agent ||
+		v := f.agent > 0 && pid == f.agent && info.start == f.agentStart ||
+			groupOK && info.pgrp == f.agent ||
 			known && start == info.start ||
 			ours(info.ppid)
 		if !v && !info.zombie {
 			v, inExec[pid] = f.hasMarker(pid)
 		}
-		v = v || !info.zombie && info.ppid == f.self && f.holdsPipe(pid)
+		v = v || !info.zombie && (f.watch || info.ppid == f.self) && f.holdsPipe(pid)
 		verdict[pid] = v
 		return v
 	}
 	for pid, info := range procs {
 		if !ours(pid) {
-			if inExec[pid] && info.ppid == f.self {
+			if inExec[pid] && (f.watch || info.ppid == f.self) {
 				unsure++
 			}
 			continue
 		}
-		if pid == f.agent && info.start == f.agentStart {
+		if pid == f.agent && info.start == f.agentStart && !f.watch {
 			continue
 		}
 		if info.zombie {

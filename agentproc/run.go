@@ -277,6 +277,10 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 	cmd.WaitDelay = grace
 
 	becomeSubreaper()
+	// The watchdog stops what the run left if ralph is killed (see the
+	// package documentation, "When ralph is killed").
+	watch := watchRun(marker, grace)
+	defer watch.end()
 	trace("spawn")
 	start := time.Now()
 	var family *family
@@ -284,6 +288,7 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 		// Before Wait: the agent's start time is readable even if it
 		// has exited already.
 		family = newFamily(cmd.Process.Pid, marker, outR, errR)
+		watch.started(family)
 	})
 	outW.Close()
 	errW.Close()

@@ -27,11 +27,43 @@ type target struct {
 }
 
 func sweep(ctx context.Context, grace time.Duration) (Swept, error) {
-	var out Swept
-	targets, err := findLeftovers()
+	liveness := map[string]loop.Liveness{} // by RALPH_HOLDER value
+	targets, err := findLeftovers(func(value string) (loop.Holder, bool) {
+		holder, herr := loop.ParseHolder(value)
+		l, seen := liveness[value]
+		if !seen {
+			l = loop.HolderUnknown
+			if herr == nil {
+				l = holder.Liveness()
+			}
+			liveness[value] = l
+		}
+		return holder, l == loop.HolderGone
+	})
 	if err != nil {
-		return out, err
+		return Swept{}, err
 	}
+	host := loop.HostID()
+	tag := hostTag(host)
+	out := Swept{Processes: stopLeftovers(ctx, targets, grace)}
+	files, ferr := sweepFiles(os.TempDir(), func(pid int, start int64, ftag string) bool {
+		return ftag == tag && (loop.Holder{Host: host, PID: pid, Start: start}).Liveness() == loop.HolderGone
+	})
+	out.Files = files
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
+	if ferr != nil && !errors.Is(ferr, os.ErrNotExist) {
+		return out, ferr
+	}
+	return out, nil
+}
+
+// stopLeftovers stops targets: SIGTERM and SIGCONT, then SIGKILL to those
+// still there after grace (at once once ctx is cancelled), and waits a
+// little (killWait) for them to go. It returns them, in order, and
+// releases their pidfds.
+func stopLeftovers(ctx context.Context, targets []*target, grace time.Duration) []Leftover {
 	defer func() {
 		for _, t := range targets {
 			t.proc.Release()
@@ -59,18 +91,11 @@ func sweep(ctx context.Context, grace time.Duration) (Swept, error) {
 		time.Sleep(5 * time.Millisecond)
 		live = slices.DeleteFunc(live, (*target).gone)
 	}
+	var out []Leftover
 	for _, t := range stopped {
-		out.Processes = append(out.Processes, t.Leftover)
+		out = append(out, t.Leftover)
 	}
-	files, ferr := sweepFiles(os.TempDir())
-	out.Files = files
-	if ctx.Err() != nil {
-		return out, ctx.Err()
-	}
-	if ferr != nil && !errors.Is(ferr, os.ErrNotExist) {
-		return out, ferr
-	}
-	return out, nil
+	return out
 }
 
 // gone reports whether the process has exited (a zombie has).
@@ -79,16 +104,18 @@ func (t *target) gone() bool {
 	return err != nil || start != t.start
 }
 
-// findLeftovers makes one pass over /proc and returns the leftovers (see
-// Sweep), each pinned by a pidfd, by pid.
-func findLeftovers() ([]*target, error) {
+// findLeftovers makes one pass over /proc and returns the leftovers, each
+// pinned by a pidfd, by pid: the processes of this user (never this
+// process, its ancestors or pid 1) whose RALPH_HOLDER value gone says is
+// a holder that is gone, and that started at or after that holder (see
+// Sweep).
+func findLeftovers(gone func(value string) (loop.Holder, bool)) ([]*target, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
 	spare := ancestors()
 	uid := uint32(os.Geteuid())
-	liveness := map[string]loop.Liveness{} // by RALPH_HOLDER value
 	var found []*target
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -108,16 +135,8 @@ func findLeftovers() ([]*target, error) {
 		if !ok {
 			continue
 		}
-		l, seen := liveness[value]
-		holder, herr := loop.ParseHolder(value)
-		if !seen {
-			l = loop.HolderUnknown
-			if herr == nil {
-				l = holder.Liveness()
-			}
-			liveness[value] = l
-		}
-		if l != loop.HolderGone || start < holder.Start {
+		holder, ok := gone(value)
+		if !ok || start < holder.Start {
 			continue
 		}
 		if again, err := loop.ProcessStart(pid); err != nil || again != start {
@@ -199,27 +218,25 @@ func commandLine(cmdline []byte) string {
 	return s
 }
 
-// sweepFiles removes the TempFile files in dir whose writer is gone
-// (on this host identity), and returns their paths. Only regular files of
-// this user are removed.
-func sweepFiles(dir string) ([]string, error) {
+// sweepFiles removes the TempFile files in dir whose writer gone says is
+// gone (its pid, start time and host tag), and returns their paths. Only
+// regular files of this user are removed.
+func sweepFiles(dir string, gone func(pid int, start int64, tag string) bool) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	host := loop.HostID()
-	tag := hostTag(host)
 	uid := uint32(os.Geteuid())
 	var removed []string
 	for _, e := range entries {
 		pid, start, ftag, ok := tempWriter(e.Name())
-		if !ok || ftag != tag || !e.Type().IsRegular() {
+		if !ok || !e.Type().IsRegular() {
 			continue
 		}
 		if fi, err := e.Info(); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uid {
 			continue
 		}
-		if (loop.Holder{Host: host, PID: pid, Start: start}).Liveness() != loop.HolderGone {
+		if !gone(pid, start, ftag) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
