@@ -374,7 +374,9 @@ func (w *workspace) moveAside(paths []string) error {
 	aside := filepath.Join(w.dir+".nested", strconv.FormatInt(time.Now().UnixNano(), 10))
 	for _, p := range paths {
 		dst := filepath.Join(aside, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		// Made without following a link (a <tree>.nested the agent
+		// planted as one would send the repository elsewhere).
+		if err := safefile.MkdirAll(treeBase(w.root, w.dir), filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
 		if err := os.Rename(filepath.Join(w.dir, filepath.FromSlash(p)), dst); err != nil {
