@@ -99,7 +99,7 @@ func bases(base, path string) (string, string, error) {
 // (a link refused) or stopped writing (a full disk).
 func rawLogNotice(path string, cause error) string {
 	if errors.Is(cause, safefile.ErrLink) {
-		return fmt.Sprintf("the raw stream log was not written: %v (ralph follows no link in its log directory); the session runs without it", cause)
+		return fmt.Sprintf("the raw stream log was not written: %v (ralph follows no link in its log directory); the session ran without it", cause)
 	}
 	var pe *fs.PathError
 	if errors.As(cause, &pe) {
