@@ -248,3 +248,26 @@ func TestLogsRefuseLinks(t *testing.T) {
 		}
 	})
 }
+
+// A LogDir outside the project is trusted as named (made if missing) and
+// is the runner's LogRoot.
+func TestLogDirOutsideRoot(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RawLogs = true
+	cfg.MaxIterations = 1
+	cfg.LogDir = filepath.Join(t.TempDir(), "elsewhere", "logs")
+	var got loop.RunRequest
+	runner := looptest.NewFakeRunner(t).Always(func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		got = req
+		return looptest.Result(done(envOf(req, "RALPH_TASK_ID"))), nil
+	})
+	if _, err := loop.Run(t.Context(), cfg, newStore(t, tasks("a")...), runner); err != nil {
+		t.Fatal(err)
+	}
+	if got.LogRoot != cfg.LogDir || !strings.HasPrefix(got.LogPath, cfg.LogDir) {
+		t.Errorf("LogRoot %q, LogPath %q; want both at %s", got.LogRoot, got.LogPath, cfg.LogDir)
+	}
+	if fi, err := os.Stat(filepath.Join(cfg.LogDir, cfg.Session)); err != nil || !fi.IsDir() {
+		t.Errorf("the raw-log directory was not made: %v", err)
+	}
+}

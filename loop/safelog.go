@@ -22,11 +22,13 @@ func logBase(root, logDir string) string {
 }
 
 // makeLogDir makes dir (a log directory, or a session's raw-log
-// directory) below base without following a link; a base outside the
-// project (a LogDir the caller named elsewhere) is made as named first.
+// directory) below base without following a link; a missing base is made
+// as named first.
 func makeLogDir(base, dir string) error {
-	if base == dir {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	if _, err := os.Stat(base); errors.Is(err, fs.ErrNotExist) {
+		// base is trusted (the project root, or a LogDir named outside
+		// it): made as named.
+		if err := os.MkdirAll(base, 0o755); err != nil {
 			return err
 		}
 	}
