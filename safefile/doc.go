@@ -24,15 +24,17 @@
 //     must be the directory the lstat saw, or something swapped a link in
 //     between and the open is refused. Missing directories are made
 //     (MkdirAll, Mkdir) with mkdirat, which never follows a link.
-//   - Reading (Open, ReadFile): the file must be a regular file that is not
-//     a link, and the descriptor opened must be the file lstat saw. A file
+//   - Reading (Open, ReadFile): the file must be a regular file (or a
+//     character device such as /dev/null, which no unprivileged agent can
+//     make, nor hard-link in from /dev) that is not a link, and the descriptor opened must be the file lstat saw. A file
 //     with several hard links may be read: making one needs access to the
 //     target from where the agent stands, so it shows the agent nothing it
 //     could not read itself.
 //   - New files (Create, and the temporary file of WriteFile) are created
 //     with O_CREAT|O_EXCL, which fails on any existing name, a dangling
 //     link included: a new file is always a new inode of ralph's.
-//   - Appending (Append) to an existing file: a regular file, not a link,
+//   - Appending (Append) to an existing file: a regular file (or a
+//     character device, as for reading), not a link,
 //     with exactly one name (a hard link planted there would make ralph
 //     append to the file it shares an inode with), and the descriptor
 //     opened is checked against the lstat. Nothing is truncated through

@@ -570,12 +570,16 @@ func (d *Dir) openExisting(op, name string, flag int, single bool) (*os.File, er
 	return f, nil
 }
 
-// check refuses what fi shows is not a plain file of its own.
+// check refuses what fi shows is not a plain file of its own: a link, a
+// FIFO, a socket, a directory, a block device, and (single) a file with
+// more than one name. A character device (/dev/null, /dev/full named by a
+// caller) passes: no unprivileged agent can make one, or link one in from
+// /dev (another file system).
 func check(op, full string, fi fs.FileInfo, single bool) error {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return &LinkError{Op: op, Path: full, Why: whySymlink}
 	}
-	if !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() && fi.Mode().Type() != fs.ModeDevice|fs.ModeCharDevice {
 		return &fs.PathError{Op: op, Path: full, Err: errors.New("not a regular file")}
 	}
 	if n, ok := links(fi); single && ok && n > 1 {
