@@ -19,6 +19,17 @@
 // every attempt, in order. An earlier stream cut in the middle of a line
 // (its agent killed) is ended with a newline first. A write that fails (a
 // full disk) ends the log there but not the session: Exit.LogErr says why.
+// The log lies in a directory the agent can write (.ralph/logs), so it is
+// opened through package safefile from Spec.LogRoot (the project root):
+// no symbolic link on the way or at the log is followed, even one that
+// stays inside the project, and an existing log must be a regular file
+// with a single name — a link planted at the next iteration's stream (to
+// ~/.bashrc, or to .ralph/progress.db) would otherwise have ralph append
+// the agent's output there. A refused link does not stop the session:
+// losing one raw stream is better than stopping the plan. The agent runs,
+// its stream is decoded as always but not logged, and Exit.LogErr is the
+// refusal (errors.Is safefile.ErrLink), which the loop shows as a notice.
+// The same holds for a log reopened after a usage-limit wait.
 //
 // Timeouts. On cancel, wall timeout or idle timeout the agent is stopped:
 // SIGTERM and SIGCONT (a stopped process acts on SIGTERM only once it runs

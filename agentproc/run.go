@@ -1,6 +1,7 @@
 package agentproc
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/safefile"
 	"github.com/ralph-dev/ralph/sandbox"
 )
 
@@ -69,6 +71,11 @@ type Spec struct {
 	// if missing; the file is never truncated, and an earlier stream cut
 	// in the middle of a line gets its newline first.
 	LogPath string
+	// LogRoot is a trusted directory above LogPath (the project root):
+	// nothing between it and the log is followed if it is a link, the log
+	// itself included (see the package documentation, "Raw log"). Empty:
+	// LogPath's own directory.
+	LogRoot string
 
 	// Timeout is the wall clock limit (0 for none).
 	Timeout time.Duration
@@ -170,7 +177,8 @@ type Exit struct {
 	// line of Run's own when it stopped the agent after ResultGrace.
 	Stderr string
 	// LogErr says why the raw log stopped being written, if it did (a
-	// full disk); the run goes on without it.
+	// full disk), or why it was not opened: a link refused (errors.Is
+	// ErrLink of package safefile). The run goes on without it.
 	LogErr error
 	// DecodeErr is the error Decode returned, if any.
 	DecodeErr error
@@ -199,16 +207,18 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 	}
 
 	var logFile *os.File
+	var logRefused error
 	if s.LogPath != "" {
-		if err := os.MkdirAll(filepath.Dir(s.LogPath), 0o755); err != nil {
+		f, err := openLog(s.LogRoot, s.LogPath)
+		switch {
+		case errors.Is(err, safefile.ErrLink):
+			logRefused = err // the session runs, unlogged
+		case err != nil:
 			return Exit{}, fmt.Errorf("%s: log file: %w", name, err)
+		default:
+			logFile = f
+			defer logFile.Close()
 		}
-		f, err := openLog(s.LogPath)
-		if err != nil {
-			return Exit{}, fmt.Errorf("%s: log file: %w", name, err)
-		}
-		logFile = f
-		defer logFile.Close()
 	}
 
 	outR, outW, err := os.Pipe()
@@ -390,7 +400,7 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 		Cancelled:   ctx.Err() != nil,
 		Duration:    time.Since(start),
 		Stderr:      tail.String(),
-		LogErr:      src.logErr,
+		LogErr:      cmp.Or(logRefused, src.logErr),
 		DecodeErr:   derr,
 	}
 	if reason == StopResultGrace {
@@ -410,9 +420,28 @@ func newMarker() string {
 // run again under the same iteration (after a usage-limit wait) adds its
 // stream after the earlier attempt's. If the earlier stream ended in the
 // middle of a line (its agent was killed), a newline is written first, so
-// that each attempt's lines stay whole.
-func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+// that each attempt's lines stay whole. The log and its missing
+// directories below root (trusted; "" for the log's own directory) are
+// made and opened without following a link (safefile): an existing log
+// must be a regular file with a single name.
+func openLog(root, path string) (*os.File, error) {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	if root == "" {
+		root = dir
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	d, err := safefile.MkdirAllDir(root, dir, 0o755)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	f, err := d.Append(filepath.Base(path), 0o644)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // writeLock orders the writers of one database: a semaphore for the
@@ -29,7 +32,9 @@ type writeLock struct {
 func newWriteLock(dbPath string) *writeLock {
 	l := &writeLock{sem: make(chan struct{}, 1)}
 	if flockSupported && dbPath != "" {
-		if f, err := os.OpenFile(dbPath+"-lock", os.O_RDWR|os.O_CREATE, 0o644); err == nil {
+		// Beside the database, in .ralph/: a link planted there is not
+		// followed (package safefile), so no file is made elsewhere.
+		if f, err := safefile.Append(filepath.Dir(dbPath), dbPath+"-lock", 0o644); err == nil {
 			l.file = f
 		}
 	}

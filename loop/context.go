@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
@@ -23,34 +22,10 @@ type Skill struct {
 // A skill's name and description come from its SKILL.md frontmatter (the
 // block between two "---" lines at the top: "name:" and "description:",
 // plain, quoted, or a folded/literal block); the name defaults to the
-// directory's. Files without a description are skipped.
+// directory's. Files without a description are skipped. A link under
+// .ralph/skills is refused, an error (see saferead.go).
 func FindSkills(root string) ([]Skill, error) {
-	paths, err := filepath.Glob(filepath.Join(root, ".ralph", "skills", "*", "SKILL.md"))
-	if err != nil {
-		return nil, fmt.Errorf("loop: skills: %w", err)
-	}
-	sort.Strings(paths)
-	var skills []Skill
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("loop: skill %s: %w", p, err)
-		}
-		fm := frontmatter(string(data))
-		if fm["description"] == "" {
-			continue
-		}
-		name := fm["name"]
-		if name == "" {
-			name = filepath.Base(filepath.Dir(p))
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			rel = p
-		}
-		skills = append(skills, Skill{Name: name, Description: fm["description"], Path: rel})
-	}
-	return skills, nil
+	return readSkills(root) // no link followed: saferead.go
 }
 
 // frontmatter parses the simple "key: value" YAML of a leading --- block.
@@ -200,7 +175,11 @@ func buildContext(ctx context.Context, store TaskStore, root string, task Task, 
 		case err != nil:
 			return d, err
 		default:
-			d.Feature = &FeatureContext{Name: f.Name, Spec: readOptional(root, f.SpecPath), Plan: readOptional(root, f.PlanPath)}
+			fc, err := featureContext(root, f)
+			if err != nil {
+				return d, err
+			}
+			d.Feature = fc
 		}
 	}
 	return d, nil
@@ -231,20 +210,4 @@ func retryContext(task Task, maxRetries int, logs []LogEntry) *RetryContext {
 		break
 	}
 	return nil
-}
-
-// readOptional reads a file relative to root; a missing or unreadable file
-// reads as "".
-func readOptional(root, path string) string {
-	if path == "" {
-		return ""
-	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(root, path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return string(data)
 }

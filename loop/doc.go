@@ -135,7 +135,30 @@
 //     watcher (ralph serve) sees each line as it comes; agent text is cut
 //     to 1,000 bytes and tool input to 300. The workers of a parallel
 //     build share it like the session log. Its errors, opening included,
-//     never stop a run: SessionLog.Close returns the first.
+//     never stop a run: SessionLog.Close returns the first, and one that
+//     kept it from opening is a notice at the start.
+//   - No link followed (DESIGN §13). The logs lie where an agent can
+//     write, so they are reached through package safefile from the
+//     project root (from LogDir itself when it lies outside Root), one
+//     component at a time: a .ralph, .ralph/logs, session directory, raw
+//     stream, session log or event log that is a symbolic link — even one
+//     that stays inside the project — is refused, never followed, and a
+//     log ralph appends to must have a single name (no hard link to a
+//     file elsewhere). What happens then: at the start of a run (.ralph/logs
+//     a link), the run does not start and the error names the link; a
+//     clock-made session name whose log is a link is taken, and the next
+//     second's name is used; a caller-named session's log that exists is
+//     removed (a link removed, not followed) and made anew; an event log
+//     that is refused is a notice, and the run goes on without it; a raw
+//     stream refused (RunRequest.LogRoot, RunResult.LogErr) is a notice
+//     in the terminal and the session log, and the session runs with its
+//     stream decoded but not logged — losing one raw stream is better
+//     than stopping the plan. Prompt overrides, skills (SKILL.md), specs
+//     and a feature's spec and plan notes are read the same way; a link
+//     among them is an error naming it (the run stops, or does not
+//     start): a prompt built without a file the user meant it to have is
+//     worse than a stop, and one linked to a secret (~/.ssh/id_rsa,
+//     .ralph/db.json) would send it to the model's API.
 //   - Prompts: build.md, verify.md, peek.md, plan.md and prompt.md are
 //     embedded and can be overridden by <root>/.ralph/prompts/<name>.md.
 //     Overrides are checked when the run starts: a field that PromptData

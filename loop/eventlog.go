@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -160,16 +159,12 @@ type EventLog struct {
 func NewEventLog(w io.Writer) *EventLog { return &EventLog{w: w} }
 
 // OpenEventLog opens the event log at path for appending, creating it and
-// its directory if needed.
+// its directory if needed. An existing log must be a regular file with a
+// single name: a link there is refused (package safefile), never written
+// through. path's directory is trusted as named; Run opens its event log
+// from the project root, so that no link on the way is followed either.
 func OpenEventLog(path string) (*EventLog, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("loop: event log: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("loop: event log: %w", err)
-	}
-	return &EventLog{w: f, c: f}, nil
+	return openEventLog("", path)
 }
 
 // Observe writes the note's line.

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ralph-dev/ralph/safefile"
 	"github.com/ralph-dev/ralph/sigil"
 )
 
@@ -198,6 +199,14 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		r.report.Session = cfg.Session
 	}
 	r.note = &notifier{log: slog, obs: obs, cancel: cancel, base: Note{Session: cfg.Session, Mode: cfg.Mode, Worker: cfg.Worker}, now: cfg.Now}
+	if slog != nil {
+		slog.told.Do(func() {
+			if err := slog.events.Err(); err != nil {
+				// Not a reason to stop the run, but never silent.
+				r.note.notice(0, "%v; this session's events are not written (ralph serve does not show them)", err)
+			}
+		})
+	}
 
 	// A panic in the store or the runner goes through, but only after the
 	// claims are released.
@@ -248,8 +257,19 @@ const maxSessionSeconds = 3600
 // exists).
 func (r *run) reserveSession() (*os.File, error) {
 	dir := r.cfg.LogDir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	base := logBase(r.cfg.Root, dir)
+	if err := makeLogDir(base, dir); err != nil {
 		return nil, fmt.Errorf("loop: session log: %w", err)
+	}
+	exists := func(path string) (bool, error) {
+		_, err := safefile.Lstat(base, path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return err == nil, err
 	}
 	start, err := time.Parse(sessionLayout, r.cfg.Session)
 	if err != nil {
@@ -268,7 +288,7 @@ func (r *run) reserveSession() (*os.File, error) {
 			continue
 		}
 		if r.cfg.SessionLog {
-			f, err := os.OpenFile(SessionLogPath(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			f, err := safefile.Create(base, SessionLogPath(dir, name), 0o644)
 			if errors.Is(err, fs.ErrExist) {
 				continue // another run took it just now
 			}
@@ -278,7 +298,7 @@ func (r *run) reserveSession() (*os.File, error) {
 			r.cfg.Session = name
 			return f, nil
 		}
-		err = os.Mkdir(filepath.Join(dir, name), 0o755)
+		err = safefile.Mkdir(base, filepath.Join(dir, name), 0o755)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -289,15 +309,6 @@ func (r *run) reserveSession() (*os.File, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("loop: session log: no free session name in the %d seconds after %s", maxSessionSeconds, r.cfg.Session)
-}
-
-// exists reports whether path exists.
-func exists(path string) (bool, error) {
-	_, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // loop runs the checks and iterations; it returns why it stopped.
@@ -395,7 +406,8 @@ func (r *run) prepare(ctx context.Context) *stop {
 		}
 	}
 	if r.cfg.RawLogs {
-		if err := os.MkdirAll(filepath.Join(r.cfg.LogDir, r.cfg.Session), 0o755); err != nil {
+		dir, _ := filepath.Abs(filepath.Join(r.cfg.LogDir, r.cfg.Session))
+		if err := makeLogDir(logBase(r.cfg.Root, r.cfg.LogDir), dir); err != nil {
 			return internal(fmt.Errorf("loop: log directory: %w", err))
 		}
 	}
@@ -1214,6 +1226,7 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 			agent = r.cfg.VerifierAgent
 		}
 		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, RawLogName(r.cfg.Worker, n, verifier, agent))
+		req.LogRoot = logBase(r.cfg.Root, r.cfg.LogDir)
 	}
 	if task.ID == "" && r.cfg.ClaimMode == ClaimAgent && r.cfg.Mode == ModeBuild {
 		// Peek mode: the claims the agent makes in the session.
@@ -1226,13 +1239,9 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 	}
 	res, err := runner.Run(ctx, req)
 	if err == nil && res.LogErr != nil {
-		// A raw log cut short (a full disk) is said, never silent.
-		path, cause := req.LogPath, res.LogErr
-		var pe *fs.PathError
-		if errors.As(cause, &pe) {
-			path, cause = pe.Path, pe.Err
-		}
-		r.note.notice(n, "the raw stream log %s could not be written: %v; the rest of the stream is lost from it", path, cause)
+		// A raw log cut short (a full disk) or refused (a link planted
+		// there) is said, never silent.
+		r.note.notice(n, "%s", rawLogNotice(req.LogPath, res.LogErr))
 	}
 	return res, err
 }

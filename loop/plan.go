@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/ralph-dev/ralph/sigil"
@@ -120,8 +118,14 @@ func PlanSpecs(ctx context.Context, root, feature string, store TaskStore) ([]Sp
 	if err != nil {
 		return nil, nil, err
 	}
-	fc := &FeatureContext{Name: f.Name, Spec: readOptional(root, f.SpecPath), Plan: readOptional(root, f.PlanPath)}
-	spec, ok := featureSpec(root, f)
+	fc, err := featureContext(root, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, ok, err := featureSpec(root, f)
+	if err != nil {
+		return nil, fc, err
+	}
 	if !ok {
 		return nil, fc, fmt.Errorf("%w: feature %s has no spec yet (%s); %s", ErrNoSpecs, feature, relSlash(root, f.SpecPath), NoSpecsHint)
 	}
@@ -142,7 +146,10 @@ func wholePlanSpecs(ctx context.Context, root string, store TaskStore) ([]SpecFi
 	}
 	var without []Feature // features whose spec is still to be written
 	for _, f := range features {
-		spec, ok := featureSpec(root, f)
+		spec, ok, err := featureSpec(root, f)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			without = append(without, f)
 			continue
@@ -175,45 +182,27 @@ func wholePlanSpecs(ctx context.Context, root string, store TaskStore) ([]SpecFi
 // featureSpec is feature f's spec, labelled with f and its plan notes, and
 // false when f has none: its spec file is missing, blank or exactly
 // FeatureSpecStub.
-func featureSpec(root string, f Feature) (SpecFile, bool) {
-	content := readOptional(root, f.SpecPath)
-	if strings.TrimSpace(content) == "" || content == FeatureSpecStub(f.Name) {
-		return SpecFile{}, false
+func featureSpec(root string, f Feature) (SpecFile, bool, error) {
+	content, err := readSpec(root, f.SpecPath)
+	if err != nil || strings.TrimSpace(content) == "" || content == FeatureSpecStub(f.Name) {
+		return SpecFile{}, false, err
 	}
-	plan := readOptional(root, f.PlanPath)
+	plan, err := readSpec(root, f.PlanPath)
+	if err != nil {
+		return SpecFile{}, false, err
+	}
 	if strings.TrimSpace(plan) == "" || plan == FeaturePlanStub(f.Name) {
 		plan = ""
 	}
-	return SpecFile{Path: relSlash(root, f.SpecPath), Content: content, Feature: f.Name, Plan: plan}, true
+	return SpecFile{Path: relSlash(root, f.SpecPath), Content: content, Feature: f.Name, Plan: plan}, true, nil
 }
 
 // ReadSpecs reads <root>/specs/*.md in name order. Every file with
 // non-blank content is a spec, a lone heading included; blank files are
-// left out. No specs directory is no specs, not an error.
+// left out. No specs directory is no specs, not an error. A link under
+// specs/ (or specs/ itself a link) is refused, an error (see saferead.go).
 func ReadSpecs(root string) ([]SpecFile, error) {
-	paths, err := filepath.Glob(filepath.Join(root, SpecsDir, "*.md"))
-	if err != nil {
-		return nil, fmt.Errorf("loop: specs: %w", err)
-	}
-	sort.Strings(paths)
-	var specs []SpecFile
-	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			continue // a directory named x.md
-		}
-		data, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // removed since the glob, or a dangling symlink
-		}
-		if err != nil {
-			return nil, fmt.Errorf("loop: spec %s: %w", p, err)
-		}
-		if strings.TrimSpace(string(data)) == "" {
-			continue
-		}
-		specs = append(specs, SpecFile{Path: relSlash(root, p), Content: string(data)})
-	}
-	return specs, nil
+	return readSpecs(root) // no link followed: saferead.go
 }
 
 // FeatureSpecStub is the spec file `ralph feature add NAME` writes when no

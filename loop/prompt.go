@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"reflect"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 //go:embed prompts/*.md
@@ -138,10 +139,12 @@ var ErrPrompt = errors.New("loop: prompt")
 
 // LoadPrompt loads the named template: <root>/.ralph/prompts/<name>.md if
 // it exists, the embedded one otherwise. An override that does not parse or
-// names an unknown variable is an error naming the file and the variable.
+// names an unknown variable is an error naming the file and the variable;
+// so is one that is a link, or lies below one (package safefile: an
+// override linked to a secret would send it to the model's API).
 func LoadPrompt(root, name string) (*Prompt, error) {
 	path := filepath.Join(root, ".ralph", "prompts", name+".md")
-	text, err := os.ReadFile(path)
+	text, err := safefile.ReadFile(root, path)
 	source := path
 	if errors.Is(err, fs.ErrNotExist) {
 		text, err = embeddedPrompts.ReadFile("prompts/" + name + ".md")
@@ -150,7 +153,7 @@ func LoadPrompt(root, name string) (*Prompt, error) {
 			return nil, fmt.Errorf("%w %s: no such template", ErrPrompt, name)
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrPrompt, name, err)
+		return nil, fmt.Errorf("%w %s: %w", ErrPrompt, name, err)
 	}
 	return parsePrompt(name, source, string(text))
 }

@@ -70,6 +70,13 @@ type RunRequest struct {
 	// Runners append to an existing file rather than truncate it: an
 	// iteration run again after a usage-limit wait keeps both streams.
 	LogPath string
+	// LogRoot is a trusted directory above LogPath (the loop gives the
+	// project root): LogPath and every directory between are opened
+	// without following a link (package safefile, DESIGN §13). Empty:
+	// LogPath's own directory is trusted and only the file is checked. A
+	// refused link is not an error of the session: the stream goes
+	// unlogged and RunResult.LogErr says why.
+	LogRoot string
 	// Timeout bounds the whole session (0: no wall-clock limit).
 	Timeout time.Duration
 	// IdleTimeout bounds the time without any output (0: no limit).
@@ -192,8 +199,10 @@ type RunResult struct {
 	// Stderr is the tail of the agent's standard error.
 	Stderr string
 	// LogErr, if not nil, is why the raw stream log (RunRequest.LogPath)
-	// stopped being written (a full disk): the session went on, but the
-	// log lacks the rest of its stream. The loop says so in a notice.
+	// stopped being written (a full disk), or was never opened (a link
+	// refused, errors.Is(LogErr, safefile.ErrLink)): the session went on,
+	// but the log lacks the rest of its stream. The loop says so in a
+	// notice.
 	LogErr error `json:"-"`
 	// Checkout, when not nil, says how the agent's private git checkout
 	// moved during the session (a sandboxed agent's; see Checkout).

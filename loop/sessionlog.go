@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -41,6 +40,9 @@ type SessionLog struct {
 	// session log by Run and OpenSession: it gets every note the session
 	// log gets, and is closed with it.
 	events *EventLog
+	// told makes the notice of an event log that could not be opened
+	// come once, whichever worker sees it first.
+	told sync.Once
 }
 
 type iterLog struct {
@@ -82,18 +84,13 @@ func NewSessionLog(w io.Writer) *SessionLog {
 	return &SessionLog{w: bufio.NewWriter(w), iters: map[int]*iterLog{}}
 }
 
-// OpenSessionLog creates the log file at path (and its directory).
+// OpenSessionLog creates the log file at path (and its directory),
+// replacing a file of that name: what is there is removed first, a link
+// removed and never written through. path's directory is trusted as
+// named; Run opens its session log from the project root instead, so that
+// no link on the way is followed either (package safefile).
 func OpenSessionLog(path string) (*SessionLog, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("loop: session log: %w", err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("loop: session log: %w", err)
-	}
-	l := NewSessionLog(f)
-	l.c = f
-	return l, nil
+	return openSessionLog("", path)
 }
 
 const logTime = time.RFC3339

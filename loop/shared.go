@@ -232,7 +232,7 @@ func (r *run) openLog() (*SessionLog, error) {
 		log.c = f
 	case cfg.SessionLog:
 		var err error
-		if log, err = OpenSessionLog(SessionLogPath(cfg.LogDir, cfg.Session)); err != nil {
+		if log, err = openSessionLog(logBase(cfg.Root, cfg.LogDir), SessionLogPath(cfg.LogDir, cfg.Session)); err != nil {
 			return nil, err
 		}
 	default:
@@ -241,7 +241,7 @@ func (r *run) openLog() (*SessionLog, error) {
 	// The event log goes with the session log. It failing to open is no
 	// reason to stop a run (its write errors are not either): the error is
 	// kept and Close returns it.
-	ev, err := OpenEventLog(EventLogPath(r.cfg.LogDir, r.cfg.Session))
+	ev, err := openEventLog(logBase(r.cfg.Root, r.cfg.LogDir), EventLogPath(r.cfg.LogDir, r.cfg.Session))
 	if err != nil {
 		ev = &EventLog{err: err}
 	}

@@ -67,7 +67,15 @@
 //   - .ralph/worktree-include lists paths or globs (one a line, '#'
 //     comments), relative to the project, of files copied into each tree
 //     where missing — typically ignored ones such as .env — and never
-//     committed from it. --setup runs with sh -c in each worker's tree
+//     committed from it. No link is followed either way (DESIGN §13;
+//     package safefile, from the project root): a source that is a
+//     symbolic link, or lies below one, is an error naming it when the
+//     build starts (list its target, or copy the file into the project);
+//     a copy is created anew (O_EXCL), so a file or link the agent left at
+//     the destination stays as it is and is never written through, and a
+//     link on the way to it is an error naming it. The <tree>.task marker,
+//     the worktrees directory's .gitignore and the trees' lock files are
+//     written the same way. --setup runs with sh -c in each worker's tree
 //     before its first agent of each build (RALPH_DIR, RALPH_WORKTREE and
 //     RALPH_WORKER set); it should make ignored files (dependencies):
 //     changes it makes to tracked files are undone when an attempt begins.

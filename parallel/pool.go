@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if wtDir == "" {
 		wtDir = filepath.Join(base.Root, ".ralph", "worktrees")
 	}
-	if err := prepareWorktreeDir(wtDir); err != nil {
+	if err := prepareWorktreeDir(base.Root, wtDir); err != nil {
 		return fail(loop.OutcomeError, err)
 	}
 	land := &sync.Mutex{}
@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	}()
 	for i := 1; len(spaces) < cfg.Workers; i++ {
 		name := fmt.Sprintf("w%d", i)
-		lock, ok, err := takeTree(wtDir, name)
+		lock, ok, err := takeTree(base.Root, wtDir, name)
 		if err != nil {
 			return fail(loop.OutcomeError, err)
 		}
@@ -461,28 +461,12 @@ func checkBranchName(name string) error {
 	return nil
 }
 
-// prepareWorktreeDir makes the directory of the workers' trees and keeps
-// it out of the project's git status: a .gitignore of "*" inside it.
-func prepareWorktreeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("parallel: worktrees: %w", err)
-	}
-	ign := filepath.Join(dir, ".gitignore")
-	if _, err := os.Stat(ign); err == nil {
-		return nil
-	}
-	if err := os.WriteFile(ign, []byte("# ralph's worker trees (DESIGN §9): never part of the project\n*\n"), 0o644); err != nil {
-		return fmt.Errorf("parallel: worktrees: %w", err)
-	}
-	return nil
-}
-
 // takeTree takes the tree <dir>/<name> for this build: a lock on
 // <name>.lock, held until the build ends (or its process does). ok is
 // false when another build holds it; that build's workers and this one's
 // then take different trees (w3, w4, …).
-func takeTree(dir, name string) (f *os.File, ok bool, err error) {
-	f, err = os.OpenFile(filepath.Join(dir, name+".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+func takeTree(root, dir, name string) (f *os.File, ok bool, err error) {
+	f, err = openTreeLock(root, filepath.Join(dir, name+".lock"))
 	if err != nil {
 		return nil, false, fmt.Errorf("parallel: worktree lock: %w", err)
 	}

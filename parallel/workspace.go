@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // Branch names (DESIGN §9).
@@ -124,7 +125,7 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bo
 			return false, err
 		}
 	}
-	if err := os.WriteFile(w.marker(), []byte(task.ID), 0o644); err != nil {
+	if err := w.writeMarker(task.ID); err != nil {
 		return false, err
 	}
 	if err := w.git.Switch(ctx, w.dir, branch, tip); err != nil {
@@ -200,8 +201,8 @@ func (w *workspace) keep(ctx context.Context) error {
 	}
 	id, onTask := w.task.ID, w.task.ID != ""
 	if !onTask {
-		if b, err := os.ReadFile(w.marker()); err == nil && len(b) > 0 {
-			id, onTask = string(b), true // an attempt a crashed run left
+		if b := w.readMarker(); b != "" {
+			id, onTask = b, true // an attempt a crashed run left
 		}
 	}
 	if !changed && !onTask {
@@ -257,7 +258,7 @@ func (w *workspace) keep(ctx context.Context) error {
 // end forgets the attempt under way.
 func (w *workspace) end() {
 	w.task, w.ref, w.base = loop.Task{}, "", ""
-	os.Remove(w.marker())
+	w.removeMarker()
 }
 
 // follow moves the attempt's branch from old to commit. When someone
@@ -373,7 +374,9 @@ func (w *workspace) moveAside(paths []string) error {
 	aside := filepath.Join(w.dir+".nested", strconv.FormatInt(time.Now().UnixNano(), 10))
 	for _, p := range paths {
 		dst := filepath.Join(aside, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		// Made without following a link (a <tree>.nested the agent
+		// planted as one would send the repository elsewhere).
+		if err := safefile.MkdirAll(treeBase(w.root, w.dir), filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
 		if err := os.Rename(filepath.Join(w.dir, filepath.FromSlash(p)), dst); err != nil {
@@ -659,39 +662,12 @@ func oneLine(s string) string {
 	return s
 }
 
-// copyInclude copies the worktree-include files from root into dir,
-// where they are missing.
-func copyInclude(root, dir string, include []string) error {
-	for _, rel := range include {
-		dst := filepath.Join(dir, rel)
-		if _, err := os.Lstat(dst); err == nil {
-			continue
-		}
-		src := filepath.Join(root, rel)
-		info, err := os.Stat(src)
-		if err != nil {
-			return fmt.Errorf("worktree-include: %w", err)
-		}
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return fmt.Errorf("worktree-include: %w", err)
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return fmt.Errorf("worktree-include: %w", err)
-		}
-		if err := os.WriteFile(dst, data, info.Mode().Perm()); err != nil {
-			return fmt.Errorf("worktree-include: %w", err)
-		}
-	}
-	return nil
-}
-
 // readInclude reads .ralph/worktree-include: one path or glob a line,
 // relative to the project root; blank lines and lines starting with '#'
 // are skipped. It returns the regular files they match. A missing file is
 // no files.
 func readInclude(root string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(root, ".ralph", "worktree-include"))
+	data, err := safefile.ReadFile(root, filepath.Join(".ralph", "worktree-include"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -712,13 +688,14 @@ func readInclude(root string) ([]string, error) {
 			return nil, fmt.Errorf(".ralph/worktree-include: %q: %w", pat, err)
 		}
 		for _, m := range matches {
-			info, err := os.Stat(m)
-			if err != nil || !info.Mode().IsRegular() {
-				continue
-			}
 			rel, err := filepath.Rel(root, m)
 			if err != nil {
 				return nil, err
+			}
+			if ok, err := includeSource(root, rel); err != nil {
+				return nil, fmt.Errorf(".ralph/worktree-include: %w", err)
+			} else if !ok {
+				continue
 			}
 			rel = filepath.ToSlash(rel)
 			if !slices.Contains(out, rel) {

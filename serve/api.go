@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // planTask is a task of /api/plan.
@@ -339,7 +339,7 @@ func (s *Server) rawLogs(rc loop.Receipt, seen map[string]bool) []rawLogJSON {
 	if seen[key] || !validName(name) {
 		return nil
 	}
-	if fi, err := os.Stat(filepath.Join(s.cfg.LogDir, rc.Session, name)); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := safefile.Lstat(s.base(), filepath.Join(s.cfg.LogDir, rc.Session, name)); err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
 	seen[key] = true

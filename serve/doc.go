@@ -74,8 +74,15 @@
 //   - Raw logs: /logs/<session>/<file> takes exactly two segments of
 //     letters, digits, '.', '_' and '-' (not starting with a dot), checked
 //     on the escaped path so that %2f, %2e%2e, backslashes and NULs are
-//     refused; the file is resolved with its symlinks and must be a
-//     regular file inside the log directory. Anything else is 404.
+//     refused; the file is opened through package safefile from the
+//     project root (Config.Root): no symbolic link on the way is followed
+//     — .ralph/logs itself, the session directory, the file, even a link
+//     that stays inside — and it must be a regular file. The session list
+//     and the event logs are read the same way (a linked session is not
+//     shown). A link an agent swaps in during requests can therefore never
+//     make a request serve a file from elsewhere (issue 20, item 12: the
+//     resolve-then-open check it replaces served one in 322 of 50,021
+//     requests). Anything else is 404.
 //   - Assets are served with Cache-Control: no-cache and an ETag (their
 //     hash): a new ralph's page never mixes with an old one's script.
 package serve

@@ -7,12 +7,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // validName reports whether name is a plain file or directory name of the
@@ -36,8 +37,11 @@ func validName(name string) bool {
 // regular file of a session's log directory, as plain text. The path is
 // checked on its escaped form, segment by segment (so %2f, %2e%2e, a
 // backslash or a NUL cannot hide a separator or a parent), and the file
-// is resolved with its symlinks and must still be inside LogDir.
-// Anything else is 404.
+// is opened through package safefile from the project root: a symbolic
+// link anywhere on the way — .ralph/logs itself, the session directory,
+// the file — is refused, even one that stays inside, so no link swapped
+// in during a request can make it serve a file from elsewhere. Anything
+// else is 404.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/logs/")
 	if !ok {
@@ -57,21 +61,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		}
 		parts[i] = u
 	}
-	root, err := filepath.EvalSymlinks(s.cfg.LogDir)
-	if err != nil {
-		http.NotFound(w, r)
-		return
-	}
-	full, err := filepath.EvalSymlinks(filepath.Join(root, parts[0], parts[1]))
-	if err != nil {
-		http.NotFound(w, r)
-		return
-	}
-	if rel, err := filepath.Rel(root, full); err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
-		http.NotFound(w, r)
-		return
-	}
-	f, err := os.Open(full)
+	f, err := safefile.Open(s.base(), filepath.Join(s.cfg.LogDir, parts[0], parts[1]))
 	if err != nil {
 		http.NotFound(w, r)
 		return
@@ -124,4 +114,18 @@ func etag(data []byte) string {
 	h := fnv.New64a()
 	h.Write(data)
 	return `"` + strconv.FormatUint(h.Sum64(), 36) + `"`
+}
+
+// base is the trusted directory the log directory is reached from: the
+// project root (Config.Root), or the log directory itself.
+func (s *Server) base() string {
+	return logBase(s.cfg.Root, s.cfg.LogDir)
+}
+
+// logBase is Server.base for a root and a log directory.
+func logBase(root, logDir string) string {
+	if root == "" {
+		return logDir
+	}
+	return safefile.Within(root, logDir, logDir)
 }

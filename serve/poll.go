@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // pollEvery is how often pollFiles looks at the files.
@@ -14,7 +15,7 @@ const pollEvery = time.Second
 
 // pollFiles reports changes by looking at the files every pollEvery (a few
 // stat calls): where inotify is not to be had.
-func pollFiles(ctx context.Context, dbPath, logDir string, changes chan<- change, ready func()) {
+func pollFiles(ctx context.Context, dbPath, base, logDir string, changes chan<- change, ready func()) {
 	state := func(paths ...string) string {
 		s := ""
 		for _, p := range paths {
@@ -32,9 +33,9 @@ func pollFiles(ctx context.Context, dbPath, logDir string, changes chan<- change
 	}
 	logs := map[string]string{}
 	look := func(first bool) {
-		names, _ := recentSessions(logDir, maxSessions)
+		names, _ := recentSessions(base, logDir, maxSessions)
 		for _, n := range names {
-			st := state(loop.EventLogPath(logDir, n))
+			st := logState(base, loop.EventLogPath(logDir, n))
 			if old, ok := logs[n]; (ok || !first) && old != st {
 				send(ctx, changes, change{session: n})
 			}
@@ -59,4 +60,13 @@ func pollFiles(ctx context.Context, dbPath, logDir string, changes chan<- change
 		}
 		look(false)
 	}
+}
+
+// logState is what pollFiles compares of an event log, looked at without
+// following a link (package safefile).
+func logState(base, path string) string {
+	if fi, err := safefile.Lstat(base, path); err == nil {
+		return fmt.Sprintf("%d.%d;", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return "-;"
 }

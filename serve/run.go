@@ -7,13 +7,14 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // Run view limits: the newest maxSessions sessions with an event log are
@@ -105,8 +106,8 @@ func workerName(w string) string {
 
 // update reads what the session's event log gained since the last read
 // and returns the workers whose state changed.
-func (se *session) update(path string) ([]string, error) {
-	f, err := os.Open(path)
+func (se *session) update(base, path string) ([]string, error) {
+	f, err := safefile.Open(base, path)
 	if err != nil {
 		return nil, err
 	}
@@ -250,13 +251,20 @@ func (se *session) live(now time.Time) bool {
 	return open && now.Sub(se.modTime) < staleAfter
 }
 
-// recentSessions lists the newest sessions of logDir that have an event
-// log, newest first (session names sort by time).
-func recentSessions(logDir string, limit int) ([]string, error) {
-	entries, err := os.ReadDir(logDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// recentSessions lists the newest sessions of logDir (reached from base
+// without following a link) that have an event log, newest first
+// (session names sort by time). A session directory or event log that is
+// a link is left out.
+func recentSessions(base, logDir string, limit int) ([]string, error) {
+	d, err := safefile.OpenDir(base, logDir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrLink) {
+		return nil, nil // a linked log directory is shown as none (ralph serve says why at its start)
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(".")
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +274,7 @@ func recentSessions(logDir string, limit int) ([]string, error) {
 		if !e.IsDir() || !validName(e.Name()) {
 			continue
 		}
-		if _, err := os.Stat(loop.EventLogPath(logDir, e.Name())); err == nil {
+		if fi, err := d.Lstat(filepath.Join(e.Name(), loop.EventLogName)); err == nil && fi.Mode().IsRegular() {
 			names = append(names, e.Name())
 		}
 	}
@@ -287,7 +295,7 @@ func (s *Server) refresh(name string) (*session, []*workerJSON, error) {
 		se = &session{name: name}
 		rs.sessions[name] = se
 	}
-	changed, err := se.update(loop.EventLogPath(s.cfg.LogDir, name))
+	changed, err := se.update(s.base(), loop.EventLogPath(s.cfg.LogDir, name))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -303,7 +311,7 @@ func (s *Server) refresh(name string) (*session, []*workerJSON, error) {
 // readRun is /api/run: the workers of the live sessions, then the active
 // claims of the store that no live worker explains.
 func (s *Server) readRun(ctx context.Context) (*runJSON, error) {
-	names, err := recentSessions(s.cfg.LogDir, maxSessions)
+	names, err := recentSessions(s.base(), s.cfg.LogDir, maxSessions)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func TestSessionUpdateChunks(t *testing.T) {
 		t.Fatalf("the log has %d bytes, want more than two chunks", fi.Size())
 	}
 	se := &session{name: "s"}
-	changed, err := se.update(path)
+	changed, err := se.update(filepath.Dir(path), path)
 	if err != nil || len(changed) != 1 || changed[0] != "w1" {
 		t.Fatalf("update = %v, %v; want w1 changed", changed, err)
 	}
@@ -77,11 +77,11 @@ func TestSessionUpdateChunks(t *testing.T) {
 	}
 	defer f.Close()
 	f.WriteString(`{"at":"2026-11-24T08:00:01Z","kind":"iteration_end","worker":"w1"`)
-	if changed, err := se.update(path); err != nil || len(changed) != 0 {
+	if changed, err := se.update(filepath.Dir(path), path); err != nil || len(changed) != 0 {
 		t.Errorf("update with half a line = %v, %v; want nothing yet", changed, err)
 	}
 	f.WriteString("}\n")
-	if changed, err := se.update(path); err != nil || len(changed) != 1 || se.workers["w1"].Task != nil {
+	if changed, err := se.update(filepath.Dir(path), path); err != nil || len(changed) != 1 || se.workers["w1"].Task != nil {
 		t.Errorf("update with the line ended = %v, %v, task %v; want w1 between tasks", changed, err, se.workers["w1"].Task)
 	}
 }

@@ -38,6 +38,11 @@ type Config struct {
 	// LogDir is <project>/.ralph/logs: the session logs, event logs and
 	// raw streams.
 	LogDir string
+	// Root is the project root: LogDir is reached from it without
+	// following a link (package safefile), so that a .ralph or
+	// .ralph/logs replaced by a link is refused. Empty: LogDir itself is
+	// trusted, and only what lies below it is checked.
+	Root string
 	// Token, when set, is required on every request.
 	Token string
 	// Hosts, when set, are the only Host header values accepted

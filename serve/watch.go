@@ -152,7 +152,7 @@ func (h *hub) watch(ctx context.Context, done chan struct{}) {
 		ready := func() { once.Do(armed.Done) }
 		wg.Go(func() { w(ready); ready() })
 	}
-	start(func(ready func()) { watchFiles(ctx, h.s.cfg.DBPath, h.s.cfg.LogDir, changes, ready) })
+	start(func(ready func()) { watchFiles(ctx, h.s.cfg.DBPath, h.s.base(), h.s.cfg.LogDir, changes, ready) })
 	if cw, ok := h.s.cfg.Store.(loop.ChangeWatcher); ok && h.s.cfg.DBPath == "" {
 		start(func(ready func()) { watchStore(ctx, cw, changes, ready) })
 		if ct, ok := h.s.cfg.Store.(claimsTokener); ok {

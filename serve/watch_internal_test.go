@@ -86,12 +86,12 @@ func testWatcher(t *testing.T, watch func(ctx context.Context, dbPath, logDir st
 }
 
 func TestWatchFiles(t *testing.T) {
-	testWatcher(t, func(ctx context.Context, d, l string, c chan<- change) { watchFiles(ctx, d, l, c, func() {}) })
+	testWatcher(t, func(ctx context.Context, d, l string, c chan<- change) { watchFiles(ctx, d, l, l, c, func() {}) })
 }
 
 // The fallback where inotify is not to be had.
 func TestPollFiles(t *testing.T) {
-	testWatcher(t, func(ctx context.Context, d, l string, c chan<- change) { pollFiles(ctx, d, l, c, func() {}) })
+	testWatcher(t, func(ctx context.Context, d, l string, c chan<- change) { pollFiles(ctx, d, l, l, c, func() {}) })
 }
 
 // emptyStore is a plan with no task, no history and no receipt.

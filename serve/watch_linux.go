@@ -18,10 +18,10 @@ import (
 // event logs with inotify until ctx is done: the read blocks in the
 // runtime's poller, so nothing runs while nothing changes. Where inotify
 // cannot be had, it falls back to pollFiles.
-func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- change, ready func()) {
+func watchFiles(ctx context.Context, dbPath, base, logDir string, changes chan<- change, ready func()) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		pollFiles(ctx, dbPath, logDir, changes, ready)
+		pollFiles(ctx, dbPath, base, logDir, changes, ready)
 		return
 	}
 	f := os.NewFile(uintptr(fd), "inotify")
@@ -34,16 +34,18 @@ func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- chang
 		dbDir, dbBase = filepath.Dir(dbPath), filepath.Base(dbPath)
 		if !w.add(dbDir, fileMask) {
 			f.Close()
-			pollFiles(ctx, dbPath, logDir, changes, ready)
+			pollFiles(ctx, dbPath, base, logDir, changes, ready)
 			return
 		}
 	}
 	logParent := filepath.Dir(logDir)
+	// The log directories are watched without following a link at them
+	// (IN_DONT_FOLLOW); what is read is read through safefile anyway.
 	watchLogs := func() {
-		if w.add(logDir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR) {
-			names, _ := recentSessions(logDir, maxSessions)
+		if w.add(logDir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW) {
+			names, _ := recentSessions(base, logDir, maxSessions)
 			for _, n := range names {
-				w.add(filepath.Join(logDir, n), fileMask)
+				w.add(filepath.Join(logDir, n), fileMask|unix.IN_DONT_FOLLOW)
 			}
 		}
 	}
@@ -59,7 +61,7 @@ func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- chang
 		if err != nil {
 			if ctx.Err() == nil {
 				// The descriptor broke: look at the files instead.
-				pollFiles(ctx, dbPath, logDir, changes, ready)
+				pollFiles(ctx, dbPath, base, logDir, changes, ready)
 			}
 			return
 		}
@@ -77,7 +79,7 @@ func watchFiles(ctx context.Context, dbPath, logDir string, changes chan<- chang
 			case dir == logParent && name == filepath.Base(logDir):
 				watchLogs()
 			case dir == logDir && ev.Mask&unix.IN_ISDIR != 0 && validName(name):
-				w.add(filepath.Join(logDir, name), fileMask)
+				w.add(filepath.Join(logDir, name), fileMask|unix.IN_DONT_FOLLOW)
 				send(ctx, changes, change{session: name})
 			case filepath.Dir(dir) == logDir && name == loop.EventLogName:
 				send(ctx, changes, change{session: filepath.Base(dir)})

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/ralph-dev/ralph/agents/opencode"
 	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/safefile"
 	"github.com/ralph-dev/ralph/sandbox"
 )
 
@@ -194,7 +194,9 @@ func expandSlashCommand(root, prompt string) string {
 	if name == "" || strings.ContainsAny(name, `/\.`) {
 		return prompt
 	}
-	data, err := os.ReadFile(filepath.Join(root, ".claude", "commands", name+".md"))
+	// Read without following a link (DESIGN §13): the file becomes the
+	// prompt, and one linked to a secret would send it to the model.
+	data, err := safefile.ReadFile(root, filepath.Join(".claude", "commands", name+".md"))
 	if err != nil {
 		return prompt
 	}

@@ -315,7 +315,7 @@ func outcomeError(o loop.Outcome, code int, msg string, progressMode bool, stdou
 // database, no progress file.
 func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile string) (loop.TaskStore, func(), error) {
 	if progressFile != "" {
-		st, err := progress.Open(progressFile, progress.Options{Now: cfg.now})
+		st, err := progress.Open(progressFile, progress.Options{Now: cfg.now, Root: p.root})
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, nothingToDo("progress file %s not found", progressFile)
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // syncFeatureFiles keeps the feature specs and plans of a plan on a
@@ -35,9 +36,11 @@ func syncFeatureFiles(ctx context.Context, st *dag.Store, p project) error {
 			if rel == "" || filepath.IsAbs(rel) {
 				continue
 			}
+			// No link is followed (DESIGN §13): a spec an agent linked to
+			// a secret must not be uploaded to the shared plan.
 			path := filepath.Join(p.root, rel)
-			data, rerr := os.ReadFile(path)
-			fi, serr := os.Stat(path)
+			data, rerr := safefile.ReadFile(p.root, path)
+			fi, serr := safefile.Lstat(p.root, path)
 			db, inDB := stored[filepath.ToSlash(rel)]
 			switch {
 			case rerr != nil && !errors.Is(rerr, os.ErrNotExist):
@@ -47,10 +50,14 @@ func syncFeatureFiles(ctx context.Context, st *dag.Store, p project) error {
 					return err
 				}
 			case inDB && (rerr != nil || string(data) != db.Content):
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				if err := safefile.MkdirAll(p.root, filepath.Dir(path), 0o755); err != nil {
 					return err
 				}
-				if err := writeFileAtomic(path, []byte(db.Content), 0o644); err != nil {
+				mode := os.FileMode(0o644)
+				if fi, err := safefile.Lstat(p.root, path); err == nil && fi.Mode().IsRegular() {
+					mode = fi.Mode().Perm()
+				}
+				if err := safefile.WriteFile(p.root, path, []byte(db.Content), mode); err != nil {
 					return err
 				}
 				os.Chtimes(path, db.UpdatedAt, db.UpdatedAt)

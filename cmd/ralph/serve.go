@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/safefile"
 	"github.com/ralph-dev/ralph/serve"
 )
 
@@ -48,9 +49,15 @@ func serveAction(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	defer st.Close()
-	scfg := serve.Config{Store: st, LogDir: filepath.Join(p.ralph, "logs"), Token: token, Now: cfg.now}
+	scfg := serve.Config{Store: st, LogDir: filepath.Join(p.ralph, "logs"), Root: p.root, Token: token, Now: cfg.now}
 	if st.Server() == nil {
 		scfg.DBPath = p.dbPath()
+	}
+	if d, err := safefile.OpenDir(p.root, scfg.LogDir); errors.Is(err, safefile.ErrLink) {
+		// Not followed, never served (DESIGN §13); said once, here.
+		fmt.Fprintf(cfg.stderr, "ralph serve: %v: its logs are not shown\n", err)
+	} else if err == nil {
+		d.Close()
 	}
 	err = serve.ListenAndServe(c.Context, addr, scfg, func(url string) {
 		fmt.Fprintf(cfg.stdout, "ralph serve: %s\n", url)

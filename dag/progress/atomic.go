@@ -6,64 +6,43 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ralph-dev/ralph/safefile"
 )
 
-// writeFile replaces the file at path with data atomically: it writes a
-// temporary file in the same directory, gives it the old file's mode,
-// fsyncs it, and renames it over path; then it fsyncs the directory (best
-// effort: some file systems refuse). If anything fails before the rename,
-// the old file is untouched and the temporary file removed. A symlink at
-// path is followed: its target is replaced, the link stays.
-func writeFile(path string, data string, rename func(oldpath, newpath string) error) (err error) {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".ralph-*.tmp")
+// writeFile replaces the file at path (below base, trusted) with data
+// atomically: it writes a temporary file in the same directory, gives it
+// the old file's mode, fsyncs it, and renames it over path; then it
+// fsyncs the directory (best effort: some file systems refuse). If
+// anything fails before the rename, the old file is untouched and the
+// temporary file removed. No link is followed (package safefile): not in
+// the directories below base, and not at path, which is replaced, never
+// written through.
+func writeFile(base, path string, data string, rename func(d *safefile.Dir, oldname, newname string) error) error {
+	dir, name := filepath.Split(path)
+	d, err := safefile.OpenDir(base, dir)
 	if err != nil {
 		return fmt.Errorf("progress: write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = fmt.Errorf("progress: write %s: %w", path, err)
-		}
-	}()
-	if _, err = f.WriteString(data); err != nil {
-		return err
+	defer d.Close()
+	mode := os.FileMode(0o644)
+	if fi, err := d.Lstat(name); err == nil && fi.Mode().IsRegular() {
+		mode = fi.Mode().Perm()
 	}
-	if err = f.Chmod(mode); err != nil {
+	err = d.Replace(name, mode, func(f *os.File) error {
+		_, err := f.WriteString(data)
 		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = rename(tmp, path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // best effort: the rename is durable on most systems anyway
-		d.Close()
+	}, rename)
+	if err != nil {
+		return fmt.Errorf("progress: write %s: %w", path, err)
 	}
 	return nil
 }
 
-// readString reads the file at path into a string: one copy of the file,
-// read through buf.
-func readString(path string, buf []byte) (string, error) {
-	f, err := os.Open(path)
+// readString reads the file at path (below base, no link followed) into
+// a string: one copy of the file, read through buf.
+func readString(base, path string, buf []byte) (string, error) {
+	f, err := safefile.Open(base, path)
 	if err != nil {
 		return "", err
 	}
@@ -84,10 +63,11 @@ func readString(path string, buf []byte) (string, error) {
 	}
 }
 
-// holds reports whether the file at path holds exactly content. It reads
-// the file through buf and stops at the first difference.
-func holds(path, content string, buf []byte) (bool, error) {
-	f, err := os.Open(path)
+// holds reports whether the file at path (below base, no link followed)
+// holds exactly content. It reads the file through buf and stops at the
+// first difference.
+func holds(base, path, content string, buf []byte) (bool, error) {
+	f, err := safefile.Open(base, path)
 	if err != nil {
 		return false, err
 	}

@@ -173,8 +173,13 @@
 // blocks. New text uses the file's line ending (CRLF if its first line has
 // one). A write is atomic: the new content goes to a temporary file in the
 // same directory, which gets the old file's permissions, is fsynced and is
-// renamed over the file (a symlink is followed, its target replaced); the
-// directory is then fsynced, best effort. A crash before the rename leaves
+// renamed over the file; the directory is then fsynced, best effort. No
+// link is followed (DESIGN §13; package safefile): the file is read and
+// replaced from Options.Root (the project root; the file's own directory
+// without it), and a symbolic link at the file or on the way is refused
+// with an error naming it — at Open (give the link's target instead) and
+// at any later read or write, so a link an agent plants at the progress
+// file never has ralph write the plan into its target. A crash before the rename leaves
 // the old file intact and, at worst, a stray ".<name>.ralph-*.tmp" file
 // beside it. Just before the rename the file is read again; if it changed
 // since it was parsed, the change is recomputed on the new content (three

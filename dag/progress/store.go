@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 var (
@@ -34,6 +35,11 @@ var ErrLostTasks = errors.New("progress: the new document drops tasks")
 type Options struct {
 	// Now is the clock for claims, leases and log entries (nil: time.Now).
 	Now func() time.Time
+	// Root is a trusted directory above the file (the project root): the
+	// file and the directories between are read and replaced without
+	// following a link (package safefile). Empty: the file's own
+	// directory, and only a link at the file itself is refused.
+	Root string
 }
 
 // Store is a loop.TaskStore over a progress file. The file is the truth
@@ -45,8 +51,10 @@ type Options struct {
 // serialises them. Two processes driving the same file are not supported.
 type Store struct {
 	path   string
+	abs    string // path, absolute
+	base   string // the trusted directory above abs (Options.Root)
 	now    func() time.Time
-	rename func(oldpath, newpath string) error // os.Rename; tests inject failures
+	rename func(d *safefile.Dir, oldname, newname string) error // (*safefile.Dir).Rename; tests inject failures
 	// beforeCheck, if set, runs in write just before the file is read
 	// again; tests use it to edit the file under a write.
 	beforeCheck func()
@@ -82,10 +90,22 @@ type claim struct {
 // Open returns a Store over the progress file at path. The file must exist
 // and parse; the errors wrap fs.ErrNotExist or ErrNotProgressFile.
 func Open(path string, opt Options) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("progress: %w", err)
+	}
+	base := filepath.Dir(abs)
+	if opt.Root != "" {
+		if root, err := filepath.Abs(opt.Root); err == nil {
+			base = safefile.Within(root, abs, base)
+		}
+	}
 	s := &Store{
 		path:    path,
+		abs:     abs,
+		base:    base,
 		now:     opt.Now,
-		rename:  os.Rename,
+		rename:  (*safefile.Dir).Rename,
 		claims:  map[string]claim{},
 		failed:  map[string]bool{},
 		retries: map[string]int{},
@@ -97,6 +117,9 @@ func Open(path string, opt Options) (*Store, error) {
 		s.now = time.Now
 	}
 	if _, err := s.read(); err != nil {
+		if errors.Is(err, safefile.ErrLink) {
+			return nil, fmt.Errorf("%w; ralph follows no link an agent could have planted (give the file itself)", err)
+		}
 		return nil, err
 	}
 	return s, nil
@@ -113,7 +136,7 @@ func (s *Store) read() (*Doc, error) {
 		s.buf = make([]byte, 256<<10)
 	}
 	if s.known {
-		same, err := holds(s.path, s.cur, s.buf)
+		same, err := holds(s.base, s.abs, s.cur, s.buf)
 		if err != nil {
 			return nil, fmt.Errorf("progress: %w", err)
 		}
@@ -130,7 +153,7 @@ func (s *Store) read() (*Doc, error) {
 	}
 	// Let the old content go before the new is read.
 	s.cur, s.known, s.doc = "", false, nil
-	src, err := readString(s.path, s.buf)
+	src, err := readString(s.base, s.abs, s.buf)
 	if err != nil {
 		return nil, fmt.Errorf("progress: %w", err)
 	}
@@ -204,7 +227,7 @@ func (s *Store) write(d *Doc, change func(*Doc) (string, error)) (*Doc, string, 
 			d = now // the file changed under the write
 			continue
 		}
-		if err := writeFile(s.path, out, s.rename); err != nil {
+		if err := writeFile(s.base, s.abs, out, s.rename); err != nil {
 			return nil, "", err
 		}
 		s.remember(out, nil)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/loop/looptest"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 var start = time.Date(2026, 1, 29, 10, 0, 0, 0, time.UTC)
@@ -477,14 +478,14 @@ func TestAtomicWrite(t *testing.T) {
 	}
 	var tmpContent string
 	crash := errors.New("simulated crash before rename")
-	s.rename = func(oldpath, newpath string) error {
-		b, err := os.ReadFile(oldpath)
+	s.rename = func(d *safefile.Dir, oldname, newname string) error {
+		b, err := os.ReadFile(filepath.Join(d.Path(), oldname))
 		if err != nil {
 			return err
 		}
 		tmpContent = string(b)
-		if filepath.Dir(oldpath) != filepath.Dir(newpath) {
-			t.Errorf("temporary file %s is not in the directory of %s", oldpath, newpath)
+		if filepath.Dir(oldname) != filepath.Dir(newname) || d.Path() != filepath.Dir(s.path) {
+			t.Errorf("temporary file %s is not in the directory of %s", oldname, newname)
 		}
 		return crash
 	}
@@ -534,7 +535,7 @@ func TestAtomicWrite(t *testing.T) {
 	}
 
 	// With renames working again, the write goes through and keeps the mode.
-	s.rename = os.Rename
+	s.rename = (*safefile.Dir).Rename
 	if err := s.Complete(ctx, loop.MoveParams{TaskID: "add-a-makefile", Message: "done"}); err != nil {
 		t.Fatal(err)
 	}
@@ -550,32 +551,63 @@ func TestAtomicWrite(t *testing.T) {
 	}
 }
 
-func TestAtomicWriteFollowsSymlink(t *testing.T) {
+// A progress file that is a link is refused, at Open and at a write after
+// a link was planted: ralph follows no link an agent could have planted
+// (DESIGN §13), and the link's target is never written.
+func TestSymlinkRefused(t *testing.T) {
 	dir := t.TempDir()
-	target := filepath.Join(dir, "real.md")
-	if err := os.WriteFile(target, []byte(twoPhases), 0o640); err != nil {
+	outside := filepath.Join(t.TempDir(), "bashrc")
+	if err := os.WriteFile(outside, []byte(twoPhases), 0o640); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(dir, "progress.md")
-	if err := os.Symlink("real.md", link); err != nil {
+	if err := os.Symlink(outside, link); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(link, Options{})
-	if err != nil {
-		t.Fatal(err)
+	if _, err := Open(link, Options{}); !errors.Is(err, safefile.ErrLink) || !strings.Contains(err.Error(), "give the file itself") {
+		t.Errorf("Open of a link: %v, want a refused link", err)
 	}
-	if err := s.AddAttempt(t.Context(), Attempt{Iteration: 1, Tried: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		t.Errorf("the symlink was replaced: %v %v", fi, err)
-	}
-	b, _ := os.ReadFile(target)
-	if !strings.Contains(string(b), "### Iteration 1") {
-		t.Error("the link's target was not updated")
-	}
-	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o640 {
-		t.Errorf("target mode = %v, want 0640", fi.Mode().Perm())
+
+	// A link planted under a running store (the file replaced, or a
+	// directory on the way, with Root the project).
+	for _, at := range []string{"file", "directory"} {
+		t.Run(at, func(t *testing.T) {
+			root := t.TempDir()
+			path := filepath.Join(root, "docs", "progress.md")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(twoPhases), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(path, Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch at {
+			case "file":
+				os.Remove(path)
+				if err := os.Symlink(outside, path); err != nil {
+					t.Fatal(err)
+				}
+			case "directory":
+				elsewhere := t.TempDir()
+				if err := os.Symlink(outside, filepath.Join(elsewhere, "progress.md")); err != nil {
+					t.Fatal(err)
+				}
+				os.Rename(filepath.Join(root, "docs"), filepath.Join(root, "docs.old"))
+				if err := os.Symlink(elsewhere, filepath.Join(root, "docs")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = s.AddAttempt(t.Context(), Attempt{Iteration: 1, Tried: "x"})
+			if !errors.Is(err, safefile.ErrLink) {
+				t.Errorf("a write through a planted link: %v, want a refused link", err)
+			}
+			if b, _ := os.ReadFile(outside); string(b) != twoPhases {
+				t.Errorf("the file outside changed:\n%s", b)
+			}
+		})
 	}
 }
 
