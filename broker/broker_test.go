@@ -82,7 +82,7 @@ func serve(t *testing.T, plan loop.PlanAccess) (*broker.Server, *broker.Client) 
 }
 
 // start starts a broker for plan, closed when the test ends.
-func start(t *testing.T, plan loop.PlanAccess) *broker.Server {
+func start(t testing.TB, plan loop.PlanAccess) *broker.Server {
 	t.Helper()
 	srv, err := broker.Listen("", plan)
 	if err != nil {
@@ -101,7 +101,7 @@ func start(t *testing.T, plan loop.PlanAccess) *broker.Server {
 	return srv
 }
 
-func dial(t *testing.T, path string) *broker.Client {
+func dial(t testing.TB, path string) *broker.Client {
 	t.Helper()
 	c, err := broker.Dial(t.Context(), path)
 	if err != nil {

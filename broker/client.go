@@ -39,7 +39,7 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, path, unwrapOp(err))
+		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, path, unwrapOp(err))
 	}
 	uc := c.(*net.UnixConn)
 	return &Client{conn: uc, r: bufio.NewReaderSize(uc, 64<<10)}, nil

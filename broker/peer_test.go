@@ -110,10 +110,20 @@ func TestPeerCheck(t *testing.T) {
 	a := start(t, peek(ms, "agent-a"))
 	b := start(t, peek(ms, "agent-b"))
 
-	t.Run("not admitted yet", func(t *testing.T) {
+	t.Run("connected before it was admitted", func(t *testing.T) {
 		c := dial(t, a.Path())
-		_, err := c.Counts(t.Context(), loop.Scope{})
-		wantErr(t, "counts", err, broker.ErrRefused, "not known yet")
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Counts(t.Context(), loop.Scope{})
+			errc <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		if err := a.Admit(os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Errorf("a connection made just before Admit: %v", err)
+		}
 	})
 	t.Run("the agent itself", func(t *testing.T) {
 		h := startHelper(t, a.Path(), `exec "$0"`)

@@ -55,7 +55,7 @@ var (
 	// store that is not a loop.TaskAdder cannot take `task add`).
 	ErrUnsupported = errors.New("broker: not supported by this plan's store")
 	// ErrUnreachable: no broker answers at the socket's path (Dial).
-	ErrUnreachable = errors.New("broker: unreachable")
+	ErrUnreachable = errors.New("broker: no broker answers")
 )
 
 // Server serves one agent session's plan on a Unix socket of its own.
@@ -67,11 +67,12 @@ type Server struct {
 	dir  string // the socket's own directory, removed by Close
 	path string
 
-	mu     sync.Mutex
-	root   *process // Admit's: the connecting process must descend from it
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	root     *process      // Admit's: the connecting process must descend from it
+	admitted chan struct{} // closed by the first Admit
+	conns    map[net.Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -114,7 +115,7 @@ func Listen(dir string, plan loop.PlanAccess) (*Server, error) {
 	}
 	// Close removes the directory, and with it the socket.
 	ln.SetUnlinkOnClose(false)
-	return &Server{plan: plan, ln: ln, dir: sockDir, path: path, conns: map[net.Conn]struct{}{}}, nil
+	return &Server{plan: plan, ln: ln, dir: sockDir, path: path, conns: map[net.Conn]struct{}{}, admitted: make(chan struct{})}, nil
 }
 
 // Path is the socket's path: the value of RALPH_SOCKET.
@@ -125,8 +126,8 @@ func (s *Server) Dir() string { return s.dir }
 
 // Admit names the agent's process: a connection is served only when the
 // process that made it is pid or descends from it (see the package
-// documentation, "Who may connect"). Until Admit is called every
-// connection is refused. It fails when pid's start time cannot be read
+// documentation, "Who may connect"). A connection made before Admit waits
+// for it up to AdmitWait, and is refused after. It fails when pid's start time cannot be read
 // (the process is gone).
 func (s *Server) Admit(pid int) error {
 	p, err := admit(pid)
@@ -135,9 +136,17 @@ func (s *Server) Admit(pid int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.root == nil {
+		close(s.admitted)
+	}
 	s.root = p
 	return nil
 }
+
+// AdmitWait is how long a connection made before Admit waits for it: the
+// agent's process may connect before its starter has had time to admit
+// it.
+const AdmitWait = 10 * time.Second
 
 // Serve accepts connections until ctx is cancelled or Close is called,
 // then closes the connections still open, waits for their requests to
@@ -230,6 +239,13 @@ func (s *Server) Close() error {
 // not a request.
 func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	w := &frameWriter{c: c}
+	t := time.NewTimer(AdmitWait)
+	select {
+	case <-s.admitted:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
 	s.mu.Lock()
 	root := s.root
 	s.mu.Unlock()

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ralph-dev/ralph/broker"
+	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -275,4 +279,74 @@ func TestSessionEndWithSocket(t *testing.T) {
 	if got := h.ok("hook", "session-end"); got != "t-1\n" {
 		t.Errorf("hook session-end without a socket released %q, want t-1", got)
 	}
+}
+
+// BenchmarkTaskThroughBroker measures whole `ralph task` processes
+// through a session's broker (RALPH_SOCKET, the broker serving from this
+// process, which holds the plan open as the loop does) against the same
+// commands run directly on the SQLite plan, on a plan of 1,000 tasks:
+// peek, and a claim followed by its done (two processes an iteration).
+// `ralph --version` is the baseline of a process that does nothing.
+func BenchmarkTaskThroughBroker(b *testing.B) {
+	bin := ralphBinary(b)
+	dir := b.TempDir()
+	env := append(os.Environ(), "RALPH_AGENT_ID=agent-bench", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=", "RALPH_SOCKET=")
+	ralph := func(b *testing.B, env []string, args ...string) string {
+		cmd := exec.Command(bin, append([]string{"--dir", dir}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("ralph %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	ralph(b, env, "init")
+	var plan strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&plan, `{"id":"t-%d","title":"Task %d","priority":%d,"status":"pending"}`+"\n", i+1, i+1, i%5)
+	}
+	imp := exec.Command(bin, "--dir", dir, "task", "import", "-")
+	imp.Env, imp.Stdin = env, strings.NewReader(plan.String())
+	if out, err := imp.CombinedOutput(); err != nil {
+		b.Fatalf("import: %v\n%s", err, out)
+	}
+	st, err := dag.OpenExisting(b.Context(), filepath.Join(dir, ".ralph", "progress.db"), dag.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	pa := peekPlan()
+	pa.Store, pa.Agent = st, "agent-bench"
+	srv, err := broker.Listen("", pa)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Admit(os.Getpid()); err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(b.Context())
+	defer srv.Close()
+	viaBroker := append(env[:len(env):len(env)], "RALPH_SOCKET="+srv.Path())
+	holder := "RALPH_HOLDER=" + loop.ThisProcess().String()
+	for _, way := range []struct {
+		name string
+		env  []string
+	}{{"direct", append(env[:len(env):len(env)], holder)}, {"broker", append(viaBroker, holder)}} {
+		b.Run("peek/"+way.name, func(b *testing.B) {
+			for b.Loop() {
+				ralph(b, way.env, "task", "peek", "-n", "10")
+			}
+		})
+		b.Run("claim+done/"+way.name, func(b *testing.B) {
+			for b.Loop() {
+				id := strings.TrimSpace(ralph(b, way.env, "task", "claim"))
+				ralph(b, way.env, "task", "done", id)
+			}
+		})
+	}
+	b.Run("version", func(b *testing.B) {
+		for b.Loop() {
+			ralph(b, env, "--version")
+		}
+	})
 }
