@@ -98,7 +98,7 @@ type ListQuery struct {
 // characters of the longest id, status and priority (as decimal text) —
 // what a table needs before it prints its first row.
 type ListShape struct {
-	Tasks                              int
+	Tasks                               int
 	IDWidth, StatusWidth, PriorityWidth int
 }
 
