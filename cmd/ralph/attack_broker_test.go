@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/claude/claudetest"
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
 	"github.com/ralph-dev/ralph/loop"
@@ -35,12 +36,18 @@ func needBwrap(t *testing.T) {
 }
 
 // attackProject is a project whose ralph runs with env, and out, a
-// directory the agent's payload writes its findings to ($ATTACK_OUT).
+// directory the agent's payload writes its findings to ($ATTACK_OUT): in
+// the project, which a sandboxed agent may write whatever the sandbox
+// does with the temp directory.
 func attackProject(t *testing.T, env []string, initArgs ...string) (*e2e, string) {
 	t.Helper()
 	needBwrap(t)
-	out := t.TempDir()
-	e := newProject(t, append(env, "ATTACK_OUT="+out), initArgs...)
+	e := newProject(t, env, initArgs...)
+	out := filepath.Join(e.dir, "attack")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.env = append(e.env, "ATTACK_OUT="+out)
 	return e, out
 }
 
@@ -238,7 +245,11 @@ func TestAttackBrokerRefuses(t *testing.T) {
 // TestAttackBrokerVerifier: the verifier's sandboxed session reads the
 // plan through its broker and can change none of it.
 func TestAttackBrokerVerifier(t *testing.T) {
-	e, out := attackProject(t, nil)
+	e, _ := attackProject(t, nil)
+	// What the verifier changes in the tree is undone and voids its
+	// verdict: it records its findings in the temp directory.
+	out := t.TempDir()
+	e.env = append(e.env, "ATTACK_OUT="+out)
 	e.ok("task", "add", "Only")
 	cases := []struct{ cmd, says string }{
 		{`"$RALPH_BIN" task done {task}`, "refused: the verifier's session only reads the plan"},
@@ -279,14 +290,13 @@ func TestAttackBrokerVerifier(t *testing.T) {
 // once; each finds the other's socket and tries it: refused, while its
 // own serves it.
 func TestAttackBrokerOtherSocket(t *testing.T) {
-	e, _ := attackProject(t, nil)
+	e, shared := attackProject(t, nil)
 	e.ok("task", "add", "First")
-	shared := t.TempDir()
 	// Each agent publishes its socket, waits for the other's, tries it,
 	// then its own, and waits for the other to be done before its session
 	// (and socket) ends.
 	payload := func(me, other string) string {
-		return strings.NewReplacer("ME", me, "OTHER", other).Replace(`S="$ATTACK_SHARED"
+		return strings.NewReplacer("ME", me, "OTHER", other).Replace(`S="$ATTACK_OUT"
 echo "$RALPH_SOCKET" > "$S/ME.sock"
 i=0; while [ ! -s "$S/OTHER.sock" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 RALPH_SOCKET=$(cat "$S/OTHER.sock") "$RALPH_BIN" task plan-status > "$S/ME.other" 2>&1; echo "exit $?" >> "$S/ME.other"
@@ -303,7 +313,7 @@ i=0; while [ ! -e "$S/OTHER.done" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1));
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, e.bin, "build", "--claude", agent, "--claim", "agent", "--sandbox", "--once")
-			cmd.Dir, cmd.Env = e.dir, append(e.env, "ATTACK_SHARED="+shared)
+			cmd.Dir, cmd.Env = e.dir, e.env
 			var so, se bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &so, &se
 			err := cmd.Run()
@@ -417,5 +427,56 @@ func TestAttackBrokerReadOnlyFallback(t *testing.T) {
 	r := run("task", "claim")
 	if r.code != 1 || !strings.Contains(r.stderr, "'ralph task claim' cannot change the plan: no broker answers") {
 		t.Errorf("task claim without a broker: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestAttackBrokerRealClaude is peek mode with --sandbox and the real
+// Claude Code: its Bash tool runs `$RALPH_BIN task claim` and `task done`
+// inside bubblewrap, through the session's broker, and the agent is given
+// no secret.
+func TestAttackBrokerRealClaude(t *testing.T) {
+	needBwrap(t)
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		if !strings.Contains(r.UserText(), "You are one iteration of a ralph build loop") {
+			return claudetest.Text("this is not the /ralph-build command")
+		}
+		results := r.ToolResultTexts()
+		switch len(results) {
+		case 0:
+			// The project is writable in the sandbox; with TMPDIR set,
+			// /tmp is not.
+			return claudetest.Bash(`env > "agent-env-$RALPH_ITERATION"; "$RALPH_BIN" task claim`)
+		case 1:
+			id := strings.Fields(results[0])[0]
+			return claudetest.Bash(`"$RALPH_BIN" task done ` + id + ` --summary "did ` + id + `"`)
+		}
+		id := strings.Fields(results[0])[0]
+		return claudetest.Text("Claimed, did and reported " + id + ".\n<task-done>" + id + "</task-done>")
+	})
+	e.env = append(e.env, secrets...)
+	e.ok("task", "add", "First")
+	e.ok("task", "add", "Second", "--blocked-by", "t-1")
+
+	r := e.run("build", "--claim", "agent", "--use-api-key", "--sandbox")
+	if r.code != 0 {
+		t.Fatalf("build --claim agent --sandbox: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=0 active=0 done=2 failed=0 blocked=0 total=2\n" {
+		t.Errorf("plan-status: %s", got)
+	}
+	for _, id := range []string{"t-1", "t-2"} {
+		var kinds []string
+		for _, l := range e.show(id).Logs {
+			kinds = append(kinds, l.Kind)
+			if l.Kind == "claim" && !strings.Contains(l.Message, "by the agent, holder ") {
+				t.Errorf("%s: claim %q does not name the loop as its holder", id, l.Message)
+			}
+		}
+		if strings.Join(kinds, ",") != "claim,done" {
+			t.Errorf("%s history %v, want claim,done", id, kinds)
+		}
+	}
+	for _, n := range []string{"1", "2"} {
+		checkWithheld(t, filepath.Join(e.dir, "agent-env-"+n))
 	}
 }
