@@ -72,6 +72,7 @@ type Server struct {
 	admitted chan struct{} // closed by the first Admit
 	conns    map[net.Conn]struct{}
 	closed   bool
+	cancel   context.CancelFunc // Serve's: ends the requests in flight
 	wg       sync.WaitGroup
 
 	closeOnce sync.Once
@@ -127,8 +128,8 @@ func (s *Server) Dir() string { return s.dir }
 // Admit names the agent's process: a connection is served only when the
 // process that made it is pid or descends from it (see the package
 // documentation, "Who may connect"). A connection made before Admit waits
-// for it up to AdmitWait, and is refused after. It fails when pid's start time cannot be read
-// (the process is gone).
+// for it up to AdmitWait, and is refused after. Admit fails when pid's
+// start time cannot be read (the process is gone).
 func (s *Server) Admit(pid int) error {
 	p, err := admit(pid)
 	if err != nil {
@@ -156,6 +157,9 @@ const AdmitWait = 10 * time.Second
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.mu.Lock()
+	s.cancel = cancel
+	s.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { s.shut() })
 	defer stop()
 	for {
@@ -218,13 +222,17 @@ func (s *Server) shut() {
 		s.closed = true
 		s.ln.Close()
 	}
+	if s.cancel != nil {
+		s.cancel()
+	}
 	for c := range s.conns {
 		c.Close()
 	}
 }
 
-// Close stops the server (Serve returns), closes its connections, waits
-// for their requests to end, and removes the socket and its directory.
+// Close stops the server (Serve returns), closes its connections,
+// cancels their requests in flight and waits for them to end, and removes
+// the socket and its directory.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.shut()
