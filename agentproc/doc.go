@@ -264,4 +264,32 @@
 // executed. Environ layers a runner's entries over ralph's own, a later
 // entry winning in the place of the first, and drops what the runner says
 // (API keys it must not pass on).
+//
+// The plan through a broker (DESIGN §13). A Spec with a Sandbox and a
+// Plan (the session's loop.PlanAccess, from RunRequest.Plan) gets a
+// broker.Server: Run listens on a socket in a new directory of its own
+// (mode 0700) before the agent starts, sets RALPH_SOCKET to it in the
+// agent's environment, admits the agent's process (what it starts may
+// connect; nothing else may) as soon as it has started, serves until
+// everything the agent started is gone or ctx is cancelled, and then
+// removes the socket and its directory. The directory is among the
+// sandbox's writable paths, so that it is visible inside whatever the
+// sandbox hides. A broker that cannot listen fails Run before anything
+// starts. An agent outside a sandbox gets no broker and no RALPH_SOCKET —
+// an inherited one (ralph run by an agent) is removed from every agent's
+// environment: it reaches the plan directly, as the user does.
+//
+// What a sandboxed agent is not given (DESIGN §13, "Database credentials
+// and tokens are withheld"). Run removes from the environment of an agent
+// it sandboxes every variable Withheld names: RALPH_DB (its URL may hold
+// the password; the agent reaches the plan through its broker, which wins
+// over RALPH_DB anyway), every PostgreSQL client variable (PG*:
+// PGPASSWORD, PGPASSFILE, PGSERVICE, PGSERVICEFILE, PGSSLKEY, … — all of
+// the family, not only those that carry a secret, so that none added to
+// libpq later slips through; a project whose own tests need PostgreSQL
+// variables sets them itself, e.g. in its test command),
+// RALPH_SERVE_TOKEN and GitHub's tokens (GH_TOKEN, GITHUB_TOKEN). The
+// list is withheldEnv and withheldPrefixes, where later secrets (notify
+// URLs) belong. Files that hold credentials (~/.pgpass, .ralph/db.json)
+// are the sandbox's to hide, not the environment's.
 package agentproc

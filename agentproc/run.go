@@ -114,6 +114,13 @@ type Spec struct {
 	// group is the same. Without Sandbox, Writable is not used.
 	Sandbox  *sandbox.Sandbox
 	Writable []string
+	// Plan, with a Sandbox, is served to the agent by a broker on a Unix
+	// socket of the session's own, named by RALPH_SOCKET in its
+	// environment, from before the agent starts until everything it
+	// started is gone (see the package documentation, "The plan through
+	// a broker"). Without a Sandbox it is not used: an agent outside a
+	// sandbox reaches the plan directly, and gets no RALPH_SOCKET.
+	Plan *loop.PlanAccess
 
 	// Trace, when set, is told when Run reaches each stage: "spawn" (just
 	// before the agent is started), "started", "exited" (the agent exited
@@ -251,6 +258,16 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 		}
 	}
 
+	var brk *sessionBroker
+	if s.Sandbox != nil && s.Plan != nil {
+		if brk, err = startBroker(ctx, s.Plan); err != nil {
+			return Exit{}, fmt.Errorf("%s: %w", name, err)
+		}
+		defer brk.close()
+		s.Writable = append(s.Writable[:len(s.Writable):len(s.Writable)], brk.dir())
+	}
+	s.Env = agentEnv(s, brk.socket())
+
 	path, args := s.Path, s.Args
 	if s.Sandbox != nil {
 		sbPath, sbArgs, cleanup, err := s.sandboxed()
@@ -299,6 +316,7 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 		// has exited already.
 		family = newFamily(cmd.Process.Pid, marker, outR, errR)
 		watch.started(family)
+		brk.admit(cmd.Process.Pid)
 	})
 	outW.Close()
 	errW.Close()

@@ -1220,6 +1220,7 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 	if verifier {
 		req.Tools = append([]string(nil), VerifierTools...)
 	}
+	req.Plan = r.planAccess(task, verifier)
 	if r.cfg.RawLogs {
 		agent := r.cfg.Agent
 		if verifier && r.cfg.Verifier != nil {
@@ -1294,6 +1295,24 @@ func (r *run) record(ctx context.Context, rc Receipt) {
 		}
 	}
 	r.note.send(Note{Kind: NoteReceipt, Iteration: rc.Iteration, Receipt: &rc})
+}
+
+// planAccess is the plan as the session's agent may reach it through a
+// broker when its runner sandboxes it (RunRequest.Plan): as this run's
+// agent, its claims held by this loop; task is the session's loop claim
+// (none in peek, plan and prompt sessions); a verifier reads only.
+func (r *run) planAccess(task Task, verifier bool) *PlanAccess {
+	return &PlanAccess{
+		Store:     r.store,
+		Agent:     r.cfg.AgentID,
+		Holder:    r.cfg.Holder,
+		Mode:      r.cfg.Mode,
+		ClaimMode: r.cfg.ClaimMode,
+		TaskID:    task.ID,
+		Lease:     r.cfg.Lease,
+		Scope:     r.cfg.Scope,
+		ReadOnly:  verifier,
+	}
 }
 
 // env is the RALPH_* environment of DESIGN §4 on top of cfg.Env.

@@ -84,6 +84,13 @@ type RunRequest struct {
 	// OnEvent, if not nil, is called for every event of the session, in
 	// order, from the goroutine reading the stream.
 	OnEvent func(Event)
+	// Plan, when not nil, is the plan as this session's agent may reach
+	// it from inside a sandbox: a runner that sandboxes its agent serves
+	// it to the agent through a broker on a Unix socket of the session's
+	// own and sets RALPH_SOCKET (package broker; agentproc does both for
+	// a Spec with a Sandbox). A runner whose agent is not sandboxed
+	// ignores it. The loop sets it for every session; see PlanAccess.
+	Plan *PlanAccess
 }
 
 // EventKind says what an Event is.

@@ -100,11 +100,11 @@ func runApp(ctx context.Context, app *cli.App, args []string, stderr io.Writer) 
 }
 
 // oneLine keeps an error on one line of stderr and drops the package
-// prefixes of library errors ("loop: ", "dag: "), which mean nothing to a
-// user.
+// prefixes of library errors ("loop: ", "dag: ", "broker: "), which mean
+// nothing to a user.
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
-	for _, pkg := range []string{"loop: ", "dag: "} {
+	for _, pkg := range []string{"loop: ", "dag: ", "broker: "} {
 		s = strings.TrimPrefix(s, pkg)
 		s = strings.ReplaceAll(s, ": "+pkg, ": ")
 	}

@@ -100,6 +100,22 @@
 // who needs --force for a task a live agent holds. release leaves the
 // claims of the agent's live loop to that loop.
 //
+// # In a sandboxed agent's session
+//
+// With $RALPH_SOCKET set (a sandboxed session: package broker) peek, show,
+// list, plan-status, claim, done, fail, add, dep add and note go through
+// the session's broker, whatever --dir, $RALPH_DB and --plan say, and
+// print and exit exactly as they do directly; the broker applies them as
+// the session's agent, so --agent of another agent, a person's move and
+// --force are refused (an agent's --force means nothing, as directly). The
+// other task commands (release, reset, block, unblock, dep rm, import,
+// export) fail saying they are not served. When no broker answers at
+// $RALPH_SOCKET, the read commands read the project's plan opened
+// read-only and the write commands fail saying why. `ralph task note ID
+// MESSAGE` adds a log entry of kind note, by the agent of --agent or
+// $RALPH_AGENT_ID, else by the person; it changes nothing else. `ralph
+// hook session-end` does nothing when $RALPH_SOCKET is set.
+//
 // # import and export
 //
 // `task import FILE` (or "-" for standard input) reads JSON Lines when the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ralph-dev/ralph/broker"
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -42,7 +43,7 @@ func hookCommand(cfg appConfig) *cli.Command {
 					"from the agent's environment. While that loop process lives it changes nothing: the\n" +
 					"loop decides what becomes of the session's tasks. When the loop is gone (killed), it\n" +
 					"returns the agent's unfinished claims to pending at once instead of after their leases.\n" +
-					"Outside a ralph run it does nothing.",
+					"Outside a ralph run, and in a sandboxed agent's session ($RALPH_SOCKET set), it does nothing.",
 				Action: func(c *cli.Context) error {
 					if _, err := args(c, 0, 0, ""); err != nil {
 						return err
@@ -54,8 +55,16 @@ func hookCommand(cfg appConfig) *cli.Command {
 	}
 }
 
-// sessionEnd is `ralph hook session-end`.
+// sessionEnd is `ralph hook session-end`. In a sandboxed session
+// ($RALPH_SOCKET set) it does nothing: the plan is out of the agent's
+// reach there, the broker does not serve release, and the loop that
+// serves the broker is alive while the session lasts (when it is killed,
+// the next claim or task command recovers the claims whose holder is
+// gone).
 func sessionEnd(c *cli.Context, cfg appConfig) error {
+	if strings.TrimSpace(cfg.getenv(broker.EnvSocket)) != "" {
+		return nil
+	}
 	agent := strings.TrimSpace(cfg.getenv("RALPH_AGENT_ID"))
 	holder, err := loop.ParseHolder(cfg.getenv(loop.EnvHolder))
 	if err != nil {

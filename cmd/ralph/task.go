@@ -32,7 +32,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					&cli.StringFlag{Name: "feature", Usage: "the feature `NAME` the task belongs to (see 'ralph feature add')"},
 					&cli.StringFlag{Name: "id", Usage: "the new task's `ID` (default: generated)"},
 				},
-				Action: withStore(cfg, taskAdd(cfg)),
+				Action: withPlan(cfg, true, taskAdd(cfg)),
 			},
 			{
 				Name:  "list",
@@ -43,14 +43,14 @@ func taskCommand(cfg appConfig) *cli.Command {
 					&cli.IntFlag{Name: "limit", Usage: "list at most the first `N` tasks (0: all)"},
 					jsonFlag(),
 				},
-				Action: withStore(cfg, taskList(cfg)),
+				Action: withPlan(cfg, false, taskList(cfg)),
 			},
 			{
 				Name:      "show",
 				Usage:     "show a task and its log",
 				ArgsUsage: "ID",
 				Flags:     []cli.Flag{jsonFlag()},
-				Action:    withStore(cfg, taskShow(cfg)),
+				Action:    withPlan(cfg, false, taskShow(cfg)),
 			},
 			{
 				Name:   "dep",
@@ -61,13 +61,13 @@ func taskCommand(cfg appConfig) *cli.Command {
 						Name:      "add",
 						Usage:     "make BLOCKED wait until BLOCKER is done (a cycle is refused)",
 						ArgsUsage: "BLOCKED BLOCKER",
-						Action:    withStore(cfg, taskDep(true)),
+						Action:    withPlan(cfg, true, taskDepAdd),
 					},
 					{
 						Name:      "rm",
 						Usage:     "remove the dependency of BLOCKED on BLOCKER",
 						ArgsUsage: "BLOCKED BLOCKER",
-						Action:    withStore(cfg, taskDep(false)),
+						Action:    notServed(cfg, withStore(cfg, taskDepRm)),
 					},
 				},
 			},
@@ -78,7 +78,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					&cli.IntFlag{Name: "n", Value: 10, Usage: "show at most `N` claimable tasks"},
 					jsonFlag(),
 				},
-				Action: withStore(cfg, taskPeek(cfg)),
+				Action: withPlan(cfg, false, taskPeek(cfg)),
 			},
 			{
 				Name:      "claim",
@@ -88,7 +88,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					&cli.StringFlag{Name: "agent", Usage: "the claiming agent's `ID` (default: $RALPH_AGENT_ID, else user-$USER)"},
 					&cli.DurationFlag{Name: "lease", Value: loop.DefaultLease, Usage: "how long the claim lasts unless renewed, as a `DURATION`"},
 				},
-				Action: withStore(cfg, taskClaim(cfg)),
+				Action: withPlan(cfg, true, taskClaim(cfg)),
 			},
 			{
 				Name:      "done",
@@ -97,7 +97,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "summary", Aliases: []string{"s"}, Usage: "what was done, `TEXT` that dependent tasks will see"},
 				}, moverFlags()...),
-				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+				Action: withPlan(cfg, true, func(c *cli.Context, st taskPlan) error {
 					a, err := args(c, 1, 1, "ID")
 					if err != nil {
 						return err
@@ -112,7 +112,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "reason", Aliases: []string{"r"}, Usage: "why the task failed, `TEXT` (required)"},
 				}, moverFlags()...),
-				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+				Action: withPlan(cfg, true, func(c *cli.Context, st taskPlan) error {
 					a, err := args(c, 1, 1, "ID")
 					if err != nil {
 						return err
@@ -125,16 +125,25 @@ func taskCommand(cfg appConfig) *cli.Command {
 				}),
 			},
 			{
+				Name:      "note",
+				Usage:     "add a note to a task's log (it changes nothing else)",
+				ArgsUsage: "ID MESSAGE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "agent", Usage: "the `ID` of the agent that writes the note (default: $RALPH_AGENT_ID, else you, a person)"},
+				},
+				Action: withPlan(cfg, true, taskNote(cfg)),
+			},
+			{
 				Name:      "reset",
 				Usage:     "return a failed task to pending",
 				ArgsUsage: "ID",
-				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+				Action: notServed(cfg, withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
 					a, err := args(c, 1, 1, "ID")
 					if err != nil {
 						return err
 					}
 					return st.Reset(c.Context, loop.MoveParams{TaskID: a[0], By: mover(c, cfg)})
-				}),
+				})),
 			},
 			{
 				Name:  "release",
@@ -142,7 +151,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "agent", Usage: "the agent's `ID` (default: $RALPH_AGENT_ID, else user-$USER)"},
 				},
-				Action: withStore(cfg, taskRelease(cfg)),
+				Action: notServed(cfg, withStore(cfg, taskRelease(cfg))),
 			},
 			{
 				Name:      "block",
@@ -151,43 +160,43 @@ func taskCommand(cfg appConfig) *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "reason", Aliases: []string{"r"}, Usage: "what the task waits for, `TEXT`"},
 				},
-				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+				Action: notServed(cfg, withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
 					a, err := args(c, 1, 1, "ID")
 					if err != nil {
 						return err
 					}
 					return st.Block(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("reason")), By: mover(c, cfg)})
-				}),
+				})),
 			},
 			{
 				Name:      "unblock",
 				Usage:     "return a blocked task to pending",
 				ArgsUsage: "ID",
-				Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+				Action: notServed(cfg, withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
 					a, err := args(c, 1, 1, "ID")
 					if err != nil {
 						return err
 					}
 					return st.Unblock(c.Context, loop.MoveParams{TaskID: a[0], By: mover(c, cfg)})
-				}),
+				})),
 			},
 			{
 				Name:   "plan-status",
 				Usage:  "print open=N active=N done=N failed=N blocked=N total=N",
 				Flags:  []cli.Flag{jsonFlag()},
-				Action: withStore(cfg, taskPlanStatus(cfg)),
+				Action: withPlan(cfg, false, taskPlanStatus(cfg)),
 			},
 			{
 				Name:      "import",
 				Usage:     "add the tasks of a JSON Lines file (or a markdown checklist), all or nothing",
 				ArgsUsage: "FILE|-",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "print what would be added; change nothing"}},
-				Action:    withStore(cfg, taskImport(cfg)),
+				Action:    notServed(cfg, withStore(cfg, taskImport(cfg))),
 			},
 			{
 				Name:   "export",
 				Usage:  "print every task as JSON Lines, ready for 'ralph task import'",
-				Action: withStore(cfg, taskExport(cfg)),
+				Action: notServed(cfg, withStore(cfg, taskExport(cfg))),
 			},
 		},
 	}
@@ -199,8 +208,8 @@ func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print JSON
 
 type storeAction func(c *cli.Context, p project, st *dag.Store) error
 
-func taskAdd(cfg appConfig) storeAction {
-	return func(c *cli.Context, _ project, st *dag.Store) error {
+func taskAdd(cfg appConfig) planAction {
+	return func(c *cli.Context, st taskPlan) error {
 		a, err := args(c, 1, 1, "one TITLE (quote it)")
 		if err != nil {
 			return err
@@ -211,7 +220,7 @@ func taskAdd(cfg appConfig) storeAction {
 				blockers = append(blockers, b)
 			}
 		}
-		t, err := st.Add(c.Context, dag.AddParams{
+		t, err := st.AddTask(c.Context, loop.NewTask{
 			ID:          strings.TrimSpace(c.String("id")),
 			Title:       strings.TrimSpace(a[0]),
 			Description: c.String("description"),
@@ -228,12 +237,12 @@ func taskAdd(cfg appConfig) storeAction {
 	}
 }
 
-func taskList(cfg appConfig) storeAction {
-	return func(c *cli.Context, _ project, st *dag.Store) error {
+func taskList(cfg appConfig) planAction {
+	return func(c *cli.Context, st taskPlan) error {
 		if _, err := args(c, 0, 0, ""); err != nil {
 			return err
 		}
-		var p dag.ListParams
+		var p loop.ListQuery
 		if s := c.String("status"); s != "" {
 			status, err := parseStatus(s)
 			if err != nil {
@@ -259,7 +268,7 @@ func taskList(cfg appConfig) storeAction {
 			return out.end()
 		}
 		out := newTaskTable(cfg.stdout)
-		p.Shape = out.shape
+		p.Shape = func(sh loop.ListShape) error { return out.shape(dag.ListShape(sh)) }
 		if err := pipeTasks(c, st, p, out.task); err != nil {
 			return err
 		}
@@ -275,7 +284,7 @@ var errPipeStopped = errors.New("the writer stopped")
 // formatting overlaps with SQLite's reading. At most a few batches are in
 // flight, so memory stays flat. When write fails the reading stops at the
 // next batch, and write's error is returned.
-func pipeTasks(c *cli.Context, st *dag.Store, p dag.ListParams, write func(loop.Task) error) error {
+func pipeTasks(c *cli.Context, st taskPlan, p loop.ListQuery, write func(loop.Task) error) error {
 	const size = 256
 	batches := make(chan []loop.Task, 4)
 	stop := make(chan struct{})
@@ -304,7 +313,7 @@ func pipeTasks(c *cli.Context, st *dag.Store, p dag.ListParams, write func(loop.
 			return errPipeStopped
 		}
 	}
-	err := st.EachTask(c.Context, p, func(t loop.Task) error {
+	err := st.ListTasks(c.Context, p, func(t loop.Task) error {
 		if batch = append(batch, t); len(batch) < size {
 			return nil
 		}
@@ -328,8 +337,8 @@ func parseStatus(s string) (loop.Status, error) {
 	return st, nil
 }
 
-func taskShow(cfg appConfig) storeAction {
-	return func(c *cli.Context, _ project, st *dag.Store) error {
+func taskShow(cfg appConfig) planAction {
+	return func(c *cli.Context, st taskPlan) error {
 		a, err := args(c, 1, 1, "ID")
 		if err != nil {
 			return err
@@ -349,17 +358,20 @@ func taskShow(cfg appConfig) storeAction {
 	}
 }
 
-func taskDep(add bool) storeAction {
-	return func(c *cli.Context, _ project, st *dag.Store) error {
-		a, err := args(c, 2, 2, "BLOCKED BLOCKER")
-		if err != nil {
-			return err
-		}
-		if add {
-			return st.AddDependency(c.Context, a[0], a[1])
-		}
-		return st.RemoveDependency(c.Context, a[0], a[1])
+func taskDepAdd(c *cli.Context, st taskPlan) error {
+	a, err := args(c, 2, 2, "BLOCKED BLOCKER")
+	if err != nil {
+		return err
 	}
+	return st.AddDependency(c.Context, a[0], a[1])
+}
+
+func taskDepRm(c *cli.Context, _ project, st *dag.Store) error {
+	a, err := args(c, 2, 2, "BLOCKED BLOCKER")
+	if err != nil {
+		return err
+	}
+	return st.RemoveDependency(c.Context, a[0], a[1])
 }
 
 // peekJSON is `task peek --json`.
@@ -368,8 +380,8 @@ type peekJSON struct {
 	Active    []taskJSON `json:"active"`
 }
 
-func taskPeek(cfg appConfig) storeAction {
-	return func(c *cli.Context, _ project, st *dag.Store) error {
+func taskPeek(cfg appConfig) planAction {
+	return func(c *cli.Context, st taskPlan) error {
 		if _, err := args(c, 0, 0, ""); err != nil {
 			return err
 		}
@@ -403,7 +415,7 @@ func taskPeek(cfg appConfig) storeAction {
 
 // blockerSummaries maps each blocker of the claimable tasks (all done, or
 // the task would not be ready) to the message of its latest log entry.
-func blockerSummaries(c *cli.Context, st *dag.Store, tasks []loop.Task) (map[string]string, error) {
+func blockerSummaries(c *cli.Context, st taskPlan, tasks []loop.Task) (map[string]string, error) {
 	out := map[string]string{}
 	for _, t := range tasks {
 		for _, b := range t.BlockedBy {
@@ -467,8 +479,8 @@ func mover(c *cli.Context, cfg appConfig) loop.Actor {
 	return loop.Actor{Person: personName(cfg), Force: c.Bool("force")}
 }
 
-func taskClaim(cfg appConfig) storeAction {
-	return func(c *cli.Context, _ project, st *dag.Store) error {
+func taskClaim(cfg appConfig) planAction {
+	return func(c *cli.Context, st taskPlan) error {
 		a, err := args(c, 0, 1, "at most one ID")
 		if err != nil {
 			return err
@@ -508,6 +520,26 @@ func taskClaim(cfg appConfig) storeAction {
 	}
 }
 
+// taskNote is `ralph task note ID MESSAGE`: a log entry of kind note by
+// the agent of --agent or $RALPH_AGENT_ID, else by the person running it.
+func taskNote(cfg appConfig) planAction {
+	return func(c *cli.Context, st taskPlan) error {
+		a, err := args(c, 2, 2, "ID MESSAGE (quote the message)")
+		if err != nil {
+			return err
+		}
+		msg := strings.TrimSpace(a[1])
+		if msg == "" {
+			return &usageError{cmd: commandPath(c), err: errors.New("the note is empty")}
+		}
+		by := loop.Actor{Person: personName(cfg)}
+		if agent := givenAgent(c, cfg); agent != "" {
+			by = loop.Actor{Agent: agent}
+		}
+		return st.Note(c.Context, loop.MoveParams{TaskID: a[0], Message: msg, By: by})
+	}
+}
+
 func taskRelease(cfg appConfig) storeAction {
 	return func(c *cli.Context, _ project, st *dag.Store) error {
 		if _, err := args(c, 0, 0, ""); err != nil {
@@ -527,8 +559,8 @@ func taskRelease(cfg appConfig) storeAction {
 	}
 }
 
-func taskPlanStatus(cfg appConfig) storeAction {
-	return func(c *cli.Context, _ project, st *dag.Store) error {
+func taskPlanStatus(cfg appConfig) planAction {
+	return func(c *cli.Context, st taskPlan) error {
 		if _, err := args(c, 0, 0, ""); err != nil {
 			return err
 		}

@@ -140,7 +140,11 @@ func (s *MemStore) Add(tasks ...loop.Task) error {
 	defer s.mu.Unlock()
 	now := s.now()
 	s.recoverLocked(now)
+	return s.addLocked(now, tasks)
+}
 
+// addLocked is Add with s.mu held.
+func (s *MemStore) addLocked(now time.Time, tasks []loop.Task) error {
 	batch := make(map[string]*loop.Task, len(tasks))
 	prepared := make([]loop.Task, len(tasks))
 	for i, t := range tasks {
