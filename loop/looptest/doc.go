@@ -1,13 +1,15 @@
 // Package looptest is ralph's test kit, for ralph's own tests and for
 // programs that embed package loop (as net/http/httptest is for net/http):
 //
-//   - MemStore, an in-memory loop.TaskStore (also loop.FeatureStore and
-//     loop.ReceiptStore) with the full DESIGN §2 semantics and an injected
-//     clock;
+//   - MemStore, an in-memory loop.TaskStore (also loop.FeatureStore,
+//     loop.ReceiptStore and loop.LandingStore) with the full DESIGN §2
+//     semantics and an injected clock;
 //   - FakeRunner, a scripted loop.Runner, with Result, ErrorResult,
 //     UsageLimited and Cancelled to build its answers;
 //   - TestTaskStore, the one conformance suite every loop.TaskStore passes:
 //     MemStore, the SQLite store in package dag, the progress-file store;
+//     and TestLandingStore, the suite of loop.LandingStore (MemStore, the
+//     SQLite and the PostgreSQL store);
 //   - Clock, a fake clock that moves only when told.
 //
 // It imports only package loop, the standard library (testing included)
