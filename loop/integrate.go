@@ -57,6 +57,10 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	req := IntegrateRequest{
 		Task:    task,
 		Summary: summary(res.Text),
+		// How the agent's private checkout moved, when its runner gave it
+		// one: the workspace lands the agent's own changes, never a
+		// revert of landed work (DESIGN §13).
+		Checkout: res.Checkout,
 		Current: func(ctx context.Context) error {
 			cur, err := r.store.Get(ctx, task.ID)
 			if err != nil {

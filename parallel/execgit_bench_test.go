@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
 	"github.com/ralph-dev/ralph/parallel"
 )
 
@@ -160,7 +161,7 @@ func BenchmarkWorkspaceTask(b *testing.B) {
 	if err := g.AddWorktree(ctx, dir, start); err != nil {
 		b.Fatal(err)
 	}
-	ws := parallel.NewWorkspace(g, dir, "w1", integ)
+	ws := parallel.NewWorkspace(g, looptest.NewMemStore(nil), dir, "w1", integ)
 	var beginning, integrating time.Duration
 	n := 0
 	for b.Loop() {
