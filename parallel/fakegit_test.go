@@ -122,9 +122,13 @@ func (g *fakeGit) Head(context.Context) (string, error) {
 	return g.head, nil
 }
 
+// Resolve resolves a ref, or a commit's id (as git rev-parse does).
 func (g *fakeGit) Resolve(_ context.Context, ref string) (string, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, ok := g.commits[ref]; ok {
+		return ref, true, nil
+	}
 	c, ok := g.refs[ref]
 	return c, ok, nil
 }
