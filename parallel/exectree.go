@@ -30,7 +30,11 @@ func (g *ExecGit) Commits(ctx context.Context, base, tip string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	return strings.Fields(out), nil
+	var commits []string
+	for c := range strings.FieldsSeq(out) {
+		commits = append(commits, c)
+	}
+	return commits, nil
 }
 
 // CheckWorktree implements Git.CheckWorktree. It reads the file system
