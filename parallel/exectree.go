@@ -37,6 +37,21 @@ func (g *ExecGit) Commits(ctx context.Context, base, tip string) ([]string, erro
 	return commits, nil
 }
 
+// Branches lists refs/heads/ with git for-each-ref.
+func (g *ExecGit) Branches(ctx context.Context) (map[string]string, error) {
+	out, err := g.run(ctx, g.Root, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	if err != nil {
+		return nil, err
+	}
+	branches := map[string]string{}
+	for line := range strings.Lines(out) {
+		if c, ref, ok := strings.Cut(strings.TrimRight(line, "\n"), " "); ok {
+			branches[ref] = c
+		}
+	}
+	return branches, nil
+}
+
 // CheckWorktree implements Git.CheckWorktree. It reads the file system
 // only — dir with lstat, dir/.git opened without following a link, and
 // the git directories the repository keeps for its worktrees

@@ -243,6 +243,18 @@ func (g *fakeGit) Commits(_ context.Context, base, tip string) ([]string, error)
 	return out, nil
 }
 
+func (g *fakeGit) Branches(context.Context) (map[string]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]string{}
+	for r, c := range g.refs {
+		if strings.HasPrefix(r, "refs/heads/") {
+			out[r] = c
+		}
+	}
+	return out, nil
+}
+
 func (g *fakeGit) CheckWorktree(_ context.Context, dir string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -44,6 +44,9 @@ type Git interface {
 	// Commits returns the commits reachable from tip but not from base
 	// (base "": all of them), newest first.
 	Commits(ctx context.Context, base, tip string) ([]string, error)
+	// Branches returns the repository's branches (full ref names) and
+	// the commits they name.
+	Branches(ctx context.Context) (map[string]string, error)
 
 	// AddWorktree makes a new worktree at dir with a detached HEAD at
 	// commit (git worktree add --detach). dir must not exist; a worktree

@@ -496,3 +496,35 @@ func TestWorktreeNotRalphs(t *testing.T) {
 		})
 	}
 }
+
+// TestBranchesMovedAreReported: an agent that moves the user's branch and
+// deletes another (it runs as the user without a sandbox) is not undone
+// or followed by ralph, which writes neither, and says so at the end.
+func TestBranchesMovedAreReported(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	g.refs["refs/heads/feature"] = g.head
+	store := newStore(t, task("a"))
+	var moved string
+	run := agent(g, func(g *fakeGit, dir, id string) error {
+		g.mu.Lock()
+		moved = g.commit(g.head, "the agent's\n", map[string]string{"evil": "x"})
+		g.refs["refs/heads/main"] = moved
+		delete(g.refs, "refs/heads/feature")
+		g.mu.Unlock()
+		g.write(dir, "a.txt", "a")
+		return nil
+	})
+	rep := mustRun(t, poolConfig(t, g, 1), store, run, loop.OutcomeComplete)
+	all := strings.Join(rep.Warnings, "\n")
+	for _, want := range []string{"branch main moved during the run", "branch feature was deleted", "ralph did not do that", "--sandbox"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings lack %q:\n%s", want, all)
+		}
+	}
+	if g.refs["refs/heads/main"] != moved || g.filesAt(into)["a.txt"] != "a" {
+		t.Error("ralph moved main, or a did not land")
+	}
+	if _, ok := g.filesAt(into)["evil"]; ok {
+		t.Error("the agent's commit on main reached the integration branch")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,6 +71,33 @@ type Report struct {
 	// tasks that went back to pending because it lacks their work.
 	AcceptedTip string
 	Reopened    []string
+	// Warnings are what the run saw that the person should know and that
+	// did not stop it: branches that are not ralph's moved or deleted
+	// during the run (by an agent: without a sandbox it runs as the
+	// user).
+	Warnings []string
+}
+
+// branchesMoved describes the branches of before that now moved or went,
+// but for ralph's own (ralph/…) and the integration branch into.
+func branchesMoved(before, now map[string]string, into string) []string {
+	var out []string
+	for _, ref := range slices.Sorted(maps.Keys(before)) {
+		name := strings.TrimPrefix(ref, heads)
+		if ref == into || strings.HasPrefix(name, "ralph/") {
+			continue
+		}
+		switch c, ok := now[ref]; {
+		case !ok:
+			out = append(out, fmt.Sprintf("branch %s was deleted during the run (it was at %s)", name, short(before[ref])))
+		case c != before[ref]:
+			out = append(out, fmt.Sprintf("branch %s moved during the run, from %s to %s", name, short(before[ref]), short(c)))
+		}
+	}
+	if len(out) > 0 {
+		out = append(out, "ralph did not do that: it writes only its own ralph/… branches and the integration branch. If you did not either, an agent did: without --sandbox an agent runs as you and can write any branch (--sandbox keeps the repository's refs out of its reach)")
+	}
+	return out
 }
 
 // Errors of Run, before any worker starts.
@@ -179,6 +207,12 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if cfg.AcceptTip {
 		rep.AcceptedTip, rep.Reopened = tip, reopened
 	}
+	// The branches as the run found them: what moves during it that is
+	// not ralph's, ralph did not move, and says so at the end.
+	branches, err := g.Branches(ctx)
+	if err != nil {
+		return fail(loop.OutcomeGitFailed, err)
+	}
 	if base.AgentID == "" {
 		id, err := loop.NewAgentID()
 		if err != nil {
@@ -287,6 +321,9 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		if err := followRemote(kctx, g, cfg.Remote, into); err != nil {
 			errs = append(errs, fmt.Errorf("bringing %s up to date with %s: %w", rep.Into, cfg.Remote, err))
 		}
+	}
+	if now, err := g.Branches(kctx); err == nil {
+		rep.Warnings = append(rep.Warnings, branchesMoved(branches, now, into)...)
 	}
 	rep.Workers = reports
 	rep.Report = combine(rep.Report, reports, shared, ctx.Err() != nil)
