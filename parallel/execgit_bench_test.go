@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/loop/looptest"
 	"github.com/ralph-dev/ralph/parallel"
@@ -138,13 +139,28 @@ func gitIn(tb testing.TB, dir, stdin string, args ...string) string {
 }
 
 // BenchmarkWorkspaceTask is one task through a worker's workspace over
-// ExecGit on the 10,000-file repository: Begin (the tree readied at the
-// integration tip, the trailer check), the agent's one-file change, then
-// Integrate onto a tip another worker moved meanwhile (commit with the
-// trailers, replay, compare-and-swap, the task branch following). It
-// reports begin-ms/op and integrate-ms/op: ralph's own cost at
-// integration, which issue 10 bounds at 100 ms.
+// ExecGit on the 10,000-file repository: Begin (the tree checked and
+// readied at the integration tip, the tip checked against the landings
+// recorded), the agent's one-file change, then Integrate onto a tip
+// another worker moved meanwhile (the tree checked, commit with the
+// trailers, replay, the landing recorded, compare-and-swap, confirmed,
+// the task branch following). It reports begin-ms/op and integrate-ms/op:
+// ralph's own cost at integration, which issue 10 bounds at 100 ms. The
+// landings go to an in-memory store (store=memory) or a SQLite plan
+// (store=sqlite, the store's writes included).
 func BenchmarkWorkspaceTask(b *testing.B) {
+	b.Run("store=memory", func(b *testing.B) { benchWorkspaceTask(b, looptest.NewMemStore(nil)) })
+	b.Run("store=sqlite", func(b *testing.B) {
+		s, err := dag.Open(b.Context(), filepath.Join(b.TempDir(), "progress.db"), dag.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		benchWorkspaceTask(b, s)
+	})
+}
+
+func benchWorkspaceTask(b *testing.B, store loop.LandingStore) {
 	needGit(b)
 	ctx := b.Context()
 	repo := benchRepo(b)
@@ -161,7 +177,7 @@ func BenchmarkWorkspaceTask(b *testing.B) {
 	if err := g.AddWorktree(ctx, dir, start); err != nil {
 		b.Fatal(err)
 	}
-	ws := parallel.NewWorkspace(g, looptest.NewMemStore(nil), dir, "w1", integ)
+	ws := parallel.NewWorkspace(g, store, dir, "w1", integ)
 	var beginning, integrating time.Duration
 	n := 0
 	for b.Loop() {
@@ -176,7 +192,14 @@ func BenchmarkWorkspaceTask(b *testing.B) {
 			b.Fatal(err)
 		}
 		tip, _, _ := g.Resolve(ctx, integ)
-		moveTip(b, repo, integ, tip, n)
+		other := moveTip(b, repo, integ, tip, n)
+		// The other worker's landing, as it records it.
+		if err := store.RecordLanding(ctx, loop.Landing{Branch: "ralph/integration", Commit: other, Parent: tip, TaskID: fmt.Sprintf("o-%d", n), Generation: 1}); err != nil {
+			b.Fatal(err)
+		}
+		if err := store.ConfirmLanding(ctx, "ralph/integration", other); err != nil {
+			b.Fatal(err)
+		}
 		t2 := time.Now()
 		res, err := ws.Integrate(ctx, loop.IntegrateRequest{Task: task, Summary: "did it"})
 		if err != nil || !res.Replayed {

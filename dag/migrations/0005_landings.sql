@@ -8,12 +8,14 @@
 -- recorded (loop.Landing). state: 'recorded' (before the move), 'landed'
 -- (confirmed), 'void' (the branch moved on without it), 'dropped' (the
 -- branch lost it and a person accepted that: ralph build --accept-tip).
+-- task_id may be '' for a commit ralph lands that is no task's (room for
+-- DESIGN §14's merges of the base; this version records none).
 CREATE TABLE landings (
 	seq           INTEGER PRIMARY KEY,
 	branch        TEXT NOT NULL CHECK (branch <> ''),
 	commit_id     TEXT NOT NULL CHECK (commit_id <> ''),
 	parent_commit TEXT NOT NULL,
-	task_id       TEXT NOT NULL CHECK (task_id <> ''),
+	task_id       TEXT NOT NULL,
 	generation    INTEGER NOT NULL,
 	completions   INTEGER NOT NULL DEFAULT 0,
 	state         TEXT NOT NULL CHECK (state IN ('recorded', 'landed', 'void', 'dropped')),

@@ -80,6 +80,9 @@
 //     AddDependency, Block and Unblock mirror `ralph task dep add`,
 //     `task block` and `task unblock`.
 //   - Receipts come newest (last recorded) first.
+//   - Landings (loop.LandingStore) live in memory beside the tasks;
+//     AcceptTip's reopen runs the same index updates as any status change
+//     (dependents count the task as an unmet blocker again).
 //   - Readiness is kept on write, as DESIGN asks of the SQLite store: each
 //     task counts its unmet blockers, the ready tasks stay sorted in claim
 //     order, and the claimed set and per-status counts are updated on every

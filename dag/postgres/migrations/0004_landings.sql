@@ -7,7 +7,7 @@ CREATE TABLE landings (
 	branch        text NOT NULL CHECK (branch <> ''),
 	commit_id     text NOT NULL CHECK (commit_id <> ''),
 	parent_commit text NOT NULL,
-	task_id       text NOT NULL CHECK (task_id <> ''),
+	task_id       text NOT NULL,
 	generation    bigint NOT NULL,
 	completions   integer NOT NULL DEFAULT 0,
 	state         text NOT NULL CHECK (state IN ('recorded', 'landed', 'void', 'dropped')),
