@@ -528,3 +528,32 @@ func TestBranchesMovedAreReported(t *testing.T) {
 		t.Error("the agent's commit on main reached the integration branch")
 	}
 }
+
+// TestTipErrorSays: what the stop says, for a moved, a deleted and a
+// remote branch: the commit, what is missing, and the one step that goes
+// on.
+func TestTipErrorSays(t *testing.T) {
+	const tip, last = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	for _, tc := range []struct {
+		name string
+		err  TipError
+		want []string
+	}{
+		{"moved", TipError{Branch: "ralph/integration", Tip: tip, Expected: last, Foreign: []string{tip}, Forged: []string{"t-2"}, Missing: []string{"t-3"}},
+			[]string{"is at 111111111111, not where ralph last put it (222222222222)", "commits ralph did not make are on it: 111111111111",
+				"trailers name t-2", "the work of t-3 is missing", "To accept 111111111111 as the branch's tip (t-3 back to pending), run ralph build --accept-tip",
+				"git update-ref refs/heads/ralph/integration " + last}},
+		{"deleted", TipError{Branch: "ralph/integration", Expected: last, Missing: []string{"t-1", "t-2"}},
+			[]string{"was deleted (ralph last put it at 222222222222)", "the work of t-1, t-2 is missing", "making the branch again from HEAD (t-1, t-2 back to pending)",
+				"ralph build --accept-tip", "git branch ralph/integration " + last}},
+		{"on a remote", TipError{Branch: "ralph/integration", Remote: "origin", Tip: tip, Expected: last},
+			[]string{"ralph/integration on origin is at 111111111111", "ralph build --accept-tip", "put it back on origin at " + last}},
+	} {
+		got := tc.err.Error()
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", tc.name, got, w)
+			}
+		}
+	}
+}

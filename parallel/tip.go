@@ -52,12 +52,10 @@ func (e *TipError) Error() string {
 	if len(e.Missing) > 0 {
 		fmt.Fprintf(&b, "; the work of %s is missing from it", strings.Join(e.Missing, ", "))
 	}
-	b.WriteString(". Nothing ran. To accept ")
-	switch {
-	case e.Tip == "":
-		b.WriteString("that, making the branch again from HEAD")
-	default:
-		fmt.Fprintf(&b, "%s as the branch's tip", short(e.Tip))
+	if e.Tip == "" {
+		b.WriteString(". ralph does not make it again by itself. To accept that, making the branch again from HEAD")
+	} else {
+		fmt.Fprintf(&b, ". ralph builds nothing on it. To accept %s as the branch's tip", short(e.Tip))
 	}
 	if len(e.Missing) > 0 {
 		fmt.Fprintf(&b, " (%s back to pending)", strings.Join(e.Missing, ", "))
