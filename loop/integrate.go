@@ -107,6 +107,27 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
 }
 
+// checkTree asks the workspace whether its tree is still its own after
+// the agent's session (TreeChecker). A zero status means it is; a tree
+// that was not is task trouble; a failure to look stops the run (exit 5).
+func (r *run) checkTree(ctx context.Context, n int, task Task, tc TreeChecker) (IterationStatus, string, *stop) {
+	err := tc.CheckTree(ctx)
+	var ie *IntegrationError
+	switch {
+	case err == nil:
+		return "", "", nil
+	case ctx.Err() != nil:
+		r.releaseHeld(ctx, ReasonLoopStopped)
+		return IterCancelled, "", r.checkCancel(ctx)
+	case errors.As(err, &ie):
+		r.note.notice(n, "task %s: %v", task.ID, ie)
+		return r.taskTrouble(ctx, task, IterIntegrationFailed, "the worktree: "+ie.Error())
+	}
+	why := fmt.Sprintf("git: task %s: %v", task.ID, err)
+	r.releaseHeld(ctx, "the worktree could not be checked: "+firstLine(err.Error()))
+	return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
+}
+
 // short is a commit's abbreviated name.
 func short(commit string) string {
 	if len(commit) > 12 {

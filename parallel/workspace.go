@@ -551,6 +551,24 @@ func (w *workspace) publishAttempt(ctx context.Context, ref, commit string) erro
 	return w.git.Push(ctx, PushParams{Remote: w.remote, Ref: ref, Commit: commit, Mode: PushCreate})
 }
 
+var _ loop.TreeChecker = (*workspace)(nil)
+
+// CheckTree implements loop.TreeChecker: a tree that is not the worktree
+// ralph made is set aside or repaired (ensureTree), what a repaired tree
+// holds kept on an attempt branch, and the attempt is task trouble.
+func (w *workspace) CheckTree(ctx context.Context) error {
+	problem, err := w.ensureTree(ctx)
+	if err != nil || problem == "" {
+		return err
+	}
+	kept, err := w.keep(ctx)
+	if err != nil {
+		return err
+	}
+	w.end()
+	return &loop.IntegrationError{Reason: problem, Attempt: kept}
+}
+
 // Integrate implements loop.Workspace: the tree checked to be the
 // worktree ralph made, the attempt's change committed with the task's
 // trailers as one commit on the attempt's base (commitWork: the agent's
@@ -565,18 +583,10 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 	if w.task.ID != task.ID || w.base == "" {
 		return loop.IntegrateResult{}, fmt.Errorf("no attempt at task %s began in %s", task.ID, w.dir)
 	}
-	if problem, err := w.ensureTree(ctx); err != nil || problem != "" {
-		if err != nil {
-			return loop.IntegrateResult{}, err
-		}
-		// What a tree repaired in place holds is kept; a tree set aside
-		// keeps its files where it was put.
-		kept, err := w.keep(ctx)
-		if err != nil {
-			return loop.IntegrateResult{}, err
-		}
-		w.end()
-		return loop.IntegrateResult{}, &loop.IntegrationError{Reason: problem, Attempt: kept}
+	// Again, right before git runs there (the loop asked before the
+	// gates; a process the agent left behind may have moved it since).
+	if err := w.CheckTree(ctx); err != nil {
+		return loop.IntegrateResult{}, err
 	}
 	head, changed, err := w.commitWork(ctx, req)
 	if err != nil || !changed {

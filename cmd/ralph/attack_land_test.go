@@ -345,7 +345,9 @@ func TestAttackWorktreeLinkedToMainCheckout(t *testing.T) {
 cd /
 rm -rf "$d"
 ln -s "$RALPH_DIR" "$d"`, Text: "Done. <task-done>{task}</task-done>"}, work)
-	code, out := p.build(agent)
+	// A test gate that writes where it runs: it must never run in the
+	// user's tree.
+	code, out := p.build(agent, "--test-cmd", "echo gate > gate-ran-here.txt")
 	if code != 0 {
 		t.Fatalf("build: exit %d\n%s", code, out)
 	}
