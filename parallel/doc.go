@@ -72,8 +72,10 @@
 //
 // # The agent's tree
 //
-//   - Before ralph runs git in a worker's tree it checks, following no
-//     link, that it is the worktree ralph made (Git.CheckWorktree): a real
+//   - After each agent session that reports done (before the verifier or
+//     the test gate runs there: loop.TreeChecker) and before ralph runs
+//     git in a worker's tree, ralph checks, following no link, that it is
+//     the worktree ralph made (Git.CheckWorktree): a real
 //     directory whose .git file names the git directory the repository
 //     keeps for it, which names it back, in the directory of trees the
 //     build found (not replaced since). A tree that is not is set aside
