@@ -37,7 +37,7 @@ func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []
 	if !integrated {
 		return false, nil
 	}
-	msg := "its work is on the integration branch already (a commit with its Ralph-Task trailer)"
+	msg := "its work is on the integration branch already (a landing ralph recorded, made before a stop)"
 	r.note.notice(n, "task %s: %s; done", task.ID, msg)
 	if _, _, s, ok := r.commitMove(ctx, task, "done", "", func(ctx context.Context) error {
 		return r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: msg, By: r.by(task)})
