@@ -35,3 +35,7 @@ func seedStore(t *testing.T, seeds []looptest.Seed, now func() time.Time) loop.T
 func TestConformance(t *testing.T) {
 	looptest.TestTaskStore(t, seedStore)
 }
+
+func TestLandingConformance(t *testing.T) {
+	looptest.TestLandingStore(t, seedStore)
+}

@@ -176,6 +176,21 @@
 // is set back as the transaction ends.
 //   - Feature names must be usable as directory names; spec and plan paths
 //     are stored as given (the CLI fills in the defaults).
+//
+// # Landings
+//
+// Schema version 5 (PostgreSQL: 4) records what ralph lands on a plan's
+// integration branch (loop.LandingStore, DESIGN §13): the landings table,
+// one row a commit and branch, and branch_tips, where ralph last put each
+// branch. The rules are the same on both stores (one implementation); the
+// writes that touch no task skip the look for expired claims. AcceptTip's
+// reopen of a done task is a move outside the status machine's triggers:
+// the task and each done ancestor go back to pending, logged
+// loop.LogReopen as the accepting person, and each of their dependents
+// counts them as an unmet blocker again (a dependent that is done stays
+// done: its own landing says whether its work is on the branch). A
+// landing names its task by id, with no foreign key: AcceptTip skips a
+// task that no longer exists.
 //   - SetVerification accepts "pass", "fail" or "" (clear).
 //   - Receipts come back newest first by insertion.
 package dag

@@ -37,7 +37,7 @@ func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []
 	if !integrated {
 		return false, nil
 	}
-	msg := "its work is on the integration branch already (a commit with its Ralph-Task trailer)"
+	msg := "its work is on the integration branch already (a landing ralph recorded, made before a stop)"
 	r.note.notice(n, "task %s: %s; done", task.ID, msg)
 	if _, _, s, ok := r.commitMove(ctx, task, "done", "", func(ctx context.Context) error {
 		return r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: msg, By: r.by(task)})
@@ -57,6 +57,10 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	req := IntegrateRequest{
 		Task:    task,
 		Summary: summary(res.Text),
+		// How the agent's private checkout moved, when its runner gave it
+		// one: the workspace lands the agent's own changes, never a
+		// revert of landed work (DESIGN §13).
+		Checkout: res.Checkout,
 		Current: func(ctx context.Context) error {
 			cur, err := r.store.Get(ctx, task.ID)
 			if err != nil {
@@ -100,6 +104,27 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	}
 	why := fmt.Sprintf("git: task %s: %v", task.ID, err)
 	r.releaseHeld(ctx, "integration failed: "+firstLine(err.Error()))
+	return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
+}
+
+// checkTree asks the workspace whether its tree is still its own after
+// the agent's session (TreeChecker). A zero status means it is; a tree
+// that was not is task trouble; a failure to look stops the run (exit 5).
+func (r *run) checkTree(ctx context.Context, n int, task Task, tc TreeChecker) (IterationStatus, string, *stop) {
+	err := tc.CheckTree(ctx)
+	var ie *IntegrationError
+	switch {
+	case err == nil:
+		return "", "", nil
+	case ctx.Err() != nil:
+		r.releaseHeld(ctx, ReasonLoopStopped)
+		return IterCancelled, "", r.checkCancel(ctx)
+	case errors.As(err, &ie):
+		r.note.notice(n, "task %s: %v", task.ID, ie)
+		return r.taskTrouble(ctx, task, IterIntegrationFailed, "the worktree: "+ie.Error())
+	}
+	why := fmt.Sprintf("git: task %s: %v", task.ID, err)
+	r.releaseHeld(ctx, "the worktree could not be checked: "+firstLine(err.Error()))
 	return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
 }
 

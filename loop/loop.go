@@ -946,6 +946,13 @@ func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus
 
 // taskDone verifies (if enabled), runs the gates and completes the task.
 func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res RunResult) (IterationStatus, string, *stop) {
+	// Nothing runs in a tree the agent replaced (a link to the user's
+	// checkout): not the verifier, not the gates.
+	if tc, ok := r.cfg.Workspace.(TreeChecker); ok {
+		if status, why, s := r.checkTree(ctx, n, task, tc); status != "" {
+			return status, why, s
+		}
+	}
 	if r.cfg.Verify {
 		end := r.note.phase(n, PhaseVerify, task)
 		v, why, s := r.verify(ctx, n, model, task, res.Text)

@@ -34,6 +34,18 @@ type Workspace interface {
 	Integrate(ctx context.Context, req IntegrateRequest) (IntegrateResult, error)
 }
 
+// A TreeChecker is a Workspace that can tell whether its tree is still the
+// one it made (DESIGN §13, "ralph follows no link the agent planted"): an
+// agent may have replaced its tree, by a link to the user's checkout say.
+// The loop asks after the agent's session, before anything else runs in
+// the tree (the verifier, the test gate, the integration). CheckTree
+// returns nil when the tree is the workspace's; an *IntegrationError (task
+// trouble: the attempt's work kept where it can be, the tree made again)
+// when it was not; any other error is a failure to look or to mend.
+type TreeChecker interface {
+	CheckTree(ctx context.Context) error
+}
+
 // IntegrateRequest is one task's work to land.
 type IntegrateRequest struct {
 	// Task is the task, under the loop's claim (its Generation is the

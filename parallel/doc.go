@@ -17,21 +17,91 @@
 //     tip) and reused by later builds. A build holds each of its trees by
 //     a lock on <tree>.lock (flock, released with the process): a second
 //     build of the project at the same time takes the next free trees, so
-//     its workers may be w3 and w4.
+//     its workers may be w3 and w4. A directory of trees that is a
+//     symbolic link is refused (ralph follows no link an agent may have
+//     planted).
 //   - Rebase, not merge: each task lands as one commit on a linear
 //     integration branch — the agent's own commits on top of the attempt's
 //     base are folded into it — whose message ends with the trailers
-//     "Ralph-Task: <id>" and "Ralph-Generation: <n>". A task whose trailer
-//     is on the integration branch has landed: after a crash between the
-//     branch moving and the store recording it, the next claim of the task
-//     completes it without running an agent (a "branch contained in the
-//     tip" test would be wrong after a rebase). Only commits after the one
-//     the branch was at when the plan adopted it count (recorded with the
-//     plan as integration_base): an earlier plan of the repository may
-//     have used the same ids. A task has landed when the branch holds more
-//     commits with its trailer than the store has completions of it: so a
-//     task reset after its work landed is worked again (and lands a second
-//     commit).
+//     "Ralph-Task: <id>" and "Ralph-Generation: <n>", for people to read.
+//
+// # Only ralph moves the integration branch (DESIGN §13)
+//
+//   - Landings are recorded by ralph (loop.LandingStore): right before the
+//     branch moves to a task's commit, the store records the landing
+//     (branch, commit, the tip it was made on, task, claim generation, and
+//     how often the task had been recorded done); after the move it is
+//     confirmed, and the store's record of where ralph last put the branch
+//     follows. A landing whose move lost its race is made void. A trailer
+//     on any other commit means nothing: an agent that puts a commit with
+//     "Ralph-Task: t-2" on the branch lands nothing.
+//   - After a crash between the move and the confirmation the next look at
+//     the branch finds the recorded landing in the branch's history
+//     (confirmed: the task is done when next claimed, without an agent) or
+//     not (it never landed: void once the branch has moved on from the tip
+//     it was made on; until then another process may still be landing it).
+//     A task has landed when the branch holds a landing of it recorded
+//     when the store had as many completions of it as now: so a task reset
+//     after its work landed is worked again (and lands a second commit).
+//   - The tip is checked — when a build starts, when an attempt begins,
+//     on every round of an integration and when a run would end — against
+//     where ralph last put it: the branch must be there, or reached from
+//     there through landings ralph recorded (its own, another process's,
+//     another machine's on the shared store: DESIGN §10). The recorded tip
+//     is read before the branch, so that a landing under way elsewhere (the
+//     branch moved, the store not yet told) reads as the landing it is.
+//     Anything else — a commit ralph did not make, a rewind, a deletion —
+//     stops the build with exit 5 (a *TipError) before any agent runs on
+//     it, naming the commit, the tasks named by trailers of commits ralph
+//     did not make, the tasks whose landed work the branch lacks, and the
+//     one step that accepts it: ralph build --accept-tip (Config.AcceptTip),
+//     which records the tip as where ralph last put the branch, drops the
+//     landings it lacks and sends their done tasks (and done ancestors)
+//     back to pending, logged loop.LogReopen as the person's move. A plan
+//     adopted before ralph recorded tips takes the tip it has as its first.
+//   - A branch deleted after every landing on it reached HEAD (a merged
+//     pull request whose branch was deleted; HEAD is what the branch was
+//     made from) is not a foreign move: it is made again from HEAD. One
+//     deleted while HEAD lacks landed work stops the build like a rewind;
+//     accepted, it is made again from HEAD. (DESIGN §14's merges of the
+//     base will be landings of their own kind in the same record.)
+//   - Branches that are not ralph's which move or go during a run (an
+//     agent runs as the user without --sandbox) are not followed or
+//     undone: ralph writes none of them, and says at the end which moved
+//     (Report.Warnings).
+//
+// # The agent's tree
+//
+//   - After each agent session that reports done (before the verifier or
+//     the test gate runs there: loop.TreeChecker) and before ralph runs
+//     git in a worker's tree, ralph checks, following no link, that it is
+//     the worktree ralph made (Git.CheckWorktree): a real
+//     directory whose .git file names the git directory the repository
+//     keeps for it, which names it back, in the directory of trees the
+//     build found (not replaced since). A tree that is not is set aside
+//     whole — a link is moved, never followed — to <tree>.aside/<time>,
+//     and the worktree made again at the integration tip; when only its
+//     .git is broken (rewritten, a link, a repository of the agent's
+//     own), that .git is moved to <tree>.aside/<time>/.git and the right
+//     file written in its place, and the tree's work is kept on an
+//     attempt branch as usual. Found after an attempt, it is task trouble
+//     naming what was wrong. The user's working tree and checked-out
+//     branch are never written, whatever the agent did.
+//   - The agent's HEAD: let S be the commit the attempt began from and E
+//     where the agent's HEAD ended (loop.Checkout's End when the runner
+//     reports one — a sandboxed agent's private checkout —, else the
+//     tree's own HEAD). E is S or descends from it: the tree is landed
+//     against S, the agent's commits folded in. E is an ancestor of S (git
+//     reset backward): the agent's changes since E — the tree against E —
+//     are replayed onto S by a 3-way merge (git merge-tree), a conflict
+//     being task trouble; nothing of its own is done without a commit.
+//     Anything else (a checkout of another commit, a rebase, an amend, an
+//     orphan branch, a commit the repository lacks) is task trouble naming
+//     what the agent did, its work kept on an attempt branch. So a git
+//     reset --hard HEAD~1 never lands as a revert of work already landed.
+//
+// # Other decisions
+//
 //   - Right before the branch moves, the claim is checked again (a replay
 //     and its test gate take time) and so is every worktree: a branch
 //     someone checked out meanwhile is not moved (exit 5). ralph writes
@@ -99,9 +169,9 @@
 //   - The integration branch lives on the remote. Its tip is fetched
 //     (refs/heads/<branch> of NAME into refs/remotes/NAME/<branch>, that
 //     one branch, no tags, none of the remote's configured refspecs) when
-//     an attempt begins and every time an integration goes round; the
-//     trailers that say a task has landed are read from that fetched tip,
-//     so a task another machine landed is done, not applied again.
+//     an attempt begins and every time an integration goes round, and
+//     checked against the landings every machine records in the shared
+//     store, so a task another machine landed is done, not applied again.
 //   - A task lands by git push NAME <commit>:refs/heads/<branch> without
 //     force: the remote moves the branch only forward, from the tip the
 //     commit was replayed onto, and refuses the push if another machine
@@ -128,9 +198,11 @@
 //     and the remote, and the merge that takes it from any clone (git
 //     pull NAME <branch>). When a build with a remote begins, a local
 //     branch ahead of the remote's (work landed by builds without
-//     --remote) is pushed there, a remote without the branch gets the
-//     local one or HEAD, and branches that each have commits the other
-//     has not are refused (exit 1) until someone merges them.
+//     --remote) is pushed there, and a remote without the branch gets the
+//     local one — each only when the landings recorded explain the local
+//     tip —, or HEAD on the plan's first parallel build; branches that each
+//     have commits the other has not are refused (exit 1) until someone
+//     merges them.
 //   - A holder that lost its claim never lands its work. The claim's
 //     generation is checked right before every push of the branch, each
 //     time round; and a stale holder whose check passed before it lost
@@ -138,8 +210,8 @@
 //     took over lands its own commit only by a push that fast-forwards
 //     from the tip it fetched, and the stale one's push, made from an
 //     older tip, is refused once the new one's commit is there — after
-//     which the stale holder's fetch finds the task's trailer after its
-//     attempt's base and gives up (ErrStaleClaim). Either order, the
+//     which the stale holder's fetch finds the task's landing by another
+//     claim and gives up (ErrStaleClaim). Either order, the
 //     branch holds the task's work once: the first push to reach the
 //     remote decides, and whoever comes second sees its trailer. (When
 //     the stale holder's push came first — its check passed an instant

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -51,6 +52,8 @@ type ExecGit struct {
 	// remote-tracking refs, and two git processes updating one ref at
 	// once would fail on its lock.
 	remote sync.Mutex
+	// common caches the repository's common git directory (commonDir).
+	common atomic.Pointer[string]
 }
 
 var _ Git = (*ExecGit)(nil)
@@ -249,7 +252,10 @@ func (g *ExecGit) Trailers(ctx context.Context, base, tip, key string) ([]string
 }
 
 // AddWorktree makes a worktree at dir, HEAD detached at commit. A relative
-// dir is taken from the current directory, not Root.
+// dir is taken from the current directory, not Root. It runs git worktree
+// add --force: a worktree the repository still has registered at dir,
+// whose directory was set aside (SetAside), is replaced (git refuses a
+// directory that exists and is not empty all the same).
 func (g *ExecGit) AddWorktree(ctx context.Context, dir, commit string) error {
 	if err := checkName("commit", commit); err != nil {
 		return err
@@ -263,7 +269,7 @@ func (g *ExecGit) AddWorktree(ctx context.Context, dir, commit string) error {
 	// .git/worktrees/w3/commondir"). A failure that left no worktree
 	// behind is tried again, after a short wait.
 	for attempt := 1; ; attempt++ {
-		_, err = g.run(ctx, g.Root, nil, "worktree", "add", "--detach", "--quiet", "--", abs, commit)
+		_, err = g.run(ctx, g.Root, nil, "worktree", "add", "--force", "--detach", "--quiet", "--", abs, commit)
 		if err == nil || attempt == addWorktreeTries || ctx.Err() != nil {
 			return err
 		}

@@ -7,7 +7,9 @@ import (
 )
 
 // NewWorkspace is the workspace of worker name in dir, integrating into
-// into (a full ref), for the external tests and benchmarks.
-func NewWorkspace(g Git, dir, name, into string) loop.Workspace {
-	return &workspace{git: g, dir: dir, worker: name, into: into, land: &sync.Mutex{}}
+// into (a full ref) and recording its landings in store, for the external
+// tests and benchmarks.
+func NewWorkspace(g Git, store loop.LandingStore, dir, name, into string) loop.Workspace {
+	return &workspace{git: g, dir: dir, worker: name, into: into, land: &sync.Mutex{},
+		guard: &tipGuard{git: g, store: store, into: into}}
 }

@@ -32,6 +32,8 @@ type fakeGit struct {
 	// another machine's commit there to lose a race, or ends the claim.
 	beforePush func(p PushParams)
 	pushes     map[string]int // Push calls by ref
+	// aside lists what SetAside and RepairWorktree put aside.
+	aside []string
 }
 
 type fakeCommit struct {
@@ -44,6 +46,11 @@ type fakeTree struct {
 	branch string // full ref, "" detached
 	head   string
 	files  map[string]string
+	// broken, when set, is what CheckWorktree finds wrong with the tree
+	// (a test breaks it as an agent would); gitFileOnly says only its
+	// .git is.
+	broken      string
+	gitFileOnly bool
 }
 
 func newFakeGit(files map[string]string) *fakeGit {
@@ -115,9 +122,13 @@ func (g *fakeGit) Head(context.Context) (string, error) {
 	return g.head, nil
 }
 
+// Resolve resolves a ref, or a commit's id (as git rev-parse does).
 func (g *fakeGit) Resolve(_ context.Context, ref string) (string, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, ok := g.commits[ref]; ok {
+		return ref, true, nil
+	}
 	c, ok := g.refs[ref]
 	return c, ok, nil
 }
@@ -194,6 +205,90 @@ func (g *fakeGit) Trailers(_ context.Context, base, tip, key string) ([]string, 
 		}
 	}
 	return out, nil
+}
+
+// reset moves a tree's HEAD to commit with its files, as an agent's git
+// reset --hard or git checkout --detach would.
+func (g *fakeGit) reset(dir, commit string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.trees[dir]
+	t.head, t.files = commit, maps.Clone(g.commits[commit].files)
+}
+
+// commitIn commits a tree's files on its HEAD, as an agent's git commit
+// -a would, and returns the commit.
+func (g *fakeGit) commitIn(dir, msg string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.trees[dir]
+	t.head = g.commit(t.head, msg, t.files)
+	return t.head
+}
+
+// breakTree makes CheckWorktree find dir broken, as problem says.
+func (g *fakeGit) breakTree(dir, problem string, gitFileOnly bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.trees[dir].broken, g.trees[dir].gitFileOnly = problem, gitFileOnly
+}
+
+func (g *fakeGit) Commits(_ context.Context, base, tip string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for c := tip; c != "" && c != base; c = g.commits[c].parent {
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (g *fakeGit) Branches(context.Context) (map[string]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]string{}
+	for r, c := range g.refs {
+		if strings.HasPrefix(r, "refs/heads/") {
+			out[r] = c
+		}
+	}
+	return out, nil
+}
+
+func (g *fakeGit) CheckWorktree(_ context.Context, dir string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, ok := g.trees[dir]
+	switch {
+	case !ok:
+		return &WorktreeError{Dir: dir, Problem: "it is gone", Gone: true}
+	case t.broken != "":
+		return &WorktreeError{Dir: dir, Problem: t.broken, GitFileOnly: t.gitFileOnly}
+	}
+	return nil
+}
+
+func (g *fakeGit) RepairWorktree(_ context.Context, dir, aside string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, ok := g.trees[dir]
+	if !ok || !t.gitFileOnly {
+		return fmt.Errorf("fake: %s cannot be repaired", dir)
+	}
+	t.broken, t.gitFileOnly = "", false
+	g.aside = append(g.aside, aside+"/.git")
+	return nil
+}
+
+func (g *fakeGit) SetAside(_ context.Context, dir, aside string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t, ok := g.trees[dir]; ok {
+		delete(g.trees, dir)
+		g.trees[aside] = t
+		g.aside = append(g.aside, aside)
+	}
+	return nil
 }
 
 func (g *fakeGit) AddWorktree(_ context.Context, dir, commit string) error {

@@ -41,10 +41,34 @@ type Git interface {
 	// commits reachable from tip but not from base (base "": all of
 	// them), newest first; commits without that trailer add nothing.
 	Trailers(ctx context.Context, base, tip, key string) ([]string, error)
+	// Commits returns the commits reachable from tip but not from base
+	// (base "": all of them), newest first.
+	Commits(ctx context.Context, base, tip string) ([]string, error)
+	// Branches returns the repository's branches (full ref names) and
+	// the commits they name.
+	Branches(ctx context.Context) (map[string]string, error)
 
 	// AddWorktree makes a new worktree at dir with a detached HEAD at
-	// commit (git worktree add --detach). dir must not exist.
+	// commit (git worktree add --detach). dir must not exist; a worktree
+	// the repository still has registered there (its directory set
+	// aside) is replaced.
 	AddWorktree(ctx context.Context, dir, commit string) error
+	// CheckWorktree reports whether dir is a worktree AddWorktree made
+	// in this repository, following no link: a real directory, not a
+	// symbolic link, whose .git is the file naming the git directory the
+	// repository keeps for that directory. Any other dir comes back as a
+	// *WorktreeError; other errors are failures to look.
+	CheckWorktree(ctx context.Context, dir string) error
+	// RepairWorktree mends a worktree of which only .git is broken
+	// (WorktreeError.GitFileOnly): whatever is at dir/.git is moved, not
+	// followed, to aside/.git, and the file naming dir's git directory
+	// written in its place.
+	RepairWorktree(ctx context.Context, dir, aside string) error
+	// SetAside moves dir — a directory, or a link, which is moved and not
+	// followed — to aside, whole, making aside's parents; the worktree
+	// the repository has registered at dir is then missing, and
+	// AddWorktree makes it again.
+	SetAside(ctx context.Context, dir, aside string) error
 	// HeadOf returns the branch dir's HEAD is on (a full ref name; ""
 	// when HEAD is detached) and the commit HEAD names.
 	HeadOf(ctx context.Context, dir string) (branch, commit string, err error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +45,15 @@ type Config struct {
 	// machines (DESIGN §10): see the package doc. Empty keeps everything
 	// in the repository.
 	Remote string
+	// AcceptTip accepts the integration branch as it is now (ralph build
+	// --accept-tip) where its tip is not where ralph last put it: the
+	// tasks whose landed work it no longer holds go back to pending,
+	// logged as AcceptedBy's move, and the build goes on from it. A
+	// deleted branch is made again from HEAD. Without it such a branch
+	// stops the build (OutcomeGitFailed, a *TipError in the message).
+	AcceptTip bool
+	// AcceptedBy is the person who accepts (zero: "user").
+	AcceptedBy loop.Actor
 }
 
 // Report is a parallel build's report: the run's as one (outcome, counts,
@@ -57,6 +67,37 @@ type Report struct {
 	Remote string
 	// Workers are the reports of the workers, w1 first.
 	Workers []loop.Report
+	// AcceptedTip is the tip Config.AcceptTip accepted, and Reopened the
+	// tasks that went back to pending because it lacks their work.
+	AcceptedTip string
+	Reopened    []string
+	// Warnings are what the run saw that the person should know and that
+	// did not stop it: branches that are not ralph's moved or deleted
+	// during the run (by an agent: without a sandbox it runs as the
+	// user).
+	Warnings []string
+}
+
+// branchesMoved describes the branches of before that now moved or went,
+// but for ralph's own (ralph/…) and the integration branch into.
+func branchesMoved(before, now map[string]string, into string) []string {
+	var out []string
+	for _, ref := range slices.Sorted(maps.Keys(before)) {
+		name := strings.TrimPrefix(ref, heads)
+		if ref == into || strings.HasPrefix(name, "ralph/") {
+			continue
+		}
+		switch c, ok := now[ref]; {
+		case !ok:
+			out = append(out, fmt.Sprintf("branch %s was deleted during the run (it was at %s)", name, short(before[ref])))
+		case c != before[ref]:
+			out = append(out, fmt.Sprintf("branch %s moved during the run, from %s to %s", name, short(before[ref]), short(c)))
+		}
+	}
+	if len(out) > 0 {
+		out = append(out, "ralph did not do that: it writes only its own ralph/… branches and the integration branch. If you did not either, an agent did: without --sandbox an agent runs as you and can write any branch (--sandbox keeps the repository's refs out of its reach)")
+	}
+	return out
 }
 
 // Errors of Run, before any worker starts.
@@ -142,7 +183,12 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if !ok {
 		return fail(loop.OutcomeError, ErrNoSettings)
 	}
-	into, since, err := integrationBranch(ctx, g, settings, cfg.Into, cfg.Remote)
+	landings, ok := store.(loop.LandingStore)
+	if !ok {
+		return fail(loop.OutcomeError, ErrNoLandings)
+	}
+	guard := &tipGuard{git: g, store: landings, remote: cfg.Remote}
+	into, since, err := integrationBranch(ctx, g, settings, cfg.Into, cfg.Remote, guard)
 	if err != nil {
 		if errors.Is(err, ErrInto) || errors.Is(err, loop.ErrConfig) {
 			return fail(loop.OutcomeError, err)
@@ -150,6 +196,23 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		return fail(loop.OutcomeGitFailed, err)
 	}
 	rep.Into, rep.Remote = strings.TrimPrefix(into, heads), cfg.Remote
+	// The branch is ralph's before anything builds on it (DESIGN §13): a
+	// tip someone else moved, rewound or deleted stops the build here,
+	// unless the person accepts it.
+	guard.since = since
+	tip, reopened, err := guard.open(ctx, cfg.AcceptTip, cfg.AcceptedBy)
+	if err != nil {
+		return fail(loop.OutcomeGitFailed, err)
+	}
+	if cfg.AcceptTip {
+		rep.AcceptedTip, rep.Reopened = tip, reopened
+	}
+	// The branches as the run found them: what moves during it that is
+	// not ralph's, ralph did not move, and says so at the end.
+	branches, err := g.Branches(ctx)
+	if err != nil {
+		return fail(loop.OutcomeGitFailed, err)
+	}
 	if base.AgentID == "" {
 		id, err := loop.NewAgentID()
 		if err != nil {
@@ -176,7 +239,8 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if wtDir == "" {
 		wtDir = filepath.Join(base.Root, ".ralph", "worktrees")
 	}
-	if err := prepareWorktreeDir(base.Root, wtDir); err != nil {
+	wtInfo, err := prepareWorktreeDir(base.Root, wtDir)
+	if err != nil {
 		return fail(loop.OutcomeError, err)
 	}
 	land := &sync.Mutex{}
@@ -195,10 +259,10 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		if !ok {
 			continue // another build of this project works in that tree
 		}
-		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into, remote: cfg.Remote, since: since,
-			include: include, root: base.Root, land: land, lock: lock}
+		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into, remote: cfg.Remote, guard: guard,
+			include: include, root: base.Root, land: land, lock: lock, parent: wtInfo}
 		spaces = append(spaces, ws)
-		if err := ws.open(ctx); err != nil {
+		if err := ws.open(ctx, tip); err != nil {
 			return fail(loop.OutcomeGitFailed, fmt.Errorf("%s: %w", name, err))
 		}
 	}
@@ -232,8 +296,22 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	for _, ws := range spaces {
-		if err := ws.keep(kctx); err != nil {
+		if _, err := ws.ensureTree(kctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", ws.worker, err))
+			continue
+		}
+		if _, err := ws.keep(kctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s: keeping its tree's work: %w", ws.worker, err))
+		}
+	}
+	if _, _, ok := shared.First(); !ok && ctx.Err() == nil {
+		// A run that would end complete looks at the branch once more:
+		// one moved, rewound or deleted after its last landing is not.
+		var te *TipError
+		if err := guard.verify(kctx); errors.As(err, &te) {
+			shared.Stop(loop.OutcomeGitFailed, err.Error())
+		} else if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if cfg.Remote != "" && ctx.Err() == nil {
@@ -243,6 +321,9 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		if err := followRemote(kctx, g, cfg.Remote, into); err != nil {
 			errs = append(errs, fmt.Errorf("bringing %s up to date with %s: %w", rep.Into, cfg.Remote, err))
 		}
+	}
+	if now, err := g.Branches(kctx); err == nil {
+		rep.Warnings = append(rep.Warnings, branchesMoved(branches, now, into)...)
 	}
 	rep.Workers = reports
 	rep.Report = combine(rep.Report, reports, shared, ctx.Err() != nil)
@@ -301,8 +382,10 @@ const SettingIntoBase = "integration_base"
 // integrationBranch returns the plan's integration branch (a full ref
 // name) and the commit it was at when the plan adopted it, recording both
 // — and making the branch from HEAD — on the plan's first parallel build.
-// With a remote, the branch is the remote's (remoteBranch).
-func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, asked, remote string) (ref, since string, err error) {
+// With a remote, the branch is the remote's (remoteBranch). A later build
+// does not make a branch that has gone: guard.open decides.
+func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, asked, remote string, guard *tipGuard) (ref, since string, err error) {
+	var tip string
 	recorded, ok, err := settings.PlanSetting(ctx, SettingInto)
 	if err != nil {
 		return "", "", err
@@ -327,9 +410,9 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 	if slices.Contains(out, ref) {
 		return "", "", fmt.Errorf("%w: %s is checked out in a worktree; ralph never writes a checked-out branch (name another with --into, or switch that worktree away)", ErrInto, name)
 	}
-	var tip string
+	guard.into = ref
 	if remote != "" {
-		if tip, err = remoteBranch(ctx, g, remote, ref); err != nil {
+		if tip, err = remoteBranch(ctx, g, remote, ref, !ok, guard); err != nil {
 			return "", "", err
 		}
 	} else {
@@ -337,7 +420,7 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 		if tip, exists, err = g.Resolve(ctx, ref); err != nil {
 			return "", "", err
 		}
-		if !exists {
+		if !exists && !ok {
 			if tip, err = g.Head(ctx); err != nil {
 				return "", "", err
 			}
@@ -371,38 +454,47 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 // another machine's push of the branch at that moment.
 const remoteBranchTries = 10
 
-// remoteBranch returns the tip of the integration branch ref on remote,
-// after making sure that the remote has the branch and that it holds all
-// that the local branch holds: a remote without it gets the local branch,
-// or HEAD (PushCreate); a local branch ahead of the remote's (work landed
-// by builds without --remote) is pushed there (PushFastForward); a local
-// branch behind it follows it. Branches that have each commits the other
-// has not are refused (ErrInto): ralph merges nothing but task commits,
-// one at a time.
-func remoteBranch(ctx context.Context, g Git, remote, ref string) (string, error) {
+// remoteBranch returns the tip of the integration branch ref on remote
+// ("" when it has none and this build is not to make it), after making
+// sure that the remote's branch holds all that the local branch holds: a
+// local branch ahead of the remote's (work landed by builds without
+// --remote) is pushed there (PushFastForward), and so is a local branch
+// where the remote has none (PushCreate) — each only when guard finds the
+// local tip ralph's own; HEAD is pushed where neither has one, on the
+// plan's first parallel build (create) only. A local branch behind the
+// remote's follows it. Branches that have each commits the other has not
+// are refused (ErrInto): ralph merges nothing but task commits, one at a
+// time.
+func remoteBranch(ctx context.Context, g Git, remote, ref string, create bool, guard *tipGuard) (string, error) {
 	name := strings.TrimPrefix(ref, heads)
+	ours := func(local string) (bool, error) {
+		if create {
+			return true, nil
+		}
+		return guard.ours(ctx, local)
+	}
 	for range remoteBranchTries {
 		theirs, onRemote, err := g.Fetch(ctx, remote, ref)
 		if err != nil {
 			return "", err
 		}
-		ours, onLocal, err := g.Resolve(ctx, ref)
+		local, onLocal, err := g.Resolve(ctx, ref)
 		if err != nil {
 			return "", err
 		}
-		push := PushParams{Remote: remote, Ref: ref, Commit: ours, Mode: PushFastForward, Old: theirs}
+		push := PushParams{Remote: remote, Ref: ref, Commit: local, Mode: PushFastForward, Old: theirs}
 		switch {
-		case onRemote && (!onLocal || ours == theirs):
+		case onRemote && (!onLocal || local == theirs):
 			return theirs, advance(ctx, g, ref, theirs)
 		case onRemote:
-			behind, err := g.IsAncestor(ctx, ours, theirs)
+			behind, err := g.IsAncestor(ctx, local, theirs)
 			if err != nil {
 				return "", err
 			}
 			if behind {
 				return theirs, advance(ctx, g, ref, theirs)
 			}
-			ahead, err := g.IsAncestor(ctx, theirs, ours)
+			ahead, err := g.IsAncestor(ctx, theirs, local)
 			if err != nil {
 				return "", err
 			}
@@ -410,8 +502,19 @@ func remoteBranch(ctx context.Context, g Git, remote, ref string) (string, error
 				return "", fmt.Errorf("%w: %s here and %s on %s each have commits the other has not; merge them into one (git pull %s %s with %s checked out, then git push %s %s) and build again",
 					ErrInto, name, name, remote, remote, name, name, remote, name)
 			}
+			if mine, err := ours(local); err != nil || !mine {
+				// Not ralph's to push: the remote's tip is checked as
+				// it is.
+				return theirs, err
+			}
 		case onLocal:
+			mine, err := ours(local)
+			if err != nil || !mine {
+				return "", err
+			}
 			push.Mode = PushCreate
+		case !create:
+			return "", nil
 		default:
 			if push.Commit, err = g.Head(ctx); err != nil {
 				return "", err
@@ -482,20 +585,20 @@ func takeTree(root, dir, name string) (f *os.File, ok bool, err error) {
 }
 
 // open makes the worker's tree on first use, at the integration tip, and
-// keeps what a tree left by an earlier run holds.
-func (w *workspace) open(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join(w.dir, ".git")); err != nil {
-		if _, err := os.Stat(w.dir); err == nil {
-			return fmt.Errorf("%s exists but is not a worktree: move it away", w.dir)
-		}
-		tip, _, err := w.git.Resolve(ctx, w.into)
-		if err != nil {
-			return err
-		}
+// keeps what a tree left by an earlier run holds. A directory there that
+// is not the worktree ralph made is set aside whole, or repaired, first
+// (ensureTree).
+func (w *workspace) open(ctx context.Context, tip string) error {
+	if _, err := os.Lstat(w.dir); errors.Is(err, os.ErrNotExist) {
 		if err := w.git.AddWorktree(ctx, w.dir, tip); err != nil {
 			return err
 		}
-	} else if err := w.keep(ctx); err != nil {
+		return copyInclude(w.root, w.dir, w.include)
+	}
+	if _, err := w.ensureTree(ctx); err != nil {
+		return err
+	}
+	if _, err := w.keep(ctx); err != nil {
 		return err
 	}
 	return copyInclude(w.root, w.dir, w.include)

@@ -49,6 +49,34 @@ func (s *settingStore) RecordPlanSetting(_ context.Context, key, value string) (
 	return value, nil
 }
 
+// testWorkspace is worker w1's workspace in dir over g, integrating into
+// ralph/integration (on remote, if not ""), recording its landings in
+// store.
+func testWorkspace(g *fakeGit, store loop.LandingStore, dir, remote string) *workspace {
+	return &workspace{git: g, dir: dir, worker: "w1", into: into, remote: remote, land: &sync.Mutex{},
+		guard: &tipGuard{git: g, store: store, into: into, remote: remote}}
+}
+
+// landLocked is another ralph process (or machine) landing task id on
+// g's integration branch, g.mu held: a commit of files on the tip,
+// recorded in store before the branch moves and, with confirm, confirmed
+// after. It returns the commit.
+func landLocked(t *testing.T, g *fakeGit, store loop.LandingStore, id string, files map[string]string, confirm bool) string {
+	t.Helper()
+	tip := g.refs[into]
+	c := g.commit(tip, fmt.Sprintf("Task %s\n\nRalph-Task: %s\nRalph-Generation: 1\n", id, id), files)
+	if err := store.RecordLanding(t.Context(), loop.Landing{Branch: DefaultInto, Commit: c, Parent: tip, TaskID: id, Generation: 1}); err != nil {
+		t.Error(err)
+	}
+	g.refs[into] = c
+	if confirm {
+		if err := store.ConfirmLanding(t.Context(), DefaultInto, c); err != nil {
+			t.Error(err)
+		}
+	}
+	return c
+}
+
 func task(id string, blockers ...string) loop.Task {
 	return loop.Task{ID: id, Title: "Task " + id, Status: loop.StatusPending, Priority: 2, BlockedBy: blockers}
 }
@@ -207,9 +235,7 @@ func TestPoolLostRaceIsRetried(t *testing.T) {
 			// Another process lands a commit just before this one's swap.
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			tip := g.refs[into]
-			files := map[string]string{"README": "r", "other.txt": "elsewhere"}
-			g.refs[into] = g.commit(tip, "other process\n\nRalph-Task: zz\n", files)
+			landLocked(t, g, store, "zz", map[string]string{"README": "r", "other.txt": "elsewhere"}, true)
 		})
 	}
 	run := agent(g, func(g *fakeGit, dir, id string) error { g.write(dir, "a.txt", "a"); return nil })
@@ -230,10 +256,13 @@ func TestPoolLostRaceIsRetried(t *testing.T) {
 func TestPoolTaskAlreadyLandedIsDone(t *testing.T) {
 	g := newFakeGit(map[string]string{"README": "r"})
 	store := newStore(t, task("a"), task("b"))
-	// A build adopted the branch at HEAD, landed a and was killed before
-	// recording it.
+	// A build adopted the branch at HEAD, landed a and was killed between
+	// the branch moving and recording it: a's landing is recorded, not
+	// confirmed, and a is not done.
 	store.settings[SettingInto], store.settings[SettingIntoBase] = DefaultInto, g.head
-	g.refs[into] = g.commit(g.head, "Task a\n\nRalph-Task: a\nRalph-Generation: 1\n", map[string]string{"README": "r", "a.txt": "a"})
+	g.refs[into] = g.head
+	store.MoveBranchTip(t.Context(), DefaultInto, "", g.head)
+	landLocked(t, g, store, "a", map[string]string{"README": "r", "a.txt": "a"}, false)
 	var ran []string
 	var mu sync.Mutex
 	run := agent(g, func(g *fakeGit, dir, id string) error {
@@ -275,7 +304,8 @@ func TestIntegrateGateAfterReplay(t *testing.T) {
 	ctx := t.Context()
 	g := newFakeGit(map[string]string{"README": "r"})
 	g.refs[into] = g.head
-	ws := &workspace{git: g, dir: "/w1", worker: "w1", into: into, land: &sync.Mutex{}}
+	store := looptest.NewMemStore(nil)
+	ws := testWorkspace(g, store, "/w1", "")
 	if err := g.AddWorktree(ctx, "/w1", g.head); err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +333,7 @@ func TestIntegrateGateAfterReplay(t *testing.T) {
 	}
 	g.write("/w1", "b.txt", "b")
 	g.mu.Lock()
-	g.refs[into] = g.commit(g.refs[into], "moved\n", map[string]string{"README": "r", "a.txt": "a", "m.txt": "m"})
+	landLocked(t, g, store, "m", map[string]string{"README": "r", "a.txt": "a", "m.txt": "m"}, true)
 	g.mu.Unlock()
 	_, err = ws.Integrate(ctx, loop.IntegrateRequest{Task: tb, Gate: gate})
 	var ie *loop.IntegrationError

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
 // remoteLanded returns the task ids of the trailers on the remote's
@@ -118,10 +119,9 @@ func TestRemoteLostPushIsRetried(t *testing.T) {
 		once.Do(func() {
 			remote.mu.Lock()
 			defer remote.mu.Unlock()
-			tip := remote.refs[into]
-			files := maps.Clone(remote.commits[tip].files)
+			files := maps.Clone(remote.commits[remote.refs[into]].files)
 			files["other.txt"] = "elsewhere"
-			remote.refs[into] = remote.commit(tip, "other machine\n\nRalph-Task: zz\n", files)
+			landLocked(t, remote, store, "zz", files, true)
 		})
 	}
 	run := agent(g, func(g *fakeGit, dir, id string) error { g.write(dir, "a.txt", "a"); return nil })
@@ -157,7 +157,8 @@ func TestRemoteStaleHolderDoesNotPush(t *testing.T) {
 	if _, _, err := g.Fetch(ctx, "origin", into); err != nil {
 		t.Fatal(err)
 	}
-	ws := &workspace{git: g, dir: "/w1", worker: "w1", into: into, remote: "origin", land: &sync.Mutex{}}
+	store := looptest.NewMemStore(nil)
+	ws := testWorkspace(g, store, "/w1", "origin")
 	if err := g.AddWorktree(ctx, "/w1", g.head); err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +172,7 @@ func TestRemoteStaleHolderDoesNotPush(t *testing.T) {
 		if p.Ref == into && current {
 			current = false // lost from here on
 			remote.mu.Lock()
-			tip := remote.refs[into]
-			remote.refs[into] = remote.commit(tip, "other\n", map[string]string{"README": "r", "o.txt": "o"})
+			landLocked(t, remote, store, "o", map[string]string{"README": "r", "o.txt": "o"}, true)
 			remote.mu.Unlock()
 		}
 	}
@@ -207,15 +207,18 @@ func TestRemoteStaleHolderDoesNotPush(t *testing.T) {
 
 // TestRemoteTaskLandedElsewhereIsDone: another machine landed a task and
 // died before recording it; this machine's local branch has never seen
-// it. The trailer on the remote's branch is what counts: the task is done
-// without an agent, and not applied again.
+// it. Its landing, recorded in the shared store and found on the remote's
+// branch, is what counts: the task is done without an agent, and not
+// applied again.
 func TestRemoteTaskLandedElsewhereIsDone(t *testing.T) {
 	remote := newFakeGit(map[string]string{"README": "r"})
 	g := remote.clone()
 	store := newStore(t, task("a"), task("b"))
 	store.settings[SettingInto], store.settings[SettingIntoBase] = DefaultInto, remote.head
 	g.refs[into] = g.head // this machine's branch, from an earlier build
-	remote.refs[into] = remote.commit(remote.head, "Task a\n\nRalph-Task: a\nRalph-Generation: 1\n", map[string]string{"README": "r", "a.txt": "a"})
+	remote.refs[into] = remote.head
+	store.MoveBranchTip(t.Context(), DefaultInto, "", remote.head)
+	landLocked(t, remote, store, "a", map[string]string{"README": "r", "a.txt": "a"}, false)
 	var ran []string
 	run := agent(g, func(g *fakeGit, dir, id string) error {
 		ran = append(ran, id)

@@ -122,31 +122,38 @@ func includeSource(root, rel string) (ok bool, err error) {
 // root when it lies there) and keeps it out of the project's git status:
 // a .gitignore of "*" inside it, written where missing (created anew: a
 // link there is left alone, never written through).
-func prepareWorktreeDir(root, dir string) error {
+func prepareWorktreeDir(root, dir string) (os.FileInfo, error) {
 	base := safefile.Within(root, dir, dir)
 	if base == dir {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("parallel: worktrees: %w", err)
+			return nil, fmt.Errorf("parallel: worktrees: %w", err)
 		}
 	}
 	if err := safefile.MkdirAll(base, dir, 0o755); err != nil {
-		return fmt.Errorf("parallel: worktrees: %w", err)
+		return nil, fmt.Errorf("parallel: worktrees: %w", err)
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("parallel: worktrees: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("parallel: worktrees: %s is a symbolic link or not a directory: ralph keeps its workers' trees in a real directory (move it away)", dir)
 	}
 	f, err := safefile.Create(base, filepath.Join(dir, ".gitignore"), 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		return info, nil
 	}
 	if err != nil {
-		return fmt.Errorf("parallel: worktrees: %w", err)
+		return nil, fmt.Errorf("parallel: worktrees: %w", err)
 	}
 	_, err = f.WriteString("# ralph's worker trees (DESIGN §9): never part of the project\n*\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("parallel: worktrees: %w", err)
+		return nil, fmt.Errorf("parallel: worktrees: %w", err)
 	}
-	return nil
+	return info, nil
 }
 
 // openTreeLock opens (creating it if missing) the lock file of a tree,

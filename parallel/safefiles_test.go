@@ -123,7 +123,7 @@ func TestTreeFilesRefuseLinks(t *testing.T) {
 		if err := os.Symlink(filepath.Join(outside, "new-lock"), filepath.Join(dir, "w2.lock")); err != nil {
 			t.Fatal(err)
 		}
-		if err := prepareWorktreeDir(root, dir); err != nil {
+		if _, err := prepareWorktreeDir(root, dir); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := takeTree(root, dir, "w2"); !errors.Is(err, safefile.ErrLink) {
@@ -143,7 +143,7 @@ func TestTreeFilesRefuseLinks(t *testing.T) {
 		if err := os.Symlink(outside, dir); err != nil {
 			t.Fatal(err)
 		}
-		if err := prepareWorktreeDir(root, dir); !errors.Is(err, safefile.ErrLink) {
+		if _, err := prepareWorktreeDir(root, dir); !errors.Is(err, safefile.ErrLink) {
 			t.Errorf("prepareWorktreeDir through a link: %v, want a refused link", err)
 		}
 		unchanged(t, outside)

@@ -66,9 +66,9 @@ type workspace struct {
 	// lives (Config.Remote): its tip is fetched from there, and moved
 	// there by a push that only fast-forwards.
 	remote string
-	// since is the commit the integration branch was at when this plan
-	// adopted it: only trailers after it are this plan's ("": all).
-	since string
+	// guard checks the branch's tip against the landings the store
+	// recorded, and records this worker's landings (DESIGN §13).
+	guard *tipGuard
 	// include are the worktree-include files, relative to the project
 	// root: copied into the tree, never committed.
 	include []string
@@ -78,13 +78,19 @@ type workspace struct {
 	land *sync.Mutex
 	// lock holds the tree for this build (takeTree); nil in tests.
 	lock *os.File
+	// parent is the directory of the workers' trees as the build found
+	// it (nil in tests): the tree is not ralph's if that was replaced.
+	parent os.FileInfo
 
-	// The attempt under way: its task, its branch (full ref) and the
-	// commit it began from. The tree's HEAD is detached; the branch
-	// moves to the attempt's commit when it lands.
-	task loop.Task
-	ref  string
-	base string
+	// The attempt under way: its task, its branch (full ref), the
+	// commit it began from, and how often the store had recorded the
+	// task done when it began (its landing's Completions). The tree's
+	// HEAD is detached; the branch moves to the attempt's commit when it
+	// lands.
+	task     loop.Task
+	ref      string
+	base     string
+	recorded int
 }
 
 // marker is the file that names the task of the attempt under way in the
@@ -103,17 +109,23 @@ func (w *workspace) except() []string {
 
 // Begin implements loop.Workspace.
 func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bool, error) {
-	// The tip first: with a remote, keep then reads the tip just fetched.
-	tip, err := w.tip(ctx)
+	// Nothing runs git in the tree before it is known to be the tree
+	// ralph made; a tree that is not is set aside and made again (the
+	// attempt that broke it has ended).
+	if _, err := w.ensureTree(ctx); err != nil {
+		return false, err
+	}
+	// The tip first (checked to be ralph's): with a remote, keep then
+	// reads the tip just fetched.
+	tip, err := w.guard.current(ctx)
 	if err != nil {
 		return false, err
 	}
-	if err := w.keep(ctx); err != nil {
+	if _, err := w.keep(ctx); err != nil {
 		return false, err
 	}
-	landings, err := w.landings(ctx, w.since, tip, task.ID)
-	if err != nil || landings > recorded {
-		return err == nil, err
+	if landed, err := w.landedAlready(ctx, task, recorded, tip, 0); err != nil || landed {
+		return landed, err
 	}
 	branch := heads + TaskBranchPrefix + RefName(task.ID)
 	// An earlier attempt's branch that did not land is kept before the
@@ -134,7 +146,52 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bo
 	if err := copyInclude(w.root, w.dir, w.include); err != nil {
 		return false, err
 	}
-	w.task, w.ref, w.base = task, branch, tip
+	w.task, w.ref, w.base, w.recorded = task, branch, tip, recorded
+	return false, nil
+}
+
+// landedAlready reports whether the branch holds a landing of task that
+// the store's record of the task's completions (recorded) does not
+// account for: its work landed — under another claim than generation
+// skip, when skip is not 0 — and the task is done. A landing recorded but
+// never confirmed counts when tip's history holds its commit (a run
+// stopped between the branch moving and the confirmation), and is made
+// void when the branch has moved on from the tip it was made on without
+// it (it can no longer land).
+func (w *workspace) landedAlready(ctx context.Context, task loop.Task, recorded int, tip string, skip int64) (bool, error) {
+	branch := w.guard.branch()
+	ls, err := w.guard.store.Landings(ctx, loop.LandingQuery{Branch: branch, TaskID: task.ID,
+		States: []loop.LandingState{loop.LandingRecorded, loop.LandingLanded}})
+	if err != nil {
+		return false, err
+	}
+	for _, l := range ls {
+		if l.Completions < recorded || skip != 0 && l.Generation == skip {
+			continue
+		}
+		if l.State == loop.LandingLanded {
+			return true, nil
+		}
+		// A commit this repository lacks is not in the history of tip,
+		// whose commits it has.
+		_, in, err := w.git.Resolve(ctx, l.Commit)
+		if err == nil && in {
+			in, err = w.git.IsAncestor(ctx, l.Commit, tip)
+		}
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case in:
+			return true, w.guard.store.ConfirmLanding(ctx, branch, l.Commit)
+		case l.Parent != tip:
+			if err := w.guard.store.VoidLanding(ctx, branch, l.Commit); err != nil {
+				return false, err
+			}
+		}
+		// Else another process may be moving the branch to it right now:
+		// whichever move comes first decides.
+	}
 	return false, nil
 }
 
@@ -148,23 +205,6 @@ func (w *workspace) branchName() string {
 	return name
 }
 
-// tip returns the integration branch's tip: the remote's, fetched now,
-// when the branch lives on a remote.
-func (w *workspace) tip(ctx context.Context) (string, error) {
-	var tip string
-	var ok bool
-	var err error
-	if w.remote == "" {
-		tip, ok, err = w.git.Resolve(ctx, w.into)
-	} else {
-		tip, ok, err = w.git.Fetch(ctx, w.remote, w.into)
-	}
-	if err == nil && !ok {
-		err = fmt.Errorf("the integration branch %s does not exist", w.branchName())
-	}
-	return tip, err
-}
-
 // knownTip returns the integration branch's tip as last seen, without
 // reaching the remote: keeping a tree's work must not depend on the
 // network. ok is false when there is none.
@@ -175,29 +215,14 @@ func (w *workspace) knownTip(ctx context.Context) (string, bool, error) {
 	return w.git.Resolve(ctx, trackingRef(w.remote, w.into))
 }
 
-// landings counts the commits on tip since base (base "": all) whose
-// trailer names task id.
-func (w *workspace) landings(ctx context.Context, base, tip, id string) (int, error) {
-	vals, err := w.git.Trailers(ctx, base, tip, TrailerTask)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, v := range vals {
-		if v == id {
-			n++
-		}
-	}
-	return n, nil
-}
-
 // keep makes sure that nothing the tree holds is lost before it is
 // reused or left: changes not committed are committed on top of HEAD, and
-// a task branch whose work did not land is kept as an attempt branch.
-func (w *workspace) keep(ctx context.Context) error {
+// a task branch whose work did not land is kept as an attempt branch,
+// whose name it returns ("" when none was needed).
+func (w *workspace) keep(ctx context.Context) (string, error) {
 	changed, err := w.dirty(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	id, onTask := w.task.ID, w.task.ID != ""
 	if !onTask {
@@ -206,11 +231,11 @@ func (w *workspace) keep(ctx context.Context) error {
 		}
 	}
 	if !changed && !onTask {
-		return nil // a clean tree between attempts: nothing to keep
+		return "", nil // a clean tree between attempts: nothing to keep
 	}
 	branch, head, err := w.git.HeadOf(ctx, w.dir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !onTask {
 		id, onTask = taskOf(branch)
@@ -226,12 +251,12 @@ func (w *workspace) keep(ctx context.Context) error {
 			// A repository inside the tree is moved aside, whole, and
 			// the rest is kept as usual.
 			if err := w.moveAside(nested.Paths); err != nil {
-				return err
+				return "", err
 			}
 			c, ok, err = w.git.Commit(ctx, w.dir, head, "ralph: "+what+"\n", w.except())
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		if ok {
 			head = c
@@ -242,17 +267,18 @@ func (w *workspace) keep(ctx context.Context) error {
 			id, onTask = "unknown-"+w.worker, true
 		}
 	}
+	var kept string
 	if onTask {
 		tip, _, err := w.knownTip(ctx)
 		if err != nil {
-			return err
+			return "", err
 		}
-		if _, err := w.keepCommit(ctx, id, head, tip); err != nil {
-			return err
+		if kept, err = w.keepCommit(ctx, id, head, tip); err != nil {
+			return "", err
 		}
 	}
 	w.end()
-	return nil
+	return kept, nil
 }
 
 // end forgets the attempt under way.
@@ -528,31 +554,53 @@ func (w *workspace) publishAttempt(ctx context.Context, ref, commit string) erro
 	return w.git.Push(ctx, PushParams{Remote: w.remote, Ref: ref, Commit: commit, Mode: PushCreate})
 }
 
-// Integrate implements loop.Workspace: the attempt's change is committed
-// with the task's trailers as one commit on the attempt's base, then,
-// under the integration lock and while the claim is current, replayed
-// onto the integration tip (git rebase) when the tip moved, checked by the
-// test gate again then, and the branch moved to it by compare-and-swap;
-// a lost race goes round again from the new tip.
+var _ loop.TreeChecker = (*workspace)(nil)
+
+// CheckTree implements loop.TreeChecker: a tree that is not the worktree
+// ralph made is set aside or repaired (ensureTree), what a repaired tree
+// holds kept on an attempt branch, and the attempt is task trouble.
+func (w *workspace) CheckTree(ctx context.Context) error {
+	problem, err := w.ensureTree(ctx)
+	if err != nil || problem == "" {
+		return err
+	}
+	kept, err := w.keep(ctx)
+	if err != nil {
+		return err
+	}
+	w.end()
+	return &loop.IntegrationError{Reason: problem, Attempt: kept}
+}
+
+// Integrate implements loop.Workspace: the tree checked to be the
+// worktree ralph made, the attempt's change committed with the task's
+// trailers as one commit on the attempt's base (commitWork: the agent's
+// own changes, whatever it did to its HEAD), then, under the integration
+// lock and while the claim is current, replayed onto the integration tip
+// (git rebase) when the tip moved, checked by the test gate again then,
+// recorded as a landing, and the branch moved to it by compare-and-swap;
+// a lost race goes round again from the new tip. A tip that is not
+// ralph's stops it (*TipError).
 func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (loop.IntegrateResult, error) {
 	task := req.Task
 	if w.task.ID != task.ID || w.base == "" {
 		return loop.IntegrateResult{}, fmt.Errorf("no attempt at task %s began in %s", task.ID, w.dir)
 	}
-	head, changed, err := w.git.Commit(ctx, w.dir, w.base, commitMessage(task, req.Summary), w.except())
-	var nested *NestedRepoError
-	if errors.As(err, &nested) {
-		return loop.IntegrateResult{}, &loop.IntegrationError{Reason: nested.Error()}
-	}
-	if err != nil {
+	// Again, right before git runs there (the loop asked before the
+	// gates; a process the agent left behind may have moved it since).
+	if err := w.CheckTree(ctx); err != nil {
 		return loop.IntegrateResult{}, err
 	}
-	if !changed {
-		w.end()
-		return loop.IntegrateResult{}, nil
+	head, changed, err := w.commitWork(ctx, req)
+	if err != nil || !changed {
+		if err == nil {
+			w.end()
+		}
+		return loop.IntegrateResult{}, err
 	}
 	w.land.Lock()
 	defer w.land.Unlock()
+	branch := w.guard.branch()
 	// refAt is where the attempt's branch is: it follows the attempt's
 	// commit once, right before the integration branch moves.
 	base, replayed, refAt := w.base, false, w.base
@@ -560,13 +608,13 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		if err := ctx.Err(); err != nil {
 			return loop.IntegrateResult{}, err
 		}
-		tip, err := w.tip(ctx)
+		tip, err := w.guard.current(ctx)
 		if err != nil {
 			return loop.IntegrateResult{}, err
 		}
 		// Work that landed since the attempt began includes this task's
 		// only when another claim landed it: this one is stale then.
-		if n, err := w.landings(ctx, base, tip, task.ID); err != nil || n > 0 {
+		if landed, err := w.landedAlready(ctx, task, w.recorded, tip, task.Generation); err != nil || landed {
 			if err == nil {
 				err = fmt.Errorf("%w: task %s landed from another claim while this attempt worked", loop.ErrStaleClaim, task.ID)
 			}
@@ -612,12 +660,27 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 			}
 			refAt = head
 		}
+		// Recorded before the branch moves, confirmed after: a crash
+		// between leaves a recorded landing that the next look at the
+		// branch finds on it, or not.
+		if err := w.guard.store.RecordLanding(ctx, loop.Landing{Branch: branch, Commit: head, Parent: tip,
+			TaskID: task.ID, Generation: task.Generation, Completions: w.recorded}); err != nil {
+			return loop.IntegrateResult{}, err
+		}
 		err = w.moveInto(ctx, head, tip)
 		if errors.Is(err, ErrRefMoved) {
-			continue // another process or machine landed first: replay onto its tip
+			// Another process or machine landed first: this commit can
+			// no longer land; replay onto the new tip.
+			if err := w.guard.store.VoidLanding(ctx, branch, head); err != nil {
+				return loop.IntegrateResult{}, err
+			}
+			continue
 		}
 		if err != nil {
 			return loop.IntegrateResult{}, err
+		}
+		if err := w.guard.store.ConfirmLanding(ctx, branch, head); err != nil {
+			return loop.IntegrateResult{}, fmt.Errorf("task %s landed on %s as %s, but the store could not confirm it (the next build will): %w", task.ID, w.branchName(), short(head), err)
 		}
 		if w.remote != "" {
 			if err := w.landedOnRemote(ctx, head); err != nil {
@@ -627,6 +690,120 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		w.end()
 		return loop.IntegrateResult{Commit: head, Replayed: replayed}, nil
 	}
+}
+
+// commitWork commits the attempt's work as one commit on the attempt's
+// base S, with the task's trailers (DESIGN §13: an attempt whose HEAD left
+// S lands as the agent's own changes or is refused, never as a revert of
+// work already landed). Let E be where the agent's HEAD ended
+// (req.Checkout's End when the runner reports one, else the tree's own
+// HEAD):
+//
+//   - E is S or descends from S: the tree, against S (the agent's
+//     commits folded in).
+//   - E is an ancestor of S (git reset backward): the agent's changes
+//     since E — the tree against E — replayed onto S by a 3-way merge; a
+//     conflict is task trouble.
+//   - Anything else (git checkout of another commit, a rebase, an amend,
+//     an orphan branch, a commit this repository lacks): task trouble
+//     naming what the agent did, its work kept on an attempt branch.
+//
+// changed is false when there is nothing of the agent's to land.
+func (w *workspace) commitWork(ctx context.Context, req loop.IntegrateRequest) (head string, changed bool, err error) {
+	start, msg := w.base, commitMessage(req.Task, req.Summary)
+	end, descends, err := w.agentEnd(ctx, req.Checkout)
+	if err != nil {
+		return "", false, err
+	}
+	commit := func(base string) (string, bool, error) {
+		c, changed, err := w.git.Commit(ctx, w.dir, base, msg, w.except())
+		var nested *NestedRepoError
+		if errors.As(err, &nested) {
+			return "", false, &loop.IntegrationError{Reason: nested.Error()}
+		}
+		return c, changed, err
+	}
+	if descends {
+		return commit(start)
+	}
+	known := false
+	if end != "" {
+		if _, known, err = w.git.Resolve(ctx, end); err != nil {
+			return "", false, err
+		}
+	}
+	back := false
+	if known {
+		if back, err = w.git.IsAncestor(ctx, end, start); err != nil {
+			return "", false, err
+		}
+	}
+	if back {
+		c, changed, err := commit(end)
+		if err != nil || !changed {
+			return c, changed, err
+		}
+		head, err := w.git.Rebase(ctx, w.dir, end, start)
+		var conflict *ConflictError
+		if errors.As(err, &conflict) {
+			return "", false, w.trouble(ctx, c, "", fmt.Sprintf("the agent moved its HEAD back from %s to %s (a git reset), and its changes from there conflict with the work since in %s; ralph lands only the agent's own changes, never a revert of landed work",
+				short(start), short(end), joinPaths(conflict.Paths)))
+		}
+		return head, err == nil, err
+	}
+	// Kept as the agent left it: on its HEAD where the repository has
+	// that commit, else on the attempt's base.
+	base, did := start, "to a commit this repository does not have"
+	switch {
+	case end == "":
+		did = "to no commit (an orphan branch, or a HEAD git cannot read)"
+	case known:
+		base, did = end, "to "+short(end)+", which neither descends from it nor is one of its ancestors (a git checkout, rebase or commit --amend)"
+	}
+	c, changed, err := commit(base)
+	if err != nil {
+		return "", false, err
+	}
+	if !changed {
+		c = base
+	}
+	reason := fmt.Sprintf("the agent moved its HEAD from %s, the commit its attempt began from, %s: ralph does not land that; work from %s", short(start), did, short(start))
+	return "", false, w.trouble(ctx, c, "", reason)
+}
+
+// agentEnd returns the commit the agent's HEAD ended at ("" when it names
+// none), and whether it is the attempt's base or descends from it: from
+// the runner's report of the agent's private checkout when there is one
+// (the tree's own git metadata is ralph's then), else from the tree's
+// HEAD.
+func (w *workspace) agentEnd(ctx context.Context, co *loop.Checkout) (end string, descends bool, err error) {
+	start := w.base
+	if co != nil {
+		if co.Descends && co.Start == start {
+			return co.End, true, nil
+		}
+		if co.Descends && co.Start != "" {
+			// A checkout that began elsewhere: it descends from the
+			// attempt's base if where it began does.
+			if _, ok, err := w.git.Resolve(ctx, co.Start); err != nil || !ok {
+				return co.End, false, err
+			}
+			up, err := w.git.IsAncestor(ctx, start, co.Start)
+			return co.End, up, err
+		}
+		return co.End, false, nil
+	}
+	_, end, err = w.git.HeadOf(ctx, w.dir)
+	if err != nil {
+		// A HEAD that names no commit (an orphan branch) or that git
+		// cannot read: the agent's doing, told as such.
+		return "", false, nil
+	}
+	if end == start {
+		return end, true, nil
+	}
+	up, err := w.git.IsAncestor(ctx, start, end)
+	return end, up, err
 }
 
 // trouble keeps a failed integration's commit on an attempt branch and

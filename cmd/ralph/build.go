@@ -56,6 +56,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.StringFlag{Name: "into", Usage: "with workers: the integration `BRANCH`, recorded with the plan by its first parallel build", DefaultText: parallel.DefaultInto + ", or the plan's"},
 			&cli.StringFlag{Name: "setup", Usage: "with workers: shell command `C` run in each worker's tree before its first agent (e.g. install dependencies)"},
 			&cli.StringFlag{Name: "remote", Usage: "with workers, or a plan that has an integration branch: the git remote `NAME` where the integration branch lives, for builds of one plan on several machines; task and attempt branches are pushed there, and a task lands by a push that only fast-forwards"},
+			&cli.BoolFlag{Name: "accept-tip", Usage: "with workers, or a plan that has an integration branch: accept the integration branch as it is now where it is not where ralph last put it (someone moved, rewound or deleted it; a deleted one is made again from HEAD): the tasks whose landed work it lacks go back to pending, and the build goes on from it"},
 			otelFlag(),
 		}, append(agentCLIFlags(),
 			&cli.StringFlag{Name: "verify-agent-cli", Usage: "with --verify: another agent `CLI` checks the work (" + strings.Join(agentCLINames(), ", ") + "), read-only in its own way; its executable is $RALPH_<CLI>, else its name on PATH", DefaultText: "the --agent-cli"},
@@ -221,6 +222,9 @@ func build(c *cli.Context, cfg appConfig) error {
 	if c.IsSet("remote") && workers == 0 {
 		return usage("--remote goes with --workers (or a plan that has an integration branch): only the integration branch lives on the remote")
 	}
+	if c.Bool("accept-tip") && workers == 0 {
+		return usage("--accept-tip goes with --workers (or a plan that has an integration branch): it accepts the integration branch's tip")
+	}
 	if workers > 0 {
 		if lc.Commit || lc.ClaimMode == loop.ClaimAgent {
 			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
@@ -233,7 +237,7 @@ func build(c *cli.Context, cfg appConfig) error {
 		defer stopTraces()
 		lc.Observer = withTraces(view, traces)
 		pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
-			Remote: strings.TrimSpace(c.String("remote"))}
+			Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}}
 		return buildParallel(c, cfg, p, pc, store, runner, traces)
 	}
 	traces, stopTraces := startTraces(c, cfg, 0)
@@ -269,7 +273,7 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config,
 		switch {
 		case errors.Is(err, loop.ErrConfig):
 			return &usageError{cmd: "ralph build", err: errors.New(strings.TrimPrefix(err.Error(), "loop: "))}
-		case errors.Is(err, parallel.ErrInto), errors.Is(err, parallel.ErrNoSettings):
+		case errors.Is(err, parallel.ErrInto), errors.Is(err, parallel.ErrNoSettings), errors.Is(err, parallel.ErrNoLandings):
 			return &codedError{code: exitError, err: errors.New(strings.TrimPrefix(err.Error(), "parallel: "))}
 		case rep.Outcome == loop.OutcomeError:
 			return err
@@ -280,6 +284,16 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config,
 		if path := loop.SessionLogPath(pc.Loop.LogDir, rep.Session); fileExists(path) {
 			fmt.Fprintf(cfg.stdout, "session log: %s\n", p.rel(path))
 		}
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(cfg.stderr, "ralph: warning: %s\n", w)
+	}
+	if rep.AcceptedTip != "" {
+		back := "nothing went back to pending"
+		if len(rep.Reopened) > 0 {
+			back = "back to pending, their work not on it: " + strings.Join(rep.Reopened, ", ")
+		}
+		fmt.Fprintf(cfg.stdout, "accepted tip: %s at %.12s · %s\n", rep.Into, rep.AcceptedTip, back)
 	}
 	switch {
 	case rep.Into == "" || rep.Outcome == loop.OutcomeGitFailed:

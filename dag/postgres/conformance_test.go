@@ -32,8 +32,16 @@ func openPlan(t testing.TB, url string, now func() time.Time) *dag.Store {
 }
 
 func TestConformance(t *testing.T) {
-	url := pgtest.URL(t)
-	looptest.TestTaskStore(t, func(t *testing.T, seeds []looptest.Seed, now func() time.Time) loop.TaskStore {
+	looptest.TestTaskStore(t, seeded(pgtest.URL(t)))
+}
+
+func TestLandingConformance(t *testing.T) {
+	looptest.TestLandingStore(t, seeded(pgtest.URL(t)))
+}
+
+// seeded is the StoreFactory of plans on the server at url.
+func seeded(url string) looptest.StoreFactory {
+	return func(t *testing.T, seeds []looptest.Seed, now func() time.Time) loop.TaskStore {
 		t.Helper()
 		s := openPlan(t, url, now)
 		batch := make([]dag.ImportTask, len(seeds))
@@ -54,7 +62,7 @@ func TestConformance(t *testing.T) {
 		}
 		t.Cleanup(func() { checkCounts(t, url, s) })
 		return s
-	})
+	}
 }
 
 // checkCounts compares the counts the triggers keep with a count of the

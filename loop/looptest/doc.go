@@ -1,13 +1,15 @@
 // Package looptest is ralph's test kit, for ralph's own tests and for
 // programs that embed package loop (as net/http/httptest is for net/http):
 //
-//   - MemStore, an in-memory loop.TaskStore (also loop.FeatureStore and
-//     loop.ReceiptStore) with the full DESIGN §2 semantics and an injected
-//     clock;
+//   - MemStore, an in-memory loop.TaskStore (also loop.FeatureStore,
+//     loop.ReceiptStore and loop.LandingStore) with the full DESIGN §2
+//     semantics and an injected clock;
 //   - FakeRunner, a scripted loop.Runner, with Result, ErrorResult,
 //     UsageLimited and Cancelled to build its answers;
 //   - TestTaskStore, the one conformance suite every loop.TaskStore passes:
 //     MemStore, the SQLite store in package dag, the progress-file store;
+//     and TestLandingStore, the suite of loop.LandingStore (MemStore, the
+//     SQLite and the PostgreSQL store);
 //   - Clock, a fake clock that moves only when told.
 //
 // It imports only package loop, the standard library (testing included)
@@ -78,6 +80,9 @@
 //     AddDependency, Block and Unblock mirror `ralph task dep add`,
 //     `task block` and `task unblock`.
 //   - Receipts come newest (last recorded) first.
+//   - Landings (loop.LandingStore) live in memory beside the tasks;
+//     AcceptTip's reopen runs the same index updates as any status change
+//     (dependents count the task as an unmet blocker again).
 //   - Readiness is kept on write, as DESIGN asks of the SQLite store: each
 //     task counts its unmet blockers, the ready tasks stay sorted in claim
 //     order, and the claimed set and per-status counts are updated on every

@@ -20,8 +20,8 @@ var (
 	_ loop.ChangeWatcher = (*MemStore)(nil)
 )
 
-// MemStore is an in-memory loop.TaskStore, loop.FeatureStore and
-// loop.ReceiptStore with the semantics documented on loop.TaskStore and in
+// MemStore is an in-memory loop.TaskStore, loop.FeatureStore,
+// loop.ReceiptStore and loop.LandingStore with the semantics documented on loop.TaskStore and in
 // DESIGN §2. It is meant for tests: it passes TestTaskStore, and a loop
 // policy tested against it behaves the same against the SQLite store.
 //
@@ -40,6 +40,9 @@ type MemStore struct {
 	// featureNames holds the features' names in the order they were added.
 	featureNames []string
 	receipts     []loop.Receipt // oldest first
+	// landings are the integration branches' landings and tips
+	// (loop.LandingStore).
+	landings memLandings
 
 	// Indexes kept on every write (see memindex.go), so that reads and
 	// claims do not scan the plan.

@@ -36,6 +36,10 @@ func TestMemStoreConformance(t *testing.T) {
 	looptest.TestTaskStore(t, newMemStore)
 }
 
+func TestMemStoreLandings(t *testing.T) {
+	looptest.TestLandingStore(t, newMemStore)
+}
+
 // TestSuiteOptions runs the suite with every capability switched off: the
 // subtests that remain must still pass, and the skipped ones must say why.
 func TestSuiteOptions(t *testing.T) {

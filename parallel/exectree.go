@@ -1,0 +1,240 @@
+package parallel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Commits lists the commits reachable from tip but not from base (git
+// rev-list), newest first.
+func (g *ExecGit) Commits(ctx context.Context, base, tip string) ([]string, error) {
+	if err := checkName("tip", tip); err != nil {
+		return nil, err
+	}
+	args := []string{"rev-list", tip}
+	if base != "" {
+		if err := checkName("base", base); err != nil {
+			return nil, err
+		}
+		args = append(args, "^"+base)
+	}
+	out, err := g.run(ctx, g.Root, nil, append(args, "--")...)
+	if err != nil {
+		return nil, err
+	}
+	var commits []string
+	for c := range strings.FieldsSeq(out) {
+		commits = append(commits, c)
+	}
+	return commits, nil
+}
+
+// Branches lists refs/heads/ with git for-each-ref.
+func (g *ExecGit) Branches(ctx context.Context) (map[string]string, error) {
+	out, err := g.run(ctx, g.Root, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	if err != nil {
+		return nil, err
+	}
+	branches := map[string]string{}
+	for line := range strings.Lines(out) {
+		if c, ref, ok := strings.Cut(strings.TrimRight(line, "\n"), " "); ok {
+			branches[ref] = c
+		}
+	}
+	return branches, nil
+}
+
+// CheckWorktree implements Git.CheckWorktree. It reads the file system
+// only — dir with lstat, dir/.git opened without following a link, and
+// the git directories the repository keeps for its worktrees
+// (<common dir>/worktrees/*/gitdir, each naming its worktree's .git) —
+// and runs no git in dir.
+func (g *ExecGit) CheckWorktree(ctx context.Context, dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	bad := func(problem string, gitFileOnly bool) error {
+		return &WorktreeError{Dir: dir, Problem: problem, GitFileOnly: gitFileOnly}
+	}
+	info, err := os.Lstat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &WorktreeError{Dir: dir, Problem: "it is gone", Gone: true}
+	case err != nil:
+		return err
+	case info.Mode()&fs.ModeSymlink != 0:
+		to, _ := os.Readlink(abs)
+		return bad(fmt.Sprintf("it is a symbolic link (to %s)", to), false)
+	case !info.IsDir():
+		return bad("it is not a directory", false)
+	}
+	admin, err := g.adminDir(ctx, info)
+	if err != nil {
+		return err
+	}
+	if admin == "" {
+		return bad("the repository keeps no worktree there", false)
+	}
+	named, problem, err := readGitFile(filepath.Join(abs, ".git"))
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		return bad(problem, true)
+	}
+	if !filepath.IsAbs(named) {
+		named = filepath.Join(abs, named)
+	}
+	ni, err := os.Stat(named)
+	ai, aerr := os.Lstat(admin)
+	if err != nil || aerr != nil || !os.SameFile(ni, ai) {
+		return bad(fmt.Sprintf("its .git names %s, not its git directory %s", named, admin), true)
+	}
+	return nil
+}
+
+// readGitFile reads a worktree's .git file without following a link:
+// what it names, or a problem in words when it is not such a file.
+func readGitFile(path string) (named, problem string, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", "its .git is gone", nil
+	case errors.Is(err, syscall.ELOOP):
+		return "", "its .git is a symbolic link", nil
+	case err != nil:
+		return "", "", err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case info.IsDir():
+		return "", "its .git is a directory (a repository of its own)", nil
+	case !info.Mode().IsRegular():
+		return "", "its .git is not a file", nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", "", err
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	name, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "gitdir: ")
+	if !ok || name == "" {
+		return "", "its .git is not a gitdir: file", nil
+	}
+	return name, "", nil
+}
+
+// adminDir returns the git directory the repository keeps for the
+// worktree whose directory is wt (<common dir>/worktrees/<name>, whose
+// gitdir file names <wt>/.git), "" when it keeps none.
+func (g *ExecGit) adminDir(ctx context.Context, wt os.FileInfo) (string, error) {
+	common, err := g.commonDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(common, "worktrees")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if !e.IsDir() { // a link is not a directory here
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, e.Name(), "gitdir"))
+		if err != nil {
+			continue
+		}
+		named := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(named) {
+			named = filepath.Join(root, e.Name(), named)
+		}
+		if di, err := os.Stat(filepath.Dir(named)); err == nil && os.SameFile(di, wt) {
+			return filepath.Join(root, e.Name()), nil
+		}
+	}
+	return "", nil
+}
+
+// commonDir returns the repository's git directory (the main worktree's
+// .git, which its linked worktrees share), as an absolute path.
+func (g *ExecGit) commonDir(ctx context.Context) (string, error) {
+	if dir := g.common.Load(); dir != nil {
+		return *dir, nil
+	}
+	out, err := g.run(ctx, g.Root, nil, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", err
+	}
+	dir := strings.TrimSpace(out)
+	g.common.Store(&dir)
+	return dir, nil
+}
+
+// RepairWorktree implements Git.RepairWorktree.
+func (g *ExecGit) RepairWorktree(ctx context.Context, dir, aside string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	info, err := os.Lstat(abs)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("parallel: repair %s: not a directory", dir)
+	}
+	admin, err := g.adminDir(ctx, info)
+	if err != nil {
+		return err
+	}
+	if admin == "" {
+		return fmt.Errorf("parallel: repair %s: the repository keeps no worktree there", dir)
+	}
+	dotgit := filepath.Join(abs, ".git")
+	if _, err := os.Lstat(dotgit); err == nil {
+		if err := os.MkdirAll(aside, 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(dotgit, filepath.Join(aside, ".git")); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(dotgit, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("gitdir: " + admin + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// SetAside implements Git.SetAside: a rename, which moves a link itself.
+// A dir that does not exist is nothing to set aside.
+func (g *ExecGit) SetAside(_ context.Context, dir, aside string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
+		return err
+	}
+	return os.Rename(dir, aside)
+}

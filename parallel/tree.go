@@ -1,0 +1,80 @@
+package parallel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// A WorktreeError is a worker's directory that is not the worktree ralph
+// made (DESIGN §13, "ralph follows no link the agent planted"): it is a
+// symbolic link, not a directory, gone, or its .git does not name the
+// git directory the repository keeps for it. Git.CheckWorktree returns it.
+type WorktreeError struct {
+	Dir string
+	// Problem says what is wrong, in words.
+	Problem string
+	// GitFileOnly is set when dir is a real directory that the repository
+	// knows as its worktree and only its .git is not the file git wrote
+	// (deleted, rewritten, a link, a repository of its own): it is
+	// repaired in place (Git.RepairWorktree). Otherwise the directory is
+	// set aside whole (Git.SetAside) and the worktree made again.
+	GitFileOnly bool
+	// Gone is set when nothing is at dir: there is nothing to set aside.
+	Gone bool
+}
+
+func (e *WorktreeError) Error() string {
+	return e.Dir + " is not the worktree ralph made: " + e.Problem
+}
+
+// ensureTree makes sure that the worker's directory is the worktree ralph
+// made before ralph runs git there. One that is not is made so: repaired
+// in place when only its .git is broken (the broken one moved to
+// <tree>.aside/<time>/.git), else set aside whole as <tree>.aside/<time>
+// — a link is moved, never followed, and nothing in it is deleted — and
+// made again at the integration tip. problem says what was wrong ("" when
+// nothing was); err is a failure to look or to mend.
+func (w *workspace) ensureTree(ctx context.Context) (problem string, err error) {
+	if w.parent != nil {
+		dir := filepath.Dir(w.dir)
+		if now, err := os.Lstat(dir); err != nil || !os.SameFile(now, w.parent) {
+			return "", fmt.Errorf("%s, the directory of the workers' trees, was replaced or removed during the build (a link is not followed): ralph stops rather than run git there", dir)
+		}
+	}
+	err = w.git.CheckWorktree(ctx, w.dir)
+	var we *WorktreeError
+	if !errors.As(err, &we) {
+		return "", err
+	}
+	aside := filepath.Join(w.dir+".aside", strconv.FormatInt(time.Now().UnixNano(), 10))
+	if we.GitFileOnly {
+		if err := w.git.RepairWorktree(ctx, w.dir, aside); err != nil {
+			return "", fmt.Errorf("%v; repairing it: %w", we, err)
+		}
+		return fmt.Sprintf("%s (its .git was repaired; what was there is kept in %s)", we, aside), nil
+	}
+	what := "set aside as " + aside
+	if we.Gone {
+		what = "nothing was there to set aside"
+	} else if err := w.git.SetAside(ctx, w.dir, aside); err != nil {
+		return "", fmt.Errorf("%v; setting it aside: %w", we, err)
+	}
+	tip, ok, err := w.knownTip(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		if tip, err = w.git.Head(ctx); err != nil {
+			return "", err
+		}
+	}
+	if err := w.git.AddWorktree(ctx, w.dir, tip); err != nil {
+		return "", fmt.Errorf("%v; %s, but making the worktree again failed: %w", we, what, err)
+	}
+	return fmt.Sprintf("%s (%s; the worktree was made again)", we, what), nil
+}
