@@ -103,8 +103,9 @@
 // inserting tasks above, or reordering them: a "Phase N" heading is
 // "phase-N"; a box is the slug of its text (lowercase letters and digits
 // joined by "-", markdown punctuation dropped, cut at a word boundary near
-// 48 runes, "task" if nothing is left). A repeated id gets "-2", "-3", … in
-// file order. Rewording a task changes its id; a claim on the old id then
+// 48 runes or 64 bytes, "task" if nothing is left: with a suffix it stays
+// within the 80 bytes a task id may have once imported, dag.MaxIDBytes). A
+// repeated id gets "-2", "-3", … in file order. Rewording a task changes its id; a claim on the old id then
 // finds nothing (loop.ErrNotFound) rather than ticking the wrong box, which
 // is what position-based ids ("the 3rd box") would do after an insertion.
 //
