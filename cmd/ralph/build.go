@@ -226,8 +226,8 @@ func build(c *cli.Context, cfg appConfig) error {
 			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
 		}
 		view.workers = true
-		if claude.IsTerminal(cfg.stdout) {
-			view.board = newBoard(cfg.stdout, cfg.now, cfg.getenv)
+		if claude.IsTerminal(rawOut(cfg.stdout)) {
+			view.board = newBoard(rawOut(cfg.stdout), cfg.now, cfg.getenv)
 		}
 		traces, stopTraces := startTraces(c, cfg, workers)
 		defer stopTraces()
@@ -483,8 +483,10 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	}
 }
 
+// newBuildView prints to w; the Formatter writes under w's escaping
+// (rawOut), for its colours, and escapes what events carry itself.
 func newBuildView(w io.Writer) *buildView {
-	return &buildView{w: w, view: claude.NewFormatter(w)}
+	return &buildView{w: w, view: claude.NewFormatter(rawOut(w))}
 }
 
 // tap returns runner with every session's result handed to the view, so
