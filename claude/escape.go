@@ -32,17 +32,29 @@ func EscapeControls(s string) string {
 	return string(appendEscaped(append(make([]byte, 0, len(s)+16), s[:i]...), s[i:]))
 }
 
+// plain marks the bytes shown as they are without a second look: printable
+// ASCII, newline and tab. Scanning runs of them through a table is what
+// keeps the escaping cheap on large output (`task list --json`).
+var plain = func() (t [256]bool) {
+	for b := 0x20; b < 0x7f; b++ {
+		t[b] = true
+	}
+	t['\n'], t['\t'] = true, true
+	return t
+}()
+
 // firstControl returns the offset of the first byte of s that
 // EscapeControls escapes, or -1.
 func firstControl[T ~string | ~[]byte](s T) int {
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b < 0x20 && b != '\n' && b != '\t' || b == 0x7f {
-				return i
-			}
+	for i := 0; ; {
+		for i < len(s) && plain[s[i]] {
 			i++
-			continue
+		}
+		if i == len(s) {
+			return -1
+		}
+		if s[i] < utf8.RuneSelf {
+			return i // C0 or DEL
 		}
 		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && n == 1 || r < 0xA0 {
@@ -50,7 +62,6 @@ func firstControl[T ~string | ~[]byte](s T) int {
 		}
 		i += n
 	}
-	return -1
 }
 
 // appendEscaped appends s to dst as EscapeControls shows it.
@@ -59,11 +70,11 @@ func appendEscaped[T ~string | ~[]byte](dst []byte, s T) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
+		if plain[b] {
+			i++
+			continue
+		}
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != 0x7f || b == '\n' || b == '\t' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\a':
