@@ -359,7 +359,7 @@ func TestAttackTextIsSandbox(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if len(tt.args) > 0 {
-				needBwrap(t)
+				textNeedsBwrap(t)
 			}
 			agent, _ := fakeAgentPath(t, agentEnvFile)
 			e := newProject(t, tt.userEnv)
@@ -378,9 +378,9 @@ func TestAttackTextIsSandbox(t *testing.T) {
 	}
 }
 
-// needBwrap skips a sandbox test where bubblewrap is missing (fails under
+// textNeedsBwrap skips a sandbox test where bubblewrap is missing (fails under
 // CI=true).
-func needBwrap(t *testing.T) {
+func textNeedsBwrap(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -426,7 +426,7 @@ func TestAttackTextRootRefusal(t *testing.T) {
 	}
 
 	t.Run("with --sandbox", func(t *testing.T) {
-		needBwrap(t)
+		textNeedsBwrap(t)
 		r := e.run("build", "--use-api-key", "--sandbox")
 		if r.code != 0 || e.show("t-1").Status != "done" {
 			t.Fatalf("build --sandbox: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
