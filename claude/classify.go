@@ -73,12 +73,15 @@ type Ending struct {
 	StoppedAfterResult bool
 	// Now is the time of classification, to resolve "resets 6:30pm" texts.
 	Now time.Time
+	// Stderr is the tail of what the agent wrote on standard error.
+	Stderr string
 }
 
 // Classify turns what a session said and how its process ended into a
 // RunResult with its Class. It reads structured fields only: the result
 // line's is_error, subtype, terminal_reason, api_error_status and text, and
-// rate_limit_event statuses — never tool output.
+// rate_limit_event statuses — never tool output; and, for a session that
+// printed nothing on its stream, its exit code and standard error.
 //
 // The order of the checks: a stop ordered by ralph (cancel, wall or idle
 // timeout) wins, since the agent's own account of an interrupted run (exit
@@ -124,6 +127,9 @@ func Classify(s *Session, e Ending) loop.RunResult {
 	}
 	if s.Result == nil {
 		res.Class = loop.ClassCrashed
+		if refusedAsRoot(s, e) {
+			res.Class, res.Text = loop.ClassRefused, RootRefusal
+		}
 		return res
 	}
 	switch r := s.Result; {
@@ -145,6 +151,35 @@ func Classify(s *Session, e Ending) loop.RunResult {
 		res.Class = loop.ClassAgentError
 	}
 	return res
+}
+
+// rootRefusalLine is how Claude Code (2.1.330) refuses
+// --dangerously-skip-permissions run as root (effective uid 0) when
+// IS_SANDBOX is not "1" (nor CLAUDE_CODE_BUBBLEWRAP set): this line alone
+// on standard error, then exit code 1, before any stream line.
+const rootRefusalLine = "--dangerously-skip-permissions cannot be used with root/sudo privileges"
+
+// RootRefusal is the Text of a ClassRefused result: Claude Code's refusal
+// to skip permissions as root, and what to change.
+const RootRefusal = "Claude Code refuses to skip permissions as root outside a sandbox " +
+	"(\"--dangerously-skip-permissions cannot be used with root/sudo privileges\"): " +
+	"run ralph with --sandbox, or as a user other than root, " +
+	"or with IS_SANDBOX=1 in its environment if this machine is itself a sandbox (a container or VM you can throw away)"
+
+// refusedAsRoot reports whether a session that ended without a result was
+// Claude Code's refusal to skip permissions as root: exit code 1, nothing
+// at all on its stream, and the refusal as a whole line of its standard
+// error (which carries the CLI's own messages, never tool output).
+func refusedAsRoot(s *Session, e Ending) bool {
+	if e.ExitCode != 1 || s.Result != nil || s.SessionID != "" || s.LastText != "" || s.Rejected != nil || s.Malformed > 0 {
+		return false
+	}
+	for _, l := range strings.Split(e.Stderr, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), rootRefusalLine) {
+			return true
+		}
+	}
+	return false
 }
 
 var (

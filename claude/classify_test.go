@@ -2,6 +2,7 @@ package claude
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,6 +189,51 @@ func TestDescribe(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, Describe(tt.res)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestClassifyRootRefusal: Claude Code's refusal to skip permissions as
+// root (2.1.330: the line below on stderr, exit 1, nothing on stdout) is
+// ClassRefused with words that say what to do; the same words anywhere
+// else — in a stream, after a session started, with another exit code —
+// are not.
+func TestClassifyRootRefusal(t *testing.T) {
+	const refusal = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n"
+	started := &Session{SessionID: "s-1", Model: "claude-sonnet"}
+	tests := []struct {
+		name string
+		sess *Session
+		end  Ending
+		want loop.ErrorClass
+	}{
+		{"the refusal", &Session{}, Ending{ExitCode: 1, Stderr: refusal}, loop.ClassRefused},
+		{"after other stderr lines", &Session{}, Ending{ExitCode: 1, Stderr: "warning: Node 20 is old\n" + refusal}, loop.ClassRefused},
+		{"another exit code", &Session{}, Ending{ExitCode: 3, Stderr: refusal}, loop.ClassCrashed},
+		{"a session that started", started, Ending{ExitCode: 1, Stderr: refusal}, loop.ClassCrashed},
+		{"the words inside another line", &Session{}, Ending{ExitCode: 1, Stderr: "echo " + refusal}, loop.ClassCrashed},
+		{"a plain crash", &Session{}, Ending{ExitCode: 1, Stderr: "Error: something broke\n"}, loop.ClassCrashed},
+		{"a cancel wins", &Session{}, Ending{ExitCode: 1, Stderr: refusal, Cancelled: true}, loop.ClassCancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Classify(tt.sess, tt.end)
+			if res.Class != tt.want {
+				t.Fatalf("class %s, want %s", res.Class, tt.want)
+			}
+			if !res.IsError {
+				t.Error("IsError false")
+			}
+			if tt.want == loop.ClassRefused {
+				if diff := cmp.Diff(RootRefusal, res.Text); diff != "" {
+					t.Errorf("Text (-want +got):\n%s", diff)
+				}
+				for _, what := range []string{"--sandbox", "other than root", "IS_SANDBOX=1"} {
+					if !strings.Contains(Describe(res), what) {
+						t.Errorf("Describe does not say %q: %s", what, Describe(res))
+					}
+				}
 			}
 		})
 	}

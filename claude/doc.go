@@ -55,10 +55,26 @@
 //
 // Environment. ralph's own environment, then RunRequest.Env on top (a later
 // entry wins), without CLAUDECODE (Claude Code refuses to nest) and without
-// ANTHROPIC_API_KEY unless RunRequest.UseAPIKey — even when RunRequest.Env
-// names it — plus IS_SANDBOX=1 when sandboxed (as root the CLI refuses to
-// skip permissions otherwise). APIKeyNotice gives the once-per-run notice
-// the CLI prints about the key, kept or removed.
+// ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (a bearer token for the API,
+// billed per token like the key) unless RunRequest.UseAPIKey — even when
+// RunRequest.Env names them. CLAUDE_CODE_OAUTH_TOKEN, a subscriber's own
+// login, is kept. APIKeyNotice gives the once-per-run notice the CLI
+// prints about them, kept or removed, naming those that are set.
+//
+// IS_SANDBOX is an honest hand-over (DESIGN §13): the runner sets
+// IS_SANDBOX=1 only when the agent runs in ralph's sandbox
+// (Runner.Sandbox), and otherwise passes on what ralph's environment (or
+// RunRequest.Env) says. As root, Claude Code refuses
+// --dangerously-skip-permissions (a work session, RunRequest.Sandboxed)
+// unless IS_SANDBOX is "1": 2.1.330 writes "--dangerously-skip-permissions
+// cannot be used with root/sudo privileges for security reasons" on
+// stderr and exits 1 before its first stream line. Classify recognises
+// exactly that — exit code 1, an empty stream, the line on stderr, never
+// tool output — as loop.ClassRefused, with RootRefusal as the result's
+// text: run with --sandbox, as another user, or with IS_SANDBOX=1 when the
+// machine is itself a sandbox. The loop stops at once (exit 4) instead of
+// retrying what would be refused again. The verifier skips no permission
+// and is not refused.
 //
 // A result ends the session (DESIGN §8). Once the result line is read, the
 // agent has Runner.ResultGrace (default 5 s: Claude Code takes up to about

@@ -34,7 +34,7 @@ func e2eRequest(t testing.TB, api *claudetest.API) loop.RunRequest {
 		UseAPIKey: true,
 		LogPath:   filepath.Join(t.TempDir(), "iter-1.ndjson"),
 		Timeout:   60 * time.Second,
-		Env:       api.Env(t.TempDir()),
+		Env:       append(api.Env(t.TempDir()), claudetest.IsSandbox), // Sandboxed, as root
 	}
 }
 
@@ -106,6 +106,37 @@ func TestE2EToolCallThenDone(t *testing.T) {
 	reqs := api.Requests()
 	if len(reqs) == 0 || !strings.Contains(reqs[0].UserText(), "Do task t-1.") {
 		t.Errorf("the first API request does not carry the prompt")
+	}
+}
+
+// TestE2ERootRefusal: as root, outside ralph's sandbox and without
+// IS_SANDBOX=1 in its environment, the real CLI refuses
+// --dangerously-skip-permissions (DESIGN §13, "Honest hand-over to the
+// agent"): the runner reports ClassRefused in words that say what to do,
+// and nothing reached the API. The verifier's session, which skips no
+// permission, runs.
+func TestE2ERootRefusal(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("Claude Code refuses only root")
+	}
+	api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply { return claudetest.Text("<verify-pass/>") })
+	t.Setenv(EnvIsSandbox, "")
+	os.Unsetenv(EnvIsSandbox) // t.Setenv restores it afterwards
+	req := e2eRequest(t, api)
+	req.Env = api.Env(t.TempDir()) // without claudetest.IsSandbox
+	res, _ := runReal(t, t.Context(), api, req)
+	if res.Class != loop.ClassRefused || res.Text != RootRefusal {
+		t.Fatalf("class %s: %s\nstderr: %s", res.Class, Describe(res), res.Stderr)
+	}
+	if n := len(api.Requests()); n != 0 {
+		t.Errorf("%d requests reached the API", n)
+	}
+
+	req = e2eRequest(t, api)
+	req.Env = api.Env(t.TempDir())
+	req.Sandboxed, req.Tools = false, loop.VerifierTools
+	if res, _ := runReal(t, t.Context(), api, req); res.Class != loop.ClassSuccess {
+		t.Fatalf("the verifier's session: class %s: %s", res.Class, Describe(res))
 	}
 }
 
@@ -350,7 +381,7 @@ func BenchmarkRunOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		cmd := exec.Command(path, Args(req, spFile)...)
-		cmd.Dir, cmd.Env = req.Dir, Env(os.Environ(), req)
+		cmd.Dir, cmd.Env = req.Dir, Env(os.Environ(), req, false)
 		cmd.Stdin, cmd.Stdout = strings.NewReader(req.Prompt), io.Discard
 		t0 := time.Now()
 		if err := cmd.Run(); err != nil {

@@ -32,6 +32,10 @@ const (
 // tool calls with their key argument, failed tools' first lines, API
 // retries and rate-limit warnings, and a footer per run. Colour is used only
 // when Color is set; NewFormatter sets it for terminals without NO_COLOR.
+// Everything an event carries is shown with its control characters
+// escaped (EscapeControls): the agent's words reach the terminal as text,
+// never as escape sequences it would obey; the only sequences written are
+// the Formatter's own colours.
 // A Formatter is safe for concurrent use; its Event method can be a
 // RunRequest's OnEvent.
 type Formatter struct {
@@ -66,7 +70,9 @@ func IsTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// style escapes s (see EscapeControls) and colours it with code.
 func (f *Formatter) style(code, s string) string {
+	s = EscapeControls(s)
 	if !f.Color || s == "" {
 		return s
 	}
@@ -79,7 +85,8 @@ func (f *Formatter) printf(format string, args ...any) {
 
 // text writes s, which may be huge (an agent's answer), styled with code
 // ("" for none) and followed by a newline, without copying it: fmt would
-// build the whole line in a buffer of its own first.
+// build the whole line in a buffer of its own first, and EscapeControls a
+// copy; an EscapeWriter escapes it a chunk at a time.
 func (f *Formatter) text(code, s string) {
 	if len(s) < 64<<10 {
 		f.printf("%s\n", f.style(code, s)) // one write
@@ -89,7 +96,9 @@ func (f *Formatter) text(code, s string) {
 		code = ""
 	}
 	_, _ = io.WriteString(f.w, code)
-	_, _ = io.WriteString(f.w, s)
+	esc := NewEscapeWriter(f.w)
+	_, _ = io.WriteString(esc, s)
+	_ = esc.Flush()
 	if code != "" {
 		_, _ = io.WriteString(f.w, ansiReset)
 	}
@@ -116,7 +125,7 @@ func (f *Formatter) Event(ev loop.Event) {
 			f.text(ansiDim, strings.TrimSpace(ev.Text))
 		}
 	case loop.EventToolUse:
-		f.printf("%s %s\n", f.style(ansiCyan, "> "+ev.Tool), shorten(ev.Input, argWidth))
+		f.printf("%s %s\n", f.style(ansiCyan, "> "+ev.Tool), EscapeControls(shorten(ev.Input, argWidth)))
 	case loop.EventToolResult:
 		if !ev.IsError {
 			return

@@ -127,6 +127,48 @@ func TestFormatterEvents(t *testing.T) {
 	}
 }
 
+// TestFormatterEscapes: what the agent writes reaches the view as text —
+// a screen clear, an OSC 52 clipboard write, a C1 CSI — in every kind of
+// event, huge texts included; with colour on, the only escape sequences
+// are the view's own colours.
+func TestFormatterEscapes(t *testing.T) {
+	const attack = "\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\u009b1;1H\rok"
+	const shown = `\x1b[2J\x1b]52;c;cm0gLXJmIH4=\a\u009b1;1H\rok`
+	huge := strings.Repeat("padding ", 10_000) + attack
+	events := []loop.Event{
+		{Kind: loop.EventInit, SessionID: attack, Model: attack},
+		{Kind: loop.EventText, Text: attack},
+		{Kind: loop.EventText, Text: huge},
+		{Kind: loop.EventThinking, Text: attack},
+		{Kind: loop.EventToolUse, Tool: attack, Input: attack},
+		{Kind: loop.EventToolResult, Tool: attack, IsError: true, Text: attack},
+		{Kind: loop.EventSystem, Subtype: "api_retry", Text: attack},
+		{Kind: loop.EventRateLimit, Subtype: "rejected", Text: attack},
+		{Kind: loop.EventResult, IsError: true, Text: attack + " again"},
+		{Kind: loop.EventMalformed, Text: attack},
+		{Kind: loop.EventStderr, Text: attack},
+	}
+	for _, color := range []bool{false, true} {
+		var buf bytes.Buffer
+		fm := NewFormatter(&buf)
+		fm.Color, fm.Thinking = color, true
+		for _, ev := range events {
+			fm.Event(ev)
+		}
+		fm.Footer(loop.RunResult{Class: loop.ClassAgentError, IsError: true, Text: attack})
+		got := buf.String()
+		for _, c := range []string{ansiReset, ansiDim, ansiRed, ansiGreen, ansiYellow, ansiCyan} {
+			got = strings.ReplaceAll(got, c, "")
+		}
+		if i := firstControl(got); i >= 0 {
+			t.Fatalf("colour %v: a control character reached the view at %d: %q", color, i, got[max(0, i-40):min(len(got), i+40)])
+		}
+		if n := strings.Count(got, shown); n < len(events) {
+			t.Errorf("colour %v: the attack shown escaped %d times, want at least %d:\n%s", color, n, len(events), got)
+		}
+	}
+}
+
 func ExampleFormatter() {
 	fm := NewFormatter(os.Stdout) // plain: os.Stdout is not a terminal here
 	fm.Event(loop.Event{Kind: loop.EventText, Text: "I'll run the tests."})

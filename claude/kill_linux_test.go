@@ -167,7 +167,7 @@ func TestE2EKillNineLeavesNoAgent(t *testing.T) {
 	})
 	host := isolateHost(t)
 	t.Setenv("TMPDIR", t.TempDir())
-	agentEnv, _ := json.Marshal(api.Env(t.TempDir()))
+	agentEnv, _ := json.Marshal(append(api.Env(t.TempDir()), claudetest.IsSandbox)) // a work session, as root
 	parent := exec.Command(os.Args[0])
 	parent.Dir = t.TempDir()
 	parent.Env = append(os.Environ(), fakeAgentEnv+"=ralph-parent", "GORACE=atexit_sleep_ms=0",

@@ -68,10 +68,11 @@ var _ loop.Runner = (*Runner)(nil)
 
 // The environment variables LookPath and Env look at.
 const (
-	EnvClaude     = "RALPH_CLAUDE"      // the agent executable, when --claude is not given
-	EnvAPIKey     = "ANTHROPIC_API_KEY" // removed from the agent's environment unless UseAPIKey
-	EnvClaudeCode = "CLAUDECODE"        // set inside Claude Code sessions; always removed
-	EnvIsSandbox  = "IS_SANDBOX"        // lets --dangerously-skip-permissions run as root
+	EnvClaude     = "RALPH_CLAUDE"         // the agent executable, when --claude is not given
+	EnvAPIKey     = "ANTHROPIC_API_KEY"    // removed from the agent's environment unless UseAPIKey
+	EnvAuthToken  = "ANTHROPIC_AUTH_TOKEN" // a bearer token for the API, billed per token like the key: removed with it
+	EnvClaudeCode = "CLAUDECODE"           // set inside Claude Code sessions; always removed
+	EnvIsSandbox  = "IS_SANDBOX"           // "1" lets --dangerously-skip-permissions run as root: set only in ralph's sandbox
 )
 
 // installHint says how to get or point to the agent.
@@ -133,37 +134,46 @@ func Args(req loop.RunRequest, systemPromptFile string) []string {
 
 // Env returns the agent's environment: base (ralph's own, os.Environ())
 // with req.Env on top (later entries win), without CLAUDECODE, without
-// ANTHROPIC_API_KEY unless req.UseAPIKey, and with IS_SANDBOX=1 when the
-// request is sandboxed (Claude Code refuses to skip permissions as root
-// otherwise).
-func Env(base []string, req loop.RunRequest) []string {
+// ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN unless req.UseAPIKey, and
+// with IS_SANDBOX=1 when inSandbox: the agent runs in ralph's sandbox
+// (Runner.Sandbox), which is what the variable tells Claude Code. Outside
+// it IS_SANDBOX is what base and req.Env make it: as root, Claude Code
+// then refuses --dangerously-skip-permissions unless the user's own
+// environment says the machine is a sandbox (DESIGN §13, "Honest
+// hand-over to the agent"); Classify reports that refusal as ClassRefused.
+func Env(base []string, req loop.RunRequest, inSandbox bool) []string {
 	extra := req.Env
-	if req.Sandboxed {
+	if inSandbox {
 		extra = append(extra[:len(extra):len(extra)], EnvIsSandbox+"=1")
 	}
 	return agentproc.Environ(base, extra, func(k string) bool {
-		return k == EnvClaudeCode || k == EnvAPIKey && !req.UseAPIKey
+		return k == EnvClaudeCode || (k == EnvAPIKey || k == EnvAuthToken) && !req.UseAPIKey
 	})
 }
 
 // APIKeyNotice returns the notice the CLI prints once per run about
-// ANTHROPIC_API_KEY (DESIGN §4), given ralph's environment (os.Environ())
-// and --use-api-key; "" when there is nothing to say (no key, not asked to
-// use one).
+// ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (DESIGN §4), given ralph's
+// environment (os.Environ()) and --use-api-key; "" when there is nothing
+// to say (neither set, not asked to use them). It names the ones that are
+// set.
 func APIKeyNotice(env []string, useAPIKey bool) string {
-	set := false
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, EnvAPIKey+"="); ok && v != "" {
-			set = true
+	var set []string
+	for _, k := range []string{EnvAPIKey, EnvAuthToken} {
+		if agentproc.Getenv(env, k) != "" {
+			set = append(set, k)
 		}
 	}
+	names, verb, them := strings.Join(set, " and "), "is", "that key"
+	if len(set) > 1 {
+		verb, them = "are", "them"
+	}
 	switch {
-	case set && useAPIKey:
-		return "note: ANTHROPIC_API_KEY is passed to the agent (--use-api-key): usage is billed per token to that key"
-	case set:
-		return "note: ANTHROPIC_API_KEY is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use the key)"
+	case len(set) > 0 && useAPIKey:
+		return "note: " + names + " " + verb + " passed to the agent (--use-api-key): usage is billed per token to " + them
+	case len(set) > 0:
+		return "note: " + names + " " + verb + " set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use " + them + ")"
 	case useAPIKey:
-		return "note: --use-api-key given but ANTHROPIC_API_KEY is not set; the agent uses its own login"
+		return "note: --use-api-key given but neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; the agent uses its own login"
 	}
 	return ""
 }
@@ -212,7 +222,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 
 	var sess Session
-	env := Env(os.Environ(), req)
+	env := Env(os.Environ(), req, r.Sandbox != nil)
 	exit, err := agentproc.Run(ctx, agentproc.Spec{
 		Name:        "claude",
 		Path:        path,
@@ -255,7 +265,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 
 	termed := exit.Stop != agentproc.StopNone
-	end := Ending{ExitCode: exit.ExitCode, Now: r.now(), StoppedAfterResult: exit.AfterResult && termed}
+	end := Ending{ExitCode: exit.ExitCode, Now: r.now(), StoppedAfterResult: exit.AfterResult && termed, Stderr: exit.Stderr}
 	switch {
 	case exit.AfterResult:
 		// The agent had finished: whatever stopped it afterwards, its

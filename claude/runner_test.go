@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,7 +106,7 @@ func fakeAgent(mode string) int {
 		stdin, _ := io.ReadAll(os.Stdin)
 		report := map[string]any{"stdin": string(stdin), "args": os.Args[1:]}
 		env := map[string]string{}
-		for _, k := range []string{"CLAUDECODE", "ANTHROPIC_API_KEY", "RALPH_AGENT_ID", "RALPH_TASK_ID", "IS_SANDBOX", "RALPH_TEST_INHERITED"} {
+		for _, k := range []string{"CLAUDECODE", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "RALPH_AGENT_ID", "RALPH_TASK_ID", "IS_SANDBOX", "RALPH_TEST_INHERITED"} {
 			if v, ok := os.LookupEnv(k); ok {
 				env[k] = v
 			}
@@ -368,6 +369,7 @@ func TestRunEcho(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv("CLAUDECODE", "1")
 	t.Setenv("ANTHROPIC_API_KEY", "sk-secret")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "bearer-secret")
 	t.Setenv("RALPH_TEST_INHERITED", "yes")
 	t.Setenv(EnvIsSandbox, "")
 	os.Unsetenv(EnvIsSandbox)                                                           // t.Setenv restores it afterwards
@@ -383,19 +385,21 @@ func TestRunEcho(t *testing.T) {
 		wantStdin string
 	}{
 		{
-			name:      "plain: key removed, RALPH_* passed, prompt on stdin",
+			name:      "plain: key and token removed, RALPH_* passed, prompt on stdin",
 			edit:      func(r *loop.RunRequest) { r.Env = append(r.Env, "RALPH_AGENT_ID=agent-0123abcd", "RALPH_TASK_ID=t-1") },
 			wantEnv:   map[string]string{"RALPH_AGENT_ID": "agent-0123abcd", "RALPH_TASK_ID": "t-1", "RALPH_TEST_INHERITED": "yes"},
 			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet"},
 			wantStdin: "do the thing",
 		},
 		{
-			name: "use api key, sandboxed, tools ignored, max turns",
+			// Skipping permissions outside ralph's sandbox: no IS_SANDBOX
+			// (as root, Claude Code would refuse; this stand-in does not).
+			name: "use api key, skip permissions, tools ignored, max turns",
 			edit: func(r *loop.RunRequest) {
 				r.UseAPIKey, r.Sandboxed, r.Tools, r.MaxTurns = true, true, []string{"Bash"}, 7
 				r.Env = append(r.Env, "CLAUDECODE=again")
 			},
-			wantEnv:   map[string]string{"ANTHROPIC_API_KEY": "sk-secret", "IS_SANDBOX": "1", "RALPH_TEST_INHERITED": "yes"},
+			wantEnv:   map[string]string{"ANTHROPIC_API_KEY": "sk-secret", "ANTHROPIC_AUTH_TOKEN": "bearer-secret", "RALPH_TEST_INHERITED": "yes"},
 			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--dangerously-skip-permissions", "--max-turns", "7"},
 			wantStdin: "do the thing",
 		},
@@ -415,7 +419,7 @@ func TestRunEcho(t *testing.T) {
 			edit: func(r *loop.RunRequest) {
 				r.Sandboxed, r.SystemPrompt, r.ReplaceSystemPrompt = true, bigPrompt, true
 			},
-			wantEnv:   map[string]string{"IS_SANDBOX": "1", "RALPH_TEST_INHERITED": "yes"},
+			wantEnv:   map[string]string{"RALPH_TEST_INHERITED": "yes"},
 			wantArgs:  []string{"-p", "--verbose", "--output-format", "stream-json", "--no-session-persistence", "--model", "sonnet", "--system-prompt-file", "FILE", "--dangerously-skip-permissions"},
 			wantSP:    true,
 			wantStdin: "do the thing",
@@ -798,18 +802,67 @@ func TestAPIKeyNotice(t *testing.T) {
 		name string
 		env  []string
 		use  bool
-		want string // a part of the notice; "" for none
+		want string // "" for none
 	}{
-		{"key set, removed", []string{"ANTHROPIC_API_KEY=sk"}, false, "not passed to the agent"},
-		{"key set, kept", []string{"ANTHROPIC_API_KEY=sk"}, true, "billed per token"},
-		{"no key, asked to use it", nil, true, "not set"},
-		{"no key", []string{"HOME=/root"}, false, ""},
+		{"key set, removed", []string{"ANTHROPIC_API_KEY=sk"}, false,
+			"note: ANTHROPIC_API_KEY is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
+		{"key set, kept", []string{"ANTHROPIC_API_KEY=sk"}, true,
+			"note: ANTHROPIC_API_KEY is passed to the agent (--use-api-key): usage is billed per token to that key"},
+		{"token set, removed", []string{"ANTHROPIC_AUTH_TOKEN=tok"}, false,
+			"note: ANTHROPIC_AUTH_TOKEN is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
+		{"both set, removed", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok"}, false,
+			"note: ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use them)"},
+		{"both set, kept", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok"}, true,
+			"note: ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are passed to the agent (--use-api-key): usage is billed per token to them"},
+		{"an empty one is not set", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN="}, false,
+			"note: ANTHROPIC_API_KEY is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
+		{"none, asked to use them", nil, true,
+			"note: --use-api-key given but neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; the agent uses its own login"},
+		{"none", []string{"HOME=/root"}, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := APIKeyNotice(tt.env, tt.use)
-			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-				t.Errorf("got %q, want a notice containing %q", got, tt.want)
+			if diff := cmp.Diff(tt.want, APIKeyNotice(tt.env, tt.use)); diff != "" {
+				t.Errorf("notice (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEnv: what the agent's environment keeps of ralph's and of the
+// request's, and IS_SANDBOX=1 only in ralph's sandbox (DESIGN §13,
+// "Honest hand-over to the agent").
+func TestEnv(t *testing.T) {
+	base := []string{"HOME=/h", "CLAUDECODE=1", "ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok", "CLAUDE_CODE_OAUTH_TOKEN=login"}
+	tests := []struct {
+		name      string
+		base      []string
+		req       loop.RunRequest
+		inSandbox bool
+		want      []string
+	}{
+		{"outside the sandbox: no IS_SANDBOX, key and token removed", base, loop.RunRequest{Sandboxed: true}, false,
+			[]string{"HOME=/h", "CLAUDE_CODE_OAUTH_TOKEN=login"}},
+		{"in ralph's sandbox: IS_SANDBOX=1", base, loop.RunRequest{Sandboxed: true}, true,
+			[]string{"HOME=/h", "CLAUDE_CODE_OAUTH_TOKEN=login", "IS_SANDBOX=1"}},
+		{"the verifier in the sandbox is in it too", base, loop.RunRequest{Tools: loop.VerifierTools}, true,
+			[]string{"HOME=/h", "CLAUDE_CODE_OAUTH_TOKEN=login", "IS_SANDBOX=1"}},
+		{"the user's own IS_SANDBOX is kept", append(base, "IS_SANDBOX=1"), loop.RunRequest{Sandboxed: true}, false,
+			[]string{"HOME=/h", "CLAUDE_CODE_OAUTH_TOKEN=login", "IS_SANDBOX=1"}},
+		{"the sandbox's wins over the user's", append(base, "IS_SANDBOX=yes"), loop.RunRequest{Sandboxed: true}, true,
+			[]string{"HOME=/h", "CLAUDE_CODE_OAUTH_TOKEN=login", "IS_SANDBOX=1"}},
+		{"--use-api-key keeps both", base, loop.RunRequest{UseAPIKey: true}, false,
+			[]string{"HOME=/h", "ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok", "CLAUDE_CODE_OAUTH_TOKEN=login"}},
+		{"the request cannot put the token back", base, loop.RunRequest{Env: []string{"ANTHROPIC_AUTH_TOKEN=again", "RALPH_TASK_ID=t-1"}}, false,
+			[]string{"HOME=/h", "CLAUDE_CODE_OAUTH_TOKEN=login", "RALPH_TASK_ID=t-1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Env(tt.base, tt.req, tt.inSandbox)
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tt.want))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
 			}
 		})
 	}

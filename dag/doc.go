@@ -151,7 +151,12 @@
 //     (inside it), and by reads when an indexed look-up finds one; each is
 //     logged as kind lease-expired naming the old holder.
 //   - Add refuses a done parent (a done task takes no new subtasks), blank
-//     titles, and ids with spaces or control characters.
+//     titles, and ids that cannot be ids: longer than MaxIDBytes (80
+//     bytes: an id names git branches, ralph/task/<id>, where every byte
+//     but a letter, a digit, '-' and '_' is written %XX, and a ref's
+//     path component is a file name of at most 255 bytes — DESIGN §13,
+//     "Text is data"), not UTF-8, or with spaces or control characters.
+//     Import refuses them the same way, naming the line, and adds nothing.
 //   - Import keeps statuses (in_progress becomes pending), computes
 //     readiness from them, writes no log entries, requires named features
 //     to exist, and names the input line of the first offending task.

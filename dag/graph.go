@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -33,7 +34,8 @@ type AddParams struct {
 // Add creates a pending task and returns it.
 // Errors: ErrDuplicateID, loop.ErrNotFound (parent or blocker),
 // loop.ErrFeatureNotFound, ErrCycle, or a plain error for a blank title or
-// an id with spaces.
+// an id that cannot be one (checkID: longer than MaxIDBytes, not UTF-8,
+// with spaces or control characters).
 func (s *Store) Add(ctx context.Context, p AddParams) (loop.Task, error) {
 	if strings.TrimSpace(p.Title) == "" {
 		return loop.Task{}, errors.New("dag: a task needs a title")
@@ -96,11 +98,27 @@ func (s *Store) Add(ctx context.Context, p AddParams) (loop.Task, error) {
 	return task, err
 }
 
-// checkID refuses ids that would not survive a command line or a JSON line
-// intact: empty, or with spaces or control characters.
+// MaxIDBytes is the length of the longest task id, in bytes. An id names
+// git branches, ralph/task/<id> and ralph/attempt/<id>/<n> (DESIGN §9),
+// where parallel.RefName writes every byte but a letter, a digit, '-' and
+// '_' as %XX: an id of 80 bytes is at most 240 bytes there, one path
+// component, within the 255 bytes a file name may have (a loose ref is a
+// file, and git writes it as <name>.lock first).
+const MaxIDBytes = 80
+
+// checkID refuses ids that would not survive a command line, a JSON line
+// or a git ref name intact: empty, longer than MaxIDBytes, not UTF-8, or
+// with spaces or control characters.
 func checkID(id string) error {
 	if id == "" {
 		return errors.New("dag: empty task id")
+	}
+	if len(id) > MaxIDBytes {
+		return fmt.Errorf("dag: task id %q is %d bytes long: ids are at most %d bytes (an id names git branches, ralph/task/<id>)",
+			idHead(id), len(id), MaxIDBytes)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("dag: task id %q is not UTF-8", id)
 	}
 	for _, r := range id {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
@@ -108,6 +126,15 @@ func checkID(id string) error {
 		}
 	}
 	return nil
+}
+
+// idHead is the start of an id too long to quote whole, with an ellipsis.
+func idHead(id string) string {
+	n := 32
+	for n > 0 && !utf8.RuneStart(id[n]) {
+		n--
+	}
+	return id[:n] + "…"
 }
 
 func (t *txn) exists(id string) (bool, error) {

@@ -31,17 +31,23 @@ type ImportTask struct {
 // where names a batch task in an error: "line 7: task t-3".
 func (p ImportTask) where(i int) string {
 	var b strings.Builder
-	if p.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", p.Line)
-	} else {
-		fmt.Fprintf(&b, "task #%d: ", i+1)
-	}
+	b.WriteString(p.place(i))
+	b.WriteString(": ")
 	if p.ID != "" {
 		fmt.Fprintf(&b, "task %s", p.ID)
 	} else {
 		fmt.Fprintf(&b, "task %q", p.Title)
 	}
 	return b.String()
+}
+
+// place is where a batch task is, without its id: "line 7", or "task #3"
+// (the i-th of the batch) when it has no line.
+func (p ImportTask) place(i int) string {
+	if p.Line > 0 {
+		return fmt.Sprintf("line %d", p.Line)
+	}
+	return fmt.Sprintf("task #%d", i+1)
 }
 
 // quietError reads as its message alone but still matches the errors it

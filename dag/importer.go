@@ -268,7 +268,8 @@ func (im *importer) check() error {
 		}
 		if task.ID != "" {
 			if err := checkID(task.ID); err != nil {
-				return fmt.Errorf("%s: %w", task.where(im.n), err)
+				// The error quotes the id (its start, when too long).
+				return fmt.Errorf("%s: %w", task.place(im.n), err)
 			}
 			if j := im.ids.find(task.ID); j >= 0 {
 				return fmt.Errorf("%s: %w (also %s)", task.where(im.n), ErrDuplicateID, strings.TrimPrefix(im.where(j), "task "))

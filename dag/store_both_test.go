@@ -76,6 +76,21 @@ func TestErrorsChangeNothing(t *testing.T) {
 			}, nil, nil, "done"},
 			{"add blank title", func(s *dag.Store) error { _, err := s.Add(ctx, dag.AddParams{Title: "  "}); return err }, nil, nil, "title"},
 			{"add id with a space", func(s *dag.Store) error { _, err := s.Add(ctx, dag.AddParams{ID: "a b", Title: "x"}); return err }, nil, nil, "a b"},
+			// An id names git branches (ralph/task/<id>): 300 bytes would
+			// stop every --workers build with a ref too long.
+			{"add id too long", func(s *dag.Store) error {
+				_, err := s.Add(ctx, dag.AddParams{ID: strings.Repeat("x", 300), Title: "x"})
+				return err
+			}, nil, nil, "is 300 bytes long: ids are at most 80 bytes"},
+			{"add id of 81 bytes", func(s *dag.Store) error {
+				_, err := s.Add(ctx, dag.AddParams{ID: strings.Repeat("é", 40) + "x", Title: "x"})
+				return err
+			}, nil, nil, "is 81 bytes long"},
+			{"add id not UTF-8", func(s *dag.Store) error { _, err := s.Add(ctx, dag.AddParams{ID: "a\xffb", Title: "x"}); return err }, nil, nil, "not UTF-8"},
+			{"import with an id too long", func(s *dag.Store) error {
+				_, err := s.Import(ctx, []dag.ImportTask{{Line: 1, ID: "n1", Title: "n1"}, {Line: 2, ID: strings.Repeat("y", 300), Title: "n2"}})
+				return err
+			}, nil, nil, "line 2: dag: task id"},
 			{"complete a pending task", func(s *dag.Store) error { return s.Complete(ctx, loop.MoveParams{TaskID: "d", Message: ""}) }, nil, &te, "d"},
 			{"claim a done task", func(s *dag.Store) error {
 				_, err := s.Claim(ctx, loop.ClaimParams{TaskID: "done", Agent: "ag"})

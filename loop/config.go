@@ -113,7 +113,8 @@ type Config struct {
 	OnUsageLimit UsageLimitPolicy
 	// MaxWait bounds a usage-limit wait (0: DefaultMaxWait).
 	MaxWait time.Duration
-	// UseAPIKey keeps ANTHROPIC_API_KEY in the agent's environment.
+	// UseAPIKey keeps ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (and the
+	// other agents' API keys) in the agent's environment.
 	UseAPIKey bool
 	// AgentID identifies this run's claims: "agent-" + 8 hex digits,
 	// generated when empty.

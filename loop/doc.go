@@ -59,7 +59,12 @@
 //     failed instead: at most 1+MaxRetries runs.
 //   - Agent and gate trouble are counted in two separate streaks; a clean
 //     agent session resets the agent streak, a passing gate the gate
-//     streak. Troubled iterations count against MaxIterations.
+//     streak. Troubled iterations count against MaxIterations. An agent
+//     that refused to run as it is set up (ClassRefused: Claude Code
+//     skipping permissions as root outside a sandbox, DESIGN §13) stops
+//     the run at once with OutcomeAgentFailed, whatever MaxRetries: every
+//     retry would be refused the same way. The message is the runner's
+//     account, which says what to change.
 //   - Gates run only when the agent reported its task done (and the
 //     verifier passed): tests first, then the commit. Gate trouble releases
 //     the claim (no retry counted on the task). The test command is

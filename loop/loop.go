@@ -776,7 +776,7 @@ func (r *run) handle(ctx context.Context, n int, model string, task Task, res Ru
 	if !res.OK() {
 		why := troubleText(res)
 		r.releaseHeld(ctx, "agent trouble: "+why)
-		return IterAgentTrouble, why, r.agentTrouble(why)
+		return IterAgentTrouble, why, r.agentTrouble(res, why)
 	}
 
 	sig := sigil.Parse(res.Text)
@@ -1091,7 +1091,7 @@ func (r *run) verify(ctx context.Context, n int, model string, task Task, agentT
 		// The verifier could not judge: agent trouble, not the task's fault.
 		why := "verifier: " + troubleText(res)
 		r.releaseHeld(ctx, "agent trouble: "+why)
-		return verdictTrouble, why, r.agentTrouble(why)
+		return verdictTrouble, why, r.agentTrouble(res, why)
 	}
 	sig := sigil.Parse(res.Text)
 	v, why, word := verdictFail, "", "fail"
@@ -1117,9 +1117,13 @@ func (r *run) verify(ctx context.Context, n int, model string, task Task, agentT
 }
 
 // agentTrouble counts agent trouble; the (1+MaxRetries)-th in a row stops
-// the run.
-func (r *run) agentTrouble(why string) *stop {
+// the run. A refusal (ClassRefused) stops it at once: the agent refuses to
+// run as it is set up, and would refuse every retry the same way.
+func (r *run) agentTrouble(res RunResult, why string) *stop {
 	r.agentStreak++
+	if res.Class == ClassRefused {
+		return stopWith(OutcomeAgentFailed, "the agent refused to run: %s", why)
+	}
 	if r.agentStreak >= 1+r.cfg.MaxRetries {
 		return stopWith(OutcomeAgentFailed, "agent failed %d %s in a row: %s", r.agentStreak, plural(r.agentStreak, "time", "times"), why)
 	}
@@ -1524,6 +1528,10 @@ func (r *run) finish(ctx context.Context) {
 
 // troubleText describes agent trouble in one line.
 func troubleText(res RunResult) string {
+	if res.Class == ClassRefused && res.Text != "" {
+		// The runner's own account, whole: it says what to change.
+		return fold(res.Text)
+	}
 	s := string(res.Class)
 	if res.Class == "" {
 		s = "unknown"

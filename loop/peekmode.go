@@ -73,7 +73,7 @@ func (r *run) handlePeek(ctx context.Context, n int, res RunResult, claimable []
 		// Agent trouble never fails a task: what the agent holds goes back.
 		why := troubleText(res)
 		r.releaseAgent(ctx, "agent trouble: "+why)
-		return IterAgentTrouble, why, r.agentTrouble(why)
+		return IterAgentTrouble, why, r.agentTrouble(res, why)
 	}
 	status, why := IterSessionOK, ""
 	if left := r.agentTasks(ctx); len(left) > 0 {

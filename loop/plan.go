@@ -261,7 +261,7 @@ func (r *run) handlePlan(ctx context.Context, n int, res RunResult) (IterationSt
 	r.plan.complete = false
 	if !res.OK() {
 		why := troubleText(res)
-		return IterAgentTrouble, why, r.agentTrouble(why)
+		return IterAgentTrouble, why, r.agentTrouble(res, why)
 	}
 	sig := sigil.Parse(res.Text)
 	if sig.NextModel != "" {

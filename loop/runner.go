@@ -63,7 +63,8 @@ type RunRequest struct {
 	// Env holds extra KEY=VALUE entries on top of the inherited environment,
 	// such as the RALPH_* variables.
 	Env []string
-	// UseAPIKey keeps ANTHROPIC_API_KEY in the agent's environment; by
+	// UseAPIKey keeps ANTHROPIC_API_KEY (and ANTHROPIC_AUTH_TOKEN, and the
+	// other agents' API keys) in the agent's environment; by
 	// default it is removed.
 	UseAPIKey bool
 	// LogPath, if not empty, receives the raw agent stream as it arrives.
@@ -154,12 +155,17 @@ const (
 	ClassIdleTimeout ErrorClass = "idle_timeout" // no output for IdleTimeout; the agent was killed
 	ClassCrashed     ErrorClass = "crashed"      // exited without a result line (non-zero exit or none at all)
 	ClassCancelled   ErrorClass = "cancelled"    // the context was cancelled; the agent was stopped
+	// ClassRefused: the agent refused to run as it was set up (Claude Code
+	// skipping permissions as root outside a sandbox); running it again
+	// cannot help, so the loop stops at once (OutcomeAgentFailed). Text is
+	// the runner's account of the refusal and of what to change.
+	ClassRefused ErrorClass = "refused"
 )
 
 // ErrorClasses lists every class.
 func ErrorClasses() []ErrorClass {
 	return []ErrorClass{ClassSuccess, ClassAgentError, ClassUsageLimit, ClassAPIError, ClassAuth,
-		ClassMaxTurns, ClassTimeout, ClassIdleTimeout, ClassCrashed, ClassCancelled}
+		ClassMaxTurns, ClassTimeout, ClassIdleTimeout, ClassCrashed, ClassCancelled, ClassRefused}
 }
 
 // UsageLimit describes a rejected usage limit.
@@ -175,7 +181,8 @@ type UsageLimit struct {
 // RunResult is how a session ended and what it produced.
 type RunResult struct {
 	// Text is the final result text: the result line's text, else the last
-	// assistant text. Sigils are parsed from this alone.
+	// assistant text (for ClassRefused, the runner's account of the
+	// refusal). Sigils are parsed from this alone.
 	Text      string
 	ExitCode  int
 	IsError   bool

@@ -217,6 +217,15 @@ func NewAPI(t testing.TB, script func(Request) Reply) *API {
 	return a
 }
 
+// IsSandbox is the entry a test adds to the environment of the real CLI
+// when it runs it with --dangerously-skip-permissions (a work session)
+// outside ralph's sandbox: as root, Claude Code refuses that flag unless
+// IS_SANDBOX=1, and ralph sets the variable only inside its own sandbox
+// (claude.Env). The tests' machines (CI containers, throwaway VMs) are
+// sandboxes in that sense, which is what the entry says; Env leaves it
+// out, so that a test of ralph's own hand-over sees ralph's doing.
+const IsSandbox = "IS_SANDBOX=1"
+
 // Env is the environment of a hermetic CLI run against the API, on top of
 // the caller's: home is a throwaway HOME (and TMPDIR: the CLI leaves files
 // there); no telemetry, no retries, and nothing of the developer's own

@@ -159,7 +159,8 @@ func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop
 	return a.newRunner(root), a, nil
 }
 
-// apiKeyNotice prints what happens to ANTHROPIC_API_KEY (DESIGN §4).
+// apiKeyNotice prints what happens to ANTHROPIC_API_KEY and
+// ANTHROPIC_AUTH_TOKEN (DESIGN §4, §13).
 func apiKeyNotice(cfg appConfig, useAPIKey bool) {
 	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
 		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/dag"
 )
 
@@ -90,7 +91,9 @@ func runApp(ctx context.Context, app *cli.App, args []string, stderr io.Writer) 
 		return exitInterrupted
 	}
 	if msg := oneLine(err.Error()); msg != "" {
-		fmt.Fprintf(stderr, "ralph: %s\n", msg)
+		// stderr is the app's own, not escaping: the message quotes
+		// what it was given (ids, titles, lines of an import file).
+		fmt.Fprintf(stderr, "ralph: %s\n", claude.EscapeControls(msg))
 	}
 	var ce *codedError
 	if errors.As(err, &ce) {
@@ -124,6 +127,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 }
 
 func newAppConfig(cfg appConfig) *cli.App {
+	// What the commands print is shown with its control characters
+	// escaped (terminal.go); After writes what they held back.
+	out, errOut := terminalWriter(cfg.stdout), terminalWriter(cfg.stderr)
+	cfg.stdout, cfg.stderr = out, errOut
 	app := &cli.App{
 		Name:      "ralph",
 		Usage:     "run an AI coding agent in a loop against a plan of tasks",
@@ -160,6 +167,11 @@ func newAppConfig(cfg appConfig) *cli.App {
 		// Only run maps errors to exit codes; the default handler would
 		// call os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},
+		After: func(*cli.Context) error {
+			_ = out.Flush()
+			_ = errOut.Flush()
+			return nil
+		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("version") {
 				cli.ShowVersion(c)

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -120,7 +121,7 @@ func (b *board) row(worker string) *boardRow {
 func (b *board) log(worker, msg string) {
 	b.erase()
 	// Messages wrap as they must; only the board's own lines are cut.
-	fmt.Fprintf(b.w, "[%s] %s\n", worker, msg)
+	fmt.Fprintf(b.w, "[%s] %s\n", claude.EscapeControls(worker), claude.EscapeControls(msg))
 	b.draw()
 }
 
@@ -147,7 +148,9 @@ func (b *board) draw() {
 			line += r.task + " · " + now.Sub(r.since).Round(time.Second).String()
 		}
 		line += " · " + r.event
-		s.WriteString(cut(line, b.width))
+		// The board writes its own escape sequences: what it shows of
+		// tasks and agents is escaped here (terminal.go).
+		s.WriteString(cut(claude.EscapeControls(line), b.width))
 		s.WriteString("\x1b[K\n")
 	}
 	io.WriteString(b.w, s.String())

@@ -51,7 +51,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.Float64Flag{Name: "max-cost", Usage: "stop before an iteration once this run has spent `USD` (0: no budget)"},
 			&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `POLICY`: wait for the reset, or stop (exit 10)"},
 			&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
-			&cli.BoolFlag{Name: "use-api-key", Usage: "keep the API key in the agent's environment (per-token billing): ANTHROPIC_API_KEY for Claude Code, OPENAI_API_KEY and CODEX_API_KEY for Codex"},
+			&cli.BoolFlag{Name: "use-api-key", Usage: "keep the API key in the agent's environment (per-token billing): ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN for Claude Code, OPENAI_API_KEY and CODEX_API_KEY for Codex"},
 			&cli.IntFlag{Name: "workers", Usage: "run `N` agents at once, each in its own git worktree, merging each finished task into the integration branch", DefaultText: "1 if the plan has an integration branch, else none"},
 			&cli.StringFlag{Name: "into", Usage: "with workers: the integration `BRANCH`, recorded with the plan by its first parallel build", DefaultText: parallel.DefaultInto + ", or the plan's"},
 			&cli.StringFlag{Name: "setup", Usage: "with workers: shell command `C` run in each worker's tree before its first agent (e.g. install dependencies)"},
@@ -230,8 +230,8 @@ func build(c *cli.Context, cfg appConfig) error {
 			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
 		}
 		view.workers = true
-		if claude.IsTerminal(cfg.stdout) {
-			view.board = newBoard(cfg.stdout, cfg.now, cfg.getenv)
+		if claude.IsTerminal(rawOut(cfg.stdout)) {
+			view.board = newBoard(rawOut(cfg.stdout), cfg.now, cfg.getenv)
 		}
 		traces, stopTraces := startTraces(c, cfg, workers)
 		defer stopTraces()
@@ -413,10 +413,13 @@ func ralphBin() (string, error) {
 // apiKeyEnv is the part of ralph's environment APIKeyNotice looks at, read
 // through the app's getenv.
 func apiKeyEnv(cfg appConfig) []string {
-	if v := cfg.getenv(claude.EnvAPIKey); v != "" {
-		return []string{claude.EnvAPIKey + "=" + v}
+	var env []string
+	for _, k := range []string{claude.EnvAPIKey, claude.EnvAuthToken} {
+		if v := cfg.getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
 	}
-	return nil
+	return env
 }
 
 // buildView is the live terminal view of a run: the session and where its
@@ -494,8 +497,10 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	}
 }
 
+// newBuildView prints to w; the Formatter writes under w's escaping
+// (rawOut), for its colours, and escapes what events carry itself.
 func newBuildView(w io.Writer) *buildView {
-	return &buildView{w: w, view: claude.NewFormatter(w)}
+	return &buildView{w: w, view: claude.NewFormatter(rawOut(w))}
 }
 
 // tap returns runner with every session's result handed to the view, so

@@ -15,6 +15,26 @@
 // reports a bad flag as a one-line usage error instead of printing its
 // help.
 //
+// # What reaches the terminal
+//
+// Text is data (DESIGN §13): every byte the commands print, on stdout and
+// stderr, passes through an escaping writer (terminal.go,
+// claude.EscapeWriter) that shows each control character but newline and
+// tab as an escape in Go's notation — \x1b, \r, \a, \u007f, \u009b, and
+// \xNN for a byte that is not UTF-8 — so that a task's title or
+// description, an agent's words or an error quoting an import file can
+// neither clear the screen nor write the clipboard (OSC 52), nor move the
+// cursor over what ralph printed. This holds for a pipe too (what is piped
+// is usually shown later). The plan keeps the text as it was given.
+// Backslashes are not escaped: the escapes are for reading, and escaping
+// twice changes nothing. JSON output stays valid JSON that means the same:
+// encoding/json escapes the C0 controls itself, and a DEL or C1 control it
+// writes raw comes out as \u007f or \u0080–\u009f, JSON's own notation;
+// `task export` imports back unchanged. The build view's colours and the
+// board of a parallel build are the only escape sequences ralph writes:
+// those two printers write to the terminal directly and escape all the
+// text they show.
+//
 // # Command lines
 //
 // Flags may come before or after positional arguments, and the global --dir
@@ -197,7 +217,7 @@
 // remain"), as "ralph: <message>" on stderr for every other outcome, like
 // any error ("ralph: usage limit reached; resets at <RFC 3339 time>",
 // "ralph: interrupted" with exit 130). The notice about ANTHROPIC_API_KEY
-// (claude.APIKeyNotice) is printed once per run on stderr, before the first
+// and ANTHROPIC_AUTH_TOKEN (claude.APIKeyNotice) is printed once per run on stderr, before the first
 // iteration. stdout is for following the run; scripts read the exit code.
 //
 // Environment and logs. RALPH_BIN is os.Executable made absolute (peek mode

@@ -49,7 +49,8 @@ var agentKits = []agentKit{
 		api := claudetest.NewAPI(t, func(r claudetest.Request) claudetest.Reply {
 			return claudeReply(script(r.ToolResults(), r.LastToolResult(), r.UserText()))
 		})
-		return append(api.Env(t.TempDir()), "RALPH_CLAUDE="+bin)
+		// claudetest.IsSandbox: most builds run as root without --sandbox.
+		return append(api.Env(t.TempDir()), "RALPH_CLAUDE="+bin, claudetest.IsSandbox)
 	}},
 	{"codex", func(t *testing.T, script cliScript) []string {
 		bin := codextest.Binary(t)
@@ -193,7 +194,7 @@ func TestE2EAgentAPIError(t *testing.T) {
 		switch kit.name {
 		case "claude":
 			api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply { return claudetest.Reply{Status: 500} })
-			env = append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t))
+			env = append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t), claudetest.IsSandbox)
 		case "codex":
 			api := codextest.NewAPI(t, func(codextest.Request) codextest.Reply { return codextest.Status(500, "boom") })
 			env = append(api.Env(t.TempDir()), "RALPH_CODEX="+codextest.Binary(t))

@@ -76,7 +76,8 @@ func newE2E(t *testing.T, script func(claudetest.Request) claudetest.Reply, init
 	t.Helper()
 	claude := claudetest.Binary(t)
 	api := claudetest.NewAPI(t, script)
-	e := newProject(t, append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claude), initArgs...)
+	// claudetest.IsSandbox: the builds run as root without --sandbox.
+	e := newProject(t, append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claude, claudetest.IsSandbox), initArgs...)
 	e.claude, e.api = claude, api
 	return e
 }

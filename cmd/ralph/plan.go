@@ -56,7 +56,7 @@ func agentFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "idle-timeout", Value: loop.DefaultIdleTimeout, Usage: "stop a session that prints nothing for this `DURATION` (0: never)"},
 		&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `wait` for the reset or stop (exit 10)"},
 		&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
-		&cli.BoolFlag{Name: "use-api-key", Usage: "keep the API key in the agent's environment (per-token billing): ANTHROPIC_API_KEY for Claude Code, OPENAI_API_KEY and CODEX_API_KEY for Codex"},
+		&cli.BoolFlag{Name: "use-api-key", Usage: "keep the API key in the agent's environment (per-token billing): ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN for Claude Code, OPENAI_API_KEY and CODEX_API_KEY for Codex"},
 		otelFlag(),
 	}, agentCLIFlags()...)
 }

@@ -29,7 +29,10 @@ var ErrNoChecklist = errors.New("progress: no checklist items")
 // document without any box is an error wrapping ErrNoChecklist; a box
 // without text or an unclosed code fence is a *ParseError naming the line.
 func Checklist(data []byte) ([]Item, error) {
-	if isProgressFile(data) {
+	src := string(data)
+	lines, err := scan(src)
+	s := &source{src: src, lines: lines}
+	if s.isProgressFile() {
 		d, err := Parse(data)
 		if err != nil {
 			return nil, err
@@ -39,12 +42,10 @@ func Checklist(data []byte) ([]Item, error) {
 		}
 		return d.Items, nil
 	}
-	src := string(data)
-	lines, err := scan(src)
 	if err != nil {
 		return nil, err
 	}
-	items, err := collectItems(&source{src: src, lines: lines}, 0, len(lines), false)
+	items, err := collectItems(s, 0, len(lines), false)
 	if err != nil {
 		var pe *ParseError
 		if errors.As(err, &pe) {
@@ -63,14 +64,10 @@ func errorAtNoBox(line int) error {
 }
 
 // isProgressFile reports whether the first non-blank line outside HTML
-// comments is a "# Progress:" heading.
-func isProgressFile(data []byte) bool {
-	src := string(data)
-	// An unclosed fence is reported by the parser that runs next; the
-	// lines are classified all the same.
-	lines, _ := scan(src)
-	s := &source{src: src, lines: lines}
-	for i, l := range lines {
+// comments is a "# Progress:" heading. (An unclosed fence is reported by
+// the parser that runs next; the lines are classified all the same.)
+func (s *source) isProgressFile() bool {
+	for i, l := range s.lines {
 		if l.kind == lineBlank || l.kind == lineComment {
 			continue
 		}

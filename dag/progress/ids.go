@@ -7,8 +7,12 @@ import (
 )
 
 // maxSlug bounds the length of a derived id, in runes, before any "-2"
-// suffix.
-const maxSlug = 48
+// suffix; maxSlugBytes in bytes, so that with any suffix it stays within
+// dag.MaxIDBytes (80) when imported: an id names git branches.
+const (
+	maxSlug      = 48
+	maxSlugBytes = 64
+)
 
 // assignIDs gives every item its id: the explicit one of an
 // "<!-- id: X -->" marker, else the one collectItems derived ("phase-<N>"
@@ -76,19 +80,22 @@ func slug(text string) string {
 		dash = false
 		b = utf8.AppendRune(b, r)
 		n++
-		if n > maxSlug {
+		if n > maxSlug || len(b) > maxSlugBytes {
 			break
 		}
 	}
-	if n > maxSlug {
-		// Keep maxSlug runes, cut at a word boundary when one is not too
-		// far back.
+	if n > maxSlug || len(b) > maxSlugBytes {
+		// Keep maxSlug runes and maxSlugBytes bytes, cut at a word
+		// boundary when one is not too far back.
 		cut, runes, dashAt := 0, 0, -1
 		for runes < maxSlug {
-			if b[cut] == '-' && runes >= maxSlug/2 {
+			_, size := utf8.DecodeRune(b[cut:])
+			if cut+size > maxSlugBytes {
+				break
+			}
+			if b[cut] == '-' && (runes >= maxSlug/2 || cut >= maxSlugBytes/2) {
 				dashAt = cut
 			}
-			_, size := utf8.DecodeRune(b[cut:])
 			cut += size
 			runes++
 		}

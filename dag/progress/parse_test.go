@@ -310,6 +310,12 @@ func TestSlug(t *testing.T) {
 		{"Fix #12: crash on [2026-01-29]", "fix-12-crash-on-2026-01-29"},
 		{strings.Repeat("word ", 20), "word-word-word-word-word-word-word-word-word"},
 		{strings.Repeat("x", 60), strings.Repeat("x", 48)},
+		// Within 64 bytes too, so that an imported id fits a git ref
+		// (dag.MaxIDBytes): 21 three-byte runes, cut at a word boundary
+		// when there is one in the second half.
+		{strings.Repeat("漢", 30), strings.Repeat("漢", 21)},
+		{strings.Repeat("漢", 12) + " " + strings.Repeat("字", 20), strings.Repeat("漢", 12)},
+		{strings.Repeat("é", 40), strings.Repeat("é", 32)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -319,6 +325,9 @@ func TestSlug(t *testing.T) {
 			}
 			if n := len([]rune(got)); n > maxSlug {
 				t.Errorf("slug has %d runes, more than %d", n, maxSlug)
+			}
+			if len(got) > maxSlugBytes {
+				t.Errorf("slug has %d bytes, more than %d", len(got), maxSlugBytes)
 			}
 		})
 	}

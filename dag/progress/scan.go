@@ -120,6 +120,11 @@ type scanner struct {
 	source
 	stack  []container // the open containers, outermost first
 	quotes int         // how many of them are block quotes
+	// stops holds, in order, the indices in stack of the containers a
+	// blank line does not continue: block quotes and empty list items. A
+	// blank line continues every container before the first of them, so
+	// it is matched without walking a stack that may be thousands deep.
+	stops []int
 
 	leaf      leafKind
 	leafDepth int // len(stack) when the leaf was opened
@@ -184,9 +189,22 @@ type cursor struct {
 	nextCol int
 	indent  int // columns from pos to next
 	blank   bool
+	found   bool // next and nextCol were found once on this line
 }
 
+// findNext finds the next character that is not a space or tab. While pos
+// has not passed the one found last, that one is still next, and its
+// column too (tab stops are absolute): only the indentation from pos is
+// worked out again. Matching a line against many open list items asks
+// for it once per item, so reading the whitespace again each time would
+// cost the square of the line's indentation.
 func (c *cursor) findNext() {
+	if c.found && c.pos <= c.next {
+		c.indent = c.nextCol - c.col
+		c.blank = c.next == len(c.s)
+		return
+	}
+	c.found = true
 	i, cols := c.pos, c.col
 loop:
 	for i < len(c.s) {
@@ -262,6 +280,9 @@ func (s *scanner) close(matched int) {
 		}
 	}
 	s.stack = s.stack[:matched]
+	for len(s.stops) > 0 && s.stops[len(s.stops)-1] >= matched {
+		s.stops = s.stops[:len(s.stops)-1]
+	}
 	if s.leaf != leafNone && s.leafDepth > matched {
 		s.leaf = leafNone
 	}
@@ -270,20 +291,43 @@ func (s *scanner) close(matched int) {
 // add starts a new block in the innermost container, closing the open
 // leaf (nothing can be added to a leaf).
 func (s *scanner) add(i int, leaf leafKind) {
-	if n := len(s.stack); n > 0 {
+	if n := len(s.stack); n > 0 && s.stack[n-1].empty {
 		s.stack[n-1].empty = false
+		s.stops = s.stops[:len(s.stops)-1] // it was the last stop
 	}
 	s.leaf, s.leafDepth, s.leafLine = leaf, len(s.stack), i
 	s.paraTable = false
+}
+
+// push opens a container inside the innermost one.
+func (s *scanner) push(ct container) {
+	if ct.quote || ct.empty {
+		s.stops = append(s.stops, len(s.stack))
+	}
+	if ct.quote {
+		s.quotes++
+	}
+	s.stack = append(s.stack, ct)
 }
 
 // line classifies line i, given the state after the lines before it.
 func (s *scanner) line(i int, text string) {
 	l := &s.lines[i]
 	c := cursor{s: text}
+	breaks := breakTails{s: text}
 
-	// 1. Match the open containers.
+	// 1. Match the open containers. A blank line continues all of them
+	// up to the first stop (the loop below, in one step).
 	matched := 0
+	if c.findNext(); c.blank && len(s.stack) > 0 {
+		matched = len(s.stack)
+		if len(s.stops) > 0 {
+			matched = s.stops[0]
+		}
+		if matched > 0 {
+			c.toNext()
+		}
+	}
 	for ; matched < len(s.stack); matched++ {
 		ct := &s.stack[matched]
 		c.findNext()
@@ -362,8 +406,7 @@ func (s *scanner) line(i int, text string) {
 			}
 			s.close(matched)
 			s.add(i, leafNone)
-			s.stack = append(s.stack, container{quote: true})
-			s.quotes++
+			s.push(container{quote: true})
 			matched, opened, paraMatched, tipIsPara = len(s.stack), true, false, false
 			continue
 
@@ -408,7 +451,7 @@ func (s *scanner) line(i int, text string) {
 			s.leaf = leafNone
 			return
 
-		case !c.indented() && thematicBreak(rest):
+		case !c.indented() && breaks.at(c.next):
 			s.close(matched)
 			s.add(i, leafNone)
 			l.kind = lineText
@@ -418,7 +461,7 @@ func (s *scanner) line(i int, text string) {
 		if w, empty, ok := s.listItem(&c, paraMatched); ok {
 			s.close(matched)
 			s.add(i, leafNone)
-			s.stack = append(s.stack, container{width: w, empty: empty})
+			s.push(container{width: w, empty: empty})
 			if s.quotes == 0 && !c.partial && l.kind != lineBox {
 				if off, ok := boxAt(c.s, c.pos); ok && off <= 1<<31-1 {
 					l.kind, l.box = lineBox, int32(off)
@@ -580,6 +623,36 @@ func closesFence(s string, ch byte, n int) bool {
 		k++
 	}
 	return k >= n && strings.Trim(s[k:], " \t") == ""
+}
+
+// breakTails answers thematicBreak for the rest of one line from any
+// offset, in time linear in the line however often it is asked: a line of
+// list markers ("- - - … [ ] x") asks at each marker, and reading the rest
+// of the line each time would cost the square of its length.
+type breakTails struct {
+	s     string
+	tail  [3]int  // per "*", "-", "_": where the run of it, spaces and tabs that ends the line begins
+	known [3]bool // tail was worked out
+}
+
+// at reports whether s[p:] is a thematic break.
+func (b *breakTails) at(p int) bool {
+	k := strings.IndexByte("*-_", b.s[p])
+	if k < 0 {
+		return false
+	}
+	if !b.known[k] {
+		t := len(b.s)
+		for t > 0 && (b.s[t-1] == b.s[p] || isSpaceOrTab(b.s[t-1])) {
+			t--
+		}
+		b.tail[k], b.known[k] = t, true
+	}
+	// Past the tail the rest is that character, spaces and tabs only:
+	// when it is a break, reading it ends the line's blocks; when it is
+	// not, it holds fewer than three of the character, so at most two
+	// more markers ask.
+	return p >= b.tail[k] && thematicBreak(b.s[p:])
 }
 
 // thematicBreak reports whether s is a thematic break: three or more "*",
