@@ -55,8 +55,9 @@ func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []
 // other failure is a git failure, which stops the run (exit 5).
 func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res RunResult) (IterationStatus, string, *stop) {
 	req := IntegrateRequest{
-		Task:    task,
-		Summary: summary(res.Text),
+		Task:     task,
+		Summary:  summary(res.Text),
+		Checkout: res.Checkout,
 		Current: func(ctx context.Context) error {
 			cur, err := r.store.Get(ctx, task.ID)
 			if err != nil {
@@ -70,7 +71,7 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	}
 	if r.testCmd != "" {
 		dir := r.dir()
-		req.Gate = func(ctx context.Context) error { return runTests(ctx, dir, r.testCmd) }
+		req.Gate = func(ctx context.Context) error { return r.runTests(ctx, dir, r.testCmd) }
 	}
 	got, err := ws.Integrate(ctx, req)
 	var ie *IntegrationError
