@@ -199,9 +199,10 @@ func commandLine(cmdline []byte) string {
 	return s
 }
 
-// sweepFiles removes the TempFile files in dir whose writer is gone
-// (on this host identity), and returns their paths. Only regular files of
-// this user are removed.
+// sweepFiles removes the TempFile files and TempDir directories in dir
+// whose writer is gone (on this host identity), and returns their paths.
+// Only regular files and directories of this user are removed; of
+// directories, only the sandbox's scratch ones (kind "sandbox"), whole.
 func sweepFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -213,7 +214,8 @@ func sweepFiles(dir string) ([]string, error) {
 	var removed []string
 	for _, e := range entries {
 		pid, start, ftag, ok := tempWriter(e.Name())
-		if !ok || ftag != tag || !e.Type().IsRegular() {
+		isDir := e.IsDir() && strings.HasPrefix(e.Name(), tempPrefix+"sandbox-")
+		if !ok || ftag != tag || !e.Type().IsRegular() && !isDir {
 			continue
 		}
 		if fi, err := e.Info(); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uid {
@@ -223,7 +225,12 @@ func sweepFiles(dir string) ([]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		if err := os.Remove(path); err == nil {
+		if isDir {
+			removeAll(path)
+			if _, err := os.Lstat(path); os.IsNotExist(err) {
+				removed = append(removed, path)
+			}
+		} else if err := os.Remove(path); err == nil {
 			removed = append(removed, path)
 		}
 	}
