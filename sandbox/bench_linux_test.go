@@ -25,14 +25,26 @@ func BenchmarkStart(b *testing.B) {
 			}
 		}
 	})
-	b.Run("sandboxed", func(b *testing.B) {
-		p := newProject(b)
-		box := p.realBoundary(b)
-		for i := range 6 {
-			writeFile(b, filepath.Join(p.state, "file"+strconv.Itoa(i)+".json"), "{}")
-			mkdirs(b, filepath.Join(p.state, "dir"+strconv.Itoa(i)))
+	// The session without running anything: what ralph itself does.
+	b.Run("prepare-only", func(b *testing.B) {
+		p, box := startProject(b)
+		for b.Loop() {
+			scratch, err := os.MkdirTemp(p.tmp, "ralph-sandbox-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := box.Prepare(SessionParams{Dir: p.tree, Path: truePath, Env: p.env, State: p.agentState(), Scratch: scratch})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Close(b.Context())
+			if err := os.RemoveAll(scratch); err != nil {
+				b.Fatal(err)
+			}
 		}
-		writeFile(b, filepath.Join(p.state, "auth.json"), "{}")
+	})
+	b.Run("sandboxed", func(b *testing.B) {
+		p, box := startProject(b)
 		for b.Loop() {
 			scratch, err := os.MkdirTemp(p.tmp, "ralph-sandbox-")
 			if err != nil {
@@ -87,4 +99,17 @@ func BenchmarkPrivateCheckout(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// startProject is BenchmarkStart's project: a worker's tree and a state
+// directory of a dozen entries.
+func startProject(b *testing.B) (*project, *Boundary) {
+	p := newProject(b)
+	box := p.realBoundary(b)
+	for i := range 6 {
+		writeFile(b, filepath.Join(p.state, "file"+strconv.Itoa(i)+".json"), "{}")
+		mkdirs(b, filepath.Join(p.state, "dir"+strconv.Itoa(i)))
+	}
+	writeFile(b, filepath.Join(p.state, "auth.json"), "{}")
+	return p, box
 }
