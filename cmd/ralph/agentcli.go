@@ -79,7 +79,7 @@ func agentCLIFlags() []cli.Flag {
 		&cli.StringFlag{Name: "agent-cli", Usage: "the agent `CLI` to run: " + strings.Join(agentCLINames(), ", "), DefaultText: "$" + envAgentCLI + ", else claude"},
 		&cli.StringFlag{Name: "agent-bin", Usage: "the agent CLI's executable `PATH`", DefaultText: "$RALPH_<CLI> (e.g. $RALPH_CODEX), else the CLI's name on PATH"},
 		&cli.StringFlag{Name: "claude", Usage: "Claude Code's executable `PATH` (as --agent-bin with --agent-cli claude)", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
-		&cli.BoolFlag{Name: "sandbox", Usage: "run the agent, the test gate and --setup where they can write only the project (or the worker's tree), a temp directory of their own and a scratch copy of the agent's state, with .ralph/ and the repository read-only and a private copy of the git metadata (Linux: bubblewrap; macOS: sandbox-exec)"},
+		&cli.BoolFlag{Name: "sandbox", Usage: "run the agent, the test gate and --setup in a sandbox: they write only their tree, a temp directory and a scratch copy of the agent's state; .ralph/ and the repository stay read-only (Linux: bubblewrap; macOS: sandbox-exec)"},
 	}
 }
 
