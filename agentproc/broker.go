@@ -86,14 +86,6 @@ func (b *sessionBroker) socket() string {
 	return b.srv.Path()
 }
 
-// dir is the socket's own directory, "" without a broker.
-func (b *sessionBroker) dir() string {
-	if b == nil {
-		return ""
-	}
-	return b.srv.Dir()
-}
-
 // admit lets the agent's process, and what it starts, connect. An agent
 // gone already cannot connect anyway: the error says no more.
 func (b *sessionBroker) admit(pid int) {

@@ -99,7 +99,11 @@ func TestRunSandboxBroker(t *testing.T) {
 	plan := &loop.PlanAccess{Store: ms, Agent: "agent-a", Holder: holder, Mode: loop.ModeBuild, ClaimMode: loop.ClaimAgent}
 	var out strings.Builder
 	s := brokerSpec(t, plan, &out)
-	s.Sandbox = sb
+	box, err := sb.Boundary(sandbox.BoundaryParams{Root: s.Dir, Env: s.Env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sandbox = box
 	exit, err := Run(t.Context(), s)
 	if err != nil {
 		t.Fatal(err)

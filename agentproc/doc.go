@@ -4,11 +4,13 @@
 // input, copies its standard output to the raw log as it is read and
 // hands it to the runner's decoder, drains its standard error, enforces
 // the wall-clock, idle and result timeouts, and stops and reaps the agent
-// and every process it started before Run returns. It also resolves agent
-// executables (LookPath), builds their environments (Environ), writes
-// temporary files named after this process (TempFile), reads lines of any
-// length (LineReader), and stops what a dead ralph left behind: at once,
-// by a watchdog process (Linux), and at the next start of ralph (Sweep).
+// and every process it started before Run returns. It also runs a build's
+// other commands — the test gate, --setup — the same way (Commands, a
+// loop.CommandRunner), resolves agent executables (LookPath), builds their
+// environments (Environ), writes temporary files and directories named
+// after this process (TempFile, TempDir), reads lines of any length
+// (LineReader), and stops what a dead ralph left behind: at once, by a
+// watchdog process (Linux), and at the next start of ralph (Sweep).
 //
 // # Decisions where DESIGN.md is silent
 //
@@ -231,6 +233,34 @@
 // 0.14–0.23% (go test ./claude -run '^$' -bench BenchmarkRunOverhead
 // -benchtime=20x).
 //
+// Sandboxed runs (DESIGN §13, package sandbox). With Spec.Sandbox set, Run
+// prepares the agent's session in the project's sandbox.Boundary before
+// starting it, in a scratch directory of its own (TempDir kind
+// "sandbox"): the agent writes its tree (Spec.Dir's: the project, or its
+// worker's tree), its own temp directory (TMPDIR) and a scratch copy of
+// each of its state directories (Spec.State, the runner's StateDirs, in
+// which only the login files are the real ones), and works in a private
+// copy of the tree's git metadata. Once the agent and everything it
+// started are gone, Run asks the session how that copy's HEAD moved
+// (Exit.Checkout, which runners pass on as RunResult.Checkout: the
+// workspace then knows an agent's reset from its work), then removes the
+// scratch, directories the agent made unreadable included. A working
+// directory the Boundary does not cover starts nothing (an error). The
+// sandboxed agent gets a session of its own (setsid) rather than only a
+// process group, so that it cannot type into ralph's terminal; the
+// process handling is otherwise the same, bubblewrap's pid namespace
+// adding that nothing of the sandbox outlives it.
+//
+// Commands. The test gate and --setup run through Commands.RunCommand: sh
+// -c with Run's process handling (a group, or a session of its own in the
+// sandbox; a cancel stops and reaps everything it started, a detached
+// child included — the loop's gate used to leave its children running),
+// standard error joined to standard output in the shell so the two keep
+// their order, the last 64 KiB kept. With Commands.Sandbox set the command
+// runs in the same sandbox as the agent, in the tree it worked in, with no
+// state directories: it writes that tree and a temp directory, nothing
+// else (a test command the agent edited cannot write the host).
+//
 // Leftovers of a dead ralph (DESIGN §8, "Holders", "Claim generations").
 // What a ralph killed without a watchdog left (outside a watchdog's reach:
 // above) is found by Sweep at the next start of ralph: a process of this
@@ -244,7 +274,9 @@
 // process that wrote them (host: a hash of its host identity, as /tmp may
 // be shared by pid namespaces), and Sweep removes those whose writer is
 // gone, of any kind (the system prompt files of earlier releases,
-// ralph-system-prompt-….md, are of kind system-prompt). A sweep that finds
+// ralph-system-prompt-….md, are of kind system-prompt); of directories,
+// only the sandbox's scratch ones (TempDir kind "sandbox") are removed,
+// whole, when their writer is gone. A sweep that finds
 // nothing costs 1.5 ms on the development machine (71 processes; go test
 // ./agentproc -run '^$' -bench BenchmarkSweep). Outside Linux Sweep does
 // nothing (errors.ErrUnsupported).

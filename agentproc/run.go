@@ -104,16 +104,18 @@ type Spec struct {
 	// Now stamps EventStderr events; nil means time.Now.
 	Now func() time.Time
 
-	// Sandbox, when not nil, runs the agent inside it: the agent can write
-	// only Writable and what every agent needs (sandbox.Dirs: Dir, its git
-	// directories, .ralph/, the temp directory). Writable holds the
-	// agent's own state (its runner's StateDirs); missing directories
-	// among them are made first, since the agent could not make them
-	// inside. A sandboxed agent also gets a session of its own (setsid),
-	// so that it cannot type into ralph's terminal (TIOCSTI); its process
-	// group is the same. Without Sandbox, Writable is not used.
-	Sandbox  *sandbox.Sandbox
-	Writable []string
+	// Sandbox, when not nil, runs the agent inside it (see the package
+	// documentation, "Sandboxed runs"): the agent writes its tree (Dir's:
+	// the project, or a worker's tree), a temp directory of its own, and a
+	// scratch copy of each of its State directories, and works in a
+	// private copy of the tree's git metadata; Exit.Checkout says how that
+	// copy's HEAD moved. A sandboxed agent also gets a session of its own
+	// (setsid), so that it cannot type into ralph's terminal (TIOCSTI);
+	// its process group is the same. Without Sandbox, State is not used.
+	Sandbox *sandbox.Boundary
+	// State are the agent's own state directories (its runner's
+	// StateDirs).
+	State []sandbox.State
 	// Plan, with a Sandbox, is served to the agent by a broker on a Unix
 	// socket of the session's own, named by RALPH_SOCKET in its
 	// environment, from before the agent starts until everything it
@@ -189,6 +191,9 @@ type Exit struct {
 	LogErr error
 	// DecodeErr is the error Decode returned, if any.
 	DecodeErr error
+	// Checkout says how the sandboxed agent's private git checkout moved
+	// (nil without Sandbox, or outside a git repository).
+	Checkout *loop.Checkout
 }
 
 // Run starts the agent and waits until it and every process it started is
@@ -264,18 +269,18 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 			return Exit{}, fmt.Errorf("%s: %w", name, err)
 		}
 		defer brk.close()
-		s.Writable = append(s.Writable[:len(s.Writable):len(s.Writable)], brk.dir())
 	}
 	s.Env = agentEnv(s, brk.socket())
 
-	path, args := s.Path, s.Args
+	path, args, env := s.Path, s.Args, s.Env
+	var box *sandboxed
 	if s.Sandbox != nil {
-		sbPath, sbArgs, cleanup, err := s.sandboxed()
-		if err != nil {
+		var err error
+		if box, err = s.sandboxed(); err != nil {
 			return Exit{}, fmt.Errorf("%s: sandbox: %w", name, err)
 		}
-		defer cleanup()
-		path, args = sbPath, sbArgs
+		defer box.remove()
+		path, args, env = box.sess.Path, box.sess.Args, box.sess.Env
 	}
 
 	marker := newMarker()
@@ -286,7 +291,7 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 	// names the working directory — exec.Cmd sets it only when Env is nil,
 	// and a stale one sends some agents (OpenCode) to work in ralph's
 	// directory instead of Dir.
-	cmd.Env = append(s.Env[:len(s.Env):len(s.Env)], EnvRun+"="+marker)
+	cmd.Env = append(env[:len(env):len(env)], EnvRun+"="+marker)
 	if s.Dir != "" {
 		if abs, err := filepath.Abs(s.Dir); err == nil {
 			cmd.Env = append(cmd.Env, "PWD="+abs)
@@ -423,6 +428,9 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 	}
 	if reason == StopResultGrace {
 		exit.Stderr += fmt.Sprintf("\nralph: the agent did not exit within %v of its result; it and what it started were stopped", resultGrace)
+	}
+	if box != nil {
+		exit.Checkout = box.checkout(ctx)
 	}
 	return exit, nil
 }
@@ -596,18 +604,4 @@ func (sv supervisor) supervise(ctx context.Context, src *activityReader, waitDon
 			return StopResultGrace, true
 		}
 	}
-}
-
-// sandboxed returns the command that runs the agent in s.Sandbox, making
-// the missing state directories of s.Writable first.
-func (s Spec) sandboxed() (path string, args []string, cleanup func(), err error) {
-	for _, w := range s.Writable {
-		if _, err := os.Lstat(w); errors.Is(err, fs.ErrNotExist) {
-			if err := os.MkdirAll(w, 0o700); err != nil {
-				return "", nil, nil, err
-			}
-		}
-	}
-	writable := append(sandbox.Dirs(s.Dir, s.Env), s.Writable...)
-	return s.Sandbox.Command(sandbox.Policy{Dir: s.Dir, Writable: writable}, s.Path, s.Args)
 }

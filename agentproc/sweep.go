@@ -30,7 +30,8 @@ type Leftover struct {
 type Swept struct {
 	// Processes are the processes stopped, by pid.
 	Processes []Leftover
-	// Files are the temporary files removed (absolute paths).
+	// Files are the temporary files and directories removed (absolute
+	// paths).
 	Files []string
 }
 

@@ -218,9 +218,11 @@ func commandLine(cmdline []byte) string {
 	return s
 }
 
-// sweepFiles removes the TempFile files in dir whose writer gone says is
-// gone (its pid, start time and host tag), and returns their paths. Only
-// regular files of this user are removed.
+// sweepFiles removes the TempFile files and TempDir directories in dir
+// whose writer gone says is gone (its pid, start time and host tag), and
+// returns their paths. Only regular files and directories of this user
+// are removed; of directories, only the sandbox's scratch ones (kind
+// "sandbox"), whole.
 func sweepFiles(dir string, gone func(pid int, start int64, tag string) bool) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -230,7 +232,8 @@ func sweepFiles(dir string, gone func(pid int, start int64, tag string) bool) ([
 	var removed []string
 	for _, e := range entries {
 		pid, start, ftag, ok := tempWriter(e.Name())
-		if !ok || !e.Type().IsRegular() {
+		isDir := e.IsDir() && strings.HasPrefix(e.Name(), tempPrefix+"sandbox-")
+		if !ok || !e.Type().IsRegular() && !isDir {
 			continue
 		}
 		if fi, err := e.Info(); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uid {
@@ -240,7 +243,12 @@ func sweepFiles(dir string, gone func(pid int, start int64, tag string) bool) ([
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		if err := os.Remove(path); err == nil {
+		if isDir {
+			removeAll(path)
+			if _, err := os.Lstat(path); os.IsNotExist(err) {
+				removed = append(removed, path)
+			}
+		} else if err := os.Remove(path); err == nil {
 			removed = append(removed, path)
 		}
 	}

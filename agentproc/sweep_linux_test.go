@@ -210,6 +210,28 @@ func TestSweep(t *testing.T) {
 		mkFile("unrelated.md"),
 	}
 
+	// The sandbox's scratch directories: only the dead writer's goes,
+	// whole, an unreadable directory the agent left in it included.
+	mkDir := func(name string) string {
+		path := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Join(path, "tmp", "locked", "deep"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(path, "tmp", "locked"), 0); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	deadScratch := mkDir(strings.Replace(tempPattern("sandbox", "", dead), "*", "5", 1))
+	kept = append(kept,
+		mkDir(strings.Replace(tempPattern("sandbox", "", live), "*", "6", 1)),
+		mkDir(strings.Replace(tempPattern("config", "", dead), "*", "7", 1))) // no directory of that kind is ralph's
+	t.Cleanup(func() {
+		for _, k := range kept {
+			_ = os.Chmod(filepath.Join(k, "tmp", "locked"), 0o755)
+		}
+	})
+
 	start := time.Now()
 	swept, err := Sweep(t.Context(), time.Second)
 	elapsed := time.Since(start)
@@ -219,7 +241,7 @@ func TestSweep(t *testing.T) {
 	if diff := cmp.Diff(want, swept.Processes); diff != "" {
 		t.Errorf("processes stopped (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{deadConfig, deadFile}, swept.Files, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+	if diff := cmp.Diff([]string{deadConfig, deadFile, deadScratch}, swept.Files, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("files removed (-want +got):\n%s", diff)
 	}
 	for i, tt := range tests {
@@ -227,9 +249,9 @@ func TestSweep(t *testing.T) {
 			t.Errorf("%s: gone after the sweep = %v, want %v", tt.name, gone, tt.want)
 		}
 	}
-	for _, path := range append(kept, deadFile, deadConfig) {
+	for _, path := range append(kept, deadFile, deadConfig, deadScratch) {
 		_, err := os.Stat(path)
-		if exists := err == nil; exists != (path != deadFile && path != deadConfig) {
+		if exists := err == nil; exists != (path != deadFile && path != deadConfig && path != deadScratch) {
 			t.Errorf("%s exists = %v after the sweep", path, exists)
 		}
 	}

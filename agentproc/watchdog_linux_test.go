@@ -72,9 +72,17 @@ func playRalph() int {
 	failed := make(chan error, len(play.Runs))
 	for _, r := range play.Runs {
 		wg.Go(func() {
+			var box *sandbox.Boundary
+			if sb != nil {
+				var err error
+				if box, err = sb.Boundary(sandbox.BoundaryParams{Root: r.Dir, Env: env}); err != nil {
+					failed <- err
+					return
+				}
+			}
 			_, err := Run(context.Background(), Spec{
 				Name: "agent", Path: "/bin/sh", Args: []string{"-c", r.Script},
-				Dir: r.Dir, Env: env, Grace: play.Grace, Sandbox: sb,
+				Dir: r.Dir, Env: env, Grace: play.Grace, Sandbox: box,
 			})
 			if err != nil {
 				failed <- err

@@ -53,9 +53,11 @@ type Runner struct {
 	// ("spawn", "started", "exited", "reaped"), then "return".
 	trace func(stage string)
 	// Sandbox, when not nil, runs the agent in it (ralph's --sandbox):
-	// it writes only the project, its git directories, .ralph/, the temp
-	// directory and its own state (StateDirs).
-	Sandbox *sandbox.Sandbox
+	// it writes only its tree (the project, or its worker's tree), a temp
+	// directory and a scratch copy of its own state (StateDirs), and
+	// works in a private copy of the tree's git metadata
+	// (RunResult.Checkout says how that moved).
+	Sandbox *sandbox.Boundary
 }
 
 func (r *Runner) mark(stage string) {
@@ -230,7 +232,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
-		Writable:    StateDirs(env),
+		State:       StateDirs(env),
 		Plan:        req.Plan,
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
@@ -295,24 +297,39 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	res.Stderr = exit.Stderr
 	res.LogErr = exit.LogErr
+	res.Checkout = exit.Checkout
 	return res, nil
 }
 
-// StateDirs returns what Claude Code writes of its own, given its
-// environment: $CLAUDE_CONFIG_DIR, else ~/.claude, and ~/.claude.json
-// (its settings and project list) when it exists — a missing one is not
-// made here, as it is a file; Claude Code then works without saving it.
-func StateDirs(env []string) []string {
-	home := agentproc.Getenv(env, "HOME")
-	if dir := agentproc.Getenv(env, "CLAUDE_CONFIG_DIR"); dir != "" {
-		return []string{dir}
+// StateDirs returns Claude Code's own directory, given its environment:
+// $CLAUDE_CONFIG_DIR, else ~/.claude. In a sandbox the agent works on a
+// scratch copy of it (sandbox.State): settings.json and its hooks,
+// statusLine, apiKeyHelper and env, CLAUDE.md, commands/, agents/,
+// skills/, plugins/, hooks/, output-styles/ and the local install in
+// local/ are read-only or copies whose changes are dropped, and new files
+// are dropped too. Only .credentials.json is the real one, writable, so
+// that a refreshed login is kept (Claude Code writes it by renaming a new
+// file over it, and in place when that fails, as it does over a mount).
+// The directories it fills as it runs (projects, todos, shell snapshots,
+// …) start empty in the scratch. ~/.claude.json (its settings, projects
+// and MCP servers, outside CLAUDE_CONFIG_DIR) stays read-only with the
+// rest of the home directory: Claude Code runs without writing it.
+func StateDirs(env []string) []sandbox.State {
+	dir := agentproc.Getenv(env, "CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		home := agentproc.Getenv(env, "HOME")
+		if home == "" {
+			return nil
+		}
+		dir = filepath.Join(home, ".claude")
 	}
-	if home == "" {
-		return nil
-	}
-	dirs := []string{filepath.Join(home, ".claude")}
-	if _, err := os.Stat(filepath.Join(home, ".claude.json")); err == nil {
-		dirs = append(dirs, filepath.Join(home, ".claude.json"))
-	}
-	return dirs
+	return []sandbox.State{{Dir: dir, Keep: []string{".credentials.json"}, Fresh: claudeFresh}}
+}
+
+// claudeFresh are the entries of Claude Code's directory that it fills as
+// it runs: histories, caches, logs and locks, no configuration.
+var claudeFresh = []string{
+	"projects", "sessions", "todos", "shell-snapshots", "statsig", "file-history", "session-env",
+	"debug", "logs", "backups", "cache", "plans", "tasks", "ide", "telemetry", "paste-cache",
+	"image-cache", "traces", "startup-perf", "usage-data", "shares", "state", "uploads", "jobs",
 }

@@ -101,10 +101,15 @@ type Config struct {
 	MaxTurns int
 	// ClaimMode: ClaimLoop (default) or ClaimAgent (peek mode).
 	ClaimMode ClaimMode
-	// TestCmd is the test gate's command, run with sh -c in Root. Empty
-	// means the command named in <Root>/AGENTS.md (see TestCommandFromAgents);
-	// no command at all means no test gate.
+	// TestCmd is the test gate's command, run with sh -c in Root (a
+	// worker's tree with Workspace) by Commands. Empty means the command
+	// named in <Root>/AGENTS.md (see TestCommandFromAgents); no command at
+	// all means no test gate.
 	TestCmd string
+	// Commands runs the test gate's command (and, in a parallel build,
+	// --setup): nil means HostCommands. A sandboxed build gives the one
+	// that runs them in the agent's sandbox.
+	Commands CommandRunner
 	// Commit commits all changes after each successful iteration.
 	Commit bool
 	// MaxCost is the budget in USD (0: none).

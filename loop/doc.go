@@ -70,7 +70,12 @@
 //     the claim (no retry counted on the task). The test command is
 //     Config.TestCmd, else the one AGENTS.md names (TestCommandFromAgents:
 //     a "test: <cmd>" line, or the first fenced block under a heading
-//     starting with "Test"); none means no test gate. Hooks run on commit.
+//     starting with "Test"); none means no test gate. It runs through
+//     Config.Commands (a CommandRunner: the CLI's runs it with the agent's
+//     process handling, and in the agent's sandbox with --sandbox, in the
+//     tree the agent worked in); without one, HostCommands runs it on the
+//     host in a process group of its own, which a cancel kills whole.
+//     Hooks run on commit.
 //   - The commit gate stages what changed under the project root except
 //     <root>/.ralph: tracked files with `git add --update`, then the
 //     untracked files git does not ignore (`git ls-files --others

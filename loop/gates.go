@@ -46,9 +46,10 @@ func tail(s string) string {
 	return s
 }
 
-// runTests runs the test command with sh -c in root.
-func runTests(ctx context.Context, root, testCmd string) error {
-	out, err := command(ctx, root, "sh", "-c", testCmd)
+// runTests runs the test command with sh -c in dir (the project root or
+// the worker's tree), through the run's CommandRunner.
+func (r *run) runTests(ctx context.Context, dir, testCmd string) error {
+	out, err := r.commands().RunCommand(ctx, CommandRequest{Command: testCmd, Dir: dir})
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v\n%s", ErrTestsFailed, testCmd, err, tail(out))
 	}

@@ -74,7 +74,7 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	}
 	if r.testCmd != "" {
 		dir := r.dir()
-		req.Gate = func(ctx context.Context) error { return runTests(ctx, dir, r.testCmd) }
+		req.Gate = func(ctx context.Context) error { return r.runTests(ctx, dir, r.testCmd) }
 	}
 	got, err := ws.Integrate(ctx, req)
 	var ie *IntegrationError

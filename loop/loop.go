@@ -1018,7 +1018,7 @@ func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, 
 		return st, why, nil
 	}
 	if r.testCmd != "" {
-		if err := runTests(ctx, r.dir(), r.testCmd); err != nil {
+		if err := r.runTests(ctx, r.dir(), r.testCmd); err != nil {
 			r.note.notice(n, "%v", err)
 			return trouble(IterTestsFailed, OutcomeTestGateFailed, err)
 		}

@@ -147,7 +147,10 @@
 //     the worktrees directory's .gitignore and the trees' lock files are
 //     written the same way. --setup runs with sh -c in each worker's tree
 //     before its first agent of each build (RALPH_DIR, RALPH_WORKTREE and
-//     RALPH_WORKER set); it should make ignored files (dependencies):
+//     RALPH_WORKER set), through Loop.Commands: with --sandbox in the
+//     agent's sandbox, where it writes that tree and a temp directory
+//     only (caches in the home directory are read-only there); it should
+//     make ignored files (dependencies):
 //     changes it makes to tracked files are undone when an attempt begins.
 //     A failing setup is gate trouble: tried 1+MaxRetries times, then the
 //     run stops with exit 3.

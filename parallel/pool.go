@@ -33,7 +33,8 @@ type Config struct {
 	// build.
 	Into string
 	// Setup, if set, runs with sh -c in each worker's tree before its
-	// first agent (--setup).
+	// first agent (--setup), by Loop.Commands (in the agent's sandbox when
+	// the build has one).
 	Setup string
 	// Git is the repository; nil means ExecGit over Loop.Root.
 	Git Git
@@ -611,7 +612,7 @@ func setupWorker(ctx context.Context, cfg loop.Config, ws *workspace, cmd string
 	env := []string{"RALPH_DIR=" + cfg.Root, "RALPH_WORKTREE=" + ws.dir, "RALPH_WORKER=" + ws.worker}
 	var err error
 	for range 1 + max(cfg.MaxRetries, 0) {
-		if err = runSetup(ctx, ws.dir, cmd, env); err == nil || ctx.Err() != nil {
+		if err = runSetup(ctx, cfg.Commands, ws.dir, cmd, env); err == nil || ctx.Err() != nil {
 			return err
 		}
 	}

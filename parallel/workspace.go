@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -883,14 +882,15 @@ func readInclude(root string) ([]string, error) {
 	return out, nil
 }
 
-// runSetup runs the --setup command in dir with sh -c.
-func runSetup(ctx context.Context, dir, cmd string, env []string) error {
-	c := exec.CommandContext(ctx, "sh", "-c", cmd)
-	c.Dir = dir
-	c.Env = append(os.Environ(), env...)
-	out, err := c.CombinedOutput()
+// runSetup runs the --setup command in dir with sh -c, through commands
+// (the loop's Commands: in the agent's sandbox when the build has one).
+func runSetup(ctx context.Context, commands loop.CommandRunner, dir, cmd string, env []string) error {
+	if commands == nil {
+		commands = loop.HostCommands
+	}
+	out, err := commands.RunCommand(ctx, loop.CommandRequest{Command: cmd, Dir: dir, Env: env})
 	if err != nil {
-		return fmt.Errorf("setup %q in %s: %v\n%s", cmd, dir, err, tailLines(string(out), 20))
+		return fmt.Errorf("setup %q in %s: %v\n%s", cmd, dir, err, tailLines(out, 20))
 	}
 	return nil
 }

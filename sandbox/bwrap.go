@@ -1,11 +1,23 @@
 package sandbox
 
-// bwrapCommand is the pure part of the Linux Command: the argument vector
+// mount is one bubblewrap mount: op ("--bind", "--ro-bind") of src (a
+// path of the host, as it is outside the sandbox) at dst (a path inside,
+// where earlier mounts are already in place).
+type mount struct {
+	op, src, dst string
+}
+
+// bind and roBind are a writable and a read-only bind mount.
+func bind(src, dst string) mount   { return mount{"--bind", src, dst} }
+func roBind(src, dst string) mount { return mount{"--ro-bind", src, dst} }
+
+// bwrapCommand is the pure part of the Linux session: the argument vector
 // for bubblewrap at bwrap. sigEnv is a GNU env that knows --ignore-signal
 // and --default-signal ("" when there is none: the agent then cannot be
 // stopped gracefully, see the package doc); root says ralph runs as root
-// (bubblewrap then keeps capabilities unless told otherwise).
-func bwrapCommand(bwrap, sigEnv string, root bool, dir string, gs []grant, path string, args []string) (string, []string) {
+// (bubblewrap then keeps capabilities unless told otherwise); mounts come
+// after the read-only root, in order.
+func bwrapCommand(bwrap, sigEnv string, root bool, dir string, mounts []mount, path string, args []string) (string, []string) {
 	a := []string{
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
@@ -26,8 +38,8 @@ func bwrapCommand(bwrap, sigEnv string, root bool, dir string, gs []grant, path 
 			a = append(a, "--cap-add", c)
 		}
 	}
-	for _, g := range gs {
-		a = append(a, "--bind", g.path, g.path)
+	for _, m := range mounts {
+		a = append(a, m.op, m.src, m.dst)
 	}
 	if dir != "" {
 		a = append(a, "--chdir", dir)

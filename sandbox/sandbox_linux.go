@@ -35,10 +35,7 @@ func (s *Sandbox) probe() error {
 	if err != nil {
 		env = "/usr/bin/env"
 	}
-	path, args, _, err := s.command(Policy{Dir: "/"}, env, nil)
-	if err != nil {
-		return err
-	}
+	path, args := bwrapCommand(s.Path, signalEnv(), os.Geteuid() == 0, "/", nil, env, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
@@ -54,11 +51,6 @@ func (s *Sandbox) probe() error {
 			"that AppArmor lets bwrap create them (kernel.apparmor_restrict_unprivileged_userns))", ErrUnavailable, s.Path, msg)
 	}
 	return nil
-}
-
-func (s *Sandbox) command(p Policy, path string, args []string) (string, []string, func(), error) {
-	newPath, newArgs := bwrapCommand(s.Path, signalEnv(), os.Geteuid() == 0, p.Dir, grants(p.Dir, p.Writable), path, args)
-	return newPath, newArgs, func() {}, nil
 }
 
 // signalEnv is the path of an env (GNU coreutils 8.31 or later) that can

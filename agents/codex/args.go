@@ -9,6 +9,7 @@ import (
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // Name is the agent's name: the --agent-cli value and RunResult.Agent.
@@ -140,20 +141,34 @@ func Env(base []string, req loop.RunRequest) []string {
 	})
 }
 
-// StateDirs returns the directories Codex writes its own state to, which
-// must stay writable in a sandbox: $CODEX_HOME, else ~/.codex (from env's
-// HOME, else the user's home directory). Codex writes there even with
-// --ephemeral (SQLite state, skills, shell snapshots).
-func StateDirs(env []string) []string {
-	if v := agentproc.Getenv(env, EnvCodexHome); v != "" {
-		return []string{v}
+// StateDirs returns Codex's own directory, given its environment:
+// $CODEX_HOME, else ~/.codex (from env's HOME, else the user's home
+// directory). Codex writes there even with --ephemeral (SQLite state,
+// skills, shell snapshots). In a sandbox the agent works on a scratch
+// copy of it (sandbox.State): config.toml (notify, mcp_servers, model
+// providers), AGENTS.md, prompts/, rules/ and skills/ are read-only or
+// copies whose changes are dropped. Only auth.json is the real one,
+// writable, so that a refreshed ChatGPT login is kept (Codex writes it in
+// place). Its sessions, logs, shell snapshots and SQLite databases start
+// empty in the scratch.
+func StateDirs(env []string) []sandbox.State {
+	dir := agentproc.Getenv(env, EnvCodexHome)
+	if dir == "" {
+		home := agentproc.Getenv(env, "HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		if home == "" {
+			return nil
+		}
+		dir = filepath.Join(home, ".codex")
 	}
-	home := agentproc.Getenv(env, "HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	if home == "" {
-		return nil
-	}
-	return []string{filepath.Join(home, ".codex")}
+	return []sandbox.State{{Dir: dir, Keep: []string{"auth.json"}, Fresh: codexFresh}}
+}
+
+// codexFresh are the entries of Codex's directory that it fills as it
+// runs.
+var codexFresh = []string{
+	"sessions", "archived_sessions", "log", "shell_snapshots", "tmp", ".tmp", "cache",
+	"*.sqlite", "*.sqlite-*", "*.db", "*.db-*", "history.jsonl",
 }

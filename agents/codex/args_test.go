@@ -69,11 +69,15 @@ func TestEnv(t *testing.T) {
 }
 
 func TestStateDirs(t *testing.T) {
-	if diff := cmp.Diff([]string{"/c"}, StateDirs([]string{"HOME=/h", "CODEX_HOME=/c"})); diff != "" {
-		t.Error(diff)
-	}
-	if diff := cmp.Diff([]string{"/h/.codex"}, StateDirs([]string{"HOME=/h"})); diff != "" {
-		t.Error(diff)
+	for env, want := range map[string]string{"CODEX_HOME=/c": "/c", "X=1": "/h/.codex"} {
+		got := StateDirs([]string{"HOME=/h", env})
+		if len(got) != 1 || got[0].Dir != want {
+			t.Errorf("StateDirs with %s = %+v, want %s", env, got, want)
+		}
+		// The login passes through; the rest is the session's scratch.
+		if diff := cmp.Diff([]string{"auth.json"}, got[0].Keep); diff != "" {
+			t.Errorf("Keep (-want +got):\n%s", diff)
+		}
 	}
 }
 

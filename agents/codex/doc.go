@@ -50,7 +50,10 @@
 // not move a ChatGPT-plan login to per-token billing. CODEX_HOME and the
 // user's login and config are kept; StateDirs names CODEX_HOME (else
 // ~/.codex), which Codex writes even with --ephemeral (SQLite state,
-// skills, shell snapshots).
+// skills, shell snapshots). In a sandbox it is a scratch copy whose
+// changes are dropped — config.toml's notify and mcp_servers run programs
+// in a user's next session — and only auth.json is the real file (Codex
+// writes it in place, so a refreshed ChatGPT login is kept).
 //
 // # Events
 //

@@ -42,9 +42,11 @@ type Runner struct {
 	// time.Now.
 	Now func() time.Time
 	// Sandbox, when not nil, runs the agent in it (ralph's --sandbox):
-	// it writes only the project, its git directories, .ralph/, the temp
-	// directory and its own state (StateDirs).
-	Sandbox *sandbox.Sandbox
+	// it writes only its tree (the project, or its worker's tree), a temp
+	// directory and a scratch copy of its own state (StateDirs), and
+	// works in a private copy of the tree's git metadata
+	// (RunResult.Checkout says how that moved).
+	Sandbox *sandbox.Boundary
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -106,7 +108,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
-		Writable:    StateDirs(env),
+		State:       StateDirs(env),
 		Plan:        req.Plan,
 		Stdin:       Stdin(req),
 		LogPath:     req.LogPath,
@@ -159,6 +161,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		res.Stderr += fmt.Sprintf("\nralph: the agent could not reach its API (%d reconnects in a row); it was stopped", sess.Unreachable)
 	}
 	res.LogErr = exit.LogErr
+	res.Checkout = exit.Checkout
 	return res, nil
 }
 
@@ -184,7 +187,7 @@ func configModel(env []string) string {
 	if len(dirs) == 0 {
 		return ""
 	}
-	data, err := os.ReadFile(filepath.Join(dirs[0], "config.toml"))
+	data, err := os.ReadFile(filepath.Join(dirs[0].Dir, "config.toml"))
 	if err != nil {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // Name is the agent's name: the --agent-cli value and RunResult.Agent.
@@ -112,14 +113,25 @@ func stateDir(env []string) string {
 }
 
 // StateDirs returns what the CLI writes besides the project and the temp
-// dir, which must stay writable in a sandbox: its ~/.gemini (see
-// GEMINI_CLI_HOME), given the agent's environment.
-func StateDirs(env []string) []string {
+// dir: its ~/.gemini (see GEMINI_CLI_HOME), given the agent's
+// environment. In a sandbox the agent works on a scratch copy of it
+// (sandbox.State): settings.json (hooks, mcpServers, tool discovery and
+// call commands), .env, GEMINI.md, trustedFolders.json, extensions/,
+// commands/, skills/, agents/, policies/ and the checkpoint repositories
+// in history/ are read-only or copies whose changes are dropped. Only its
+// logins are the real files, writable (oauth_creds.json,
+// gemini-credentials.json, google_accounts.json, mcp-oauth-tokens.json,
+// a2a-oauth-tokens.json; it writes them in place). tmp/ (chats, logs,
+// and the tools it downloads into tmp/bin) starts empty in the scratch.
+func StateDirs(env []string) []sandbox.State {
 	if d := stateDir(env); d != "" {
-		return []string{d}
+		return []sandbox.State{{Dir: d, Keep: geminiLogins, Fresh: []string{"tmp"}}}
 	}
 	return nil
 }
+
+// geminiLogins are the files of ~/.gemini that hold the CLI's logins.
+var geminiLogins = []string{"oauth_creds.json", "gemini-credentials.json", "google_accounts.json", "mcp-oauth-tokens.json", "a2a-oauth-tokens.json"}
 
 // DefaultContextFileName is the CLI's context file name unless its
 // settings say otherwise (context.fileName).

@@ -3,11 +3,13 @@ package gemini
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 func errResult(msg string) *loop.RunResult {
@@ -188,11 +190,21 @@ func TestEnv(t *testing.T) {
 func TestStateDirsAndContextFileName(t *testing.T) {
 	home, dir := t.TempDir(), t.TempDir()
 	env := []string{"HOME=" + home, "GEMINI_CLI_SYSTEM_SETTINGS_PATH=" + filepath.Join(home, "none.json")}
-	if diff := cmp.Diff([]string{filepath.Join(home, ".gemini")}, StateDirs(env)); diff != "" {
+	dirs := func(sts []sandbox.State) []string {
+		var out []string
+		for _, st := range sts {
+			out = append(out, st.Dir)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{filepath.Join(home, ".gemini")}, dirs(StateDirs(env))); diff != "" {
 		t.Errorf("StateDirs (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"/g/.gemini"}, StateDirs(append(env, "GEMINI_CLI_HOME=/g"))); diff != "" {
+	if diff := cmp.Diff([]string{"/g/.gemini"}, dirs(StateDirs(append(env, "GEMINI_CLI_HOME=/g")))); diff != "" {
 		t.Errorf("StateDirs with GEMINI_CLI_HOME (-want +got):\n%s", diff)
+	}
+	if keep := StateDirs(env)[0].Keep; !slices.Contains(keep, "oauth_creds.json") {
+		t.Errorf("the login is not kept: %v", keep)
 	}
 	if got := ContextFileName(env, dir); got != DefaultContextFileName {
 		t.Errorf("no settings: %q", got)

@@ -26,9 +26,11 @@ type Runner struct {
 	// time.Now.
 	Now func() time.Time
 	// Sandbox, when not nil, runs the agent in it (ralph's --sandbox):
-	// it writes only the project, its git directories, .ralph/, the temp
-	// directory and its own state (StateDirs).
-	Sandbox *sandbox.Sandbox
+	// it writes only its tree (the project, or its worker's tree), a temp
+	// directory and a scratch copy of its own state (StateDirs), and
+	// works in a private copy of the tree's git metadata
+	// (RunResult.Checkout says how that moved).
+	Sandbox *sandbox.Boundary
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -72,7 +74,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
-		Writable:    StateDirs(env),
+		State:       StateDirs(env),
 		Plan:        req.Plan,
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
@@ -100,6 +102,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	res.Stderr = x.Stderr
 	res.LogErr = x.LogErr
+	res.Checkout = x.Checkout
 	return res, nil
 }
 

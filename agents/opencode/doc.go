@@ -162,7 +162,12 @@
 // State directories (StateDirs, for a sandbox): OpenCode's data (session
 // database, logs, snapshots), cache, config and state directories under
 // the XDG base directories, and ~/.npm, where it caches the npm metadata
-// it fetches in the background at start (harmless offline).
+// it fetches in the background at start (harmless offline). In the
+// sandbox each is a scratch copy whose changes are dropped (its plugins,
+// config files and cached packages run code in a user's next session);
+// only auth.json and mcp-auth.json are the real files, and the session
+// database starts empty (checked with the pinned 1.18.33, a state filled
+// by an earlier run outside the sandbox included).
 //
 // # Measurements
 //

@@ -76,9 +76,11 @@ type Runner struct {
 	// Now is the clock of events and retry-after times; nil means time.Now.
 	Now func() time.Time
 	// Sandbox, when not nil, runs the agent in it (ralph's --sandbox):
-	// it writes only the project, its git directories, .ralph/, the temp
-	// directory and its own state (StateDirs).
-	Sandbox *sandbox.Sandbox
+	// it writes only its tree (the project, or its worker's tree), a temp
+	// directory and a scratch copy of its own state (StateDirs), and
+	// works in a private copy of the tree's git metadata
+	// (RunResult.Checkout says how that moved).
+	Sandbox *sandbox.Boundary
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -207,11 +209,20 @@ func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string,
 	return env, nil
 }
 
-// StateDirs returns OpenCode's own directories, which must stay writable
-// in a sandbox: its data (the session database, logs), cache, config and
-// state directories under the XDG base directories of env (defaults under
-// $HOME), and ~/.npm, where it caches the package metadata it fetches.
-func StateDirs(env []string) []string {
+// StateDirs returns OpenCode's own directories, given its environment:
+// its data (the session database, logs, logins), cache, config and state
+// directories under the XDG base directories of env (defaults under
+// $HOME), and ~/.npm, where it caches the package metadata it fetches. In
+// a sandbox the agent works on a scratch copy of each (sandbox.State):
+// the config files (opencode.json, opencode.jsonc, config.json, which
+// name MCP servers, formatters, LSP commands and plugins), AGENTS.md,
+// plugin/, agent/, command/, node_modules/, the cached packages and the
+// tools in bin/ are read-only or copies whose changes are dropped, and so
+// are npm's caches (npx's packages in _npx/ run when a user next uses
+// them). Only the logins are the real files, writable (auth.json,
+// mcp-auth.json). The session database, its storage, snapshots and logs
+// start empty in the scratch.
+func StateDirs(env []string) []sandbox.State {
 	home := agentproc.Getenv(env, "HOME")
 	if home == "" {
 		home, _ = os.UserHomeDir()
@@ -222,12 +233,13 @@ func StateDirs(env []string) []string {
 		}
 		return filepath.Join(home, def, "opencode")
 	}
-	return []string{
-		dir(EnvXDGData, filepath.Join(".local", "share")),
-		dir(EnvXDGCache, ".cache"),
-		dir(EnvXDGConfig, ".config"),
-		dir(EnvXDGState, filepath.Join(".local", "state")),
-		filepath.Join(home, ".npm"),
+	return []sandbox.State{
+		{Dir: dir(EnvXDGData, filepath.Join(".local", "share")), Keep: []string{"auth.json", "mcp-auth.json"},
+			Fresh: []string{"opencode.db", "opencode.db-*", "storage", "snapshot", "log", "tool-output"}},
+		{Dir: dir(EnvXDGCache, ".cache")},
+		{Dir: dir(EnvXDGConfig, ".config")},
+		{Dir: dir(EnvXDGState, filepath.Join(".local", "state"))},
+		{Dir: filepath.Join(home, ".npm"), Fresh: []string{"_cacache", "_logs", "_update-notifier-last-checked"}},
 	}
 }
 
@@ -316,7 +328,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
-		Writable:    StateDirs(env),
+		State:       StateDirs(env),
 		Plan:        req.Plan,
 		Stdin:       req.Prompt,
 		LogPath:     req.LogPath,
@@ -374,5 +386,6 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		res.Stderr += fmt.Sprintf("\nralph: OpenCode kept retrying a failing API request for %v; it was stopped", retryLimit)
 	}
 	res.LogErr = exit.LogErr
+	res.Checkout = exit.Checkout
 	return res, nil
 }

@@ -107,10 +107,18 @@ func TestEnv(t *testing.T) {
 }
 
 func TestStateDirs(t *testing.T) {
-	got := StateDirs([]string{"HOME=/h", "XDG_DATA_HOME=/d", "XDG_CACHE_HOME=relative"})
+	sts := StateDirs([]string{"HOME=/h", "XDG_DATA_HOME=/d", "XDG_CACHE_HOME=relative"})
+	var got []string
+	for _, st := range sts {
+		got = append(got, st.Dir)
+	}
 	want := []string{"/d/opencode", "/h/.cache/opencode", "/h/.config/opencode", "/h/.local/state/opencode", "/h/.npm"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// Only the logins pass through.
+	if diff := cmp.Diff([]string{"auth.json", "mcp-auth.json"}, sts[0].Keep); diff != "" {
+		t.Errorf("Keep (-want +got):\n%s", diff)
 	}
 }
 

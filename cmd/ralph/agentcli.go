@@ -30,21 +30,23 @@ type agentCLI struct {
 	// envBin's; the error wraps loop.ErrAgentNotFound and says how to
 	// install it.
 	lookPath func(flag, env string) (string, error)
-	// runner returns the Runner of the executable at path, in sb when
+	// runner returns the Runner of the executable at path, in box when
 	// not nil (--sandbox).
-	runner func(path string, sb *sandbox.Sandbox) loop.Runner
+	runner func(path string, box *sandbox.Boundary) loop.Runner
 }
 
 // agentCLIs are the agents ralph runs, the default first.
 var agentCLIs = []agentCLI{
 	{name: "claude", envBin: claude.EnvClaude, lookPath: claude.LookPathFrom,
-		runner: func(path string, sb *sandbox.Sandbox) loop.Runner { return &claude.Runner{Path: path, Sandbox: sb} }},
+		runner: func(path string, box *sandbox.Boundary) loop.Runner { return &claude.Runner{Path: path, Sandbox: box} }},
 	{name: codex.Name, envBin: codex.EnvBin, lookPath: codex.LookPathFrom,
-		runner: func(path string, sb *sandbox.Sandbox) loop.Runner { return &codex.Runner{Path: path, Sandbox: sb} }},
+		runner: func(path string, box *sandbox.Boundary) loop.Runner { return &codex.Runner{Path: path, Sandbox: box} }},
 	{name: gemini.Name, envBin: gemini.EnvBin, lookPath: gemini.LookPathFrom,
-		runner: func(path string, sb *sandbox.Sandbox) loop.Runner { return &gemini.Runner{Path: path, Sandbox: sb} }},
+		runner: func(path string, box *sandbox.Boundary) loop.Runner { return &gemini.Runner{Path: path, Sandbox: box} }},
 	{name: opencode.Name, envBin: opencode.EnvBin, lookPath: opencode.LookPathFrom,
-		runner: func(path string, sb *sandbox.Sandbox) loop.Runner { return &opencode.Runner{Path: path, Sandbox: sb} }},
+		runner: func(path string, box *sandbox.Boundary) loop.Runner {
+			return &opencode.Runner{Path: path, Sandbox: box}
+		}},
 }
 
 // agentCLINames lists the names --agent-cli takes.
@@ -77,7 +79,7 @@ func agentCLIFlags() []cli.Flag {
 		&cli.StringFlag{Name: "agent-cli", Usage: "the agent `CLI` to run: " + strings.Join(agentCLINames(), ", "), DefaultText: "$" + envAgentCLI + ", else claude"},
 		&cli.StringFlag{Name: "agent-bin", Usage: "the agent CLI's executable `PATH`", DefaultText: "$RALPH_<CLI> (e.g. $RALPH_CODEX), else the CLI's name on PATH"},
 		&cli.StringFlag{Name: "claude", Usage: "Claude Code's executable `PATH` (as --agent-bin with --agent-cli claude)", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
-		&cli.BoolFlag{Name: "sandbox", Usage: "run the agent where it can write only the project (or its worktree), .ralph/, the git directory, its own state and the temp directory (Linux: bubblewrap; macOS: sandbox-exec)"},
+		&cli.BoolFlag{Name: "sandbox", Usage: "run the agent, the test gate and --setup in a sandbox: they write only their tree, a temp directory and a scratch copy of the agent's state; .ralph/ and the repository stay read-only (Linux: bubblewrap; macOS: sandbox-exec)"},
 	}
 }
 
@@ -89,11 +91,11 @@ type chosenAgent struct {
 	sandbox *sandbox.Sandbox // --sandbox
 }
 
-// newRunner returns the agent's Runner for the project at root. Agents
-// other than Claude Code get the project's custom slash commands expanded
-// (slashCommandRunner).
-func (a chosenAgent) newRunner(root string) loop.Runner {
-	r := a.runner(a.path, a.sandbox)
+// newRunner returns the agent's Runner for the project at root, in box
+// when not nil (--sandbox: see boundary). Agents other than Claude Code
+// get the project's custom slash commands expanded (slashCommandRunner).
+func (a chosenAgent) newRunner(root string, box *sandbox.Boundary) loop.Runner {
+	r := a.runner(a.path, box)
 	if a.name == "claude" {
 		return r
 	}
@@ -146,8 +148,24 @@ func resolveAgentBin(c *cli.Context, cfg appConfig, a agentCLI, withFlags bool) 
 	return chosen, nil
 }
 
+// boundary returns what the agents of the project at root may write in
+// the sandbox (--sandbox), decided now, before any agent runs, from the
+// project root, its repository and where the workers' trees go (DESIGN
+// §13); nil without --sandbox.
+func (a chosenAgent) boundary(root string) (*sandbox.Boundary, error) {
+	if a.sandbox == nil {
+		return nil, nil
+	}
+	box, err := a.sandbox.Boundary(sandbox.BoundaryParams{Root: root})
+	if err != nil {
+		return nil, fmt.Errorf("--sandbox: %w", err)
+	}
+	return box, nil
+}
+
 // findAgent resolves the agent (chooseAgent), prints the API-key notice
-// when it is Claude Code, and returns its Runner.
+// when it is Claude Code, and returns its Runner (in its sandbox's
+// boundary with --sandbox).
 func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop.Runner, chosenAgent, error) {
 	a, err := chooseAgent(c, cfg)
 	if err != nil {
@@ -156,7 +174,11 @@ func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop
 	if a.name == "claude" {
 		apiKeyNotice(cfg, useAPIKey)
 	}
-	return a.newRunner(root), a, nil
+	box, err := a.boundary(root)
+	if err != nil {
+		return nil, a, err
+	}
+	return a.newRunner(root, box), a, nil
 }
 
 // apiKeyNotice prints what happens to ANTHROPIC_API_KEY and

@@ -24,17 +24,6 @@ import (
 // $RALPH_BIN task …: through its broker ($RALPH_SOCKET), as itself, and
 // nothing more (DESIGN §13).
 
-// needBwrap skips a test without bubblewrap, and fails it under CI=true.
-func needBwrap(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("bwrap not found (CI=true): apt-get install bubblewrap")
-		}
-		t.Skip("bwrap not found: apt-get install bubblewrap")
-	}
-}
-
 // attackProject is a project whose ralph runs with env, and out, a
 // directory the agent's payload writes its findings to ($ATTACK_OUT): in
 // the project, which a sandboxed agent may write whatever the sandbox

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/dag/progress"
 	"github.com/ralph-dev/ralph/loop"
@@ -193,10 +194,17 @@ func build(c *cli.Context, cfg appConfig) error {
 	}
 
 	sweepLeftovers(c.Context, cfg)
-	runner := agent.newRunner(p.root)
+	// With --sandbox, what agents and gates may write is decided here,
+	// once, before any of them runs (DESIGN §13).
+	box, err := agent.boundary(p.root)
+	if err != nil {
+		return err
+	}
+	lc.Commands = &agentproc.Commands{Sandbox: box}
+	runner := agent.newRunner(p.root, box)
 	lc.Agent = agent.name
 	if verifier.path != agent.path || verifier.name != agent.name {
-		lc.Verifier, lc.VerifierAgent = verifier.newRunner(p.root), verifier.name
+		lc.Verifier, lc.VerifierAgent = verifier.newRunner(p.root, box), verifier.name
 	}
 	view := newBuildView(cfg.stdout)
 	view.logDir = p.rel(lc.LogDir)

@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,7 +53,10 @@ type agentScript struct {
 }
 
 // agentStep is one scripted session. "{task}" in Text and Sh stands for
-// $RALPH_TASK_ID, and "{sh}" in Text for the output of Sh.
+// $RALPH_TASK_ID, and "{sh}" in Text for the output of Sh. A sandboxed
+// fake agent cannot record its call beside its script: it then plays the
+// step of its iteration ($RALPH_ITERATION), and Sh sees FAKE_VERIFIER=1 in
+// a verifier's session.
 type agentStep struct {
 	// Sh runs first, with sh -c in the project; $RALPH_BIN in it is ralph.
 	// Its output is the session's tool result.
@@ -118,15 +125,23 @@ func fakeAgent(script string, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	line, _ := json.Marshal(agentCall{Args: args, Env: env, Prompt: string(prompt), System: string(system)})
 	f, err := os.OpenFile(calls, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fail(err)
-	}
-	_, err = f.Write(append(line, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fail(err)
+	if errors.Is(err, syscall.EROFS) {
+		// A sandboxed agent cannot write beside its script: nothing is
+		// recorded, and the session plays the step of its iteration.
+		if it, err := strconv.Atoi(os.Getenv("RALPH_ITERATION")); err == nil && it > 0 {
+			n = it - 1
+		}
+	} else {
+		if err != nil {
+			return fail(err)
+		}
+		_, err = f.Write(append(line, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fail(err)
+		}
 	}
 	if len(s.Steps) == 0 {
 		return fail(fmt.Errorf("%s: no steps", script))
@@ -152,6 +167,9 @@ func fakeAgent(script string, args []string, stdin io.Reader, stdout, stderr io.
 	if step.Sh != "" {
 		cmd := exec.Command("sh", "-c", expand(step.Sh))
 		cmd.Env = append(withoutEnv(os.Environ(), envFakeAgent), envAsRalph+"=1")
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--tools=") }) {
+			cmd.Env = append(cmd.Env, "FAKE_VERIFIER=1") // the payload can tell a verifier session
+		}
 		var err error
 		out, err = cmd.CombinedOutput()
 		emit(assistant(session, map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": expand(step.Sh)}}))

@@ -1,0 +1,79 @@
+package agentproc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
+)
+
+// Commands runs a build's commands that are not an agent — the test gate,
+// --setup (loop.CommandRunner) — as Run runs an agent: in a process group
+// (a session of its own when sandboxed) with a parent-death signal, and
+// everything it started stopped and reaped when it exits or its context
+// is cancelled (SIGTERM, then SIGKILL after Grace). With Sandbox set it
+// runs in the sandbox, as an agent working in the same directory would,
+// without state directories: it writes only that tree and a temp
+// directory of its own. The zero value runs on the host. A Commands is
+// safe for concurrent use.
+type Commands struct {
+	// Sandbox, when not nil, is where the commands run.
+	Sandbox *sandbox.Boundary
+	// Grace is the time between SIGTERM and SIGKILL; 0 means
+	// DefaultGrace.
+	Grace time.Duration
+}
+
+var _ loop.CommandRunner = (*Commands)(nil)
+
+// commandOutputMax bounds the output RunCommand keeps: the end of it.
+const commandOutputMax = 64 << 10
+
+// RunCommand runs req.Command with sh -c in req.Dir, with ralph's
+// environment and req.Env, and returns its standard output and standard
+// error as they interleaved (the last 64 KiB), then whatever the sandbox
+// itself said when it failed. The error is non-nil when the command could
+// not start, did not exit 0 ("exit status N"), or was stopped because ctx
+// was cancelled (ctx's error).
+func (c *Commands) RunCommand(ctx context.Context, req loop.CommandRequest) (string, error) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		sh = "/bin/sh"
+	}
+	out := &tailBuffer{max: commandOutputMax}
+	exit, err := Run(ctx, Spec{
+		Name: "sh",
+		Path: sh,
+		// Standard error joins standard output in the shell itself, so
+		// the two keep their order.
+		Args:    []string{"-c", "exec 2>&1\n" + req.Command},
+		Dir:     req.Dir,
+		Env:     append(os.Environ(), req.Env...),
+		Sandbox: c.Sandbox,
+		Grace:   c.Grace,
+		Decode: func(r io.Reader, _ func(loop.Event)) error {
+			_, err := io.Copy(out, r)
+			return err
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	output := out.String()
+	switch {
+	case exit.Cancelled && exit.Stop == StopCancel:
+		return output, ctx.Err()
+	case exit.ExitCode != 0:
+		if s := strings.TrimSpace(exit.Stderr); s != "" {
+			output += s + "\n"
+		}
+		return output, fmt.Errorf("exit status %d", exit.ExitCode)
+	}
+	return output, nil
+}

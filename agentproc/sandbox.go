@@ -1,0 +1,76 @@
+package agentproc
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
+)
+
+// sandboxed is one run's sandbox session and its scratch directory.
+type sandboxed struct {
+	sess    *sandbox.Session
+	scratch string
+}
+
+// sandboxed prepares s's session in s.Sandbox, in a scratch directory of
+// its own (TempDir's kind "sandbox", so that Sweep removes it if this
+// process dies first).
+func (s Spec) sandboxed() (*sandboxed, error) {
+	scratch, err := TempDir("sandbox")
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.Sandbox.Prepare(sandbox.SessionParams{
+		Dir: s.Dir, Path: s.Path, Args: s.Args, Env: s.Env, State: s.State, Scratch: scratch,
+	})
+	if err != nil {
+		removeAll(scratch)
+		return nil, err
+	}
+	return &sandboxed{sess: sess, scratch: scratch}, nil
+}
+
+// checkout says how the private git checkout moved, once the agent and
+// everything it started are gone; a cancelled ctx does not cut it short
+// (sandbox.Session.Close bounds its own time).
+func (b *sandboxed) checkout(ctx context.Context) *loop.Checkout {
+	c := b.sess.Close(context.WithoutCancel(ctx))
+	if c == nil {
+		return nil
+	}
+	return &loop.Checkout{Start: c.Start, End: c.End, Descends: c.Descends}
+}
+
+// remove removes the scratch directory.
+func (b *sandboxed) remove() { removeAll(b.scratch) }
+
+// removeAll removes dir and everything in it, directories the agent made
+// unwritable or unreadable included (they are made accessible first).
+// Symbolic links are removed, never followed.
+func removeAll(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
+
+// TempDir makes a new directory in os.TempDir() named after this process,
+// as TempFile names its files (ralph-<kind>-<pid>-<start>-<host>-<random>),
+// so that Sweep removes it, whole, when this process dies before removing
+// it. kind is as TempFile's.
+func TempDir(kind string) (string, error) {
+	if !validKind(kind) {
+		return "", &os.PathError{Op: "mkdir", Path: kind, Err: os.ErrInvalid}
+	}
+	return os.MkdirTemp("", tempPattern(kind, "", loop.ThisProcess()))
+}

@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// prepare makes the session's mounts in scratch and its bubblewrap
+// command (see the package documentation for each one's reason):
+//
+//  1. the tree, writable;
+//  2. the plan's .ralph/, read-only again, where it lies in the tree;
+//  3. the private git checkout over the tree's .git (a directory mounted
+//     writable, or a file naming it mounted read-only), and the
+//     repository's object store read-only where the copy's alternates
+//     look for it; a worker's .git whose git directory the Boundary does
+//     not know is mounted over with an empty file;
+//  4. the session's temp directory, writable;
+//  5. each state directory: its scratch, then its real entries in it,
+//     kept ones writable, the rest read-only;
+//  6. the hidden files: an empty read-only file over each.
+func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
+	empty := filepath.Join(scratch, "empty")
+	if err := os.WriteFile(empty, nil, 0o400); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	mounts := []mount{bind(s.Tree, s.Tree)}
+	if b.plan != "" && within(b.plan, s.Tree) {
+		mounts = append(mounts, roBind(b.plan, b.plan))
+	}
+
+	dotGit, dotGitDir, gitDir, err := b.checkoutOf(s.Tree)
+	if err != nil {
+		return err
+	}
+	switch {
+	case gitDir != "":
+		c, err := makeCheckout(b.repo, gitDir, dotGit, dotGitDir, scratch)
+		if err != nil {
+			return err
+		}
+		s.checkout = c
+		if dotGitDir {
+			mounts = append(mounts, bind(c.dir, dotGit))
+		} else {
+			mounts = append(mounts, roBind(c.gitfile, dotGit), bind(c.dir, c.dir))
+		}
+		mounts = append(mounts, roBind(c.shared, c.objects))
+	case dotGit != "":
+		mounts = append(mounts, roBind(empty, dotGit))
+	}
+
+	mounts = append(mounts, bind(s.TempDir, s.TempDir))
+
+	sts, err := b.states(s.Tree, p.State)
+	if err != nil {
+		return err
+	}
+	for i, st := range sts {
+		m, err := prepareState(st.State, st.dir, filepath.Join(scratch, "state-"+strconv.Itoa(i)))
+		if err != nil {
+			return fmt.Errorf("sandbox: state directory %s: %w", st.dir, err)
+		}
+		mounts = append(mounts, bind(m.scratch, m.dir))
+		for _, e := range m.entries {
+			real := filepath.Join(m.dir, e.name)
+			if e.rw {
+				mounts = append(mounts, bind(real, real))
+			} else {
+				mounts = append(mounts, roBind(real, real))
+			}
+		}
+	}
+
+	for _, h := range b.hide {
+		mounts = append(mounts, roBind(empty, h))
+	}
+
+	s.Path, s.Args = bwrapCommand(b.sb.Path, signalEnv(), os.Geteuid() == 0, s.Dir, mounts, p.Path, p.Args)
+	return nil
+}
