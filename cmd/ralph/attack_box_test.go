@@ -365,6 +365,11 @@ func TestAttackBoxPrivateCommits(t *testing.T) {
 	if body := p.git("log", "--format=%B", "ralph/integration"); !strings.Contains(body, "Ralph-Task: t-1") {
 		t.Errorf("ralph/integration does not hold t-1's landing:\n%s", body)
 	}
+	// The second agent reset its private HEAD past the first task's
+	// landing: that is never landed as a revert of it.
+	if got := p.git("show", "ralph/integration:one.txt"); got != "one" {
+		t.Errorf("t-1's one.txt on ralph/integration = %q, want it kept", got)
+	}
 	t.Logf("ralph/integration:\n%s", p.git("log", "--stat", "--format=%s", "ralph/integration"))
 }
 

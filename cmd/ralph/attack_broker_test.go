@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,16 +49,7 @@ var secrets = []string{"GH_TOKEN=ghp_attack", "GITHUB_TOKEN=ghs_attack", "PGPASS
 // (env(1) output) holds RALPH_DB or a secret, or lacks RALPH_SOCKET.
 func checkWithheld(t *testing.T, envFile string) {
 	t.Helper()
-	b, err := os.ReadFile(envFile)
-	if err != nil {
-		t.Fatalf("the agent's environment was not recorded: %v", err)
-	}
-	seen := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			seen[k] = v
-		}
-	}
+	seen := recordedEnv(t, envFile)
 	for _, kv := range append(secrets, "RALPH_DB=") {
 		k, _, _ := strings.Cut(kv, "=")
 		if v, ok := seen[k]; ok {
@@ -69,6 +61,22 @@ func checkWithheld(t *testing.T, envFile string) {
 	}
 }
 
+// recordedEnv reads an environment the agent recorded (env(1) output).
+func recordedEnv(t *testing.T, envFile string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatalf("the agent's environment was not recorded: %v", err)
+	}
+	seen := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			seen[k] = v
+		}
+	}
+	return seen
+}
+
 // TestAttackBrokerPeekMode: `ralph build --claim agent --sandbox` — the
 // agent claims and completes its tasks through $RALPH_BIN, reaching the
 // plan through its broker; each claim is held by the loop, each move is
@@ -77,7 +85,7 @@ func TestAttackBrokerPeekMode(t *testing.T) {
 	e, out := attackProject(t, secrets)
 	e.ok("task", "add", "First")
 	e.ok("task", "add", "Second")
-	agent, script := fakeAgentPath(t, agentStep{
+	agent, _ := fakeAgentPath(t, agentStep{
 		Sh: `env > "$ATTACK_OUT/env-$RALPH_ITERATION"
 id=$("$RALPH_BIN" task claim) && "$RALPH_BIN" task note "$id" "working on it" && "$RALPH_BIN" task done "$id" --summary "did $id"`,
 		Text: "Done.",
@@ -86,11 +94,16 @@ id=$("$RALPH_BIN" task claim) && "$RALPH_BIN" task note "$id" "working on it" &&
 	if r.code != 0 {
 		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	calls := agentCalls(t, script)
-	if len(calls) != 2 {
-		t.Fatalf("%d sessions, want 2", len(calls))
+	// A sandboxed fake agent cannot record its calls beside its script:
+	// each session's environment, as it recorded it, tells.
+	var envs []map[string]string
+	for _, it := range []string{"1", "2"} {
+		envs = append(envs, recordedEnv(t, filepath.Join(out, "env-"+it)))
 	}
-	agentID := calls[0].Env["RALPH_AGENT_ID"]
+	if _, err := os.Stat(filepath.Join(out, "env-3")); err == nil {
+		t.Error("a third session ran")
+	}
+	agentID := envs[0]["RALPH_AGENT_ID"]
 	for _, id := range []string{"t-1", "t-2"} {
 		task := e.show(id)
 		if task.Status != "done" {
@@ -114,16 +127,13 @@ id=$("$RALPH_BIN" task claim) && "$RALPH_BIN" task note "$id" "working on it" &&
 			t.Errorf("%s: history %v, want claim,note,done", id, kinds)
 		}
 	}
-	for i, c := range calls {
-		if !strings.HasPrefix(c.Env["RALPH_SOCKET"], "/") {
-			t.Errorf("session %d: RALPH_SOCKET %q", i+1, c.Env["RALPH_SOCKET"])
-		}
-		checkWithheld(t, filepath.Join(out, "env-"+c.Env["RALPH_ITERATION"]))
+	for i := range envs {
+		checkWithheld(t, filepath.Join(out, "env-"+strconv.Itoa(i+1)))
 	}
-	if calls[0].Env["RALPH_SOCKET"] == calls[1].Env["RALPH_SOCKET"] {
+	if envs[0]["RALPH_SOCKET"] == envs[1]["RALPH_SOCKET"] {
 		t.Error("two sessions shared one socket")
 	}
-	if _, err := os.Stat(filepath.Dir(calls[0].Env["RALPH_SOCKET"])); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Dir(envs[0]["RALPH_SOCKET"])); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a session's socket outlived it: %v", err)
 	}
 }
@@ -234,11 +244,14 @@ func TestAttackBrokerRefuses(t *testing.T) {
 // TestAttackBrokerVerifier: the verifier's sandboxed session reads the
 // plan through its broker and can change none of it.
 func TestAttackBrokerVerifier(t *testing.T) {
-	e, _ := attackProject(t, nil)
+	e, out := attackProject(t, nil)
 	// What the verifier changes in the tree is undone and voids its
-	// verdict: it records its findings in the temp directory.
-	out := t.TempDir()
-	e.env = append(e.env, "ATTACK_OUT="+out)
+	// verdict, unless git ignores it: it records its findings in an
+	// ignored directory, the one place it may write that outlives it.
+	commitProject(t, e.dir)
+	if err := os.WriteFile(filepath.Join(out, ".gitignore"), []byte("*\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	e.ok("task", "add", "Only")
 	cases := []struct{ cmd, says string }{
 		{`"$RALPH_BIN" task done {task}`, "refused: the verifier's session only reads the plan"},
@@ -250,9 +263,12 @@ func TestAttackBrokerVerifier(t *testing.T) {
 		cmds = append(cmds, c.cmd)
 	}
 	cmds = append(cmds, `"$RALPH_BIN" task show {task}`)
-	agent, _ := fakeAgentPath(t,
-		agentStep{Text: done},
-		agentStep{Sh: attackPayload(cmds...), Text: "Checked. <verify-pass/>"})
+	// A sandboxed fake agent plays its iteration's step in both sessions:
+	// the payload runs in the verifier's alone.
+	agent, _ := fakeAgentPath(t, agentStep{
+		Sh:   `[ -n "$FAKE_VERIFIER" ] || exit 0` + "\n" + attackPayload(cmds...),
+		Text: done, VerifierText: "Checked. <verify-pass/>",
+	})
 	r := e.run("build", "--claude", agent, "--sandbox", "--verify")
 	if r.code != 0 {
 		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -362,8 +378,10 @@ id=$("$RALPH_BIN" task claim) && "$RALPH_BIN" task done "$id" --summary "done th
 			t.Errorf("the sandboxed agent was given %s…", k)
 		}
 	}
+	// Without its broker the agent has no way in: no RALPH_DB, no
+	// password, and .ralph/db.json reads empty in the sandbox.
 	direct, _ := os.ReadFile(filepath.Join(out, "direct"))
-	if !strings.HasSuffix(strings.TrimSpace(string(direct)), "exit 1") || !strings.Contains(string(direct), "password") {
+	if !strings.HasSuffix(strings.TrimSpace(string(direct)), "exit 1") || strings.Contains(string(direct), "First") {
 		t.Errorf("the agent reached the plan without its broker:\n%s", direct)
 	}
 	task := e.show("t-1")

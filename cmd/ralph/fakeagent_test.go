@@ -63,6 +63,10 @@ type agentStep struct {
 	Sh string `json:"sh,omitempty"`
 	// Text is the final result text (sigils and all).
 	Text string `json:"text,omitempty"`
+	// VerifierText, when set, is the final text of a verifier's session
+	// instead of Text: a sandboxed fake agent plays its iteration's step
+	// in the worker's and the verifier's session alike.
+	VerifierText string `json:"verifier_text,omitempty"`
 	// Crash ends the session with exit 3 and no result line.
 	Crash bool `json:"crash,omitempty"`
 	// Hang blocks until the agent is killed.
@@ -189,7 +193,11 @@ func fakeAgent(script string, args []string, stdin io.Reader, stdout, stderr io.
 			"num_turns": 1, "duration_ms": 5, "total_cost_usd": 0})
 		return 1
 	}
-	text := strings.ReplaceAll(expand(step.Text), "{sh}", string(out))
+	final := step.Text
+	if step.VerifierText != "" && slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--tools=") }) {
+		final = step.VerifierText
+	}
+	text := strings.ReplaceAll(expand(final), "{sh}", string(out))
 	emit(assistant(session, map[string]any{"type": "text", "text": text}))
 	emit(map[string]any{"type": "result", "subtype": "success", "is_error": step.IsError, "session_id": session,
 		"result": text, "num_turns": 2, "duration_ms": 20, "total_cost_usd": step.Cost,
