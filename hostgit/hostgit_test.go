@@ -558,3 +558,55 @@ func TestConfigReadOnce(t *testing.T) {
 		t.Error("the filter of a file included after the first listing ran")
 	}
 }
+
+// TestStageAll stages what git add --all would — changes, deletions,
+// new files, a type change, a file now beyond a symlink, a submodule
+// whose HEAD moved — leaves out what the pathspec excludes and reports a
+// new nested repository, and never runs the nested repositories'
+// programs.
+func TestStageAll(t *testing.T) {
+	isolate(t)
+	repo := newRepo(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	for name, content := range map[string]string{"b.txt": "b\n", "d/x.txt": "x\n", "gone.txt": "g\n", "link.txt": "l\n", ".ralph/keep": "k\n"} {
+		write(t, filepath.Join(repo, name), content)
+	}
+	must(t, repo, "add", "-A")
+	must(t, repo, "commit", "-q", "-m", "files")
+	nestedRepo(t, repo)
+	lib := filepath.Join(repo, "lib")
+	must(t, lib, "commit", "-q", "--allow-empty", "-m", "moved")
+	write(t, filepath.Join(lib, ".gitattributes"), "* filter=n\n")
+	must(t, lib, "config", "filter.n.clean", "touch '"+marker+"'; cat")
+	must(t, lib, "config", "core.fsmonitor", "touch '"+marker+"'; false")
+	write(t, filepath.Join(lib, "f.txt"), "dirty\n")
+
+	write(t, filepath.Join(repo, "a.txt"), "changed\n")
+	write(t, filepath.Join(repo, "new.txt"), "new\n")
+	write(t, filepath.Join(repo, ".ralph", "keep"), "changed\n")
+	write(t, filepath.Join(repo, ".ralph", "new"), "n\n")
+	os.Remove(filepath.Join(repo, "gone.txt"))
+	os.Remove(filepath.Join(repo, "link.txt"))
+	os.Symlink("a.txt", filepath.Join(repo, "link.txt"))
+	os.RemoveAll(filepath.Join(repo, "d"))
+	os.Symlink(t.TempDir(), filepath.Join(repo, "d"))
+	write(t, filepath.Join(repo, "web", "index.js"), "x\n")
+	must(t, filepath.Join(repo, "web"), "init", "-q")
+
+	r, _ := hostgit.Find(repo)
+	nested, err := r.StageAll(t.Context(), filepath.Join(repo), ":(exclude).ralph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(nested, ",") != "web" {
+		t.Errorf("nested = %q, want web", nested)
+	}
+	if exists(marker) {
+		t.Error("a nested repository's program ran")
+	}
+	got := must(t, repo, "diff", "--cached", "--name-status", "--no-renames", "HEAD")
+	want := "M\ta.txt\nA\td\nD\td/x.txt\nD\tgone.txt\nM\tlib\nT\tlink.txt\nA\tnew.txt"
+	if got != want {
+		t.Errorf("staged:\n%s\nwant:\n%s", got, want)
+	}
+}
