@@ -168,6 +168,12 @@ func (r *Repo) findLinked(dir string, reload bool) *Repo {
 			best = l
 		}
 	}
+	if best != nil && !reload {
+		// A tree removed and made again may have another admin directory.
+		if _, err := os.Stat(best.GitDir); err != nil {
+			return nil
+		}
+	}
 	return best
 }
 
