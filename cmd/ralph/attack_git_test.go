@@ -377,3 +377,34 @@ func TestAttackVerifierChanges(t *testing.T) {
 		t.Errorf("%d sessions; the retry's prompt must be ralph's own", len(calls))
 	}
 }
+
+// TestWorkersVerifierLeavesRalphsRefs: with --workers the verifier runs in
+// a worktree while other workers' integrations move ralph's own refs (the
+// integration branch, ralph/task/…): those moves are ralph's, not the
+// verifier's, and neither void its verdict nor are undone.
+func TestWorkersVerifierLeavesRalphsRefs(t *testing.T) {
+	p := newAttackProject(t)
+	for i := 1; i <= 4; i++ {
+		p.ok("task", "add", fmt.Sprintf("Task %d", i))
+	}
+	// One step for both parts: the working agent writes its file, the
+	// verifier writes the same bytes again; each reads its own sigil.
+	agent, _ := fakeAgentPath(t, agentStep{Sh: "echo work > {task}.txt; sleep 0.3", Text: "Done. <task-done>{task}</task-done> <verify-pass/>"})
+	r := p.build(0, "--claude", agent, "--workers", "2", "--verify")
+	if !strings.Contains(r.stdout, "complete: all 4 tasks done") {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+	for i := 1; i <= 4; i++ {
+		for _, l := range p.show(fmt.Sprintf("t-%d", i)).Logs {
+			if l.Kind == "verify" {
+				t.Errorf("t-%d: %s", i, l.Message)
+			}
+		}
+	}
+	files := p.git("ls-tree", "-r", "--name-only", "ralph/integration")
+	for i := 1; i <= 4; i++ {
+		if !strings.Contains(files, fmt.Sprintf("t-%d.txt", i)) {
+			t.Errorf("t-%d's work did not land:\n%s", i, files)
+		}
+	}
+}
