@@ -17,8 +17,10 @@
 // to what it found: a .git file, a commondir file or core.worktree that
 // an agent rewrites later changes nothing. Linked working trees (a
 // parallel build's workers) are found from the common directory's own
-// record of them (<common>/worktrees/*/gitdir, Repo.For), never from the
-// .git file in the tree. Variables of ralph's environment that would
+// record of them (<common>/worktrees/*/gitdir, Repo.Linked), never from the
+// .git file in the tree, and only where the tree is a real directory (a
+// tree an agent replaced by a link to the user's checkout is refused
+// rather than worked on). Variables of ralph's environment that would
 // send git elsewhere or change how it reads paths (GIT_INDEX_FILE,
 // GIT_OBJECT_DIRECTORY, GIT_NAMESPACE, GIT_*_PATHSPECS, … — the list is
 // dropped in config.go) are not passed on; GIT_TERMINAL_PROMPT=0,

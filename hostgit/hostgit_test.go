@@ -484,10 +484,11 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// TestForIgnoresTheTreesOwnGitFile: a linked tree is found from the
+// TestLinkedIgnoresTheTreesOwnGitFile: a linked tree is found from the
 // common directory's record, whatever its .git file says later, and a
-// core.worktree or GIT_DIR set meanwhile changes nothing either.
-func TestForIgnoresTheTreesOwnGitFile(t *testing.T) {
+// core.worktree or GIT_DIR set meanwhile changes nothing either; a tree
+// replaced by a link to the main checkout is refused.
+func TestLinkedIgnoresTheTreesOwnGitFile(t *testing.T) {
 	isolate(t)
 	repo := newRepo(t)
 	main, err := hostgit.Find(repo)
@@ -504,26 +505,44 @@ func TestForIgnoresTheTreesOwnGitFile(t *testing.T) {
 	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
 	t.Setenv("GIT_INDEX_FILE", filepath.Join(other, ".git", "index"))
 
-	w, err := main.For(filepath.Join(inside))
+	w, err := main.Linked(inside)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := filepath.Join(repo, ".git", "worktrees", "w1"); w.GitDir != want || w.WorkTree != inside {
-		t.Errorf("For = %s (%s), want %s (%s)", w.GitDir, w.WorkTree, want, inside)
+		t.Errorf("Linked = %s (%s), want %s (%s)", w.GitDir, w.WorkTree, want, inside)
 	}
 	out, err := w.Run(t.Context(), "", "rev-parse", "--absolute-git-dir", "--show-toplevel")
 	if want := w.GitDir + "\n" + inside + "\n"; err != nil || out != want {
 		t.Errorf("rev-parse = %q, %v; want %q", out, err, want)
 	}
-	if m, err := main.For(filepath.Join(repo, "sub")); err != nil || m != main {
-		t.Errorf("For(a directory of the main tree) = %v, %v", m, err)
-	}
-	if _, err := main.For(t.TempDir()); !errors.Is(err, hostgit.ErrNotWorktree) {
-		t.Errorf("For(elsewhere) = %v, want ErrNotWorktree", err)
-	}
 	out, err = main.Run(t.Context(), "", "ls-files")
 	if err != nil || out != "a.txt\n" {
 		t.Errorf("ls-files of the main tree = %q, %v", out, err)
+	}
+	// Through a symlink to the directory above it: the same tree.
+	alias := filepath.Join(t.TempDir(), "alias")
+	if err := os.Symlink(filepath.Dir(inside), alias); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := main.Linked(filepath.Join(alias, "w1")); err != nil || l != w {
+		t.Errorf("Linked through a symlinked parent = %v, %v", l, err)
+	}
+	for name, dir := range map[string]string{"the main tree": repo, "a subdirectory of the tree": filepath.Join(inside, "sub"), "elsewhere": t.TempDir()} {
+		os.MkdirAll(dir, 0o755)
+		if _, err := main.Linked(dir); !errors.Is(err, hostgit.ErrNotWorktree) {
+			t.Errorf("Linked(%s) = %v, want ErrNotWorktree", name, err)
+		}
+	}
+	// The tree replaced by a link to the main checkout.
+	if err := os.Rename(inside, inside+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(repo, inside); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := main.Linked(inside); !errors.Is(err, hostgit.ErrNotWorktree) {
+		t.Errorf("Linked(a link to the main checkout) = %v, want ErrNotWorktree", err)
 	}
 }
 

@@ -15,13 +15,14 @@ import (
 	"time"
 )
 
-// Errors of Find and Repo.For.
+// Errors of Find and Repo.Linked.
 var (
 	// ErrNotRepository: the directory is in no git working tree (a plain
 	// directory, a git directory, a bare repository, or no directory).
 	ErrNotRepository = errors.New("hostgit: not in a git working tree")
-	// ErrNotWorktree: the directory is in none of the repository's
-	// working trees that its common directory lists.
+	// ErrNotWorktree: the directory is not the top of a linked working
+	// tree the repository's common directory lists, or not a real
+	// directory.
 	ErrNotWorktree = errors.New("hostgit: not in a working tree of the repository")
 	// ErrGitTooOld: the git binary predates GIT_CONFIG_COUNT (2.31), so
 	// that the programs of the repository's configuration could not be
@@ -53,7 +54,7 @@ type Repo struct {
 	cfg *configCache
 
 	// linked caches the repository's linked working trees, read from
-	// <CommonDir>/worktrees/*/gitdir (main Repos only; see For).
+	// <CommonDir>/worktrees/*/gitdir (see Linked).
 	linkedMu sync.Mutex
 	linked   map[string]*Repo // clean top → its Repo
 }
@@ -131,50 +132,58 @@ func (r *Repo) WithWorkTree(dir string) *Repo {
 	return &Repo{GitDir: r.GitDir, CommonDir: r.CommonDir, WorkTree: filepath.Clean(dir), Bin: r.Bin, cfg: r.cfg}
 }
 
-// For returns the working tree of r's repository that holds dir: a linked
-// working tree (found from <CommonDir>/worktrees/*/gitdir, the files git
-// keeps for them in the common directory, never from dir's own .git
-// file), or r's. A linked tree inside r's (ralph keeps its workers' under
-// .ralph/worktrees) wins. ErrNotWorktree when none holds it.
-func (r *Repo) For(dir string) (*Repo, error) {
+// Linked returns the linked working tree of r's repository whose top is
+// dir, found from <CommonDir>/worktrees/*/gitdir — the record git keeps
+// of its linked trees in the common directory — never from the .git file
+// in dir, which an agent can rewrite. dir must be that top (given as git
+// recorded it, or through symlinks in the directories above it) and a
+// real directory, not a link: a tree an agent replaced by a link to
+// another checkout is ErrNotWorktree, so that git never works on what the
+// link points at. It never answers with r's own working tree.
+func (r *Repo) Linked(dir string) (*Repo, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
 	abs = filepath.Clean(abs)
-	if l := r.findLinked(abs, false); l != nil {
-		return l, nil
+	if fi, err := os.Lstat(abs); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is no real directory", ErrNotWorktree, dir)
 	}
-	if l := r.findLinked(abs, true); l != nil {
-		return l, nil
+	names := []string{abs}
+	if up, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		if alt := filepath.Join(up, filepath.Base(abs)); alt != abs {
+			names = append(names, alt)
+		}
 	}
-	if within(abs, r.WorkTree) {
-		return r, nil
+	for _, reload := range []bool{false, true} {
+		if l := r.findLinked(names, reload); l != nil {
+			return l, nil
+		}
 	}
 	return nil, fmt.Errorf("%w: %s", ErrNotWorktree, dir)
 }
 
-// findLinked looks dir up among the linked working trees, reading them
-// again first when reload is set (a worktree added since).
-func (r *Repo) findLinked(dir string, reload bool) *Repo {
+// findLinked looks the names up among the linked working trees, reading
+// them again first when reload is set (a worktree added since).
+func (r *Repo) findLinked(names []string, reload bool) *Repo {
 	r.linkedMu.Lock()
 	defer r.linkedMu.Unlock()
 	if r.linked == nil || reload {
 		r.linked = r.readLinked()
 	}
-	var best *Repo
-	for top, l := range r.linked {
-		if within(dir, top) && (best == nil || len(top) > len(best.WorkTree)) {
-			best = l
+	for _, n := range names {
+		if l, ok := r.linked[n]; ok {
+			if !reload {
+				// A tree removed and made again may have another admin
+				// directory.
+				if _, err := os.Stat(l.GitDir); err != nil {
+					return nil
+				}
+			}
+			return l
 		}
 	}
-	if best != nil && !reload {
-		// A tree removed and made again may have another admin directory.
-		if _, err := os.Stat(best.GitDir); err != nil {
-			return nil
-		}
-	}
-	return best
+	return nil
 }
 
 // readLinked reads <CommonDir>/worktrees/*/gitdir: each names its tree's
@@ -209,10 +218,6 @@ func (r *Repo) readLinked() map[string]*Repo {
 	return out
 }
 
-// within reports whether path is dir or below it (both clean, absolute).
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) || dir == string(filepath.Separator)
-}
 
 // resolveDotGit reads a .git entry: a directory is the git directory, a
 // file names it ("gitdir: <path>", relative to the file's directory).

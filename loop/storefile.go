@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Opening directories and writing files where an agent can plant links
@@ -40,14 +41,14 @@ func openRootNoFollow(dir string) (*os.Root, error) {
 
 // realDirsBelow reports an error unless every directory from base down to
 // path (base itself not included) is a real directory or does not exist
-// yet: no symlink on the way.
+// yet: no symlink on the way. A path not below base is not checked.
 func realDirsBelow(base, path string) error {
 	rel, err := filepath.Rel(base, path)
-	if err != nil || rel == ".." || filepath.IsAbs(rel) || len(rel) > 2 && rel[:3] == ".."+string(filepath.Separator) {
-		return nil // not below base: nothing of ours to check
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
 	}
 	p := base
-	for _, part := range splitPath(rel) {
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
 		p = filepath.Join(p, part)
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -63,17 +64,14 @@ func realDirsBelow(base, path string) error {
 	return nil
 }
 
-func splitPath(rel string) []string {
-	var parts []string
-	for rel != "." && rel != "" {
-		dir, file := filepath.Split(rel)
-		parts = append([]string{file}, parts...)
-		rel = filepath.Clean(dir)
-		if dir == "" {
-			break
-		}
+// storeBase is the directory that holds the .ralph a store path is in
+// (the project's root), or the store's parent when it is in none.
+func storeBase(dir string) string {
+	sep := string(filepath.Separator)
+	if i := strings.LastIndex(dir, sep+".ralph"+sep); i >= 0 {
+		return dir[:i]
 	}
-	return parts
+	return filepath.Dir(dir)
 }
 
 // writeFileIn writes name (relative to root) as a new file renamed over

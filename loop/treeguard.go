@@ -199,7 +199,7 @@ func newTreeGuardIn(ctx context.Context, root, dir, agentID string, proj *hostgi
 // init makes the private repository if it is not there, or makes it
 // again if inspect finds it damaged, and writes ralph's files into it.
 func (g *treeGuard) init() error {
-	if err := realDirsBelow(g.root, filepath.Dir(g.dir)); err != nil {
+	if err := realDirsBelow(storeBase(g.dir), filepath.Dir(g.dir)); err != nil {
 		return fmt.Errorf("loop: verify snapshot: %w", err)
 	}
 	if bad, err := g.inspect(); err != nil || len(bad) > 0 {
@@ -298,30 +298,45 @@ func (g *treeGuard) inspect() (bad []string, err error) {
 
 // sanitize removes, without following any link, what inspect found bad
 // in the private directory after a verifier session, and writes ralph's
-// files again: the objects the restore needs are still there if the
-// verifier did not remove them. It returns the paths it removed or wrote.
+// files again: the objects the restore needs stay (if the verifier did
+// not remove them), so the store is mended, not made again. It returns
+// the paths it removed or wrote.
 func (g *treeGuard) sanitize(bad []string) ([]string, error) {
 	st, err := openRootNoFollow(g.dir)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
+	own := map[string]string{}
+	for _, f := range privateFiles {
+		own[f.name] = f.content
+	}
 	var fixed []string
+	var errs []error
 	for _, b := range bad {
 		p, _, _ := strings.Cut(b, " (")
 		if p == "." {
 			continue
 		}
 		fixed = append(fixed, p)
-		isOwn := slices.ContainsFunc(privateFiles, func(f struct{ name, content string }) bool { return f.name == p })
-		if !isOwn {
-			if err := st.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fixed, err
-			}
+		if err := st.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
 		}
 	}
-	st.Close()
-	return fixed, g.init()
+	for _, d := range privateDirs {
+		if err := st.MkdirAll(d, 0o755); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, f := range privateFiles {
+		if b, err := st.ReadFile(f.name); err == nil && string(b) == f.content {
+			continue
+		}
+		if err := writeFileIn(st, f.name, []byte(f.content), 0o644); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return fixed, errors.Join(errs...)
 }
 
 func nlink(fi fs.FileInfo) uint64 {
@@ -336,7 +351,7 @@ func nlink(fi fs.FileInfo) uint64 {
 // it: it lives in the tree) is rebuilt from the tree as it is, before a
 // verifier session, never after.
 func (g *treeGuard) rebuild(ctx context.Context) error {
-	if err := realDirsBelow(g.root, g.dir); err != nil {
+	if err := realDirsBelow(storeBase(g.dir), filepath.Dir(g.dir)); err != nil {
 		return fmt.Errorf("loop: verify snapshot: %w", err)
 	}
 	if err := os.RemoveAll(g.dir); err != nil {
@@ -786,7 +801,7 @@ func (r *run) treeRepo() *hostgit.Repo {
 	if r.cfg.Workspace == nil {
 		return r.repo
 	}
-	w, err := r.repo.For(r.dir())
+	w, err := r.repo.Linked(r.dir())
 	if err != nil {
 		return nil
 	}

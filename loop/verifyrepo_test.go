@@ -281,3 +281,27 @@ func TestAgentsTestOutsideGitReadOnce(t *testing.T) {
 		t.Errorf("notices %q; want the command announced", notices)
 	}
 }
+
+// TestSnapshotStoreMendedAfterTheSession: a verifier that rewrites the
+// store's own files (its config) and changes a file has the file
+// restored from the store, which is mended, not made again.
+func TestSnapshotStoreMendedAfterTheSession(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	cfg := testConfig(t)
+	seed(t, cfg.Root)
+	commitAll(t, cfg.Root)
+	v := runVerify(t, t.Context(), cfg, store, func(root string) {
+		writeFile(t, root, ".ralph/verify-snapshot.git/config", "[core]\n\tbare = false\n\tfsmonitor = touch /tmp/planted\n")
+		writeFile(t, root, "a.txt", "tampered\n")
+	}, looptest.Result("<verify-pass/>"), nil)
+	if v.err != nil {
+		t.Fatal(v.err)
+	}
+	if got := readOr(filepath.Join(cfg.Root, "a.txt")); got != "alpha\n" {
+		t.Errorf("a.txt = %q, want it restored", got)
+	}
+	logs := verifyLogs(t, store, "a")
+	if len(logs) != 1 || !strings.Contains(logs[0], "a.txt") || !strings.Contains(logs[0], ".ralph/verify-snapshot.git/config") {
+		t.Errorf("verify log entries %q; want a.txt and the store's config named", logs)
+	}
+}

@@ -25,7 +25,8 @@ import (
 // GIT_COMMON_DIR and GIT_WORK_TREE set to the repository found from Root
 // when ExecGit is first used (a worker's tree: the linked working tree
 // the common directory records at that path, never what the tree's own
-// .git file says), GIT_TERMINAL_PROMPT=0 (never ask for credentials),
+// .git file says, and refused when dir is no real directory),
+// GIT_TERMINAL_PROMPT=0 (never ask for credentials),
 // LC_ALL=C, an editor that accepts what it is given (nothing ralph runs
 // may wait for a person), without the GIT_DIR family of variables a
 // surrounding git (a hook running ralph) may have set, and with every
@@ -82,7 +83,10 @@ func (g *ExecGit) hostRepo(dir string) (*hostgit.Repo, error) {
 	if dir == g.Root {
 		return g.repo, nil
 	}
-	return g.repo.For(dir)
+	// Any other directory is a worker's tree: a linked working tree the
+	// common directory records at that path, and a real directory — never
+	// the main tree, whatever dir holds.
+	return g.repo.Linked(dir)
 }
 
 var _ Git = (*ExecGit)(nil)

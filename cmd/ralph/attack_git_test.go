@@ -202,8 +202,12 @@ func TestAttackWorkersIntegration(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		p.ok("task", "add", fmt.Sprintf("Task %d", i))
 	}
-	git := `git -C "$RALPH_DIR"`
+	// Two agents at once may both want .git/config's lock: each config
+	// write is tried again.
+	git := `retry git -C "$RALPH_DIR"`
 	plant := strings.Join([]string{
+		"echo work > {task}.txt",
+		`retry() { for i in 1 2 3 4 5 6 7 8 9 10; do "$@" && return; sleep 0.05; done; return 1; }`,
 		hook(`$RALPH_DIR/.git/hooks/reference-transaction`, p.mark("reference-transaction")),
 		hook(`$RALPH_DIR/.git/hooks/post-checkout`, p.mark("post-checkout")),
 		git + " config core.fsmonitor " + shQuote(p.mark("fsmonitor")+"; false"),
@@ -211,8 +215,7 @@ func TestAttackWorkersIntegration(t *testing.T) {
 		git + " config filter.planted.smudge " + shQuote(p.mark("smudge")+"; cat"),
 		git + " config filter.planted.required true",
 		"echo '* filter=planted' > .gitattributes",
-		"echo work > {task}.txt",
-	}, " && ")
+	}, "; ")
 	// The hook files contain $RALPH_DIR literally for hook(); expand it.
 	plant = strings.ReplaceAll(plant, `'$RALPH_DIR/`, `"$RALPH_DIR"'/`)
 	agent, _ := fakeAgentPath(t, agentStep{Sh: plant, Text: done})
@@ -224,7 +227,7 @@ func TestAttackWorkersIntegration(t *testing.T) {
 	files := p.git("ls-tree", "-r", "--name-only", "ralph/integration")
 	for i := 1; i <= 4; i++ {
 		if !strings.Contains(files, fmt.Sprintf("t-%d.txt", i)) {
-			t.Errorf("t-%d's work did not land:\n%s", i, files)
+			t.Errorf("t-%d's work did not land:\n%s\n%s", i, files, r.stdout)
 		}
 	}
 }
@@ -404,7 +407,7 @@ func TestWorkersVerifierLeavesRalphsRefs(t *testing.T) {
 	files := p.git("ls-tree", "-r", "--name-only", "ralph/integration")
 	for i := 1; i <= 4; i++ {
 		if !strings.Contains(files, fmt.Sprintf("t-%d.txt", i)) {
-			t.Errorf("t-%d's work did not land:\n%s", i, files)
+			t.Errorf("t-%d's work did not land:\n%s\n%s", i, files, r.stdout)
 		}
 	}
 }
