@@ -93,7 +93,8 @@
 // commands that would check a submodule's files by running git status in
 // it (git status, git diff against the tree, git add, git commit -a) are
 // either given --ignore-submodules=dirty or not used (callers stage with
-// diff-files and update-index).
+// StageAll: git diff-files --ignore-submodules=dirty, ls-files and
+// update-index).
 //
 // # Reading the configuration, and the race that remains
 //

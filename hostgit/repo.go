@@ -218,7 +218,6 @@ func (r *Repo) readLinked() map[string]*Repo {
 	return out
 }
 
-
 // resolveDotGit reads a .git entry: a directory is the git directory, a
 // file names it ("gitdir: <path>", relative to the file's directory).
 // gitDir "" means the entry is no repository (git goes on upwards then).

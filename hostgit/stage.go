@@ -2,10 +2,12 @@ package hostgit
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // StageAll makes the index hold the working tree's files under dir (and
@@ -16,21 +18,28 @@ import (
 // with that repository's own configuration — filters and all, which this
 // package never read. StageAll instead lists changed tracked files with
 // `git diff-files --ignore-submodules=dirty` (a submodule whose HEAD moved
-// is still seen), untracked files that are not ignored with `git
-// ls-files --others --exclude-standard`, and records them with `git
-// update-index`: deleted paths (and paths now beyond a symlink) are
-// removed, the rest added. Untracked nested repositories, which ls-files
-// shows as "dir/", are not staged: their paths (relative to the top of
-// the working tree, without the slash) are returned for the caller to
-// decide on.
+// is still seen; nothing runs inside it) and, at the same time, untracked
+// files that are not ignored with `git ls-files --others
+// --exclude-standard`, and records them with `git update-index`: deleted
+// paths (and paths now beyond a symlink) are removed, the rest added.
+// Untracked nested repositories, which ls-files shows as "dir/", are not
+// staged: their paths (relative to the top of the working tree, without
+// the slash) are returned for the caller to decide on.
 func (r *Repo) StageAll(ctx context.Context, dir string, pathspec ...string) (nested []string, err error) {
 	spec := append([]string{"--", "."}, pathspec...)
-	out, err := r.Run(ctx, dir, append([]string{"diff-files", "-z", "--name-status", "--ignore-submodules=dirty"}, spec...)...)
-	if err != nil {
+	var changed, others string
+	var cerr, oerr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		changed, cerr = r.Run(ctx, dir, append([]string{"diff-files", "-z", "--name-status", "--ignore-submodules=dirty"}, spec...)...)
+	})
+	others, oerr = r.Run(ctx, dir, append([]string{"ls-files", "-z", "--full-name", "--others", "--exclude-standard"}, spec...)...)
+	wg.Wait()
+	if err := errors.Join(cerr, oerr); err != nil {
 		return nil, err
 	}
 	var add, remove []string
-	f := splitNul(out)
+	f := splitNul(changed)
 	for i := 0; i+1 < len(f); i += 2 {
 		status, p := f[i], f[i+1]
 		if status == "D" || !r.present(p) {
@@ -39,11 +48,7 @@ func (r *Repo) StageAll(ctx context.Context, dir string, pathspec ...string) (ne
 			add = append(add, p)
 		}
 	}
-	out, err = r.Run(ctx, dir, append([]string{"ls-files", "-z", "--full-name", "--others", "--exclude-standard"}, spec...)...)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range splitNul(out) {
+	for _, p := range splitNul(others) {
 		if d, ok := strings.CutSuffix(p, "/"); ok {
 			nested = append(nested, d)
 		} else {

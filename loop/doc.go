@@ -81,9 +81,10 @@
 //   - The commit gate stages what changed under the project root except
 //     <root>/.ralph as `git add --all` would, with hostgit's StageAll:
 //     tracked files that changed (`git diff-files
-//     --ignore-submodules=dirty`), the untracked files git does not ignore
-//     (`git ls-files --others --exclude-standard`), recorded with `git
-//     update-index`. git add is not used: it runs git status inside every
+//     --ignore-submodules=dirty`) and, run at the same time, the untracked
+//     files git does not ignore (`git ls-files --others
+//     --exclude-standard`), recorded with `git update-index`. git add is
+//     not used: it runs git status inside every
 //     submodule it tracks, with that repository's own configuration — a
 //     filter an agent planted in a nested repository's .git/config would
 //     run. A repository the agent made inside the tree is committed as

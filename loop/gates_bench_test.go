@@ -56,5 +56,6 @@ func gateCommitter(b *testing.B, root string) func(msg string) error {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { b.Logf("%d configuration listings", repo.Listings()) })
 	return func(msg string) error { return commitAll(b.Context(), repo, root, msg) }
 }

@@ -87,12 +87,12 @@
 //     committed .gitattributes sends files through, merge drivers,
 //     credential helpers, …) blanked, the user's global ones kept. No
 //     command looks inside a nested repository, whose configuration was
-//     never read: Commit stages with hostgit's StageAll (git diff-files,
-//     ls-files, update-index) instead of git add, which runs git status
-//     in every submodule, and Status and the rebase's conflict listing
-//     pass --ignore-submodules=dirty. A merge driver the repository names
-//     is a conflict ("exit 1"), so work whose files it covers cannot be
-//     replayed onto a moved tip: task trouble.
+//     never read: Commit stages with hostgit's StageAll (git diff-files
+//     --ignore-submodules=dirty, ls-files, update-index) instead of git
+//     add, which runs git status in every submodule, and Status and the
+//     rebase's conflict listing pass --ignore-submodules=dirty. A merge
+//     driver the repository names is a conflict ("exit 1"), so work whose
+//     files it covers cannot be replayed onto a moved tip: task trouble.
 //   - The verifier of a worker runs in its tree while other workers land
 //     their work. Its guard (package loop) puts back the refs, hooks,
 //     config and prompt overrides the verifier changed; the workspace
