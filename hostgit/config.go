@@ -277,6 +277,10 @@ func computeOverrides(es []entry, env []string) overrides {
 	add("core.fsmonitor", "false")
 	add("submodule.recurse", "false")
 	add("protocol.ext.allow", "never")
+	// No housekeeping after ralph's commands (git maintenance run
+	// --auto, git gc --auto): it would run git again with only the
+	// command-scope entries, and the user's next git command does it.
+	add("maintenance.auto", "false")
 	askpass, _ := getenv("SSH_ASKPASS")
 	add("core.askPass", or(askpass, "core.askpass"))
 	add("gpg.program", or("gpg", "gpg.program", "gpg.openpgp.program"))

@@ -42,7 +42,10 @@
 //     post-commit, reference-transaction, post-checkout, pre-auto-gc, …);
 //   - core.fsmonitor=false, submodule.recurse=false (git never goes into a
 //     nested repository, whose configuration was not read),
-//     protocol.ext.allow=never (ext:: URLs run commands);
+//     protocol.ext.allow=never (ext:: URLs run commands),
+//     maintenance.auto=false (no git maintenance or gc --auto after
+//     ralph's commands: those would run git again, with none of the
+//     command-line options; the user's next git command does it);
 //   - core.askPass (the user's, else $SSH_ASKPASS), gpg.program and
 //     gpg.<format>.program (the user's, else gpg, gpgsm, ssh-keygen);
 //   - core.sshCommand, as GIT_SSH_COMMAND unless ralph's environment has
@@ -118,6 +121,15 @@
 // the first time in that instant do. With --sandbox the agent cannot
 // write the repository's configuration at all (the git directory is
 // read-only inside), and the window does not exist.
+//
+// What the rule does not reach: a remote on this machine (a path or a
+// file:// URL) runs its own receive-pack and upload-pack, with its own
+// hooks and configuration, as any push to it or fetch from it does — git
+// clears the command-scope entries for that side; the URLs themselves
+// (remote.<name>.url, url.<base>.insteadOf) are the repository's to say,
+// so an agent can point a remote elsewhere (only ext:: is refused, and a
+// "<helper>::" URL runs git-remote-<helper> from PATH); programs git runs
+// by name (ssh, gpg, git-upload-pack) are found on the user's PATH.
 //
 // git's ownership check (safe.directory) does not apply to an explicit
 // GIT_DIR; it exists so that a stranger's configuration runs no program,
