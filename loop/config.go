@@ -102,8 +102,9 @@ type Config struct {
 	// ClaimMode: ClaimLoop (default) or ClaimAgent (peek mode).
 	ClaimMode ClaimMode
 	// TestCmd is the test gate's command, run with sh -c in Root. Empty
-	// means the command named in <Root>/AGENTS.md (see TestCommandFromAgents);
-	// no command at all means no test gate.
+	// means the command named in <Root>/AGENTS.md as committed when the
+	// run begins (see ReadAgentsTest), announced at the start; no command
+	// at all means no test gate.
 	TestCmd string
 	// Commit commits all changes after each successful iteration.
 	Commit bool

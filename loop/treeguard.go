@@ -90,6 +90,9 @@ type treeGuard struct {
 	// meta records and restores what a verifier changes beside the
 	// tree (nil: only the tree is guarded).
 	meta *repoGuard
+	// locate, if set, finds the tree's repository again before each
+	// verification (proj and meta's repo).
+	locate func() (*hostgit.Repo, error)
 }
 
 // privateConfig is given with -c to every command on the private
@@ -791,32 +794,33 @@ func isPrintable(s string) bool {
 }
 
 // treeRepo is the repository of the tree the agent and the verifier work
-// in: a worker's linked working tree, found from the repository's common
-// directory (never from the tree's own .git file), or Root's; nil when
-// there is none.
-func (r *run) treeRepo() *hostgit.Repo {
-	if r.repo == nil {
-		return nil
+// in: Root's (nil when there is none), or a worker's linked working tree,
+// found from the repository's common directory (never from the tree's own
+// .git file) — an error when the tree is no such thing.
+func (r *run) treeRepo() (*hostgit.Repo, error) {
+	if r.repo == nil || r.cfg.Workspace == nil {
+		return r.repo, nil
 	}
-	if r.cfg.Workspace == nil {
-		return r.repo
-	}
-	w, err := r.repo.Linked(r.dir())
-	if err != nil {
-		return nil
-	}
-	return w
+	return r.repo.Linked(r.dir())
 }
 
 // newGuard prepares the verifier's guards of the run's tree: the tree
 // guard with its private store at store, and the repository guard.
 func (r *run) newGuard(ctx context.Context, store string) (*treeGuard, error) {
-	repo := r.treeRepo()
+	repo, err := r.treeRepo()
+	if err != nil {
+		return nil, fmt.Errorf("loop: verify: %w", err)
+	}
 	g, err := newTreeGuardIn(ctx, r.dir(), store, r.cfg.AgentID, repo)
 	if err != nil {
 		return nil, err
 	}
 	g.meta = &repoGuard{repo: repo, root: r.cfg.Root, own: r.ownRefs()}
+	if r.cfg.Workspace != nil {
+		// A worker's tree may be made again during the run (with another
+		// admin directory): it is looked up again for each verification.
+		g.locate = r.treeRepo
+	}
 	return g, nil
 }
 
@@ -830,6 +834,16 @@ type guardState struct {
 // verifier session.
 func (g *treeGuard) record(ctx context.Context) (guardState, error) {
 	var s guardState
+	if g.locate != nil {
+		repo, err := g.locate()
+		if err != nil {
+			return s, err
+		}
+		g.proj = repo
+		if g.meta != nil {
+			g.meta.repo = repo
+		}
+	}
 	if g.meta != nil {
 		var err error
 		if s.repo, err = g.meta.record(ctx); err != nil {
