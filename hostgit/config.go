@@ -125,6 +125,9 @@ type pin struct{ key, value string }
 type overrides struct {
 	pins []pin
 	env  []string
+	// blanked are the program-naming keys the repository defines, in
+	// the order it does.
+	blanked []string
 	// uploadPack and receivePack are the programs for the remotes whose
 	// remote.<name>.uploadpack or receivepack the repository defines:
 	// git takes the first value it reads, so that these are given on
@@ -305,6 +308,9 @@ func computeOverrides(es []entry, env []string) overrides {
 		}
 		seen[e.key] = true
 		section, sub, name := splitKey(e.key)
+		if programKey(e.key) {
+			ov.blanked = append(ov.blanked, e.key)
+		}
 		switch {
 		case section == "filter" && sub != "" && (name == "clean" || name == "smudge" || name == "process"):
 			add(e.key, or("", e.key)) // "": no filter
@@ -355,6 +361,38 @@ func computeOverrides(es []entry, env []string) overrides {
 		}
 	}
 	return ov
+}
+
+// programKey reports whether key names a program (or where hooks are).
+func programKey(key string) bool {
+	section, sub, name := splitKey(key)
+	switch {
+	case section == "filter" && sub != "" && (name == "clean" || name == "smudge" || name == "process"),
+		section == "diff" && sub != "" && (name == "textconv" || name == "command"),
+		section == "merge" && sub != "" && name == "driver",
+		section == "remote" && sub != "" && (name == "uploadpack" || name == "receivepack" || name == "vcs"),
+		section == "hook" && sub != "" && name == "command",
+		section == "credential" && name == "helper":
+		return true
+	}
+	switch key {
+	case "core.hookspath", "core.fsmonitor", "core.sshcommand", "core.askpass", "core.gitproxy",
+		"core.alternaterefscommand", "diff.external", "gpg.program", "gpg.openpgp.program",
+		"gpg.x509.program", "gpg.ssh.program", "gpg.ssh.defaultkeycommand", "core.pager", "core.editor",
+		"sequence.editor", "core.worktree":
+		return true
+	}
+	return false
+}
+
+// Blanked lists the keys of the repository's own configuration (its
+// config files and what they include) that name a program ralph's git
+// does not run, as git lists them: a run can say that the repository's
+// git-lfs filter, say, is off for it.
+func (r *Repo) Blanked(ctx context.Context) ([]string, error) {
+	env := append(cleanEnv(os.Environ()), "GIT_DIR="+r.GitDir, "GIT_COMMON_DIR="+r.CommonDir, "GIT_WORK_TREE="+r.WorkTree)
+	ov, err := r.overrides(ctx, env)
+	return slices.Clone(ov.blanked), err
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -75,6 +75,10 @@
 // `git lfs install --local` only has it off for ralph (`git lfs install`
 // installs it globally).
 //
+// Repo.Blanked lists the program-naming keys the repository defines, for
+// a caller to say what is off (ralph names the repository's filters when
+// a run that commits begins).
+//
 // include.path and includeIf cannot be switched off from the command
 // line; git lists what an included file defines under the scope of the
 // file that includes it, so those keys are blanked like any other of the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -404,6 +405,9 @@ func TestGlobalFilterStillWorks(t *testing.T) {
 	blob, err := r.Run(t.Context(), "", "cat-file", "blob", ":x.bin")
 	if err != nil || blob != "PAYLOAD\n" {
 		t.Errorf("staged x.bin = %q, %v; want the global filter's output", blob, err)
+	}
+	if keys, err := r.Blanked(t.Context()); err != nil || !slices.Contains(keys, "filter.lfs.clean") {
+		t.Errorf("Blanked = %q, %v; want filter.lfs.clean", keys, err)
 	}
 }
 

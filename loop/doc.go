@@ -77,7 +77,11 @@
 //     DryRun (`ralph build --dry-run`) reports both. A build with workers
 //     reads and announces it once. None means no test gate. The user's
 //     own hooks run on commit (a global core.hooksPath); the repository's
-//     do not (package hostgit).
+//     do not (package hostgit). A run that commits (the commit gate, a
+//     worker's integration) says at its start which filters the
+//     repository's own configuration defines, as they do not run in
+//     ralph's git (a git-lfs installed with --local: its files would be
+//     committed as they are).
 //   - The commit gate stages what changed under the project root except
 //     <root>/.ralph as `git add --all` would, with hostgit's StageAll:
 //     tracked files that changed (`git diff-files

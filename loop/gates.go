@@ -139,3 +139,36 @@ func commitAll(ctx context.Context, repo *hostgit.Repo, root, msg string) error 
 func CommitMessage(mode Mode, iteration int, title string) string {
 	return fmt.Sprintf("%s: iteration %d - %s", mode, iteration, strings.Join(strings.Fields(title), " "))
 }
+
+// announceBlankedFilters says, when the run starts and will commit (the
+// commit gate, or a worker's integration), that the filters the
+// repository's own configuration defines do not run in ralph's git: a
+// repository whose git-lfs was installed with --local would otherwise
+// have its large files committed as they are without a word. A build
+// with workers says it once.
+func (r *run) announceBlankedFilters(ctx context.Context) {
+	if r.repo == nil || !r.cfg.Commit && r.cfg.Workspace == nil {
+		return
+	}
+	keys, err := r.repo.Blanked(ctx)
+	if err != nil {
+		return
+	}
+	var filters []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, "filter.") && !strings.HasSuffix(k, ".required") {
+			filters = append(filters, k)
+		}
+	}
+	if len(filters) == 0 {
+		return
+	}
+	if sh := r.cfg.Shared; sh != nil {
+		said := true
+		sh.filtersOnce.Do(func() { said = false })
+		if said {
+			return
+		}
+	}
+	r.note.notice(0, "ralph's git does not run the filters this repository's own configuration defines (%s): files they would convert are committed as they are; a filter installed in your global configuration (git lfs install) does run", strings.Join(filters, ", "))
+}

@@ -208,6 +208,7 @@ func (r *run) exec(parent context.Context) (Report, error) {
 	}
 	r.note = &notifier{log: slog, obs: obs, cancel: cancel, base: Note{Session: cfg.Session, Mode: cfg.Mode, Worker: cfg.Worker}, now: cfg.Now}
 	r.announceAgentsTest()
+	r.announceBlankedFilters(ctx)
 
 	// A panic in the store or the runner goes through, but only after the
 	// claims are released.

@@ -39,6 +39,8 @@ type Shared struct {
 	agents       AgentsTest
 	agentsErr    error
 	announceOnce sync.Once
+	// filtersOnce: the repository's filters that do not run, said once.
+	filtersOnce sync.Once
 }
 
 // NewShared returns the state shared by the workers of one build, with

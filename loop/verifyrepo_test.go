@@ -305,3 +305,33 @@ func TestSnapshotStoreMendedAfterTheSession(t *testing.T) {
 		t.Errorf("verify log entries %q; want a.txt and the store's config named", logs)
 	}
 }
+
+// TestRepositoryFiltersAnnounced: a run that commits says that the
+// filters the repository's own configuration defines (git lfs install
+// --local) do not run in ralph's git.
+func TestRepositoryFiltersAnnounced(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	cfg := testConfig(t)
+	gitRepo(t, cfg.Root)
+	git(t, cfg.Root, "config", "filter.lfs.clean", "git-lfs clean -- %f")
+	git(t, cfg.Root, "config", "filter.lfs.required", "true")
+	cfg.Commit = true
+	var notices []string
+	cfg.Observer = loop.ObserverFunc(func(n loop.Note) {
+		if n.Kind == loop.NoteNotice {
+			notices = append(notices, n.Message)
+		}
+	})
+	runner := looptest.NewFakeRunner(t).ThenFunc(func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		writeFile(t, cfg.Root, "work.txt", "work\n")
+		return looptest.Result(done("a")), nil
+	})
+	if rep, err := loop.Run(t.Context(), cfg, store, runner); err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("outcome %s (%s), %v", rep.Outcome, rep.Message, err)
+	}
+	if !slices.ContainsFunc(notices, func(n string) bool {
+		return strings.Contains(n, "filter.lfs.clean") && !strings.Contains(n, "required") && strings.Contains(n, "git lfs install")
+	}) {
+		t.Errorf("notices %q; want the repository's filter named", notices)
+	}
+}
