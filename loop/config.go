@@ -103,8 +103,9 @@ type Config struct {
 	ClaimMode ClaimMode
 	// TestCmd is the test gate's command, run with sh -c in Root (a
 	// worker's tree with Workspace) by Commands. Empty means the command
-	// named in <Root>/AGENTS.md (see TestCommandFromAgents); no command at
-	// all means no test gate.
+	// named in <Root>/AGENTS.md as committed when the run begins (see
+	// ReadAgentsTest), announced at the start; no command at all means no
+	// test gate.
 	TestCmd string
 	// Commands runs the test gate's command (and, in a parallel build,
 	// --setup): nil means HostCommands. A sandboxed build gives the one

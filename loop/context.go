@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ralph-dev/ralph/hostgit"
 )
 
 // Skill is a skill found in <root>/.ralph/skills/<name>/SKILL.md.
@@ -67,8 +69,11 @@ func frontmatter(text string) map[string]string {
 	return out
 }
 
-// TestCommandFromAgents returns the test command named in <root>/AGENTS.md,
-// or "" when there is none. Two forms are recognised, the first found wins:
+// TestCommandFromAgents returns the test command named in the file
+// <root>/AGENTS.md as it is now, or "" when there is none. A run does not
+// use it in a git repository, where an agent may have edited the file:
+// it reads the committed AGENTS.md (ReadAgentsTest). Two forms are
+// recognised, the first found wins:
 //
 //   - a line "test: <cmd>" or "Test command: <cmd>" (optionally as a list
 //     item, the command optionally in backticks);
@@ -84,6 +89,89 @@ func TestCommandFromAgents(root string) (string, error) {
 		return "", fmt.Errorf("loop: AGENTS.md: %w", err)
 	}
 	return parseTestCommand(string(data)), nil
+}
+
+// AgentsTest is the test command AGENTS.md names, as a run read it when it
+// began (DESIGN §13: a test command an agent wrote into AGENTS.md must not
+// become one ralph runs).
+type AgentsTest struct {
+	// Command is the test command; "" when AGENTS.md names none.
+	Command string
+	// Commit is the commit whose tree AGENTS.md was read from: HEAD's
+	// when the run began. "" when Root is in no git repository (the file
+	// was read then, once).
+	Commit string
+	// Uncommitted is the command the working copy's AGENTS.md names where
+	// it differs from the committed one: not run, only announced.
+	Uncommitted string
+}
+
+// ReadAgentsTest reads the test command of <root>/AGENTS.md for a run
+// that begins now: in a git repository from the tree of the commit HEAD
+// names (none before the first commit), never from the working copy an
+// agent may edit; in a directory that is no git repository, from the
+// file. The run reads it once and announces it (Announcement).
+func ReadAgentsTest(ctx context.Context, root string) (AgentsTest, error) {
+	repo, err := hostgit.Find(root)
+	if err != nil {
+		c, err := TestCommandFromAgents(root)
+		return AgentsTest{Command: c}, err
+	}
+	return readAgentsTest(ctx, repo, root)
+}
+
+func readAgentsTest(ctx context.Context, repo *hostgit.Repo, root string) (AgentsTest, error) {
+	var at AgentsTest
+	head, err := runGit(ctx, repo, root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if head = strings.TrimSpace(head); err == nil && head != "" {
+		rel, rerr := filepath.Rel(repo.WorkTree, root)
+		if rerr != nil {
+			return at, fmt.Errorf("loop: AGENTS.md: %w", rerr)
+		}
+		path := filepath.ToSlash(filepath.Join(rel, "AGENTS.md"))
+		cmd, err := repo.Command(ctx, root, "cat-file", "--batch")
+		if err != nil {
+			return at, fmt.Errorf("loop: AGENTS.md: %w", err)
+		}
+		cmd.Stdin = strings.NewReader(head + ":" + path + "\n")
+		out, err := cmd.Output()
+		if err != nil {
+			return at, fmt.Errorf("loop: AGENTS.md at %s: %w", head, err)
+		}
+		at.Commit = head
+		// "<id> blob <size>\n<content>\n", or "<name> missing\n".
+		if line, rest, ok := strings.Cut(string(out), "\n"); ok && strings.Contains(line, " blob ") {
+			at.Command = parseTestCommand(strings.TrimSuffix(rest, "\n"))
+		}
+	}
+	if wc, err := TestCommandFromAgents(root); err == nil && wc != "" && wc != at.Command {
+		at.Uncommitted = wc
+	}
+	return at, nil
+}
+
+// Announcement is what a run says of the test command it took from
+// AGENTS.md: the command and the commit it was read from, and an
+// uncommitted command that is not run. "" when there is nothing to say.
+func (at AgentsTest) Announcement() string {
+	var parts []string
+	switch {
+	case at.Command != "" && at.Commit != "":
+		parts = append(parts, fmt.Sprintf("test gate: %q, from AGENTS.md at commit %s (read when the run began; edits to AGENTS.md during the run are not used)", at.Command, shortID(at.Commit)))
+	case at.Command != "":
+		parts = append(parts, fmt.Sprintf("test gate: %q, from AGENTS.md (read once, when the run began: the project is no git repository)", at.Command))
+	}
+	if at.Uncommitted != "" {
+		parts = append(parts, fmt.Sprintf("AGENTS.md in the working tree names the test command %q, which is not committed: it is not run (commit it, or pass --test-cmd)", at.Uncommitted))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 func parseTestCommand(text string) string {
@@ -210,4 +298,42 @@ func retryContext(task Task, maxRetries int, logs []LogEntry) *RetryContext {
 		break
 	}
 	return nil
+}
+
+// agentsTest reads the AGENTS.md test command once per run — once per
+// build with workers, whose first worker reads it for all.
+func (r *run) agentsTest(ctx context.Context) (AgentsTest, error) {
+	read := func() (AgentsTest, error) {
+		if r.repo == nil {
+			c, err := TestCommandFromAgents(r.cfg.Root)
+			return AgentsTest{Command: c}, err
+		}
+		return readAgentsTest(ctx, r.repo, r.cfg.Root)
+	}
+	if sh := r.cfg.Shared; sh != nil {
+		sh.agentsOnce.Do(func() { sh.agents, sh.agentsErr = read() })
+		return sh.agents, sh.agentsErr
+	}
+	return read()
+}
+
+// announceAgentsTest says, at the start of the run, which test command
+// the run took from AGENTS.md and where from (a build with workers says
+// it once).
+func (r *run) announceAgentsTest() {
+	if r.agents == nil {
+		return
+	}
+	msg := r.agents.Announcement()
+	if msg == "" {
+		return
+	}
+	if sh := r.cfg.Shared; sh != nil {
+		said := true
+		sh.announceOnce.Do(func() { said = false })
+		if said {
+			return
+		}
+	}
+	r.note.notice(0, "%s", msg)
 }

@@ -3,8 +3,11 @@
 // loop's state machine, prompts, model strategies, verification, gates and
 // the session log.
 //
-// loop imports only the standard library, package sigil and looplab/fsm:
-// embedding it never drags in SQLite or process code. The SQLite task graph
+// loop imports only the standard library, packages sigil and hostgit
+// (both standard library only) and looplab/fsm: embedding it never drags
+// in SQLite or process code. Every git command it runs is built by
+// hostgit: the repository found once when the run begins, the programs its
+// own configuration names (hooks, fsmonitor, filters, …) blanked. The SQLite task graph
 // lives in package dag, the Claude Code runner in package claude, and fakes
 // for tests in package looptest.
 //
@@ -68,23 +71,42 @@
 //   - Gates run only when the agent reported its task done (and the
 //     verifier passed): tests first, then the commit. Gate trouble releases
 //     the claim (no retry counted on the task). The test command is
-//     Config.TestCmd, else the one AGENTS.md names (TestCommandFromAgents:
-//     a "test: <cmd>" line, or the first fenced block under a heading
-//     starting with "Test"); none means no test gate. It runs through
-//     Config.Commands (a CommandRunner: the CLI's runs it with the agent's
-//     process handling, and in the agent's sandbox with --sandbox, in the
-//     tree the agent worked in); without one, HostCommands runs it on the
-//     host in a process group of its own, which a cancel kills whole.
-//     Hooks run on commit.
+//     Config.TestCmd, else the one AGENTS.md names (a "test: <cmd>" line,
+//     or the first fenced block under a heading starting with "Test"),
+//     read once when the run begins (ReadAgentsTest): in a git repository
+//     from the tree of the commit HEAD names then — never from the working
+//     copy, which an agent may edit, nor again during the run — and in a
+//     directory that is no repository from the file, once. The run
+//     announces it in a notice at its start, with the commit, and names a
+//     different command the working copy's AGENTS.md holds as not run;
+//     DryRun (`ralph build --dry-run`) reports both. A build with workers
+//     reads and announces it once. None means no test gate. It runs
+//     through Config.Commands (a CommandRunner: the CLI's runs it with the
+//     agent's process handling, and in the agent's sandbox with --sandbox,
+//     in the tree the agent worked in); without one, HostCommands runs it
+//     on the host in a process group of its own, which a cancel kills
+//     whole. The user's
+//     own hooks run on commit (a global core.hooksPath); the repository's
+//     do not (package hostgit). A run that commits (the commit gate, a
+//     worker's integration) says at its start which filters the
+//     repository's own configuration defines, as they do not run in
+//     ralph's git (a git-lfs installed with --local: its files would be
+//     committed as they are).
 //   - The commit gate stages what changed under the project root except
-//     <root>/.ralph: tracked files with `git add --update`, then the
-//     untracked files git does not ignore (`git ls-files --others
-//     --exclude-standard`) by name; .ralph is left out by an exclude
+//     <root>/.ralph as `git add --all` would, with hostgit's StageAll:
+//     tracked files that changed (`git diff-files
+//     --ignore-submodules=dirty`) and, run at the same time, the untracked
+//     files git does not ignore (`git ls-files --others
+//     --exclude-standard`), recorded with `git update-index`. git add is
+//     not used: it runs git status inside every
+//     submodule it tracks, with that repository's own configuration — a
+//     filter an agent planted in a nested repository's .git/config would
+//     run. A repository the agent made inside the tree is committed as
+//     git add would (a gitlink). .ralph is left out by an exclude
 //     pathspec. It works whether or not git ignores .ralph/, however the
 //     rule is spelt (.gitignore, .git/info/exclude, a wider pattern), and
 //     never stages .ralph/, not even files under it that were committed
-//     before. (`git add -A -- . ':!.ralph'` is not used: it exits 1 when
-//     .ralph/ is ignored.) A project in a subdirectory of a repository
+//     before. A project in a subdirectory of a repository
 //     stages its own part only; the commit, like `git commit`, takes the
 //     whole index, so what a person staged beforehand goes with it.
 //     "Changed nothing" is an index equal to HEAD after staging. Any git
@@ -327,8 +349,13 @@
 //     below the repository's top), .git/info/exclude and core.excludesFile
 //     hold exactly as for the user's git, and a tracked file that an
 //     ignore pattern matches is still protected. Nested repositories and
-//     submodules are listed by their own git, recursively. Outside any
-//     repository the same rules are applied by a private repository
+//     submodules are listed by the private repository below, with the
+//     nested directory as its work tree (the .gitignore files in it and
+//     the user's core.excludesFile hold; the nested repository's index,
+//     info/exclude and configuration do not): the guard never runs git
+//     with a nested repository's configuration, where an agent can plant
+//     core.fsmonitor without writing to the project's .git. Outside any
+//     repository the same rules are applied by the private repository
 //     (.gitignore files under Root, core.excludesFile). Root's .ralph/ and
 //     every .git are left out; regular files and symlinks count, with
 //     their content, executable bit and link target; other file types and
@@ -351,8 +378,9 @@
 //     ignore rules, file modes and symlinks, its stat cache makes an
 //     unchanged tree cheap, and its object store keeps the contents a
 //     restore needs. The private directory is ralph's own: the project's
-//     repository, index and objects are never written (its listing runs
-//     with GIT_OPTIONAL_LOCKS=0), and the project's .gitattributes cannot
+//     repository, index and objects are never written to take a snapshot
+//     (its listing runs with GIT_OPTIONAL_LOCKS=0; what a verifier changed
+//     there is put back, below), and the project's .gitattributes cannot
 //     turn on filters or line-ending conversions (info/attributes unsets
 //     them), so files come back byte for byte. The store holds a
 //     .gitignore of "*", so the project's git never sees it, even where
@@ -362,6 +390,47 @@
 //     loose objects no index holds are pruned after a day. Each run uses
 //     its own copy of the index, handed on when it ends, so runs never
 //     contend for a lock and a killed run's lock never blocks the next.
+//   - The store lives in .ralph/, where an agent without --sandbox can
+//     plant links (its ignore file to ~/.bashrc, objects/pack to a
+//     directory elsewhere): ralph makes it itself (HEAD, config, info/,
+//     objects/, refs/; no git init, no hooks) and checks it before each
+//     use, walking it without following links: no symlink, device, pipe,
+//     socket or hard-linked file anywhere, no hooks, alternates, grafts,
+//     shallow, commondir or worktrees, and the files ralph wrote as it
+//     wrote them. A store that fails before a session is made again (it
+//     is a cache); one that fails after the session (the verifier planted
+//     something) has what failed removed, without following it, its
+//     files written again, and counts as a change the verifier made.
+//     ralph's own files go into it through an os.Root, as a new file
+//     renamed over the old, so no link at the name and no hard link to a
+//     file elsewhere is written through. What remains without --sandbox:
+//     another agent running at the same moment (a worker's) could plant a
+//     link between the check and git's own writes.
+//   - Beside the tree: before the session the guard also records the
+//     repository's refs (every branch, tag, remote-tracking ref, stash,
+//     note; symbolic refs as such), HEAD, the index (its content, `git
+//     ls-files --stage`: a refresh by the verifier's `git status` is no
+//     change), the hooks directory, config and config.worktree, info/
+//     (exclude, attributes, sparse-checkout, grafts),
+//     objects/info/alternates, shallow, a lock file the session leaves
+//     (index.lock, HEAD.lock), a linked tree's commondir and gitdir, and
+//     ralph's prompt overrides and skills (<Root>/.ralph/prompts,
+//     .ralph/skills), with the directories opened before the session. After
+//     it, what differs is put back before the tree is compared (the
+//     config and info/exclude decide what the tree listing sees): refs
+//     with one `git update-ref --stdin` transaction (and `git
+//     symbolic-ref`), files without following links. Each such change
+//     counts as a change of the tree does; it is named by its ref or its
+//     path from Root (refs/tags/v1, .git/hooks/pre-commit,
+//     .ralph/prompts/build.md). With workers, the verifier runs in its
+//     tree while other workers' integrations move ralph's own refs: a
+//     Workspace that is a RefOwner names them (package parallel: the
+//     integration branch, refs/heads/ralph/…, the remote's tracking refs)
+//     and the guard neither counts nor undoes their moves; a Workspace
+//     that is none owns refs/heads/ralph/. Two verifiers at once in one
+//     repository (two workers) each record the shared directories: a
+//     hook one plants may be undone by the other's check, and counted
+//     against it.
 //   - What a change does: the paths (at most 10 named, then "and N more")
 //     go into a task log entry of kind LogVerify ("the verifier changed
 //     files (restored): a.txt, b/c.go") and a notice, and the verdict
@@ -381,10 +450,11 @@
 //     puts back the tree as it was before the session, so what another
 //     run's agent wrote meanwhile would be undone too; runs in separate
 //     worktrees are separate trees). The verifier can still change what
-//     is not the working tree: the repository itself (commits, the
-//     index, stashes, branches), ignored files, and anything outside Root.
-//     A repository the verifier creates inside the tree keeps its .git
-//     (its files are removed).
+//     is neither the working tree nor what the guard records above:
+//     objects (unreachable ones are harmless), reflogs, ignored files,
+//     the rest of .ralph/, and anything outside Root. A repository the
+//     verifier creates inside the tree keeps its .git (its files are
+//     removed).
 //
 // Cost, ralph's own time per verification on a tree of 10,000 files of
 // 1 KB (medians of three runs of `go test -run '^$' -bench

@@ -26,6 +26,14 @@ type DryRunPlan struct {
 	// Waiting, when nothing is ready but other agents hold tasks in scope,
 	// are those tasks: a run would wait for them (Message says so).
 	Waiting []Task
+	// TestCmd is the test gate's command a run would use ("" for none):
+	// Config.TestCmd, else the one AGENTS.md names, read as a run would
+	// read it (from HEAD's commit in a git repository). AgentsTest says
+	// where it came from when it came from AGENTS.md, and names an
+	// uncommitted command that would not be run (nil when AGENTS.md
+	// names nothing).
+	TestCmd    string
+	AgentsTest *AgentsTest
 }
 
 // ExitCode is the exit code of `ralph build --dry-run`: 2 with no plan, 0
@@ -68,7 +76,16 @@ func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error
 			}
 		}
 	}
-	plan := DryRunPlan{PromptName: name, PromptSource: p.Source, SystemPromptSource: sp.Source}
+	plan := DryRunPlan{PromptName: name, PromptSource: p.Source, SystemPromptSource: sp.Source, TestCmd: cfg.TestCmd}
+	if cfg.TestCmd == "" {
+		at, err := ReadAgentsTest(ctx, cfg.Root)
+		if err != nil {
+			return DryRunPlan{}, err
+		}
+		if at != (AgentsTest{}) {
+			plan.TestCmd, plan.AgentsTest = at.Command, &at
+		}
+	}
 	// A plan its store declares finished (RALPH_DONE) runs nothing.
 	if s, err := finished(ctx, store, cfg.Scope); err != nil || s != nil {
 		if s != nil {

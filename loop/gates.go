@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/ralph-dev/ralph/hostgit"
 )
 
 // Gate errors. A gate failure is gate trouble: the claim is released and
@@ -56,11 +58,14 @@ func (r *run) runTests(ctx context.Context, dir, testCmd string) error {
 	return nil
 }
 
-// checkGitRepo reports ErrNotGitRepo unless root is inside a git work tree.
-func checkGitRepo(ctx context.Context, root string) error {
-	out, err := command(ctx, root, "git", "rev-parse", "--is-inside-work-tree")
-	if err != nil || strings.TrimSpace(out) != "true" {
-		return fmt.Errorf("%w (%s)", ErrNotGitRepo, root)
+// checkGitRepo reports ErrNotGitRepo unless the run found a repository
+// (findErr is what hostgit.Find said).
+func checkGitRepo(repo *hostgit.Repo, findErr error, root string) error {
+	if repo == nil {
+		if findErr == nil {
+			findErr = hostgit.ErrNotRepository
+		}
+		return fmt.Errorf("%w (%s): %v", ErrNotGitRepo, root, findErr)
 	}
 	return nil
 }
@@ -68,58 +73,57 @@ func checkGitRepo(ctx context.Context, root string) error {
 // ralphExclude is the pathspec that leaves <root>/.ralph out.
 const ralphExclude = ":(exclude).ralph"
 
-// addChunk is about how many bytes of paths one `git add` is given: well
-// under the kernel's limits on a command line.
-const addChunk = 64 << 10
-
-// runGit runs git in root and returns its standard output. A failure is
-// an ErrGit error naming the git subcommand and quoting what git printed
-// (standard output, then standard error); it wraps the *exec.ExitError
-// too.
-func runGit(ctx context.Context, root string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = root
+// runGit runs git (built by package hostgit: the repository found when
+// the run began, its own programs blanked) in dir and returns its
+// standard output. A failure is an ErrGit error naming the git
+// subcommand and quoting what git printed (standard output, then
+// standard error); it wraps the *exec.ExitError too.
+func runGit(ctx context.Context, repo *hostgit.Repo, dir string, args ...string) (string, error) {
+	sub := args[0] // the subcommand: the first argument that is no option of git's own
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			sub = a
+			break
+		}
+	}
+	cmd, err := repo.Command(ctx, dir, args...)
+	if err != nil {
+		return "", fmt.Errorf("%w: git %s: %w", ErrGit, sub, err)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = gateWaitDelay
 	if err := cmd.Run(); err != nil {
-		sub := args[0] // the subcommand: the first argument that is no option of git's own
-		for _, a := range args {
-			if !strings.HasPrefix(a, "-") {
-				sub = a
-				break
-			}
-		}
 		return stdout.String(), fmt.Errorf("%w: git %s: %w\n%s", ErrGit, sub, err, tail(stdout.String()+stderr.String()))
 	}
 	return stdout.String(), nil
 }
 
-// commitAll stages every change outside <root>/.ralph and commits it with
-// msg. Nothing staged is ErrNothingChanged.
+// commitAll stages every change under root but <root>/.ralph and commits
+// it with msg. Nothing staged is ErrNothingChanged.
 //
-// It does not stage with `git add -A -- . ':!.ralph'`: when git ignores
-// .ralph/ (.gitignore lists it, as users' often does), that command
-// reports .ralph as an ignored path it was asked to add and exits 1,
-// although it staged the rest. Instead, changes to tracked files are
-// staged with `git add --update`, which looks at no untracked path, and
-// the untracked files git does not ignore are listed with `git ls-files
-// --others --exclude-standard` and added by name; both leave .ralph out by
-// an exclude pathspec. So .ralph/ is never staged, whether git ignores it
-// or not, even when files under it were committed before.
-func commitAll(ctx context.Context, root, msg string) error {
-	if _, err := runGit(ctx, root, "add", "--update", "--", ".", ralphExclude); err != nil {
-		return err
-	}
-	out, err := runGit(ctx, root, "ls-files", "-z", "--others", "--exclude-standard", "--", ".", ralphExclude)
+// It stages with hostgit's StageAll, not git add: git add runs git status
+// inside every submodule it tracks, with that repository's own
+// configuration (an agent's nested repository with a filter of its own).
+// The .ralph exclude pathspec leaves .ralph/ unstaged whether git ignores
+// it or not, even when files under it were committed before (git add
+// would have refused to be given an ignored path, even as an exclude). A
+// repository the agent made inside the tree is committed as git add
+// would: a gitlink to its HEAD. The commit is git commit, so the user's
+// own hooks (a global core.hooksPath) and signing settings hold; the
+// repository's hooks do not run (see hostgit).
+func commitAll(ctx context.Context, repo *hostgit.Repo, root, msg string) error {
+	nested, err := repo.StageAll(ctx, root, ralphExclude)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: staging: %w", ErrGit, err)
 	}
-	if err := addPaths(ctx, root, strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")); err != nil {
-		return err
+	if len(nested) > 0 {
+		if _, err := runGit(ctx, repo, repo.WorkTree, append([]string{"update-index", "--add", "--"}, nested...)...); err != nil {
+			return err
+		}
 	}
-	_, err = runGit(ctx, root, "diff", "--cached", "--quiet")
+	_, err = runGit(ctx, repo, root, "diff", "--cached", "--quiet")
 	if err == nil {
 		return ErrNothingChanged
 	}
@@ -127,32 +131,45 @@ func commitAll(ctx context.Context, root, msg string) error {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		return err
 	}
-	_, err = runGit(ctx, root, "commit", "--quiet", "-m", msg)
+	_, err = runGit(ctx, repo, root, "commit", "--quiet", "-m", msg)
 	return err
-}
-
-// addPaths stages paths (relative to root; names, not patterns), a chunk
-// of about addChunk bytes of them per `git add`. Empty paths are skipped.
-func addPaths(ctx context.Context, root string, paths []string) error {
-	args := []string{"--literal-pathspecs", "add", "--"}
-	n, size := len(args), 0
-	for i, p := range paths {
-		if p != "" {
-			args = append(args, p)
-			size += len(p) + 1
-		}
-		if len(args) > n && (size >= addChunk || i == len(paths)-1) {
-			if _, err := runGit(ctx, root, args...); err != nil {
-				return err
-			}
-			args, size = args[:n], 0
-		}
-	}
-	return nil
 }
 
 // CommitMessage is the commit gate's message: "<mode>: iteration <n> -
 // <title>".
 func CommitMessage(mode Mode, iteration int, title string) string {
 	return fmt.Sprintf("%s: iteration %d - %s", mode, iteration, strings.Join(strings.Fields(title), " "))
+}
+
+// announceBlankedFilters says, when the run starts and will commit (the
+// commit gate, or a worker's integration), that the filters the
+// repository's own configuration defines do not run in ralph's git: a
+// repository whose git-lfs was installed with --local would otherwise
+// have its large files committed as they are without a word. A build
+// with workers says it once.
+func (r *run) announceBlankedFilters(ctx context.Context) {
+	if r.repo == nil || !r.cfg.Commit && r.cfg.Workspace == nil {
+		return
+	}
+	keys, err := r.repo.Blanked(ctx)
+	if err != nil {
+		return
+	}
+	var filters []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, "filter.") && !strings.HasSuffix(k, ".required") {
+			filters = append(filters, k)
+		}
+	}
+	if len(filters) == 0 {
+		return
+	}
+	if sh := r.cfg.Shared; sh != nil {
+		said := true
+		sh.filtersOnce.Do(func() { said = false })
+		if said {
+			return
+		}
+	}
+	r.note.notice(0, "ralph's git does not run the filters this repository's own configuration defines (%s): files they would convert are committed as they are; a filter installed in your global configuration (git lfs install) does run", strings.Join(filters, ", "))
 }

@@ -31,6 +31,21 @@ func gitRepo(t *testing.T, root string) {
 	git(t, root, "commit", "-q", "-m", "init")
 }
 
+// userHook installs a hook as a user does for all their repositories (a
+// global core.hooksPath, with GIT_CONFIG_GLOBAL pointing at a file of
+// the test's own): the user's hooks run, the repository's do not.
+func userHook(t *testing.T, name, body string) {
+	t.Helper()
+	dir := t.TempDir()
+	hooks := filepath.Join(dir, "hooks")
+	writeFile(t, hooks, name, "#!/bin/sh\n"+body+"\n")
+	if err := os.Chmod(filepath.Join(hooks, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "gitconfig", "[core]\n\thooksPath = "+hooks+"\n")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(dir, "gitconfig"))
+}
+
 func git(t *testing.T, root string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
@@ -275,14 +290,11 @@ func TestGateTrouble(t *testing.T) {
 				ignoreRalph(t, root, ".ralph/\n", "")
 				writeFile(t, root, ".git/index.lock", "")
 			},
-			want: loop.OutcomeGitFailed, runs: 2, msg: "git gate failed: git add"},
+			want: loop.OutcomeGitFailed, runs: 2, msg: "git gate failed: staging"},
 		{name: "a refused commit is reported with .ralph/ ignored", repo: true, commit: true, work: true,
 			setup: func(t *testing.T, root string) {
 				ignoreRalph(t, root, ".ralph/\n", "")
-				writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\necho no commits today >&2\nexit 1\n")
-				if err := os.Chmod(filepath.Join(root, ".git/hooks/pre-commit"), 0o755); err != nil {
-					t.Fatal(err)
-				}
+				userHook(t, "pre-commit", "echo no commits today >&2\nexit 1")
 			},
 			want: loop.OutcomeGitFailed, runs: 2, msg: "git gate failed: git commit"},
 		{name: "commit outside a git repo stops before the first iteration", commit: true,

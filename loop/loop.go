@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ralph-dev/ralph/hostgit"
 	"github.com/ralph-dev/ralph/safefile"
 	"github.com/ralph-dev/ralph/sigil"
 )
@@ -133,6 +134,14 @@ type run struct {
 	// guard snapshots and restores the working tree around verifier
 	// sessions (nil without Verify).
 	guard *treeGuard
+	// repo is the git repository Root is in, found when the run began
+	// (nil, with repoErr, when it is in none): every git command of the
+	// run is built from it (package hostgit).
+	repo    *hostgit.Repo
+	repoErr error
+	// agents is the AGENTS.md test command the run took (nil with
+	// Config.TestCmd, or no test gate), for its announcement.
+	agents *AgentsTest
 	// autoSession is set when the session name came from the clock.
 	autoSession bool
 	// gateDetail is the last gate failure with its output's tail: the
@@ -176,7 +185,7 @@ func (r *run) exec(parent context.Context) (Report, error) {
 	obs := cfg.Observer
 	// Prompts and the test command are read first: a bad override is an
 	// error that leaves no trace, not even a log.
-	if s := r.load(); s != nil {
+	if s := r.load(ctx); s != nil {
 		r.report.Outcome, r.report.Message = s.outcome, s.message
 		return r.report, s.err
 	}
@@ -207,6 +216,8 @@ func (r *run) exec(parent context.Context) (Report, error) {
 			}
 		})
 	}
+	r.announceAgentsTest()
+	r.announceBlankedFilters(ctx)
 
 	// A panic in the store or the runner goes through, but only after the
 	// claims are released.
@@ -359,8 +370,10 @@ func (r *run) loop(ctx context.Context) *stop {
 	}
 }
 
-// load reads the prompt templates and the test command.
-func (r *run) load() *stop {
+// load finds the git repository, reads the prompt templates and the test
+// command.
+func (r *run) load(ctx context.Context) *stop {
+	r.repo, r.repoErr = hostgit.Find(r.cfg.Root)
 	names := []string{PromptBuild}
 	switch {
 	case r.cfg.Mode == ModePlan:
@@ -388,11 +401,11 @@ func (r *run) load() *stop {
 	}
 	r.testCmd = r.cfg.TestCmd
 	if r.testCmd == "" {
-		c, err := TestCommandFromAgents(r.cfg.Root)
+		at, err := r.agentsTest(ctx)
 		if err != nil {
 			return internal(err)
 		}
-		r.testCmd = c
+		r.testCmd, r.agents = at.Command, &at
 	}
 	return nil
 }
@@ -401,7 +414,7 @@ func (r *run) load() *stop {
 // Verify, prepares the verifier's tree guard, before the first iteration.
 func (r *run) prepare(ctx context.Context) *stop {
 	if r.cfg.Commit {
-		if err := checkGitRepo(ctx, r.cfg.Root); err != nil {
+		if err := checkGitRepo(r.repo, r.repoErr, r.cfg.Root); err != nil {
 			return stopWith(OutcomeGitFailed, "%v", err)
 		}
 	}
@@ -420,7 +433,7 @@ func (r *run) prepare(ctx context.Context) *stop {
 			}
 			store = filepath.Join(r.cfg.Root, ".ralph", "worktrees", name+".verify.git")
 		}
-		g, err := newTreeGuardIn(ctx, r.dir(), store, r.cfg.AgentID)
+		g, err := r.newGuard(ctx, store)
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.checkCancel(ctx)
@@ -1024,7 +1037,7 @@ func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, 
 		}
 	}
 	if r.cfg.Commit {
-		if err := commitAll(ctx, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title)); err != nil {
+		if err := commitAll(ctx, r.repo, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title)); err != nil {
 			st := IterGitFailed
 			if errors.Is(err, ErrNothingChanged) {
 				st = IterNoChange
@@ -1150,12 +1163,12 @@ func (r *run) runAgent(ctx context.Context, n int, model string, sess session, t
 // could not be snapshotted (the verifier is then not run) or restored is
 // an internal error.
 func (r *run) runVerifier(ctx context.Context, n int, model string, sess session, task Task) (RunResult, []treeChange, *stop) {
-	before, err := r.guard.snapshot(ctx)
+	before, err := r.guard.record(ctx)
 	if err != nil && ctx.Err() == nil {
 		// The snapshot store is a cache: a damaged one is rebuilt, once.
 		r.note.notice(n, "rebuilding the verifier's snapshot store: %v", err)
 		if err = r.guard.rebuild(ctx); err == nil {
-			before, err = r.guard.snapshot(ctx)
+			before, err = r.guard.record(ctx)
 		}
 	}
 	if err != nil {
@@ -1168,7 +1181,7 @@ func (r *run) runVerifier(ctx context.Context, n int, model string, sess session
 	res, runErr := r.session(ctx, n, model, sess, task, true)
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
 	defer cancel()
-	changed, gerr := r.guard.check(gctx, before)
+	changed, gerr := r.guard.checkAll(gctx, before)
 	if len(changed) > 0 {
 		msg := "the verifier changed files (restored): " + changeList(changed)
 		if gerr != nil {

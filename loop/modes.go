@@ -86,7 +86,7 @@ func commitTitle(text, fallback string) string {
 // .ralph/, which is never committed). It returns false, nil when there was
 // nothing to commit.
 func (r *run) commitChanges(ctx context.Context, n int, title string) (bool, error) {
-	err := commitAll(ctx, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title))
+	err := commitAll(ctx, r.repo, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title))
 	switch {
 	case err == nil:
 		return true, nil

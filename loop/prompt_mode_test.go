@@ -221,10 +221,7 @@ func TestPromptCommit(t *testing.T) {
 		cfg := promptConfig(t)
 		gitRepo(t, cfg.Root)
 		cfg.Commit = true
-		writeFile(t, cfg.Root, ".git/hooks/pre-commit", "#!/bin/sh\necho no commits today >&2\nexit 1\n")
-		if err := os.Chmod(filepath.Join(cfg.Root, ".git/hooks/pre-commit"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		userHook(t, "pre-commit", "echo no commits today >&2\nexit 1")
 		runner := looptest.NewFakeRunner(t).ThenStep(looptest.Step{Func: edit(cfg.Root)})
 		rep, err := loop.RunPrompt(t.Context(), cfg, loop.PromptParams{Text: adHoc}, runner)
 		if err != nil || rep.Outcome != loop.OutcomeGitFailed || rep.ExitCode() != 5 || runner.Calls() != 1 {

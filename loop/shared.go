@@ -33,6 +33,14 @@ type Shared struct {
 	// workers waiting for a usage limit's reset.
 	done chan struct{}
 	log  *SessionLog
+	// The AGENTS.md test command, read once for every worker, and said
+	// once (ReadAgentsTest).
+	agentsOnce   sync.Once
+	agents       AgentsTest
+	agentsErr    error
+	announceOnce sync.Once
+	// filtersOnce: the repository's filters that do not run, said once.
+	filtersOnce sync.Once
 }
 
 // NewShared returns the state shared by the workers of one build, with

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/ralph-dev/ralph/hostgit"
 )
 
 // Errors of the verifier's tree guard (see the package doc, "Verification").
@@ -56,8 +57,12 @@ const changedPathsShown = 10
 // (`ls-files --cached --others --exclude-standard`, read-only); in a
 // directory that is no git work tree the same rules are applied by the
 // guard's private repository. Nested repositories and submodules are
-// listed by their own git, recursively. <root>/.ralph and every .git are
-// left out. Regular files and symlinks count; other file types do not.
+// listed by the private repository too, with the nested directory as its
+// work tree: the .gitignore files inside it and the user's
+// core.excludesFile hold, and git never runs with a nested repository's
+// own configuration (an agent can plant core.fsmonitor there without
+// touching the project's .git). <root>/.ralph and every .git are left
+// out. Regular files and symlinks count; other file types do not.
 //
 // The set is hashed into a private git directory (<root>/.ralph/
 // verify-snapshot.git, with an index of its own used as a stat cache, so
@@ -68,39 +73,26 @@ const changedPathsShown = 10
 // held only them), and `git read-tree` + `git checkout-index` write the
 // changed and deleted files back with their modes. The project's own
 // repository, index and objects are never written.
+//
+// The private directory lives where an agent can write (without
+// --sandbox): before each use it is checked (inspect) — no symlink,
+// device, pipe or hard-linked file anywhere in it, no hooks, alternates
+// or grafts, and the files ralph wrote (HEAD, config, info/attributes,
+// info/exclude, .gitignore) as ralph wrote them — and ralph writes its
+// own files into it through an os.Root, never following a link.
 type treeGuard struct {
-	git   string // absolute path of the git binary
-	root  string // the working tree
-	dir   string // the private git directory
-	index string // this run's index file in dir (the stat cache)
-	env   []string
-}
-
-// gitFreeEnv is the environment without the variables that would point
-// git at another repository, index or object store, or change how it reads
-// pathspecs or attributes; the user's configuration (HOME,
-// GIT_CONFIG_GLOBAL, …) stays, for core.excludesFile.
-func gitFreeEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(relocatingGitVars, k) {
-			env = append(env, kv)
-		}
-	}
-	// Optional locks off: listing the project's files never refreshes or
-	// rewrites its index.
-	return append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-}
-
-var relocatingGitVars = []string{
-	"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
-	"GIT_PREFIX", "GIT_QUARANTINE_PATH", "GIT_IMPLICIT_WORK_TREE",
-	"GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE",
-	"GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS", "GIT_ATTR_SOURCE",
-	"GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS",
-	"GIT_ICASE_PATHSPECS", "GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT",
+	root  string        // the working tree
+	dir   string        // the private git directory
+	index string        // this run's index file in dir (the stat cache)
+	name  string        // the index's name in dir
+	proj  *hostgit.Repo // the project's repository (nil: none)
+	priv  *hostgit.Repo // the private directory, root as its work tree
+	// meta records and restores what a verifier changes beside the
+	// tree (nil: only the tree is guarded).
+	meta *repoGuard
+	// locate, if set, finds the tree's repository again before each
+	// verification (proj and meta's repo).
+	locate func() (*hostgit.Repo, error)
 }
 
 // privateConfig is given with -c to every command on the private
@@ -136,86 +128,239 @@ const maxPacks = 16
 // encodings): info/attributes takes precedence over them.
 const privateAttributes = "* -text -filter -ident -working-tree-encoding\n"
 
+// The files ralph writes into the private directory, with their content.
+var privateFiles = []struct{ name, content string }{
+	{"HEAD", "ref: refs/heads/main\n"},
+	{"config", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"},
+	{"info/attributes", privateAttributes},
+	{"info/exclude", "/.ralph/\n"},
+	// The project's git ignores the store, even where .ralph/ is not
+	// ignored: an agent's `git add -A` must not commit a copy of the
+	// whole tree.
+	{".gitignore", "*\n"},
+}
+
+// privateDirs are the directories of a new private repository.
+var privateDirs = []string{"info", "objects", "objects/info", "objects/pack", "refs", "refs/heads", "refs/tags"}
+
+// forbidden names in the private directory: what would make git run a
+// program, read objects or history from elsewhere, or see another layout.
+var forbidden = map[string]bool{
+	"hooks": true, "commondir": true, "config.worktree": true, "worktrees": true, "shallow": true,
+	"info/grafts": true, "objects/info/alternates": true, "objects/info/http-alternates": true,
+}
+
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
 // newTreeGuard finds git and prepares the private repository under
-// <root>/.ralph. The index file is this run's own (named after agentID),
-// seeded from the one the last run left, so that runs sharing a tree never
-// contend for a lock and a killed run's lock never blocks the next.
+// <root>/.ralph, for the repository root is in (found now). The index
+// file is this run's own (named after agentID), seeded from the one the
+// last run left, so that runs sharing a tree never contend for a lock and
+// a killed run's lock never blocks the next.
 func newTreeGuard(ctx context.Context, root, agentID string) (*treeGuard, error) {
-	return newTreeGuardIn(ctx, root, filepath.Join(root, ".ralph", snapshotDir), agentID)
+	proj, err := hostgit.Find(root)
+	if err != nil {
+		proj = nil
+	}
+	return newTreeGuardIn(ctx, root, filepath.Join(root, ".ralph", snapshotDir), agentID, proj)
 }
 
-// newTreeGuardIn is newTreeGuard with the private repository at dir: a
-// worker's tree keeps it outside the tree (.ralph/worktrees/wK.verify.git
-// under the project), where the clean that readies the tree for each
-// attempt does not reach it.
-func newTreeGuardIn(ctx context.Context, root, dir, agentID string) (*treeGuard, error) {
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
+// newTreeGuardIn is newTreeGuard with the private repository at dir and
+// the project's repository proj (nil: root is in none): a worker's tree
+// keeps it outside the tree (.ralph/worktrees/wK.verify.git under the
+// project), where the clean that readies the tree for each attempt does
+// not reach it.
+func newTreeGuardIn(ctx context.Context, root, dir, agentID string, proj *hostgit.Repo) (*treeGuard, error) {
+	if _, err := exec.LookPath("git"); err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrVerifyNeedsGit, err)
 	}
-	if abs, err := filepath.Abs(gitPath); err == nil {
-		gitPath = abs
-	}
+	name := "index-" + unsafeName.ReplaceAllString(agentID, "_")
 	g := &treeGuard{
-		git:   gitPath,
 		root:  root,
 		dir:   dir,
-		index: filepath.Join(dir, "index-"+unsafeName.ReplaceAllString(agentID, "_")),
-		env:   gitFreeEnv(),
+		index: filepath.Join(dir, name),
+		name:  name,
+		proj:  proj,
+		priv:  hostgit.Private(dir, root),
 	}
-	if err := g.init(ctx); err != nil {
+	if err := g.init(); err != nil {
 		return nil, err
 	}
+	st, err := openRootNoFollow(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loop: verify snapshot: %w", err)
+	}
+	defer st.Close()
 	// A lock on this run's own index can only be a leftover.
-	os.Remove(g.index + ".lock")
-	if err := copyFile(filepath.Join(dir, "index"), g.index); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		os.Remove(g.index) // a cache: start cold
+	st.Remove(name + ".lock")
+	if err := copyFileIn(st, "index", name); err != nil {
+		st.Remove(name) // a cache: start cold
 	}
 	return g, nil
 }
 
-// init makes the private repository if it is not there and writes its
-// attributes and excludes.
-func (g *treeGuard) init(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join(g.dir, "HEAD")); err != nil {
-		if err := os.MkdirAll(filepath.Dir(g.dir), 0o755); err != nil {
-			return fmt.Errorf("loop: verify snapshot: %w", err)
-		}
-		if _, err := g.run(ctx, g.root, nil, nil, "init", "--quiet", "--template=", "--bare", g.dir); err != nil {
-			return fmt.Errorf("loop: verify snapshot: %w", err)
-		}
-	}
-	info := filepath.Join(g.dir, "info")
-	if err := os.MkdirAll(info, 0o755); err != nil {
+// init makes the private repository if it is not there, or makes it
+// again if inspect finds it damaged, and writes ralph's files into it.
+func (g *treeGuard) init() error {
+	if err := realDirsBelow(storeBase(g.dir), filepath.Dir(g.dir)); err != nil {
 		return fmt.Errorf("loop: verify snapshot: %w", err)
 	}
-	files := map[string]string{
-		filepath.Join(info, "attributes"): privateAttributes,
-		filepath.Join(info, "exclude"):    "/.ralph/\n",
-		// The project's git ignores the store, even where .ralph/ is not
-		// ignored: an agent's `git add -A` must not commit a copy of the
-		// whole tree.
-		filepath.Join(g.dir, ".gitignore"): "*\n",
+	if bad, err := g.inspect(); err != nil || len(bad) > 0 {
+		if err := os.RemoveAll(g.dir); err != nil {
+			return fmt.Errorf("loop: verify snapshot: %w", err)
+		}
+		if err := os.MkdirAll(g.dir, 0o755); err != nil {
+			return fmt.Errorf("loop: verify snapshot: %w", err)
+		}
 	}
-	for name, content := range files {
-		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+	st, err := openRootNoFollow(g.dir)
+	if err != nil {
+		return fmt.Errorf("loop: verify snapshot: %w", err)
+	}
+	defer st.Close()
+	for _, d := range privateDirs {
+		if err := st.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("loop: verify snapshot: %w", err)
+		}
+	}
+	for _, f := range privateFiles {
+		if b, err := st.ReadFile(f.name); err == nil && string(b) == f.content {
+			continue
+		}
+		if err := writeFileIn(st, f.name, []byte(f.content), 0o644); err != nil {
 			return fmt.Errorf("loop: verify snapshot: %w", err)
 		}
 	}
 	return nil
 }
 
+// inspect checks the private directory: err when dir is there but no
+// real directory; bad names what in it git or ralph must not use (its
+// path in dir and why). A missing dir is bad too (it is to be made).
+func (g *treeGuard) inspect() (bad []string, err error) {
+	st, err := openRootNoFollow(g.dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return []string{". (missing)"}, nil
+		}
+		return nil, err
+	}
+	defer st.Close()
+	want := map[string]string{}
+	for _, f := range privateFiles {
+		want[f.name] = f.content
+	}
+	var walk func(rel string)
+	walk = func(rel string) {
+		f, err := st.Open(rel)
+		if err != nil {
+			bad = append(bad, rel+" ("+err.Error()+")")
+			return
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			bad = append(bad, rel+" ("+err.Error()+")")
+			return
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			p := path.Join(rel, n)
+			if rel == "." {
+				p = n
+			}
+			fi, err := st.Lstat(p)
+			switch {
+			case err != nil:
+				bad = append(bad, p+" ("+err.Error()+")")
+			case forbidden[p]:
+				bad = append(bad, p+" (not made by ralph)")
+			case fi.IsDir():
+				walk(p)
+			case !fi.Mode().IsRegular():
+				bad = append(bad, p+" (a "+typeName(fi.Mode())+")")
+			case nlink(fi) > 1:
+				bad = append(bad, p+" (a hard link)")
+			default:
+				if c, ok := want[p]; ok {
+					if b, err := st.ReadFile(p); err != nil || string(b) != c {
+						bad = append(bad, p+" (changed)")
+					}
+				}
+			}
+		}
+	}
+	walk(".")
+	for _, f := range privateFiles {
+		if _, err := st.Lstat(f.name); err != nil && f.name != ".gitignore" && !strings.HasPrefix(f.name, "info/") {
+			bad = append(bad, f.name+" (missing)")
+		}
+	}
+	return bad, nil
+}
+
+// sanitize removes, without following any link, what inspect found bad
+// in the private directory after a verifier session, and writes ralph's
+// files again: the objects the restore needs stay (if the verifier did
+// not remove them), so the store is mended, not made again. It returns
+// the paths it removed or wrote.
+func (g *treeGuard) sanitize(bad []string) ([]string, error) {
+	st, err := openRootNoFollow(g.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	own := map[string]string{}
+	for _, f := range privateFiles {
+		own[f.name] = f.content
+	}
+	var fixed []string
+	var errs []error
+	for _, b := range bad {
+		p, _, _ := strings.Cut(b, " (")
+		if p == "." {
+			continue
+		}
+		fixed = append(fixed, p)
+		if err := st.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range privateDirs {
+		if err := st.MkdirAll(d, 0o755); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, f := range privateFiles {
+		if b, err := st.ReadFile(f.name); err == nil && string(b) == f.content {
+			continue
+		}
+		if err := writeFileIn(st, f.name, []byte(f.content), 0o644); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return fixed, errors.Join(errs...)
+}
+
+func nlink(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
 // rebuild throws the private repository away and makes a new one: it is a
-// cache of file contents, and a damaged one (a verifier may have written
-// to it: it lives in the tree) is rebuilt from the tree as it is, before
-// a verifier session, never after.
+// cache of file contents, and a damaged one (an agent may have written to
+// it: it lives in the tree) is rebuilt from the tree as it is, before a
+// verifier session, never after.
 func (g *treeGuard) rebuild(ctx context.Context) error {
+	if err := realDirsBelow(storeBase(g.dir), filepath.Dir(g.dir)); err != nil {
+		return fmt.Errorf("loop: verify snapshot: %w", err)
+	}
 	if err := os.RemoveAll(g.dir); err != nil {
 		return fmt.Errorf("loop: verify snapshot: %w", err)
 	}
-	return g.init(ctx)
+	return g.init()
 }
 
 // close hands this run's stat cache to the next run. With tidy, it also
@@ -223,69 +368,69 @@ func (g *treeGuard) rebuild(ctx context.Context) error {
 // holds) and drops loose objects no index holds that are over a day old.
 // Errors are ignored: the repository is a cache.
 func (g *treeGuard) close(ctx context.Context, tidy bool) {
-	if _, err := os.Stat(g.index); err != nil {
+	st, err := openRootNoFollow(g.dir)
+	if err != nil {
 		return
 	}
-	shared := filepath.Join(g.dir, "index")
-	if err := os.Rename(g.index, shared); err != nil {
-		os.Remove(g.index)
+	defer st.Close()
+	if fi, err := st.Lstat(g.name); err != nil || !fi.Mode().IsRegular() {
 		return
 	}
-	if !tidy {
+	if err := st.Rename(g.name, "index"); err != nil {
+		st.Remove(g.name)
 		return
 	}
-	env := []string{"GIT_INDEX_FILE=" + shared}
+	if bad, err := g.inspect(); !tidy || err != nil || len(bad) > 0 {
+		return
+	}
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(g.dir, "index")}
 	if packs, _ := filepath.Glob(filepath.Join(g.dir, "objects", "pack", "*.pack")); len(packs) > maxPacks {
-		g.run(ctx, g.root, env, nil, g.private("repack", "-a", "-d", "-q")...)
+		g.run(ctx, g.priv, g.root, env, nil, g.private("repack", "-a", "-d", "-q")...)
 	}
-	g.run(ctx, g.root, env, nil, g.private("prune", "--expire=1.day.ago")...)
+	g.run(ctx, g.priv, g.root, env, nil, g.private("prune", "--expire=1.day.ago")...)
 }
 
-// copyFile copies an index file with its modification time: git tells
-// racily clean entries (files changed in the instant the index was
-// written) by comparing their times with the index file's, and a copy
-// that looked newer would hide them.
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
+// copyFileIn copies the index file from to to, in the private
+// directory, with its modification time: git tells racily clean entries
+// (files changed in the instant the index was written) by comparing
+// their times with the index file's, and a copy that looked newer would
+// hide them. Neither name may be a link.
+func copyFileIn(st *os.Root, from, to string) error {
+	fi, err := st.Lstat(from)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	fi, err := in.Stat()
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: a %s", from, typeName(fi.Mode()))
+	}
+	data, err := st.ReadFile(from)
 	if err != nil {
 		return err
 	}
-	out, err := os.Create(to)
-	if err != nil {
+	if err := writeFileIn(st, to, data, 0o644); err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chtimes(to, fi.ModTime(), fi.ModTime())
+	return st.Chtimes(to, fi.ModTime(), fi.ModTime())
 }
 
-// private prefixes args with what every command on the private repository
-// takes.
+// private prefixes args with the configuration every command on the
+// private repository takes (hostgit sets its directories).
 func (g *treeGuard) private(args ...string) []string {
-	pre := make([]string, 0, 2*len(privateConfig)+2+len(args))
+	pre := make([]string, 0, 2*len(privateConfig)+len(args))
 	for _, c := range privateConfig {
 		pre = append(pre, "-c", c)
 	}
-	pre = append(pre, "--git-dir="+g.dir, "--work-tree="+g.root)
 	return append(pre, args...)
 }
 
-// run runs git in dir with extra environment and stdin; it returns stdout,
-// or an error quoting stderr.
-func (g *treeGuard) run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, g.git, args...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), g.env...), env...)
+// run runs git from repo in dir with extra environment and stdin; it
+// returns stdout, or an error quoting stderr.
+func (g *treeGuard) run(ctx context.Context, repo *hostgit.Repo, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
+	cmd, err := repo.Command(ctx, dir, args...)
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %v", subcommand(args), err)
+	}
+	cmd.Env = append(cmd.Env, env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -314,7 +459,7 @@ func subcommand(args []string) string {
 
 // pg runs a command on the private repository with this run's index.
 func (g *treeGuard) pg(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	return g.run(ctx, g.root, []string{"GIT_INDEX_FILE=" + g.index}, stdin, g.private(args...)...)
+	return g.run(ctx, g.priv, g.root, []string{"GIT_INDEX_FILE=" + g.index}, stdin, g.private(args...)...)
 }
 
 // nulList joins paths for a -z --stdin command.
@@ -339,6 +484,12 @@ func splitNul(out []byte) []string {
 // snapshot records the protected files as they are now and returns the id
 // of the tree that holds them.
 func (g *treeGuard) snapshot(ctx context.Context) (string, error) {
+	if bad, err := g.inspect(); err != nil || len(bad) > 0 {
+		if err == nil {
+			err = fmt.Errorf("it holds what ralph did not put there: %s", strings.Join(bad, ", "))
+		}
+		return "", fmt.Errorf("the snapshot store %s: %w", g.dir, err)
+	}
 	present, err := g.list(ctx)
 	if err != nil {
 		return "", err
@@ -397,42 +548,35 @@ type lister struct {
 }
 
 // tree lists the files of the directory rel (relative to root, "" for
-// root itself, else ending in "/"): with the git of the repository whose
-// top it is, or, for root outside any repository, with the private one.
+// root itself, else ending in "/"): root with the project's git, listing
+// what it tracks and what it does not ignore; a nested repository, or
+// root outside any repository, with the private one and the directory as
+// its work tree (what is not ignored: never the nested repository's own
+// git, whose configuration an agent may have written).
 func (l *lister) tree(ctx context.Context, rel string, top bool) error {
 	g := l.g
 	abs := filepath.Join(g.root, filepath.FromSlash(rel))
-	var out []byte
-	var err error
-	inRepo := false
-	if top {
-		o, err := g.run(ctx, abs, nil, nil, "rev-parse", "--is-inside-work-tree")
-		inRepo = err == nil && strings.TrimSpace(string(o)) == "true"
-	} else {
-		// A nested directory with a .git that is not a repository's top:
-		// its files are its parent repository's, listed already.
-		o, err := g.run(ctx, abs, nil, nil, "rev-parse", "--show-prefix")
-		if err != nil {
-			return fmt.Errorf("nested repository %s: %w", strings.TrimSuffix(rel, "/"), err)
-		}
-		if strings.TrimSpace(string(o)) != "" {
-			return nil
-		}
-		inRepo = true
-	}
 	args := []string{"ls-files", "-z", "--others", "--exclude-standard", "--", "."}
 	if top {
 		args = append(args, ":(exclude).ralph")
 	}
-	if inRepo {
+	var out []byte
+	var err error
+	if top && g.proj != nil {
+		// Optional locks off: listing never refreshes or rewrites the
+		// project's index.
 		args = slices.Insert(args, 3, "--cached")
-		out, err = g.run(ctx, abs, nil, nil, args...)
+		out, err = g.run(ctx, g.proj, abs, []string{"GIT_OPTIONAL_LOCKS=0"}, nil, args...)
 	} else {
-		// No repository: every file not ignored, whatever the private
-		// index holds (an index that does not exist is empty).
-		out, err = g.run(ctx, abs, []string{"GIT_INDEX_FILE=" + filepath.Join(g.dir, "no-index")}, nil, g.private(args...)...)
+		// Every file not ignored, whatever the private index holds (an
+		// index that does not exist is empty).
+		env := []string{"GIT_INDEX_FILE=" + filepath.Join(g.dir, "no-index"), "GIT_OPTIONAL_LOCKS=0"}
+		out, err = g.run(ctx, g.priv.WithWorkTree(abs), abs, env, nil, g.private(args...)...)
 	}
 	if err != nil {
+		if !top {
+			return fmt.Errorf("nested repository %s: %w", strings.TrimSuffix(rel, "/"), err)
+		}
 		return err
 	}
 	for _, p := range splitNul(out) {
@@ -647,4 +791,107 @@ func isPrintable(s string) bool {
 		}
 	}
 	return true
+}
+
+// treeRepo is the repository of the tree the agent and the verifier work
+// in: Root's (nil when there is none), or a worker's linked working tree,
+// found from the repository's common directory (never from the tree's own
+// .git file) — an error when the tree is no such thing.
+func (r *run) treeRepo() (*hostgit.Repo, error) {
+	if r.repo == nil || r.cfg.Workspace == nil {
+		return r.repo, nil
+	}
+	return r.repo.Linked(r.dir())
+}
+
+// newGuard prepares the verifier's guards of the run's tree: the tree
+// guard with its private store at store, and the repository guard.
+func (r *run) newGuard(ctx context.Context, store string) (*treeGuard, error) {
+	repo, err := r.treeRepo()
+	if err != nil {
+		return nil, fmt.Errorf("loop: verify: %w", err)
+	}
+	g, err := newTreeGuardIn(ctx, r.dir(), store, r.cfg.AgentID, repo)
+	if err != nil {
+		return nil, err
+	}
+	g.meta = &repoGuard{repo: repo, root: r.cfg.Root, own: r.ownRefs()}
+	if r.cfg.Workspace != nil {
+		// A worker's tree may be made again during the run (with another
+		// admin directory): it is looked up again for each verification.
+		g.locate = r.treeRepo
+	}
+	return g, nil
+}
+
+// guardState is what the guards recorded before a verifier session.
+type guardState struct {
+	tree string
+	repo *repoState
+}
+
+// record records the repository's state and snapshots the tree, before a
+// verifier session.
+func (g *treeGuard) record(ctx context.Context) (guardState, error) {
+	var s guardState
+	if g.locate != nil {
+		repo, err := g.locate()
+		if err != nil {
+			return s, err
+		}
+		g.proj = repo
+		if g.meta != nil {
+			g.meta.repo = repo
+		}
+	}
+	if g.meta != nil {
+		var err error
+		if s.repo, err = g.meta.record(ctx); err != nil {
+			return s, fmt.Errorf("recording the repository: %w", err)
+		}
+	}
+	tree, err := g.snapshot(ctx)
+	if err != nil {
+		if s.repo != nil {
+			s.repo.close()
+		}
+		return guardState{}, err
+	}
+	s.tree = tree
+	return s, nil
+}
+
+// checkAll puts back what the session changed — the repository and
+// ralph's files first (its config and info/exclude decide what the tree
+// listing sees), then anything in the snapshot store that should not be
+// there, then the tree — and returns it all: tree paths, then the rest by
+// name. An error wraps ErrVerifyRestore.
+func (g *treeGuard) checkAll(ctx context.Context, before guardState) ([]treeChange, error) {
+	var other []treeChange
+	var errs []error
+	if before.repo != nil {
+		names, err := g.meta.check(ctx, before.repo)
+		before.repo.close()
+		for _, n := range names {
+			other = append(other, treeChange{Path: n, Status: 'M'})
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if bad, err := g.inspect(); err == nil && len(bad) > 0 {
+		fixed, err := g.sanitize(bad)
+		for _, p := range fixed {
+			other = append(other, treeChange{Path: g.meta.label(filepath.Join(g.dir, filepath.FromSlash(p))), Status: 'M'})
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	changed, err := g.check(ctx, before.tree)
+	changed = append(changed, other...)
+	if err == nil && len(errs) > 0 {
+		err = fmt.Errorf("%w (%s): %v", ErrVerifyRestore, changeList(other), errors.Join(errs...))
+	}
+	return changed, err
 }

@@ -81,6 +81,22 @@ func BenchmarkTreeGuard(b *testing.B) {
 					}
 				}
 			})
+			b.Run("unchanged-with-repository", func(b *testing.B) {
+				// The verification as a run does it: the repository's
+				// refs, index, hooks, config, info/ and ralph's prompts
+				// recorded and compared too, and the store inspected.
+				g.meta = &repoGuard{repo: g.proj, root: root}
+				defer func() { g.meta = nil }()
+				for b.Loop() {
+					before, err := g.record(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if cs, err := g.checkAll(ctx, before); err != nil || len(cs) > 0 {
+						b.Fatalf("changes %v, %v", cs, err)
+					}
+				}
+			})
 			b.Run("one-change", func(b *testing.B) {
 				p := filepath.Join(root, "pkg07", "file0007.go")
 				for b.Loop() {

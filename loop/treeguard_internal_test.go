@@ -44,7 +44,12 @@ func TestCopyFileKeepsModTime(t *testing.T) {
 	if err := os.Chtimes(from, then, then); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyFile(from, to); err != nil {
+	st, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := copyFileIn(st, "index", "index-copy"); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(to)

@@ -157,6 +157,29 @@
 //   - A build without --workers of a plan that has an integration branch
 //     runs as one worker (w1): once a plan integrates into a branch, every
 //     build of it does.
+//   - Git on the host runs no code an agent planted (DESIGN §13): every
+//     command ExecGit runs is built by package hostgit, with GIT_DIR,
+//     GIT_COMMON_DIR and GIT_WORK_TREE fixed — the repository found from
+//     Root when ExecGit is first used, a worker's tree found from the
+//     common directory's own record of its linked trees, never from the
+//     .git file an agent can rewrite in its tree — and every program the
+//     repository's own configuration names (hooks such as
+//     reference-transaction and post-checkout, core.fsmonitor, filters a
+//     committed .gitattributes sends files through, merge drivers,
+//     credential helpers, …) blanked, the user's global ones kept. No
+//     command looks inside a nested repository, whose configuration was
+//     never read: Commit stages with hostgit's StageAll (git diff-files
+//     --ignore-submodules=dirty, ls-files, update-index) instead of git
+//     add, which runs git status in every submodule, and Status and the
+//     rebase's conflict listing pass --ignore-submodules=dirty. A merge
+//     driver the repository names is a conflict ("exit 1"), so work whose
+//     files it covers cannot be replayed onto a moved tip: task trouble.
+//   - The verifier of a worker runs in its tree while other workers land
+//     their work. Its guard (package loop) puts back the refs, hooks,
+//     config and prompt overrides the verifier changed; the workspace
+//     is a loop.RefOwner naming what other workers move meanwhile — the
+//     integration branch, refs/heads/ralph/…, and with a remote its
+//     remote-tracking refs — which the guard neither counts nor undoes.
 //   - Agent ids: each worker's is the run's agent id with "-wK" appended;
 //     receipts, session-log lines ("[wK] …") and raw streams
 //     (<session>/wK-iter-N.ndjson) name the worker.

@@ -14,18 +14,29 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/ralph-dev/ralph/hostgit"
 )
 
 // ExecGit is Git over the git binary, for the repository whose working
 // tree contains Root.
 //
-// Every command runs as `git -C DIR …` with GIT_TERMINAL_PROMPT=0 (never
-// ask for credentials), LC_ALL=C, an editor that accepts what it is given
-// (nothing ralph runs may wait for a person), and without the GIT_DIR
-// family of variables a surrounding git (a hook running ralph) may have
-// set, which would send the commands to another repository.
+// Every command is built by package hostgit: run in DIR with GIT_DIR,
+// GIT_COMMON_DIR and GIT_WORK_TREE set to the repository found from Root
+// when ExecGit is first used (a worker's tree: the linked working tree
+// the common directory records at that path, never what the tree's own
+// .git file says, and refused when dir is no real directory),
+// GIT_TERMINAL_PROMPT=0 (never ask for credentials),
+// LC_ALL=C, an editor that accepts what it is given (nothing ralph runs
+// may wait for a person), without the GIT_DIR family of variables a
+// surrounding git (a hook running ralph) may have set, and with every
+// program the repository's own configuration names — hooks, fsmonitor,
+// filters, merge drivers, credential helpers, … — blanked, the user's
+// global ones kept (see hostgit). Commands that would look inside a
+// nested repository, with its configuration, are not used: Status passes
+// --ignore-submodules=dirty and Commit stages with hostgit's StageAll,
+// not git add.
 //
 // The user's configuration is kept, except where it would make ralph's own
 // commits and rebases fail or stop: see Commit and Rebase. The user's
@@ -54,6 +65,31 @@ type ExecGit struct {
 	remote sync.Mutex
 	// common caches the repository's common git directory (commonDir).
 	common atomic.Pointer[string]
+
+	// repo is the repository Root is in, found once (hostgit.Find).
+	findOnce sync.Once
+	repo     *hostgit.Repo
+	findErr  error
+}
+
+// hostRepo is the repository's working tree that holds dir.
+func (g *ExecGit) hostRepo(dir string) (*hostgit.Repo, error) {
+	g.findOnce.Do(func() {
+		g.repo, g.findErr = hostgit.Find(g.Root)
+		if g.findErr == nil {
+			g.repo.Bin = g.Bin
+		}
+	})
+	if g.findErr != nil {
+		return nil, g.findErr
+	}
+	if dir == g.Root {
+		return g.repo, nil
+	}
+	// Any other directory is a worker's tree: a linked working tree the
+	// common directory records at that path, and a real directory — never
+	// the main tree, whatever dir holds.
+	return g.repo.Linked(dir)
 }
 
 var _ Git = (*ExecGit)(nil)
@@ -61,6 +97,9 @@ var _ Git = (*ExecGit)(nil)
 // Check reports ErrNotRepository when Root is not inside a git work tree
 // and ErrNoCommit when HEAD names no commit yet (a new repository).
 func (g *ExecGit) Check(ctx context.Context) error {
+	if _, err := g.hostRepo(g.Root); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrNotRepository, g.Root, err)
+	}
 	out, err := g.run(ctx, g.Root, nil, "rev-parse", "--is-inside-work-tree")
 	if err != nil {
 		var ge *gitError
@@ -287,8 +326,11 @@ const addWorktreeTries = 5
 // Status returns the paths `git status --porcelain` lists for dir: changed,
 // staged and untracked files that are not ignored, one path each (a rename
 // lists as the deletion and the addition it is), nil when dir is clean.
+// A submodule counts when its HEAD moved, not for changes inside it
+// (--ignore-submodules=dirty: git would run git status in it, with its
+// own configuration, to see them).
 func (g *ExecGit) Status(ctx context.Context, dir string) ([]string, error) {
-	out, err := g.run(ctx, dir, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	out, err := g.run(ctx, dir, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=dirty")
 	if err != nil {
 		return nil, err
 	}
@@ -393,8 +435,10 @@ func (g *ExecGit) worktrees(ctx context.Context, dir string) ([]worktree, error)
 // Commit folds everything in dir that differs from base into one commit
 // on top of base; see Git.Commit.
 //
-// It stages the tree with git add --all and records it with git
-// write-tree and git commit-tree, then moves HEAD (and its branch) with
+// It stages the tree as git add --all would (hostgit's StageAll: git add
+// would run git status inside every submodule, with that repository's
+// own configuration) and records it with git write-tree and git
+// commit-tree, then moves HEAD (and its branch) with
 // git update-ref: on a large tree git commit costs as much again, to
 // check once more what add has just checked. So no hook runs and the
 // commit is not signed: the gate that decides whether an agent's work is
@@ -409,30 +453,13 @@ func (g *ExecGit) Commit(ctx context.Context, dir, base, message string, except 
 		return "", false, err
 	}
 	// The index, whatever the agent staged or committed on top of base,
-	// becomes dir's tree.
-	add := []string{"add", "--all", "--", "."}
-	var pathspecs, present []string
+	// becomes dir's tree, the excepted paths left as they are.
+	var pathspecs, excludes []string
 	for _, p := range except {
-		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
-			present = append(present, p)
-		}
 		pathspecs = append(pathspecs, ":(literal)"+p)
+		excludes = append(excludes, ":(exclude,literal)"+p)
 	}
-	// An ignored path named in a pathspec, even an exclude, makes git add
-	// fail ("paths are ignored"): only the others are excluded; git add
-	// --all skips the ignored ones itself.
-	kept, err := g.notIgnored(ctx, dir, present)
-	if err != nil {
-		return "", false, err
-	}
-	for _, p := range kept {
-		add = append(add, ":(exclude,literal)"+p)
-	}
-	if _, err := g.run(ctx, dir, nil, add...); err != nil {
-		var ge *gitError
-		if errors.As(err, &ge) && strings.Contains(ge.Error(), "does not have a commit checked out") {
-			return "", false, &NestedRepoError{Paths: nestedFromAddError(ge.Error())}
-		}
+	if err := g.stage(ctx, dir, excludes); err != nil {
 		return "", false, err
 	}
 	// What the index now changes from base, in one listing: a repository
@@ -600,7 +627,7 @@ func (g *ExecGit) Rebase(ctx context.Context, dir, base, onto string) (string, e
 	}
 	// Whatever stopped it, leave dir as it was, even when ctx is done.
 	bg := context.WithoutCancel(ctx)
-	out, derr := g.run(bg, dir, nil, "diff", "--name-only", "-z", "--diff-filter=U")
+	out, derr := g.run(bg, dir, nil, "diff", "--name-only", "-z", "--diff-filter=U", "--ignore-submodules=dirty")
 	var paths []string
 	if derr == nil {
 		for p := range strings.SplitSeq(out, "\x00") {
@@ -773,19 +800,18 @@ func (g *ExecGit) run(ctx context.Context, dir string, stdin io.Reader, args ...
 
 // runEnv is run with env added to git's environment.
 func (g *ExecGit) runEnv(ctx context.Context, dir string, env []string, stdin io.Reader, args ...string) (string, error) {
-	bin := g.Bin
-	if bin == "" {
-		bin = "git"
+	repo, err := g.hostRepo(dir)
+	if err != nil {
+		return "", &gitError{dir: dir, args: args, err: err}
 	}
-	cmd := exec.CommandContext(ctx, bin, append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(gitEnv(os.Environ()), env...)
+	cmd, err := repo.Command(ctx, dir, args...)
+	if err != nil {
+		return "", &gitError{dir: dir, args: args, err: err}
+	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// SIGTERM lets git remove its lock files; WaitDelay ends one that
-	// takes too long about it.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		ge := &gitError{dir: dir, args: args, err: err, tail: lastLines(stderr.String(), 4)}
 		if ge.tail == "" {
@@ -797,34 +823,6 @@ func (g *ExecGit) runEnv(ctx context.Context, dir string, env []string, stdin io
 		return stdout.String(), ge
 	}
 	return stdout.String(), nil
-}
-
-// gitEnv returns env without the variables that point git at another
-// repository, index or work tree, and with those that keep git from
-// prompting and its messages in English.
-func gitEnv(env []string) []string {
-	drop := []string{
-		"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
-		"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-		"GIT_NAMESPACE", "GIT_PREFIX", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
-		"GIT_TERMINAL_PROMPT", "LC_ALL",
-	}
-	out := make([]string, 0, len(env)+4)
-outer:
-	for _, kv := range env {
-		for _, k := range drop {
-			if len(kv) > len(k) && kv[len(k)] == '=' && kv[:len(k)] == k {
-				continue outer
-			}
-		}
-		out = append(out, kv)
-	}
-	return append(out,
-		"GIT_TERMINAL_PROMPT=0",
-		"LC_ALL=C",
-		"GIT_EDITOR=true",
-		"GIT_SEQUENCE_EDITOR=true",
-	)
 }
 
 // A gitError is a git command that failed: the command, how it ended and
@@ -933,40 +931,20 @@ func (g *ExecGit) HeadOf(ctx context.Context, dir string) (string, string, error
 	return strings.TrimSpace(out), commit, nil
 }
 
-// notIgnored returns the paths of dir that git does not ignore.
-func (g *ExecGit) notIgnored(ctx context.Context, dir string, paths []string) ([]string, error) {
-	if len(paths) == 0 {
-		return nil, nil
-	}
-	in := strings.Join(paths, "\x00") + "\x00"
-	out, err := g.run(ctx, dir, strings.NewReader(in), "check-ignore", "--stdin", "-z")
+// stage makes dir's index hold dir's tree but for the excluded paths; an
+// untracked repository inside the tree is a *NestedRepoError, nothing
+// staged.
+func (g *ExecGit) stage(ctx context.Context, dir string, excludes []string) error {
+	repo, err := g.hostRepo(dir)
 	if err != nil {
-		if ge := (*gitError)(nil); !errors.As(err, &ge) || ge.exitCode() != 1 {
-			return nil, err
-		}
-		return paths, nil // none is ignored
+		return err
 	}
-	ignored := map[string]bool{}
-	for _, p := range strings.Split(out, "\x00") {
-		ignored[p] = true
+	nested, err := repo.StageAll(ctx, dir, excludes...)
+	if len(nested) > 0 {
+		return &NestedRepoError{Paths: nested}
 	}
-	var kept []string
-	for _, p := range paths {
-		if !ignored[p] {
-			kept = append(kept, p)
-		}
+	if err != nil {
+		return &gitError{dir: dir, args: []string{"add", "--all"}, err: err}
 	}
-	return kept, nil
-}
-
-// nestedFromAddError picks the paths out of git add's "error: 'web/' does
-// not have a commit checked out" lines.
-func nestedFromAddError(msg string) []string {
-	var out []string
-	for _, part := range strings.Split(msg, "'") {
-		if strings.HasSuffix(part, "/") && !strings.ContainsAny(part, " \n") {
-			out = append(out, strings.TrimSuffix(part, "/"))
-		}
-	}
-	return out
+	return nil
 }

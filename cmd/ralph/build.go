@@ -406,6 +406,7 @@ func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskS
 	fmt.Fprintf(w, "model: %s\n", plan.Model)
 	fmt.Fprintf(w, "prompt: %s (%s)\n", plan.PromptName, plan.PromptSource)
 	fmt.Fprintf(w, "system prompt: %s (%s)\n", loop.SystemPromptName(plan.PromptName), plan.SystemPromptSource)
+	printDryRunTest(w, plan)
 	return nil
 }
 

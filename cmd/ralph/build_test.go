@@ -566,7 +566,7 @@ func TestBuildDryRun(t *testing.T) {
 	db, files := h.dump(), h.files()
 	r := h.build(t.Context(), agent, "--dry-run", "--model", "opus")
 	want := "next task: t-1 Task A\nmodel: opus\nprompt: build (" + filepath.Join(h.dir, ".ralph", "prompts", "build.md") + ")\n" +
-		"system prompt: system-build (embedded)\n"
+		"system prompt: system-build (embedded)\ntest command: none\n"
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -584,7 +584,7 @@ func TestBuildDryRun(t *testing.T) {
 	}
 
 	r = h.build(t.Context(), agent, "--dry-run", "--claim", "agent")
-	if want := "first claimable task (the agent picks): t-1 Task A\nmodel: sonnet\nprompt: peek (embedded)\nsystem prompt: system-peek (embedded)\n"; r.code != 0 || r.stdout != want {
+	if want := "first claimable task (the agent picks): t-1 Task A\nmodel: sonnet\nprompt: peek (embedded)\nsystem prompt: system-peek (embedded)\ntest command: none\n"; r.code != 0 || r.stdout != want {
 		t.Errorf("peek-mode dry run: exit %d, stdout %q; want %q", r.code, r.stdout, want)
 	}
 

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -14,6 +14,7 @@ import (
 
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/dag/postgres"
+	"github.com/ralph-dev/ralph/hostgit"
 )
 
 // dbTarget is where a project's plan lives: the SQLite file in .ralph/
@@ -94,18 +95,21 @@ func openServerStore(c *cli.Context, cfg appConfig, p project, d dbTarget, creat
 	return postgres.Open(c.Context, postgres.Config{
 		URL:        d.url,
 		Plan:       d.plan,
-		RootCommit: rootCommit(p.root),
+		RootCommit: rootCommit(c.Context, p.root),
 		Create:     create,
 		Options:    dag.ServerOptions{Options: cfg.storeOptions()},
 	})
 }
 
 // rootCommit is the repository's first commit (the oldest root when it has
-// several), "" outside a repository or before its first commit.
-func rootCommit(dir string) string {
-	cmd := exec.Command("git", "rev-list", "--max-parents=0", "HEAD")
-	cmd.Dir = dir
-	out, err := cmd.Output()
+// several), "" outside a repository or before its first commit. git runs
+// as every host git command of ralph's does (package hostgit).
+func rootCommit(ctx context.Context, dir string) string {
+	repo, err := hostgit.Find(dir)
+	if err != nil {
+		return ""
+	}
+	out, err := repo.Run(ctx, dir, "rev-list", "--max-parents=0", "HEAD")
 	if err != nil {
 		return ""
 	}

@@ -223,10 +223,17 @@ func TestPromptCommit(t *testing.T) {
 				gitInit(t, h.dir)
 			}
 			if tc.hook {
-				h.write(".git/hooks/pre-commit", "#!/bin/sh\necho not today >&2\nexit 1\n")
-				if err := os.Chmod(filepath.Join(h.dir, ".git/hooks/pre-commit"), 0o755); err != nil {
+				// The user's own hook (a global core.hooksPath): ralph's
+				// git never runs the repository's hooks.
+				hooks := t.TempDir()
+				if err := os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("#!/bin/sh\necho not today >&2\nexit 1\n"), 0o755); err != nil {
 					t.Fatal(err)
 				}
+				global := filepath.Join(t.TempDir(), "gitconfig")
+				if err := os.WriteFile(global, []byte("[core]\n\thooksPath = "+hooks+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("GIT_CONFIG_GLOBAL", global)
 			}
 			agent, script := fakeAgentPath(t, tc.step)
 			r := h.runAgentCmd(t.Context(), "prompt", agent, append([]string{file, "--commit"}, tc.args...)...)
