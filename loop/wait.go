@@ -91,6 +91,15 @@ func (r *run) waitForAgents(ctx context.Context, token string) *stop {
 		if changed || leaseRanOut(active, r.cfg.Now()) || holderDied(active) {
 			return nil
 		}
+		// A token can miss a change: a file's times have the clock's
+		// coarse tick, and two writes within one tick that leave the WAL's
+		// size as it was look like none (two machines finishing at once
+		// left a loop waiting for a task done long since). The held
+		// tasks themselves say, one read a wait.
+		now, err := r.store.Active(ctx, r.cfg.Scope)
+		if err != nil || waitKey(now) != waitKey(active) {
+			return nil
+		}
 	}
 }
 

@@ -55,8 +55,9 @@ func TestE2EAgentSandboxWork(t *testing.T) {
 		})
 		e := newProject(t, env)
 		for name, content := range map[string]string{
-			"work.sh": sandboxWork,
-			"test.sh": "test -s log.txt && echo 'tests pass'\n",
+			"work.sh":    sandboxWork,
+			"test.sh":    "test -s log.txt && echo 'tests pass'\n",
+			".gitignore": ".ralph/\n",
 		} {
 			if err := os.WriteFile(filepath.Join(e.dir, name), []byte(content), 0o644); err != nil {
 				t.Fatal(err)
@@ -136,6 +137,9 @@ func TestE2ESandboxCommitHook(t *testing.T) {
 		return claudetest.Text("Planted and worked.\n<task-done>t-1</task-done>")
 	})
 	e := newProject(t, append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t)))
+	if err := os.WriteFile(filepath.Join(e.dir, ".gitignore"), []byte(".ralph/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	commitProject(t, e.dir)
 	hooksBefore := dirNames(t, filepath.Join(e.dir, ".git", "hooks"))
 	configBefore := e.read(".git/config")
