@@ -136,7 +136,8 @@ func TestE2ESandboxCommitHook(t *testing.T) {
 		}
 		return claudetest.Text("Planted and worked.\n<task-done>t-1</task-done>")
 	})
-	e := newProject(t, append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t)))
+	e := newProject(t, append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t),
+		"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com"))
 	if err := os.WriteFile(filepath.Join(e.dir, ".gitignore"), []byte(".ralph/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +162,10 @@ func TestE2ESandboxCommitHook(t *testing.T) {
 	if msg := gitTrim(t, e.dir, "log", "-1", "--format=%s"); msg != "build: iteration 1 - Do it" {
 		t.Errorf("the last commit is %q, want ralph's", msg)
 	}
-	if files := gitTrim(t, e.dir, "show", "--name-only", "--format=", "HEAD"); !strings.Contains(files, "work.txt") {
-		t.Errorf("ralph's commit holds %q, want the agent's work.txt", files)
+	if files := gitTrim(t, e.dir, "show", "--name-only", "--format=", "HEAD"); !strings.Contains(files, "work.txt") || !strings.Contains(files, ".githooks/pre-commit") {
+		// .githooks/pre-commit, the last the payload wrote before its
+		// git config calls: the payload ran, in the agent's own checkout.
+		t.Errorf("ralph's commit holds %q, want the agent's work.txt and .githooks/pre-commit", files)
 	}
 	if got := e.show("t-1").Status; got != "done" {
 		t.Errorf("t-1 is %s", got)
