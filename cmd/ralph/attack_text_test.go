@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -432,4 +433,49 @@ func TestAttackTextRootRefusal(t *testing.T) {
 			t.Fatalf("build --sandbox: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
 	})
+}
+
+// TestAttackTextNestedImport: `ralph task import` of 800 KB markdown
+// checklists nested in the shapes that once took the reader quadratic time
+// (over two minutes each, issue 20 item 15): a line opening 100,000 list
+// items followed by blank lines, and a staircase of boxes each one level
+// deeper. Both import, and in bounded time: the deadline is far above
+// what a linear reader needs on any machine and far below what the
+// quadratic one took (the figures are BenchmarkChecklistNested's).
+func TestAttackTextNestedImport(t *testing.T) {
+	var staircase strings.Builder
+	n := 0
+	for staircase.Len() < 800<<10 {
+		fmt.Fprintf(&staircase, "%s- [ ] step %d\n\n", strings.Repeat("  ", n), n)
+		n++
+	}
+	for _, c := range []struct {
+		name, doc string
+		tasks     int
+	}{
+		{"markers", strings.Repeat("- ", 100<<10) + "[ ] the deepest box\n" + strings.Repeat("\n", 600<<10), 1},
+		{"staircase", staircase.String(), n},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newProject(t, nil)
+			file := filepath.Join(t.TempDir(), "plan.md")
+			if err := os.WriteFile(file, []byte(c.doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, e.bin, "task", "import", file)
+			cmd.Dir, cmd.Env = e.dir, e.env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("task import of %d bytes: %v (%v)\n%.2000s", len(c.doc), err, ctx.Err(), out)
+			}
+			var tasks []json.RawMessage
+			if err := json.Unmarshal([]byte(e.ok("task", "list", "--json")), &tasks); err != nil {
+				t.Fatal(err)
+			}
+			if len(tasks) != c.tasks {
+				t.Errorf("%d tasks imported, want %d", len(tasks), c.tasks)
+			}
+		})
+	}
 }
