@@ -76,6 +76,10 @@ type Server interface {
 	// The server tells waiting loops of changes (LISTEN/NOTIFY on
 	// PostgreSQL).
 	loop.ChangeWatcher
+	// ViewChanges tells a viewer (ralph serve) of the same changes and
+	// also of each claim, which waiting loops are not told of: a claim
+	// notifies only while a viewer is watching.
+	ViewChanges() loop.ChangeWatcher
 	// Close closes the pool and whatever else the server holds open.
 	Close() error
 }

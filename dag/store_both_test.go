@@ -174,49 +174,6 @@ func TestChangeWatcher(t *testing.T) {
 	})
 }
 
-// ClaimsToken moves with the claims another store makes, ends and takes
-// again, not with a renewal or a read.
-func TestClaimsToken(t *testing.T) {
-	forEachStore(t, func(t *testing.T, o *opener) {
-		ctx := t.Context()
-		a := o.open(t, nil)
-		b := o.again(t, a, nil)
-		mustAdd(t, a, dag.AddParams{ID: "x"}, dag.AddParams{ID: "y"})
-		last := ""
-		step := func(name string, moved bool) {
-			t.Helper()
-			tok, err := a.ClaimsToken(ctx)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if (tok != last) != moved {
-				t.Errorf("%s: token %s after %s, want it to have moved: %v", name, tok, last, moved)
-			}
-			last = tok
-		}
-		step("start", true)
-		if _, err := b.Claim(ctx, loop.ClaimParams{TaskID: "x", Agent: "ag", Lease: time.Hour}); err != nil {
-			t.Fatal(err)
-		}
-		step("claim", true)
-		if err := b.RenewLease(ctx, "x", "ag", 2*time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Get(ctx, "x"); err != nil {
-			t.Fatal(err)
-		}
-		step("renewal and read", false)
-		if err := b.Release(ctx, loop.MoveParams{TaskID: "x", By: loop.Actor{Agent: "ag"}}); err != nil {
-			t.Fatal(err)
-		}
-		step("release", true)
-		if _, err := b.Claim(ctx, loop.ClaimParams{TaskID: "x", Agent: "ag2", Lease: time.Hour}); err != nil {
-			t.Fatal(err)
-		}
-		step("claimed again", true)
-	})
-}
-
 func TestPlanSettingRecordedOnce(t *testing.T) {
 	forEachStore(t, func(t *testing.T, o *opener) {
 		ctx := t.Context()

@@ -63,30 +63,14 @@ func (s *Store) WaitChange(ctx context.Context, token string, d time.Duration) (
 	}
 }
 
-// ClaimsToken returns a token of the plan's claims: it changes when a
-// claim is taken, ends, or is taken again (a new generation), and not when
-// a lease is renewed. It reads the in_progress tasks only (an index of
-// their own). A viewer of a plan on a server asks it, besides waiting for
-// the ChangeWatcher's notifications: claims notify nobody there, since a
-// NOTIFY would queue the claims' commits behind each other (DESIGN §10).
-func (s *Store) ClaimsToken(ctx context.Context) (string, error) {
-	var n, gen, at int64
-	err := s.read(ctx, func(t *txn) error {
-		rows, err := t.query(`SELECT count(*), CAST(coalesce(sum(generation), 0) AS BIGINT), CAST(coalesce(max(claimed_at), 0) AS BIGINT)
-			FROM tasks INDEXED BY tasks_active WHERE status = 'in_progress'`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if rows.Next() {
-			if err := rows.Scan(&n, &gen, &at); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return "", err
+// ViewChanges returns what a viewer of a plan on a server watches: the
+// changes its ChangeWatcher reports and each claim, which waiting loops
+// are not told of (DESIGN §10: a notification queues the claims' commits)
+// but a viewer wants to show at once. It is nil for a plan in a file,
+// whose every commit, claims included, moves the file ChangeToken reads.
+func (s *Store) ViewChanges() loop.ChangeWatcher {
+	if s.srv == nil {
+		return nil
 	}
-	return fmt.Sprintf("%d.%d.%d", n, gen, at), nil
+	return s.srv.ViewChanges()
 }

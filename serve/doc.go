@@ -37,13 +37,14 @@
 //     sessions' directories for their events.jsonl); the read blocks in
 //     the runtime's poller, so an idle view costs no CPU. Elsewhere, or
 //     when inotify fails, the files are looked at every second. A plan on
-//     a server is watched through the store's loop.ChangeWatcher
-//     (PostgreSQL notifications), and its claims, which notify nobody (a
-//     NOTIFY would queue the claims' commits), with one small indexed
-//     query a second (dag.Store.ClaimsToken) while a page is open.
-//     Changes are coalesced for 100 ms. On a SQLite plan with no claim
-//     held, the only timer of an idle stream is its 25 s keep-alive
-//     comment (see below for claims, and above for a server's).
+//     a server is watched through the store's ViewChanges
+//     (PostgreSQL notifications, the claims' too: a claim notifies only
+//     while a viewer's listening connection is there, since a NOTIFY
+//     queues the claims' commits; see dag/postgres), so an idle view of
+//     it costs no CPU either.
+//     Changes are coalesced for 100 ms. With no claim held, the only
+//     timer of an idle stream is its 25 s keep-alive comment (see below
+//     for claims).
 //   - Event logs are read incrementally (from the offset read last), whole
 //     lines only. The newest five sessions with an event log are looked
 //     at; a session is live while some worker has no session_end line and

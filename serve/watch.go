@@ -153,11 +153,8 @@ func (h *hub) watch(ctx context.Context, done chan struct{}) {
 		wg.Go(func() { w(ready); ready() })
 	}
 	start(func(ready func()) { watchFiles(ctx, h.s.cfg.DBPath, h.s.base(), h.s.cfg.LogDir, changes, ready) })
-	if cw, ok := h.s.cfg.Store.(loop.ChangeWatcher); ok && h.s.cfg.DBPath == "" {
+	if cw := storeWatcher(h.s.cfg.Store); cw != nil && h.s.cfg.DBPath == "" {
 		start(func(ready func()) { watchStore(ctx, cw, changes, ready) })
-		if ct, ok := h.s.cfg.Store.(claimsTokener); ok {
-			start(func(ready func()) { watchClaims(ctx, ct, changes, ready) })
-		}
 	}
 	armed.Wait()
 	var timer *time.Timer
@@ -278,38 +275,23 @@ func (s *Server) latestReceipt(ctx context.Context) string {
 	return fmt.Sprintf("%s/%d/%s/%s/%d", r.Session, r.Iteration, r.Mode, r.Worker, r.StartedAt.UnixNano())
 }
 
-// claimsTokener is a store that can say when its claims changed
-// (dag.Store.ClaimsToken).
-type claimsTokener interface {
-	ClaimsToken(ctx context.Context) (string, error)
+// viewWatcher is a store on a server that can also tell a viewer of
+// claims (dag.Store.ViewChanges).
+type viewWatcher interface {
+	ViewChanges() loop.ChangeWatcher
 }
 
-// claimsEvery is how often the claims of a plan on a server are looked
-// at: its notifications do not tell of claims (a NOTIFY would queue the
-// claims' commits), and a claim is what a viewer most wants to see. One
-// small indexed query a second; every other change comes by notification.
-const claimsEvery = time.Second
-
-// watchClaims looks at a server store's claims every claimsEvery; ready
-// is called once it has the first token.
-func watchClaims(ctx context.Context, ct claimsTokener, changes chan<- change, ready func()) {
-	tick := time.NewTicker(claimsEvery)
-	defer tick.Stop()
-	last, _ := ct.ClaimsToken(ctx)
-	ready()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+// storeWatcher is what tells the viewer of a plan on a server of its
+// changes: the store's ViewChanges, which hears claims too, or else its
+// ChangeWatcher; nil for a store that is neither.
+func storeWatcher(store any) loop.ChangeWatcher {
+	if vw, ok := store.(viewWatcher); ok {
+		if cw := vw.ViewChanges(); cw != nil {
+			return cw
 		}
-		tok, err := ct.ClaimsToken(ctx)
-		if err != nil || tok == last {
-			continue
-		}
-		last = tok
-		send(ctx, changes, change{db: true})
 	}
+	cw, _ := store.(loop.ChangeWatcher)
+	return cw
 }
 
 // watchStore asks a server store for its changes; ready is called once it

@@ -37,8 +37,20 @@
 //   - Waiting loops LISTEN on the plan's schema name. Triggers notify it
 //     at every commit that can make a task ready or end a claim (a task
 //     added, a status other than in_progress reached, a readiness counter
-//     moved); a claim notifies nobody. A listener that lost its connection
-//     counts that as a change and connects again.
+//     moved); a claim notifies no waiting loop, since a NOTIFY queues the
+//     commits of the transactions that make it behind each other (the
+//     claims of many machines would queue). A listener that lost its
+//     connection counts that as a change and connects again.
+//   - A viewer (ralph serve, through dag.Store.ViewChanges) wants the
+//     claims too, and without asking for them every second (each wake-up
+//     of an idle process costs milliseconds of CPU on a virtual machine).
+//     It also LISTENs on <schema>_claims, and a second connection of its
+//     own waits for, then holds, an advisory lock of the plan's (viewKey,
+//     the plan's id) while it watches. A claim, or a task claimed again,
+//     asks for that lock's shared form without waiting (microseconds): it
+//     cannot have it while any viewer waits or holds, and then notifies
+//     that channel; with no viewer it notifies nobody. So claims queue on
+//     the notification queue only while a page is open.
 //   - Faults: the store runs again, with backoff for up to a minute
 //     (dag.ServerOptions.RetryFor), a write whose transaction certainly
 //     changed nothing (the connection lost before the commit was sent, a

@@ -390,7 +390,7 @@ func TestLeaseExpiredWhileServerDown(t *testing.T) {
 
 // quiet waits until s has heard of no change for a moment and returns a
 // change token from then.
-func quiet(t testing.TB, s *dag.Store) string {
+func quiet(t testing.TB, s loop.ChangeWatcher) string {
 	t.Helper()
 	for {
 		tok, err := s.ChangeToken(t.Context())

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/loop"
 )
 
 // Errors of Open, wrapped with the plan and the server; check them with
@@ -432,7 +433,24 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 		lockSQL: fmt.Sprintf(`SELECT pg_current_xact_id()::text FROM (SELECT pg_advisory_xact_lock(%d, %d)) AS l`, lockKey, plan.ID),
 	}
 	srv.listen = newListener(pc, plan.schema())
+	srv.view = newListener(pc, plan.schema(), plan.schema()+"_claims")
+	srv.view.view = &[2]int32{viewKey, int32(plan.ID)}
 	return dag.OpenServer(ctx, srv, opts)
+}
+
+// viewKey is the first key of the advisory lock a viewer of a plan waits
+// for or holds ("RALV"; the second key is the plan's id): while one does,
+// the plan's claims notify the channel <schema>_claims, which viewers
+// listen on (migration 0005).
+const viewKey = 0x52414c56
+
+// viewChanges is the loop.ChangeWatcher of dag.Server.ViewChanges.
+type viewChanges struct{ l *listener }
+
+func (v viewChanges) ChangeToken(ctx context.Context) (string, error) { return v.l.token(ctx) }
+
+func (v viewChanges) WaitChange(ctx context.Context, token string, d time.Duration) (bool, error) {
+	return v.l.wait(ctx, token, d)
 }
 
 // server is the dag.Server of one plan on PostgreSQL.
@@ -443,7 +461,8 @@ type server struct {
 	conn    driver.Connector
 	plan    Plan
 	lockSQL string
-	listen  *listener
+	listen  *listener // the plan's changes
+	view    *listener // and its claims, for viewers
 
 	rebinds sync.Map // query → rebound query
 }
@@ -474,7 +493,12 @@ func (s *server) WaitChange(ctx context.Context, token string, d time.Duration) 
 	return s.listen.wait(ctx, token, d)
 }
 
+// ViewChanges implements dag.Server: a listener of its own, opened at its
+// first token, whose connection makes the plan's claims notify.
+func (s *server) ViewChanges() loop.ChangeWatcher { return viewChanges{s.view} }
+
 func (s *server) Close() error {
 	s.listen.close()
+	s.view.close()
 	return s.db.Close()
 }
