@@ -81,6 +81,8 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	switch {
 	case err == nil:
 		switch {
+		case got.Commit == "" && got.Replayed:
+			r.note.notice(n, "task %s: its changes are on the integration branch already (the replay onto the moved tip changed nothing): done, no commit", task.ID)
 		case got.Commit == "":
 			r.note.notice(n, "task %s changed nothing: done, no commit", task.ID)
 		case got.Replayed:

@@ -68,10 +68,12 @@ type IntegrateRequest struct {
 // IntegrateResult says how a task's work landed.
 type IntegrateResult struct {
 	// Commit is the commit on the integration branch that holds the
-	// work; empty when the attempt changed nothing.
+	// work; empty when the attempt changed nothing, or when its changes,
+	// replayed onto the moved tip, were the tip's already (Replayed).
 	Commit string
 	// Replayed is set when the tip had moved since the attempt began, so
-	// that the work was replayed onto it (and the gate run again).
+	// that the work was replayed onto it (and the gate run again, unless
+	// the replay changed nothing).
 	Replayed bool
 }
 

@@ -333,6 +333,43 @@ func TestPoolDeleteAgainstEdit(t *testing.T) {
 	}
 }
 
+// TestPoolSameChangeTwice: two tasks make the same change at the same
+// time. The second to land finds its work on the tip already: it is done
+// with no commit of its own and the build completes (it stopped with a
+// git failure, exit 5, when ralph recorded a landing of the tip on itself).
+func TestPoolSameChangeTwice(t *testing.T) {
+	root := gitRepo(t)
+	store := newStore(t, task("a"), task("b"))
+	same := func(dir string) { os.WriteFile(filepath.Join(dir, "same.txt"), []byte("same\n"), 0o644) }
+	run := concurrently(map[string]func(string){"a": same, "b": same})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	obs := &notes{}
+	cfg.Observer = obs
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 2}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete || rep.ExitCode() != 0 {
+		t.Fatalf("Run = %v (exit %d), %v (%s)", rep.Outcome, rep.ExitCode(), err, rep.Message)
+	}
+	landed := strings.Fields(gitOut(t, root, "log", "--format=%(trailers:key=Ralph-Task,valueonly)", DefaultInto))
+	if len(landed) != 1 {
+		t.Fatalf("landed %v; want one of a and b", landed)
+	}
+	for _, id := range []string{"a", "b"} {
+		if tk, _ := store.Get(t.Context(), id); tk.Status != loop.StatusDone || tk.RetryCount != 0 {
+			t.Errorf("%s: %s, %d retries; want done at once", id, tk.Status, tk.RetryCount)
+		}
+	}
+	other := map[string]string{"a": "b", "b": "a"}[landed[0]]
+	if !slices.ContainsFunc(obs.all(), func(n string) bool {
+		return strings.Contains(n, "task "+other+": its changes are on the integration branch already")
+	}) {
+		t.Errorf("no notice that %s's work was on the tip already: %q", other, obs.all())
+	}
+	if got := gitOut(t, root, "show", DefaultInto+":same.txt"); got != "same" {
+		t.Errorf("same.txt on the branch: %q", got)
+	}
+}
+
 // TestPoolGateFailsOnlyAfterReplay: two tasks that each pass the test gate
 // alone but not together (x.txt and y.txt must not both exist). The second
 // to land fails the gate after its replay: task trouble, with the test's

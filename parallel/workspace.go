@@ -629,7 +629,7 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 				return loop.IntegrateResult{}, err
 			}
 			head, base, replayed = moved, tip, true
-			if req.Gate != nil {
+			if req.Gate != nil && head != tip {
 				if err := req.Gate(ctx); err != nil {
 					if ctx.Err() != nil {
 						return loop.IntegrateResult{}, ctx.Err()
@@ -637,6 +637,14 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 					return loop.IntegrateResult{}, w.trouble(ctx, head, tip, "the test gate failed after replaying onto the moved tip: "+err.Error())
 				}
 			}
+		}
+		if head == tip {
+			// The replay changed nothing: the task's work is on the tip
+			// already (another task made the same change, or the agent
+			// brought the tip's commits into its tree). Nothing to land:
+			// done, no commit, as for an attempt that changed nothing.
+			w.end()
+			return loop.IntegrateResult{Replayed: replayed}, nil
 		}
 		// Right before the branch moves (every time round: a replay and
 		// its gate take time): the claim is still the task's, and — for
@@ -748,7 +756,8 @@ func (w *workspace) commitWork(ctx context.Context, req loop.IntegrateRequest) (
 			return "", false, w.trouble(ctx, c, "", fmt.Sprintf("the agent moved its HEAD back from %s to %s (a git reset), and its changes from there conflict with the work since in %s; ralph lands only the agent's own changes, never a revert of landed work",
 				short(start), short(end), joinPaths(conflict.Paths)))
 		}
-		return head, err == nil, err
+		// Replayed onto S, the agent's changes may be S's already.
+		return head, err == nil && head != start, err
 	}
 	// Kept as the agent left it: on its HEAD where the repository has
 	// that commit, else on the attempt's base.
