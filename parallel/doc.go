@@ -141,9 +141,12 @@
 //     package safefile, from the project root): a source that is a
 //     symbolic link, or lies below one, is an error naming it when the
 //     build starts (list its target, or copy the file into the project);
-//     a copy is created anew (O_EXCL), so a file or link the agent left at
-//     the destination stays as it is and is never written through, and a
-//     link on the way to it is an error naming it. The <tree>.task marker,
+//     a copy is created anew (O_EXCL), never written through: a file the
+//     agent left at the destination stays as it is, and a symbolic link it
+//     put there, or in place of a directory on the way, is removed (the
+//     link, not what it points to) and the file copied anew — git ignores
+//     such a link, and it would stay in the tree for good; a link swapped
+//     in meanwhile is refused, an error naming it. The <tree>.task marker,
 //     the worktrees directory's .gitignore and the trees' lock files are
 //     written the same way. --setup runs with sh -c in each worker's tree
 //     before its first agent of each build (RALPH_DIR, RALPH_WORKTREE and

@@ -370,6 +370,60 @@ func TestPoolSameChangeTwice(t *testing.T) {
 	}
 }
 
+// TestPoolIncludeDirReplacedByLink: an agent replaces the ignored
+// directory of a worktree-include file in its tree with a link to a
+// directory outside. The next attempt in that tree finds the file copied
+// anew, in a real directory, and the build completes: nothing was written
+// through the link, what it points to is untouched (the link stayed, git
+// ignores it, and every later build stopped with exit 5).
+func TestPoolIncludeDirReplacedByLink(t *testing.T) {
+	root := gitRepo(t)
+	os.WriteFile(filepath.Join(root, ".gitignore"), []byte(".env\nsecrets\n"), 0o644)
+	gitOut(t, root, "add", "-A")
+	gitOut(t, root, "commit", "-q", "-m", "ignore secrets")
+	os.MkdirAll(filepath.Join(root, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(root, "secrets", "key.env"), []byte("KEY=1\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, ".ralph"), 0o755)
+	os.WriteFile(filepath.Join(root, ".ralph", "worktree-include"), []byte("secrets/key.env\n"), 0o644)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "bashrc"), []byte("export PATH\n"), 0o644)
+	store := newStore(t, task("a"), task("b", "a"))
+	var seen []string
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		secrets := filepath.Join(req.Dir, "secrets")
+		if fi, err := os.Lstat(secrets); err == nil && fi.IsDir() {
+			if b, err := os.ReadFile(filepath.Join(secrets, "key.env")); err == nil {
+				seen = append(seen, id+": "+string(b))
+			}
+		}
+		if id == "a" {
+			os.RemoveAll(secrets)
+			if err := os.Symlink(outside, secrets); err != nil {
+				return loop.RunResult{}, err
+			}
+		}
+		os.WriteFile(filepath.Join(req.Dir, id+".txt"), []byte(id+"\n"), 0o644)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 1}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if want := []string{"a: KEY=1\n", "b: KEY=1\n"}; !slices.Equal(seen, want) {
+		t.Errorf("the agents saw secrets/key.env as %q; want %q", seen, want)
+	}
+	entries, _ := os.ReadDir(outside)
+	if b, _ := os.ReadFile(filepath.Join(outside, "bashrc")); len(entries) != 1 || string(b) != "export PATH\n" {
+		t.Errorf("outside the tree: %v, bashrc %q", entries, b)
+	}
+	if files := gitOut(t, root, "ls-tree", "-r", "--name-only", DefaultInto); strings.Contains(files, "secrets") {
+		t.Errorf("the integration branch holds %q", files)
+	}
+}
+
 // TestPoolGateFailsOnlyAfterReplay: two tasks that each pass the test gate
 // alone but not together (x.txt and y.txt must not both exist). The second
 // to land fails the gate after its replay: task trouble, with the test's
