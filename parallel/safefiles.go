@@ -119,6 +119,25 @@ func removeLinks(base, dir, rel string) error {
 	return nil
 }
 
+// moveNoFollow moves from to to, both below base, following no link on
+// the way to either: from's directory is opened and to's made where
+// missing through safefile (a link there is refused), and the rename is
+// made between their descriptors. from's last component is moved as it
+// is: a link there is moved, not followed.
+func moveNoFollow(base, from, to string) error {
+	fd, err := safefile.OpenDir(base, filepath.Dir(from))
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	td, err := safefile.MkdirAllDir(base, filepath.Dir(to), 0o755)
+	if err != nil {
+		return err
+	}
+	defer td.Close()
+	return renameBetween(fd, filepath.Base(from), td, filepath.Base(to))
+}
+
 // readSource reads the include file rel of root, and its permissions.
 func readSource(root, rel string) ([]byte, fs.FileMode, error) {
 	f, err := safefile.Open(root, rel)

@@ -399,12 +399,14 @@ func (w *workspace) moveAside(paths []string) error {
 	aside := filepath.Join(w.dir+".nested", strconv.FormatInt(time.Now().UnixNano(), 10))
 	for _, p := range paths {
 		dst := filepath.Join(aside, filepath.FromSlash(p))
-		// Made without following a link (a <tree>.nested the agent
-		// planted as one would send the repository elsewhere).
-		if err := safefile.MkdirAll(treeBase(w.root, w.dir), filepath.Dir(dst), 0o755); err != nil {
+		// Moved without following a link (a <tree>.nested the agent
+		// planted as one would send the repository elsewhere: it is
+		// removed first, the link and not its target).
+		base := treeBase(w.root, w.dir)
+		if err := removeLinks(base, filepath.Dir(w.dir), filepath.Base(w.dir)+".nested"); err != nil {
 			return err
 		}
-		if err := os.Rename(filepath.Join(w.dir, filepath.FromSlash(p)), dst); err != nil {
+		if err := moveNoFollow(base, filepath.Join(w.dir, filepath.FromSlash(p)), dst); err != nil {
 			return fmt.Errorf("moving the repository %s out of %s: %w", p, w.dir, err)
 		}
 	}
