@@ -27,6 +27,11 @@ func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []
 		}
 	}
 	integrated, err := ws.Begin(ctx, task, recorded)
+	if nw, ok := ws.(Noticer); ok {
+		for _, msg := range nw.Notices() {
+			r.note.notice(n, "%s", msg)
+		}
+	}
 	if err != nil {
 		r.releaseHeld(ctx, "the worker's tree could not be readied: "+firstLine(err.Error()))
 		if ctx.Err() != nil {

@@ -46,6 +46,15 @@ type TreeChecker interface {
 	CheckTree(ctx context.Context) error
 }
 
+// A Noticer is a Workspace with news for people that is no trouble of an
+// attempt's: a tree found broken when an attempt began (an agent process
+// left behind, a crash), set aside where the person can find its work and
+// made again, say. The loop asks after each Begin and sends each message
+// as a NoteNotice; Notices returns each message once.
+type Noticer interface {
+	Notices() []string
+}
+
 // IntegrateRequest is one task's work to land.
 type IntegrateRequest struct {
 	// Task is the task, under the loop's claim (its Generation is the

@@ -84,8 +84,13 @@
 //     .git is broken (rewritten, a link, a repository of the agent's
 //     own), that .git is moved to <tree>.aside/<time>/.git and the right
 //     file written in its place, and the tree's work is kept on an
-//     attempt branch as usual. Found after an attempt, it is task trouble
-//     naming what was wrong. The user's working tree and checked-out
+//     attempt branch as usual. A link planted at <tree>.aside is removed
+//     (the link, not its target) and nothing is moved through one. Found
+//     after an attempt, it is task trouble naming what was wrong and
+//     where the tree went; found when an attempt begins, when the build
+//     starts or when it ends, a notice of the worker's (loop.NoteNotice,
+//     in the session log and to the observer) says so, with the path.
+//     The user's working tree and checked-out
 //     branch are never written, whatever the agent did.
 //   - The agent's HEAD: let S be the commit the attempt began from and E
 //     where the agent's HEAD ended (loop.Checkout's End when the runner

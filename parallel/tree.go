@@ -85,3 +85,9 @@ func (w *workspace) ensureTree(ctx context.Context) (problem string, err error) 
 	return fmt.Sprintf("%s (%s; the worktree was made again)", we, what), nil
 }
 
+// treeNotice tells the person that worker's tree was not the worktree
+// ralph made when ralph looked at it (when), and where what it held is:
+// problem is ensureTree's, naming the path it was set aside at.
+func treeNotice(worker, when, problem string) string {
+	return fmt.Sprintf("%s's tree, %s: %s", worker, when, problem)
+}

@@ -90,6 +90,10 @@ type workspace struct {
 	ref      string
 	base     string
 	recorded int
+
+	// notices are what Begin found and the person should know (a tree
+	// set aside), until the loop takes them (loop.Noticer).
+	notices []string
 }
 
 // marker is the file that names the task of the attempt under way in the
@@ -106,12 +110,26 @@ func (w *workspace) except() []string {
 	return append([]string{".ralph"}, w.include...)
 }
 
+var _ loop.Noticer = (*workspace)(nil)
+
+// Notices implements loop.Noticer.
+func (w *workspace) Notices() []string {
+	out := w.notices
+	w.notices = nil
+	return out
+}
+
 // Begin implements loop.Workspace.
 func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bool, error) {
 	// Nothing runs git in the tree before it is known to be the tree
 	// ralph made; a tree that is not is set aside and made again (the
-	// attempt that broke it has ended).
-	if _, err := w.ensureTree(ctx); err != nil {
+	// attempt that broke it has ended), and the person told where its
+	// work is.
+	problem, err := w.ensureTree(ctx)
+	if problem != "" {
+		w.notices = append(w.notices, treeNotice(w.worker, "before task "+task.ID+" began", problem))
+	}
+	if err != nil {
 		return false, err
 	}
 	// The tip first (checked to be ralph's): with a remote, keep then
