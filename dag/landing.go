@@ -39,6 +39,9 @@ func (s *Store) RecordLanding(ctx context.Context, l loop.Landing) error {
 	if l.Branch == "" || l.Commit == "" || l.TaskID == "" {
 		return fmt.Errorf("dag: landing of %q on %q for task %q: branch, commit and task are required", l.Commit, l.Branch, l.TaskID)
 	}
+	if l.Commit == l.Parent {
+		return fmt.Errorf("dag: landing of %s on %s for task %s: the commit is its own parent (the branch would not move: nothing lands)", l.Commit, l.Branch, l.TaskID)
+	}
 	return s.writeTx(ctx, false, "", func(t *txn) error {
 		old, ok, err := t.landing(l.Branch, l.Commit)
 		if err != nil {

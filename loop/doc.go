@@ -481,7 +481,9 @@
 // *IntegrationError) is task trouble with status integration_failed; a
 // claim that ended meanwhile is a lost claim; any other failure is a git
 // failure (exit 5). The commit gate is not used: integration commits. The
-// verifier's snapshot store is .ralph/worktrees/<worker>.verify.git.
+// verifier's snapshot store is .ralph/worktrees/<worker>.verify.git. A
+// Workspace that is a Noticer has its messages sent as notices after each
+// Begin (a tree found broken and set aside, with where it went).
 //
 // With Shared, the workers share the iteration budget (a slot is taken
 // before each claim; iterations are numbered across workers in the order

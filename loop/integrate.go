@@ -27,6 +27,11 @@ func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []
 		}
 	}
 	integrated, err := ws.Begin(ctx, task, recorded)
+	if nw, ok := ws.(Noticer); ok {
+		for _, msg := range nw.Notices() {
+			r.note.notice(n, "%s", msg)
+		}
+	}
 	if err != nil {
 		r.releaseHeld(ctx, "the worker's tree could not be readied: "+firstLine(err.Error()))
 		if ctx.Err() != nil {
@@ -81,6 +86,8 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	switch {
 	case err == nil:
 		switch {
+		case got.Commit == "" && got.Replayed:
+			r.note.notice(n, "task %s: its changes are on the integration branch already (the replay onto the moved tip changed nothing): done, no commit", task.ID)
 		case got.Commit == "":
 			r.note.notice(n, "task %s changed nothing: done, no commit", task.ID)
 		case got.Replayed:

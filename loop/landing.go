@@ -118,7 +118,9 @@ type LandingStore interface {
 	// RecordLanding records l as LandingRecorded (l.State and the times
 	// are the store's). Recording again the landing of a commit with the
 	// same task, generation and parent changes nothing; any other landing
-	// of a commit the branch has one of is ErrLandingExists.
+	// of a commit the branch has one of is ErrLandingExists. A landing
+	// whose Commit is its Parent (the branch would not move: nothing
+	// lands) is an error, and nothing is recorded.
 	RecordLanding(ctx context.Context, l Landing) error
 	// ConfirmLanding marks the landing of commit on branch LandingLanded
 	// (the branch moved to it, or holds it), and moves the branch's

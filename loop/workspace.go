@@ -46,6 +46,15 @@ type TreeChecker interface {
 	CheckTree(ctx context.Context) error
 }
 
+// A Noticer is a Workspace with news for people that is no trouble of an
+// attempt's: a tree found broken when an attempt began (an agent process
+// left behind, a crash), set aside where the person can find its work and
+// made again, say. The loop asks after each Begin and sends each message
+// as a NoteNotice; Notices returns each message once.
+type Noticer interface {
+	Notices() []string
+}
+
 // IntegrateRequest is one task's work to land.
 type IntegrateRequest struct {
 	// Task is the task, under the loop's claim (its Generation is the
@@ -68,10 +77,12 @@ type IntegrateRequest struct {
 // IntegrateResult says how a task's work landed.
 type IntegrateResult struct {
 	// Commit is the commit on the integration branch that holds the
-	// work; empty when the attempt changed nothing.
+	// work; empty when the attempt changed nothing, or when its changes,
+	// replayed onto the moved tip, were the tip's already (Replayed).
 	Commit string
 	// Replayed is set when the tip had moved since the attempt began, so
-	// that the work was replayed onto it (and the gate run again).
+	// that the work was replayed onto it (and the gate run again, unless
+	// the replay changed nothing).
 	Replayed bool
 }
 

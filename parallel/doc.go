@@ -84,8 +84,13 @@
 //     .git is broken (rewritten, a link, a repository of the agent's
 //     own), that .git is moved to <tree>.aside/<time>/.git and the right
 //     file written in its place, and the tree's work is kept on an
-//     attempt branch as usual. Found after an attempt, it is task trouble
-//     naming what was wrong. The user's working tree and checked-out
+//     attempt branch as usual. A link planted at <tree>.aside is removed
+//     (the link, not its target) and nothing is moved through one. Found
+//     after an attempt, it is task trouble naming what was wrong and
+//     where the tree went; found when an attempt begins, when the build
+//     starts or when it ends, a notice of the worker's (loop.NoteNotice,
+//     in the session log and to the observer) says so, with the path.
+//     The user's working tree and checked-out
 //     branch are never written, whatever the agent did.
 //   - The agent's HEAD: let S be the commit the attempt began from and E
 //     where the agent's HEAD ended (loop.Checkout's End when the runner
@@ -141,9 +146,12 @@
 //     package safefile, from the project root): a source that is a
 //     symbolic link, or lies below one, is an error naming it when the
 //     build starts (list its target, or copy the file into the project);
-//     a copy is created anew (O_EXCL), so a file or link the agent left at
-//     the destination stays as it is and is never written through, and a
-//     link on the way to it is an error naming it. The <tree>.task marker,
+//     a copy is created anew (O_EXCL), never written through: a file the
+//     agent left at the destination stays as it is, and a symbolic link it
+//     put there, or in place of a directory on the way, is removed (the
+//     link, not what it points to) and the file copied anew — git ignores
+//     such a link, and it would stay in the tree for good; a link swapped
+//     in meanwhile is refused, an error naming it. The <tree>.task marker,
 //     the worktrees directory's .gitignore and the trees' lock files are
 //     written the same way. --setup runs with sh -c in each worker's tree
 //     before its first agent of each build (RALPH_DIR, RALPH_WORKTREE and

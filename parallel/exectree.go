@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // Commits lists the commits reachable from tip but not from base (git
@@ -187,10 +189,19 @@ func (g *ExecGit) commonDir(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
-// RepairWorktree implements Git.RepairWorktree.
+// RepairWorktree implements Git.RepairWorktree. Nothing on the way is
+// followed (package safefile, from Root when dir lies in it, else from
+// dir's parent): dir must still be the directory the repository keeps a
+// worktree at, its .git is moved into aside by a rename between
+// directory descriptors, and the new .git is created anew (O_EXCL), so
+// a link the agent planted at aside or on the way to it is refused, never
+// followed.
 func (g *ExecGit) RepairWorktree(ctx context.Context, dir, aside string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
+		return err
+	}
+	if aside, err = filepath.Abs(aside); err != nil {
 		return err
 	}
 	info, err := os.Lstat(abs)
@@ -207,16 +218,35 @@ func (g *ExecGit) RepairWorktree(ctx context.Context, dir, aside string) error {
 	if admin == "" {
 		return fmt.Errorf("parallel: repair %s: the repository keeps no worktree there", dir)
 	}
-	dotgit := filepath.Join(abs, ".git")
-	if _, err := os.Lstat(dotgit); err == nil {
-		if err := os.MkdirAll(aside, 0o755); err != nil {
-			return err
-		}
-		if err := os.Rename(dotgit, filepath.Join(aside, ".git")); err != nil {
-			return err
-		}
+	base := treeBase(g.absRoot(), abs)
+	td, err := safefile.OpenDir(base, abs)
+	if err != nil {
+		return fmt.Errorf("parallel: repair %s: %w", dir, err)
 	}
-	f, err := os.OpenFile(dotgit, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	defer td.Close()
+	self, err := td.OpenSelf()
+	if err != nil {
+		return err
+	}
+	now, err := self.Stat()
+	self.Close()
+	if err != nil || !os.SameFile(now, info) {
+		return fmt.Errorf("parallel: repair %s: it was replaced while ralph looked at it", dir)
+	}
+	if _, err := td.Lstat(".git"); err == nil {
+		ad, err := safefile.MkdirAllDir(base, aside, 0o755)
+		if err != nil {
+			return fmt.Errorf("parallel: repair %s: %w", dir, err)
+		}
+		err = renameBetween(td, ".git", ad, ".git")
+		ad.Close()
+		if err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := td.Create(".git", 0o644)
 	if err != nil {
 		return err
 	}
@@ -227,14 +257,33 @@ func (g *ExecGit) RepairWorktree(ctx context.Context, dir, aside string) error {
 	return err
 }
 
-// SetAside implements Git.SetAside: a rename, which moves a link itself.
-// A dir that does not exist is nothing to set aside.
+// SetAside implements Git.SetAside: a rename, which moves a link itself,
+// following no link on the way to dir or to aside (both must lie below
+// Root, or below dir's parent when dir lies outside Root): a link the
+// agent planted at aside's directory is refused. A dir that does not
+// exist is nothing to set aside.
 func (g *ExecGit) SetAside(_ context.Context, dir, aside string) error {
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(aside), 0o755); err != nil {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
 		return err
 	}
-	return os.Rename(dir, aside)
+	if aside, err = filepath.Abs(aside); err != nil {
+		return err
+	}
+	base := treeBase(g.absRoot(), abs)
+	if _, err := safefile.Lstat(base, abs); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := moveNoFollow(base, abs, aside); err != nil {
+		return fmt.Errorf("parallel: setting %s aside: %w", dir, err)
+	}
+	return nil
+}
+
+// absRoot is Root, absolute.
+func (g *ExecGit) absRoot() string {
+	if abs, err := filepath.Abs(g.Root); err == nil {
+		return abs
+	}
+	return g.Root
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/loop/looptest"
 	"github.com/ralph-dev/ralph/parallel"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 func TestCommits(t *testing.T) {
@@ -119,7 +120,7 @@ func TestRepairWorktree(t *testing.T) {
 	gitT(t, dir, "init", "-q")
 	gitT(t, dir, "add", "b.txt")
 	gitT(t, dir, "commit", "-q", "-m", "the agent's own history")
-	aside := filepath.Join(t.TempDir(), "aside", "1")
+	aside := filepath.Join(dir+".aside", "1")
 	if err := g.RepairWorktree(t.Context(), dir, aside); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestSetAsideAndMakeAgain(t *testing.T) {
 	if err := os.Symlink(repo, dir); err != nil {
 		t.Fatal(err)
 	}
-	aside := filepath.Join(t.TempDir(), "aside", "1")
+	aside := filepath.Join(dir+".aside", "1")
 	if err := g.SetAside(t.Context(), dir, aside); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +168,42 @@ func TestSetAsideAndMakeAgain(t *testing.T) {
 	}
 	if err := g.SetAside(t.Context(), filepath.Join(t.TempDir(), "none"), aside+"x"); err != nil {
 		t.Errorf("SetAside of nothing = %v", err)
+	}
+}
+
+// TestSetAsideFollowsNoLink: an agent plants a link at <tree>.aside, the
+// directory ralph sets a broken tree (or its .git) aside in, pointing
+// outside. SetAside and RepairWorktree refuse it (safefile.ErrLink),
+// moving nothing: nothing lands where the link points, the tree or its
+// .git stay where they were.
+func TestSetAsideFollowsNoLink(t *testing.T) {
+	t.Parallel()
+	for _, repair := range []bool{false, true} {
+		t.Run(map[bool]string{false: "SetAside", true: "RepairWorktree"}[repair], func(t *testing.T) {
+			t.Parallel()
+			repo := newRepo(t)
+			g, dir := newWorktree(t, repo)
+			outside := t.TempDir()
+			if err := os.Symlink(outside, dir+".aside"); err != nil {
+				t.Fatal(err)
+			}
+			aside := filepath.Join(dir+".aside", "1")
+			var err error
+			if repair {
+				err = g.RepairWorktree(t.Context(), dir, aside)
+			} else {
+				err = g.SetAside(t.Context(), dir, aside)
+			}
+			if !errors.Is(err, safefile.ErrLink) {
+				t.Errorf("through a link at %s.aside: %v; want a refused link", filepath.Base(dir), err)
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+				t.Errorf("written where the link points: %v", entries)
+			}
+			if err := g.CheckWorktree(t.Context(), dir); err != nil {
+				t.Errorf("the tree after the refusal: %v", err)
+			}
+		})
 	}
 }
 

@@ -62,12 +62,14 @@ type Git interface {
 	// RepairWorktree mends a worktree of which only .git is broken
 	// (WorktreeError.GitFileOnly): whatever is at dir/.git is moved, not
 	// followed, to aside/.git, and the file naming dir's git directory
-	// written in its place.
+	// written in its place. No link on the way to dir or to aside is
+	// followed: one is an error (safefile.ErrLink), nothing moved.
 	RepairWorktree(ctx context.Context, dir, aside string) error
 	// SetAside moves dir — a directory, or a link, which is moved and not
 	// followed — to aside, whole, making aside's parents; the worktree
 	// the repository has registered at dir is then missing, and
-	// AddWorktree makes it again.
+	// AddWorktree makes it again. No link on the way to dir or to aside
+	// is followed: one is an error (safefile.ErrLink), nothing moved.
 	SetAside(ctx context.Context, dir, aside string) error
 	// HeadOf returns the branch dir's HEAD is on (a full ref name; ""
 	// when HEAD is detached) and the commit HEAD names.

@@ -263,7 +263,11 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		ws := &workspace{git: g, dir: filepath.Join(wtDir, name), worker: name, into: into, remote: cfg.Remote, guard: guard,
 			include: include, root: base.Root, land: land, lock: lock, parent: wtInfo}
 		spaces = append(spaces, ws)
-		if err := ws.open(ctx, tip); err != nil {
+		problem, err := ws.open(ctx, tip)
+		if problem != "" {
+			tell(base, slog, session, name, treeNotice(name, "as the build found it", problem))
+		}
+		if err != nil {
 			return fail(loop.OutcomeGitFailed, fmt.Errorf("%s: %w", name, err))
 		}
 	}
@@ -297,7 +301,11 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	for _, ws := range spaces {
-		if _, err := ws.ensureTree(kctx); err != nil {
+		problem, err := ws.ensureTree(kctx)
+		if problem != "" {
+			tell(base, slog, session, ws.worker, treeNotice(ws.worker, "as the build ended", problem))
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", ws.worker, err))
 			continue
 		}
@@ -588,21 +596,37 @@ func takeTree(root, dir, name string) (f *os.File, ok bool, err error) {
 // open makes the worker's tree on first use, at the integration tip, and
 // keeps what a tree left by an earlier run holds. A directory there that
 // is not the worktree ralph made is set aside whole, or repaired, first
-// (ensureTree).
-func (w *workspace) open(ctx context.Context, tip string) error {
+// (ensureTree): problem says so, and where it went.
+func (w *workspace) open(ctx context.Context, tip string) (problem string, err error) {
 	if _, err := os.Lstat(w.dir); errors.Is(err, os.ErrNotExist) {
 		if err := w.git.AddWorktree(ctx, w.dir, tip); err != nil {
-			return err
+			return "", err
 		}
-		return copyInclude(w.root, w.dir, w.include)
+		return "", copyInclude(w.root, w.dir, w.include)
 	}
-	if _, err := w.ensureTree(ctx); err != nil {
-		return err
+	if problem, err = w.ensureTree(ctx); err != nil {
+		return problem, err
 	}
 	if _, err := w.keep(ctx); err != nil {
-		return err
+		return problem, err
 	}
-	return copyInclude(w.root, w.dir, w.include)
+	return problem, copyInclude(w.root, w.dir, w.include)
+}
+
+// tell sends msg as a notice of worker's, from the pool while no worker's
+// loop runs (before they start, after they end): to the session log and
+// to the build's observer.
+func tell(cfg loop.Config, slog *loop.SessionLog, session, worker, msg string) {
+	n := loop.Note{Kind: loop.NoteNotice, At: time.Now(), Session: session, Mode: loop.ModeBuild, Worker: worker, Message: msg}
+	if cfg.Now != nil {
+		n.At = cfg.Now()
+	}
+	if slog != nil {
+		slog.Observe(n)
+	}
+	if cfg.Observer != nil {
+		cfg.Observer.Observe(n)
+	}
 }
 
 // setupWorker runs --setup in the worker's tree; a failure is gate

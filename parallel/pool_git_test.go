@@ -333,6 +333,97 @@ func TestPoolDeleteAgainstEdit(t *testing.T) {
 	}
 }
 
+// TestPoolSameChangeTwice: two tasks make the same change at the same
+// time. The second to land finds its work on the tip already: it is done
+// with no commit of its own and the build completes (it stopped with a
+// git failure, exit 5, when ralph recorded a landing of the tip on itself).
+func TestPoolSameChangeTwice(t *testing.T) {
+	root := gitRepo(t)
+	store := newStore(t, task("a"), task("b"))
+	same := func(dir string) { os.WriteFile(filepath.Join(dir, "same.txt"), []byte("same\n"), 0o644) }
+	run := concurrently(map[string]func(string){"a": same, "b": same})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	obs := &notes{}
+	cfg.Observer = obs
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 2}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete || rep.ExitCode() != 0 {
+		t.Fatalf("Run = %v (exit %d), %v (%s)", rep.Outcome, rep.ExitCode(), err, rep.Message)
+	}
+	landed := strings.Fields(gitOut(t, root, "log", "--format=%(trailers:key=Ralph-Task,valueonly)", DefaultInto))
+	if len(landed) != 1 {
+		t.Fatalf("landed %v; want one of a and b", landed)
+	}
+	for _, id := range []string{"a", "b"} {
+		if tk, _ := store.Get(t.Context(), id); tk.Status != loop.StatusDone || tk.RetryCount != 0 {
+			t.Errorf("%s: %s, %d retries; want done at once", id, tk.Status, tk.RetryCount)
+		}
+	}
+	other := map[string]string{"a": "b", "b": "a"}[landed[0]]
+	if !slices.ContainsFunc(obs.all(), func(n string) bool {
+		return strings.Contains(n, "task "+other+": its changes are on the integration branch already")
+	}) {
+		t.Errorf("no notice that %s's work was on the tip already: %q", other, obs.all())
+	}
+	if got := gitOut(t, root, "show", DefaultInto+":same.txt"); got != "same" {
+		t.Errorf("same.txt on the branch: %q", got)
+	}
+}
+
+// TestPoolIncludeDirReplacedByLink: an agent replaces the ignored
+// directory of a worktree-include file in its tree with a link to a
+// directory outside. The next attempt in that tree finds the file copied
+// anew, in a real directory, and the build completes: nothing was written
+// through the link, what it points to is untouched (the link stayed, git
+// ignores it, and every later build stopped with exit 5).
+func TestPoolIncludeDirReplacedByLink(t *testing.T) {
+	root := gitRepo(t)
+	os.WriteFile(filepath.Join(root, ".gitignore"), []byte(".env\nsecrets\n"), 0o644)
+	gitOut(t, root, "add", "-A")
+	gitOut(t, root, "commit", "-q", "-m", "ignore secrets")
+	os.MkdirAll(filepath.Join(root, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(root, "secrets", "key.env"), []byte("KEY=1\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, ".ralph"), 0o755)
+	os.WriteFile(filepath.Join(root, ".ralph", "worktree-include"), []byte("secrets/key.env\n"), 0o644)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "bashrc"), []byte("export PATH\n"), 0o644)
+	store := newStore(t, task("a"), task("b", "a"))
+	var seen []string
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		secrets := filepath.Join(req.Dir, "secrets")
+		if fi, err := os.Lstat(secrets); err == nil && fi.IsDir() {
+			if b, err := os.ReadFile(filepath.Join(secrets, "key.env")); err == nil {
+				seen = append(seen, id+": "+string(b))
+			}
+		}
+		if id == "a" {
+			os.RemoveAll(secrets)
+			if err := os.Symlink(outside, secrets); err != nil {
+				return loop.RunResult{}, err
+			}
+		}
+		os.WriteFile(filepath.Join(req.Dir, id+".txt"), []byte(id+"\n"), 0o644)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 1}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if want := []string{"a: KEY=1\n", "b: KEY=1\n"}; !slices.Equal(seen, want) {
+		t.Errorf("the agents saw secrets/key.env as %q; want %q", seen, want)
+	}
+	entries, _ := os.ReadDir(outside)
+	if b, _ := os.ReadFile(filepath.Join(outside, "bashrc")); len(entries) != 1 || string(b) != "export PATH\n" {
+		t.Errorf("outside the tree: %v, bashrc %q", entries, b)
+	}
+	if files := gitOut(t, root, "ls-tree", "-r", "--name-only", DefaultInto); strings.Contains(files, "secrets") {
+		t.Errorf("the integration branch holds %q", files)
+	}
+}
+
 // TestPoolGateFailsOnlyAfterReplay: two tasks that each pass the test gate
 // alone but not together (x.txt and y.txt must not both exist). The second
 // to land fails the gate after its replay: task trouble, with the test's

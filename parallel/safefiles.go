@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ralph-dev/ralph/safefile"
 )
@@ -17,8 +18,8 @@ import (
 // are opened through package safefile from the project root (from the
 // file's own directory when the worktrees live outside the project): a
 // link on the way or at the file is refused, never followed; a copy is
-// created anew (O_EXCL), so one the agent planted at the destination is
-// left as it is and never written through.
+// created anew (O_EXCL), never written through, after a link the agent
+// planted at it or on the way to it is removed (copyInclude).
 
 // treeBase is the trusted directory above path: root when path lies in
 // it, else path's own directory.
@@ -49,13 +50,20 @@ func (w *workspace) removeMarker() {
 
 // copyInclude copies the worktree-include files from root into dir,
 // where they are missing. A source is read from root without following a
-// link; a destination is created anew, never written through: one that
-// exists in any form (a link the agent planted included) is left alone,
-// and a link on the way to it is an error naming it.
+// link; a destination is created anew, never written through. A symbolic
+// link an agent put at the destination, or in place of a directory on the
+// way to it, is removed — the link, not what it points to — and the file
+// copied anew (the link would otherwise stay, ignored by git, and stop
+// every later build); a destination that exists otherwise (a file the
+// agent edited) is left alone. A link swapped in meanwhile is refused, an
+// error naming it.
 func copyInclude(root, dir string, include []string) error {
 	base := treeBase(root, dir)
 	for _, rel := range include {
 		dst := filepath.Join(dir, rel)
+		if err := removeLinks(base, dir, rel); err != nil {
+			return fmt.Errorf("worktree-include: %w", err)
+		}
 		if _, err := safefile.Lstat(base, dst); err == nil {
 			continue
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -84,6 +92,50 @@ func copyInclude(root, dir string, include []string) error {
 		}
 	}
 	return nil
+}
+
+// removeLinks walks rel below dir one component at a time, without
+// following a link, and removes the first component that is a symbolic
+// link (the link itself: its target is not touched). It stops at a
+// component that is missing or not a directory.
+func removeLinks(base, dir, rel string) error {
+	p := dir
+	for c := range strings.SplitSeq(filepath.ToSlash(rel), "/") {
+		p = filepath.Join(p, c)
+		fi, err := safefile.Lstat(base, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return safefile.Remove(base, p)
+		}
+		if !fi.IsDir() {
+			return nil
+		}
+	}
+	return nil
+}
+
+// moveNoFollow moves from to to, both below base, following no link on
+// the way to either: from's directory is opened and to's made where
+// missing through safefile (a link there is refused), and the rename is
+// made between their descriptors. from's last component is moved as it
+// is: a link there is moved, not followed.
+func moveNoFollow(base, from, to string) error {
+	fd, err := safefile.OpenDir(base, filepath.Dir(from))
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	td, err := safefile.MkdirAllDir(base, filepath.Dir(to), 0o755)
+	if err != nil {
+		return err
+	}
+	defer td.Close()
+	return renameBetween(fd, filepath.Base(from), td, filepath.Base(to))
 }
 
 // readSource reads the include file rel of root, and its permissions.

@@ -46,7 +46,22 @@ func TestTreeFilesRefuseLinks(t *testing.T) {
 		}
 	}
 
-	t.Run("include copied, a link at the destination left alone", func(t *testing.T) {
+	// copied says that the include files are in the tree as real files
+	// with the project's contents.
+	copied := func(t *testing.T, tree string, files map[string]string) {
+		t.Helper()
+		for rel, want := range files {
+			p := filepath.Join(tree, rel)
+			if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("%s: %v, %v; want a regular file", rel, fi, err)
+				continue
+			}
+			if b, _ := os.ReadFile(p); string(b) != want {
+				t.Errorf("%s = %q; want %q", rel, b, want)
+			}
+		}
+	}
+	t.Run("include: a link at the destination is removed and the file copied", func(t *testing.T) {
 		root, tree, outside := setup(t)
 		if err := os.Symlink(filepath.Join(outside, "bashrc"), filepath.Join(tree, ".env")); err != nil {
 			t.Fatal(err)
@@ -55,9 +70,7 @@ func TestTreeFilesRefuseLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		unchanged(t, outside)
-		if b, _ := os.ReadFile(filepath.Join(tree, "config", "a.env")); string(b) != "A=1\n" {
-			t.Errorf("config/a.env not copied: %q", b)
-		}
+		copied(t, tree, map[string]string{".env": "KEY=1\n", "config/a.env": "A=1\n"})
 	})
 	t.Run("include: a dangling link at the destination", func(t *testing.T) {
 		root, tree, outside := setup(t)
@@ -68,17 +81,51 @@ func TestTreeFilesRefuseLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		unchanged(t, outside)
+		copied(t, tree, map[string]string{".env": "KEY=1\n"})
 	})
-	t.Run("include: a linked directory on the way", func(t *testing.T) {
+	t.Run("include: a file the agent edited stays", func(t *testing.T) {
+		root, tree, _ := setup(t)
+		if err := os.WriteFile(filepath.Join(tree, ".env"), []byte("KEY=2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := copyInclude(root, tree, []string{".env"}); err != nil {
+			t.Fatal(err)
+		}
+		copied(t, tree, map[string]string{".env": "KEY=2\n"})
+	})
+	t.Run("include: a linked directory on the way is removed, not followed", func(t *testing.T) {
 		root, tree, outside := setup(t)
 		if err := os.Symlink(outside, filepath.Join(tree, "config")); err != nil {
 			t.Fatal(err)
 		}
-		err := copyInclude(root, tree, []string{"config/a.env"})
-		if !errors.Is(err, safefile.ErrLink) || !strings.Contains(err.Error(), filepath.Join(tree, "config")) {
-			t.Errorf("copy through a linked directory: %v, want a refused link naming it", err)
+		// Every later attempt copies again: each finds the link gone.
+		for range 2 {
+			if err := copyInclude(root, tree, []string{"config/a.env"}); err != nil {
+				t.Fatalf("copy with a linked directory on the way: %v", err)
+			}
 		}
 		unchanged(t, outside)
+		copied(t, tree, map[string]string{"config/a.env": "A=1\n"})
+	})
+	t.Run("include: a link deeper on the way", func(t *testing.T) {
+		root, tree, outside := setup(t)
+		if err := os.MkdirAll(filepath.Join(root, "config", "deep"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "config", "deep", "b.env"), []byte("B=1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(tree, "config"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(tree, "config", "deep")); err != nil {
+			t.Fatal(err)
+		}
+		if err := copyInclude(root, tree, []string{"config/deep/b.env"}); err != nil {
+			t.Fatal(err)
+		}
+		unchanged(t, outside)
+		copied(t, tree, map[string]string{"config/deep/b.env": "B=1\n"})
 	})
 	t.Run("include: a source that is a link is refused", func(t *testing.T) {
 		root, _, outside := setup(t)

@@ -52,6 +52,12 @@ func (w *workspace) ensureTree(ctx context.Context) (problem string, err error) 
 		return "", err
 	}
 	aside := filepath.Join(w.dir+".aside", strconv.FormatInt(time.Now().UnixNano(), 10))
+	// A link planted at <tree>.aside would send the tree, or its .git,
+	// wherever it points: it is removed (the link, not its target), and
+	// the set-aside refuses one planted again meanwhile.
+	if err := removeLinks(treeBase(w.root, w.dir), filepath.Dir(w.dir), filepath.Base(w.dir)+".aside"); err != nil {
+		return "", fmt.Errorf("%v; clearing the way to %s: %w", we, aside, err)
+	}
 	if we.GitFileOnly {
 		if err := w.git.RepairWorktree(ctx, w.dir, aside); err != nil {
 			return "", fmt.Errorf("%v; repairing it: %w", we, err)
@@ -77,4 +83,11 @@ func (w *workspace) ensureTree(ctx context.Context) (problem string, err error) 
 		return "", fmt.Errorf("%v; %s, but making the worktree again failed: %w", we, what, err)
 	}
 	return fmt.Sprintf("%s (%s; the worktree was made again)", we, what), nil
+}
+
+// treeNotice tells the person that worker's tree was not the worktree
+// ralph made when ralph looked at it (when), and where what it held is:
+// problem is ensureTree's, naming the path it was set aside at.
+func treeNotice(worker, when, problem string) string {
+	return fmt.Sprintf("%s's tree, %s: %s", worker, when, problem)
 }

@@ -90,6 +90,10 @@ type workspace struct {
 	ref      string
 	base     string
 	recorded int
+
+	// notices are what Begin found and the person should know (a tree
+	// set aside), until the loop takes them (loop.Noticer).
+	notices []string
 }
 
 // marker is the file that names the task of the attempt under way in the
@@ -106,12 +110,26 @@ func (w *workspace) except() []string {
 	return append([]string{".ralph"}, w.include...)
 }
 
+var _ loop.Noticer = (*workspace)(nil)
+
+// Notices implements loop.Noticer.
+func (w *workspace) Notices() []string {
+	out := w.notices
+	w.notices = nil
+	return out
+}
+
 // Begin implements loop.Workspace.
 func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bool, error) {
 	// Nothing runs git in the tree before it is known to be the tree
 	// ralph made; a tree that is not is set aside and made again (the
-	// attempt that broke it has ended).
-	if _, err := w.ensureTree(ctx); err != nil {
+	// attempt that broke it has ended), and the person told where its
+	// work is.
+	problem, err := w.ensureTree(ctx)
+	if problem != "" {
+		w.notices = append(w.notices, treeNotice(w.worker, "before task "+task.ID+" began", problem))
+	}
+	if err != nil {
 		return false, err
 	}
 	// The tip first (checked to be ralph's): with a remote, keep then
@@ -399,12 +417,14 @@ func (w *workspace) moveAside(paths []string) error {
 	aside := filepath.Join(w.dir+".nested", strconv.FormatInt(time.Now().UnixNano(), 10))
 	for _, p := range paths {
 		dst := filepath.Join(aside, filepath.FromSlash(p))
-		// Made without following a link (a <tree>.nested the agent
-		// planted as one would send the repository elsewhere).
-		if err := safefile.MkdirAll(treeBase(w.root, w.dir), filepath.Dir(dst), 0o755); err != nil {
+		// Moved without following a link (a <tree>.nested the agent
+		// planted as one would send the repository elsewhere: it is
+		// removed first, the link and not its target).
+		base := treeBase(w.root, w.dir)
+		if err := removeLinks(base, filepath.Dir(w.dir), filepath.Base(w.dir)+".nested"); err != nil {
 			return err
 		}
-		if err := os.Rename(filepath.Join(w.dir, filepath.FromSlash(p)), dst); err != nil {
+		if err := moveNoFollow(base, filepath.Join(w.dir, filepath.FromSlash(p)), dst); err != nil {
 			return fmt.Errorf("moving the repository %s out of %s: %w", p, w.dir, err)
 		}
 	}
@@ -629,7 +649,7 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 				return loop.IntegrateResult{}, err
 			}
 			head, base, replayed = moved, tip, true
-			if req.Gate != nil {
+			if req.Gate != nil && head != tip {
 				if err := req.Gate(ctx); err != nil {
 					if ctx.Err() != nil {
 						return loop.IntegrateResult{}, ctx.Err()
@@ -637,6 +657,14 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 					return loop.IntegrateResult{}, w.trouble(ctx, head, tip, "the test gate failed after replaying onto the moved tip: "+err.Error())
 				}
 			}
+		}
+		if head == tip {
+			// The replay changed nothing: the task's work is on the tip
+			// already (another task made the same change, or the agent
+			// brought the tip's commits into its tree). Nothing to land:
+			// done, no commit, as for an attempt that changed nothing.
+			w.end()
+			return loop.IntegrateResult{Replayed: replayed}, nil
 		}
 		// Right before the branch moves (every time round: a replay and
 		// its gate take time): the claim is still the task's, and — for
@@ -748,7 +776,8 @@ func (w *workspace) commitWork(ctx context.Context, req loop.IntegrateRequest) (
 			return "", false, w.trouble(ctx, c, "", fmt.Sprintf("the agent moved its HEAD back from %s to %s (a git reset), and its changes from there conflict with the work since in %s; ralph lands only the agent's own changes, never a revert of landed work",
 				short(start), short(end), joinPaths(conflict.Paths)))
 		}
-		return head, err == nil, err
+		// Replayed onto S, the agent's changes may be S's already.
+		return head, err == nil && head != start, err
 	}
 	// Kept as the agent left it: on its HEAD where the repository has
 	// that commit, else on the attempt's base.

@@ -654,3 +654,14 @@ func randomSuffix() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// OpenSelf opens the directory d itself, for a system call that takes a
+// directory's descriptor (renameat): what it opens is the directory d
+// reached, whatever its path names now. Close the file when done.
+func (d *Dir) OpenSelf() (*os.File, error) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return nil, d.pathErr("open", ".", err)
+	}
+	return f, nil
+}

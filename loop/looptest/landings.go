@@ -26,6 +26,7 @@ func TestLandingStore(t *testing.T, newStore StoreFactory) {
 		run  func(*testing.T, StoreFactory)
 	}{
 		{"RecordConfirm", testLandingRecordConfirm},
+		{"OwnParentRefused", testLandingOwnParent},
 		{"Void", testLandingVoid},
 		{"Query", testLandingQuery},
 		{"TipCompareAndSwap", testLandingTipSwap},
@@ -119,6 +120,32 @@ func testLandingRecordConfirm(t *testing.T, newStore StoreFactory) {
 	}
 	if err := ls.ConfirmLanding(ctx, "other/branch", "c1"); !errors.Is(err, loop.ErrNoLanding) {
 		t.Errorf("ConfirmLanding on another branch = %v; want ErrNoLanding", err)
+	}
+}
+
+// testLandingOwnParent: a landing whose commit is its parent — a replay
+// that changed nothing, the work on the tip already — moves no branch and
+// is refused, with an error that is not ErrLandingExists, recording
+// nothing; the landing already recorded for that commit stays as it was.
+func testLandingOwnParent(t *testing.T, newStore StoreFactory) {
+	ctx := t.Context()
+	_, ls := landingStore(t, newStore, Seed{ID: "a", Title: "a", Priority: 2}, Seed{ID: "b", Title: "b", Priority: 2})
+	mustLand(t, ls.RecordLanding(ctx, loop.Landing{Branch: landBranch, Commit: "c1", Parent: "c0", TaskID: "a", Generation: 1}), "record c1")
+	for _, l := range []loop.Landing{
+		{Branch: landBranch, Commit: "c2", Parent: "c2", TaskID: "b", Generation: 1},
+		{Branch: landBranch, Commit: "c1", Parent: "c1", TaskID: "b", Generation: 1},
+		{Branch: landBranch, Commit: "c1", Parent: "c1", TaskID: "a", Generation: 1},
+	} {
+		err := ls.RecordLanding(ctx, l)
+		if err == nil || errors.Is(err, loop.ErrLandingExists) {
+			t.Errorf("RecordLanding of %s on itself for %s = %v; want an error that is not ErrLandingExists", l.Commit, l.TaskID, err)
+		}
+	}
+	got, err := ls.Landings(ctx, loop.LandingQuery{Branch: landBranch})
+	mustLand(t, err, "Landings")
+	want := []landingView{{"c1", "c0", "a", 1, 0, loop.LandingRecorded}}
+	if diff := cmp.Diff(want, viewLandings(got)); diff != "" {
+		t.Errorf("landings after the refusals (-want +got):\n%s", diff)
 	}
 }
 

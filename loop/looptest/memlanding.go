@@ -31,6 +31,9 @@ func (s *MemStore) RecordLanding(ctx context.Context, l loop.Landing) error {
 	if l.Branch == "" || l.Commit == "" || l.TaskID == "" {
 		return fmt.Errorf("looptest: landing %+v: branch, commit and task are required", l)
 	}
+	if l.Commit == l.Parent {
+		return fmt.Errorf("looptest: landing %+v: the commit is its own parent (nothing lands)", l)
+	}
 	m := &s.landings
 	if old := m.get(l.Branch, l.Commit); old != nil {
 		if old.TaskID == l.TaskID && old.Generation == l.Generation && old.Parent == l.Parent {
