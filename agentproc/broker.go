@@ -10,12 +10,15 @@ import (
 
 // withheldEnv are the variables a sandboxed agent never gets: the plan's
 // database (RALPH_DB may hold a password, and the agent reaches the plan
-// through its broker), the token of `ralph serve`, and GitHub's tokens.
+// through its broker), the token of `ralph serve`, and GitHub's tokens
+// (gh's and git's, github.com's and GitHub Enterprise's).
 var withheldEnv = map[string]bool{
-	"RALPH_DB":          true,
-	"RALPH_SERVE_TOKEN": true,
-	"GH_TOKEN":          true,
-	"GITHUB_TOKEN":      true,
+	"RALPH_DB":                true,
+	"RALPH_SERVE_TOKEN":       true,
+	"GH_TOKEN":                true,
+	"GITHUB_TOKEN":            true,
+	"GH_ENTERPRISE_TOKEN":     true,
+	"GITHUB_ENTERPRISE_TOKEN": true,
 }
 
 // withheldPrefixes are the families of variables a sandboxed agent never

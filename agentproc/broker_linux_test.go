@@ -152,6 +152,7 @@ func TestWithheld(t *testing.T) {
 	for k, want := range map[string]bool{
 		"RALPH_DB": true, "PGPASSWORD": true, "PGPASSFILE": true, "PGSERVICEFILE": true, "PGHOST": true,
 		"GH_TOKEN": true, "GITHUB_TOKEN": true, "RALPH_SERVE_TOKEN": true,
+		"GH_ENTERPRISE_TOKEN": true, "GITHUB_ENTERPRISE_TOKEN": true,
 		"RALPH_DIR": false, "RALPH_PLAN": false, "PATH": false, "HOME": false, "ANTHROPIC_API_KEY": false,
 	} {
 		if got := Withheld(k); got != want {

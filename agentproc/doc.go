@@ -320,7 +320,8 @@
 // the family, not only those that carry a secret, so that none added to
 // libpq later slips through; a project whose own tests need PostgreSQL
 // variables sets them itself, e.g. in its test command),
-// RALPH_SERVE_TOKEN and GitHub's tokens (GH_TOKEN, GITHUB_TOKEN). The
+// RALPH_SERVE_TOKEN and GitHub's tokens (GH_TOKEN, GITHUB_TOKEN,
+// GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN). The
 // list is withheldEnv and withheldPrefixes, where later secrets (notify
 // URLs) belong. Files that hold credentials (~/.pgpass, .ralph/db.json)
 // are the sandbox's to hide, not the environment's.

@@ -47,7 +47,8 @@ type BoundaryParams struct {
 	// of Root. Empty means <Root>/.ralph/worktrees.
 	Worktrees string
 	// Env is the environment that says where the credential files are
-	// (HOME, PGPASSFILE, PGSERVICEFILE); nil means os.Environ().
+	// (HOME, PGPASSFILE, PGSERVICEFILE, XDG_CONFIG_HOME, GH_CONFIG_DIR);
+	// nil means os.Environ().
 	Env []string
 	// Hide lists more files that sandboxed sessions see empty, besides
 	// HiddenFiles'.
@@ -97,23 +98,35 @@ func (b *Boundary) Root() string { return b.root }
 // empty, for the project at root and the environment env: the plan's
 // database settings (.ralph/db.json), PostgreSQL's password and service
 // files (~/.pgpass, $PGPASSFILE, ~/.pg_service.conf, $PGSERVICEFILE), and
-// the GitHub tokens that git and gh keep (~/.git-credentials,
-// ~/.config/gh/hosts.yml; GH_TOKEN and GITHUB_TOKEN are withheld from
-// the environment). Those that do not exist are skipped when the
-// Boundary is made.
+// the GitHub tokens that git and gh keep: git's credential store
+// (~/.git-credentials, and $XDG_CONFIG_HOME/git/credentials, by default
+// ~/.config/git/credentials) and gh's hosts.yml (in $GH_CONFIG_DIR, in
+// $XDG_CONFIG_HOME/gh and in ~/.config/gh: each that is set). GH_TOKEN,
+// GITHUB_TOKEN, GH_ENTERPRISE_TOKEN and GITHUB_ENTERPRISE_TOKEN are
+// withheld from the environment by the caller (agentproc.Withheld).
+// Those that do not exist are skipped when the Boundary is made; relative
+// paths in env are ignored.
 func HiddenFiles(root string, env []string) []string {
 	out := []string{filepath.Join(root, ".ralph", "db.json")}
-	if home := getenv(env, "HOME"); home != "" {
+	home := getenv(env, "HOME")
+	if home != "" {
 		out = append(out,
 			filepath.Join(home, ".pgpass"),
 			filepath.Join(home, ".pg_service.conf"),
 			filepath.Join(home, ".git-credentials"),
+			filepath.Join(home, ".config", "git", "credentials"),
 			filepath.Join(home, ".config", "gh", "hosts.yml"))
 	}
 	for _, k := range []string{"PGPASSFILE", "PGSERVICEFILE"} {
 		if v := getenv(env, k); v != "" && filepath.IsAbs(v) {
 			out = append(out, v)
 		}
+	}
+	if xdg := getenv(env, "XDG_CONFIG_HOME"); xdg != "" && filepath.IsAbs(xdg) {
+		out = append(out, filepath.Join(xdg, "git", "credentials"), filepath.Join(xdg, "gh", "hosts.yml"))
+	}
+	if gh := getenv(env, "GH_CONFIG_DIR"); gh != "" && filepath.IsAbs(gh) {
+		out = append(out, filepath.Join(gh, "hosts.yml"))
 	}
 	return out
 }

@@ -105,6 +105,32 @@ func TestHiddenFiles(t *testing.T) {
 	if diff := cmp.Diff(want, b.hide); diff != "" {
 		t.Errorf("hidden files (-want +got):\n%s", diff)
 	}
+
+	// git's and gh's tokens where XDG_CONFIG_HOME and GH_CONFIG_DIR put
+	// them, and git's XDG credential store in the default place.
+	xdg, ghDir := filepath.Join(p.root, "xdg"), filepath.Join(p.root, "gh")
+	tokens := []string{
+		filepath.Join(p.home, ".config", "git", "credentials"),
+		filepath.Join(xdg, "git", "credentials"),
+		filepath.Join(xdg, "gh", "hosts.yml"),
+		filepath.Join(ghDir, "hosts.yml"),
+	}
+	for _, f := range tokens {
+		writeFile(t, f, "https://u:ghp_secret@github.com\n")
+	}
+	b, err = (&Sandbox{Path: "/usr/bin/bwrap"}).Boundary(BoundaryParams{Root: p.repo, Env: append(p.env, "XDG_CONFIG_HOME="+xdg, "GH_CONFIG_DIR="+ghDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range tokens {
+		if !slices.Contains(b.hide, f) {
+			t.Errorf("%s is not hidden (hidden: %q)", f, b.hide)
+		}
+	}
+	// Relative locations are no one's: not hidden, and no error.
+	if got := HiddenFiles(p.repo, []string{"XDG_CONFIG_HOME=rel", "GH_CONFIG_DIR=rel/gh"}); len(got) != 1 {
+		t.Errorf("HiddenFiles with relative locations = %q, want the plan's db.json alone", got)
+	}
 }
 
 func TestSessionEnv(t *testing.T) {

@@ -70,7 +70,8 @@
 // Hidden (seen as empty files): the plan's database settings
 // (.ralph/db.json), PostgreSQL's password and service files (~/.pgpass,
 // $PGPASSFILE, ~/.pg_service.conf, $PGSERVICEFILE) and GitHub tokens git
-// and gh keep (~/.git-credentials, ~/.config/gh/hosts.yml); see
+// and gh keep (~/.git-credentials, $XDG_CONFIG_HOME/git/credentials,
+// hosts.yml in $GH_CONFIG_DIR, $XDG_CONFIG_HOME/gh and ~/.config/gh); see
 // HiddenFiles. The variables holding credentials are withheld by the
 // caller (the runner's environment), not here.
 //
