@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,8 @@ type Boundary struct {
 	sb *Sandbox
 	// root is the project root, resolved.
 	root string
-	// plan is <root>/.ralph, resolved ("" when it does not exist).
+	// plan is <root>/.ralph, resolved; it always exists (Boundary makes
+	// it), so that it is read-only in every session.
 	plan string
 	// trees is where the workers' trees lie: each of its subdirectories
 	// is a tree an agent may write.
@@ -56,7 +58,11 @@ type BoundaryParams struct {
 }
 
 // Boundary decides what sessions of the project at p.Root may write (see
-// Boundary). It fails when Root is not a directory.
+// Boundary). It makes <Root>/.ralph (mode 0755) when it is missing — a
+// first sandboxed run in a fresh project, over a progress file — so that
+// it can be made read-only: a .ralph/ the first agent made would be
+// writable for the whole run. It fails when Root is not a directory, or
+// when its .ralph is not one.
 func (s *Sandbox) Boundary(p BoundaryParams) (*Boundary, error) {
 	if p.Root == "" {
 		return nil, errors.New("sandbox: the project root is required")
@@ -69,8 +75,15 @@ func (s *Sandbox) Boundary(p BoundaryParams) (*Boundary, error) {
 		return nil, fmt.Errorf("sandbox: project root %s is not a directory", root)
 	}
 	b := &Boundary{sb: s, root: root, repo: discoverRepository(root)}
-	if plan, err := filepath.EvalSymlinks(filepath.Join(root, ".ralph")); err == nil && isDir(plan) {
-		b.plan = plan
+	dotRalph := filepath.Join(root, ".ralph")
+	if err := os.Mkdir(dotRalph, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if b.plan, err = filepath.EvalSymlinks(dotRalph); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if !isDir(b.plan) {
+		return nil, fmt.Errorf("sandbox: %s is not a directory", dotRalph)
 	}
 	trees := p.Worktrees
 	if trees == "" {
@@ -278,7 +291,7 @@ func (b *Boundary) tree(dir string) (string, error) {
 		name, _, _ := strings.Cut(rel, string(filepath.Separator))
 		return filepath.Join(b.trees, name), nil
 	}
-	if within(dir, b.root) && (b.plan == "" || !within(dir, b.plan)) && !within(dir, filepath.Join(b.root, ".ralph")) {
+	if within(dir, b.root) && !within(dir, b.plan) && !within(dir, filepath.Join(b.root, ".ralph")) {
 		return b.root, nil
 	}
 	return "", fmt.Errorf("sandbox: %s is neither in the project %s nor in one of its workers' trees (%s)", dir, b.root, b.trees)

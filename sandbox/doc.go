@@ -60,7 +60,8 @@
 // Read-only: everything else, in particular the plan's .ralph/ (the
 // database, logs, prompts, skills, the verifier's snapshot store, the
 // other workers' trees — mounted read-only again inside a writable
-// project root), the repository's real git directory (objects, refs,
+// project root; the Boundary makes it when the project has none yet, so
+// that an agent cannot make a writable one of its own), the repository's real git directory (objects, refs,
 // hooks, config; in the project's own tree it is not even visible: the
 // private copy is mounted over it), /tmp and the home directory. A tree's
 // .git file and the tree itself are mount points: the agent can neither
@@ -278,13 +279,21 @@
 //	    (regex #"^STATE/FRESH(/|$)") … /dev/null, /dev/zero, /dev/tty,
 //	    /dev/dtracehelper, /dev/stdout, /dev/stderr, /dev/fd/N, /dev/ttysN,
 //	    /private/var/folders)
-//	(deny file-write* (subpath ROOT/.ralph) (subpath GITDIR) …)
+//	(deny file-write* (subpath ROOT/.ralph))
+//	[(allow file-write* (subpath TREE)) when TREE is a worker's, in ROOT/.ralph/worktrees]
+//	(deny file-write* (subpath TREE/.git) (subpath GITDIR) …)
 //	(deny file-read* file-write* (literal HIDDEN) …)
 //
 // In SBPL the last matching rule wins, so the denials after the
-// allowances carve the read-only paths out of the tree. /private/var/folders
+// allowances carve the read-only paths out of the tree, and a worker's
+// tree, which lies in the denied .ralph/, is allowed again before its .git
+// and the git directories are denied. /private/var/folders
 // holds each user's temporary and cache directories (mode 0700, owned by
-// their user), which the system frameworks write whatever TMPDIR says.
+// their user), which the system frameworks write whatever TMPDIR says —
+// and the user's $TMPDIR is one of them: on macOS a sandboxed agent can
+// write the other sessions' scratch directories there (their temp
+// directories, the system prompt and configuration files ralph writes for
+// other agents), which on Linux it cannot.
 // sandbox-exec applies the profile to itself and executes the command,
 // which keeps its pid: signals and the exit status reach it directly, and
 // the caller's process-group handling is all there is. sandbox-exec is

@@ -27,7 +27,7 @@ func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	mounts := []mount{bind(s.Tree, s.Tree)}
-	if b.plan != "" && within(b.plan, s.Tree) {
+	if within(b.plan, s.Tree) {
 		mounts = append(mounts, roBind(b.plan, b.plan))
 	}
 
