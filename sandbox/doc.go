@@ -124,9 +124,12 @@
 // development machine at a load of 6–8); it grows with the index and the
 // number of loose refs.
 //
-// Not copied: the reflogs, the submodules' git directories
-// (.git/modules: a submodule's git works read-only in the sandbox) and
-// git-lfs's object store (.git/lfs: a filter that needs it fails).
+// The submodules' git directories (.git/modules, where a submodule's
+// .git file points through the tree's .git) are not copied but mounted
+// read-only into the copy: a submodule's git reads — status, diff, log,
+// git submodule status — and cannot commit or fetch. Not copied at all:
+// the reflogs and git-lfs's object store (.git/lfs: a filter that needs
+// it fails).
 //
 // # Agent state carries no executable configuration out
 //
@@ -166,6 +169,7 @@
 //	    [--cap-add CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FOWNER,CAP_FSETID when root]
 //	    --bind TREE TREE [--ro-bind ROOT/.ralph ROOT/.ralph]
 //	    --bind COPY TREE/.git | --ro-bind GITFILE TREE/.git --bind COPY COPY
+//	    [--ro-bind GITDIR/modules TREE/.git/modules | COPY/modules]
 //	    --ro-bind COMMON/objects SCRATCH/objects
 //	    --bind SCRATCH/tmp SCRATCH/tmp
 //	    --bind SCRATCH/state-N STATE (--ro-bind|--bind) STATE/ENTRY STATE/ENTRY …

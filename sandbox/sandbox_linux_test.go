@@ -272,6 +272,42 @@ func TestHidden(t *testing.T) {
 	}
 }
 
+// TestSubmodules: the private checkout does not break a submodule: the
+// agent's git sees the submodules' git directories (read-only), in the
+// project's tree and in a worker's, and cannot write them.
+func TestSubmodules(t *testing.T) {
+	p := newProject(t)
+	lib := filepath.Join(p.root, "lib")
+	mkdirs(t, lib)
+	git(t, p.env, lib, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(lib, "lib.go"), "package lib\n")
+	git(t, p.env, lib, "add", "lib.go")
+	git(t, p.env, lib, "commit", "-q", "-m", "lib")
+	git(t, p.env, p.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+	git(t, p.env, p.repo, "commit", "-q", "-m", "the submodule")
+	tree := filepath.Join(p.repo, ".ralph", "worktrees", "w2")
+	git(t, p.env, p.repo, "worktree", "add", "-q", "--detach", tree)
+	git(t, p.env, tree, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")
+	modules := filepath.Join(p.repo, ".git", "modules", "lib")
+	before := git(t, p.env, modules, "rev-parse", "HEAD")
+	b := p.realBoundary(t)
+	for _, dir := range []string{p.repo, tree} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			code, stdout, stderr := p.sh(t, b, dir, `git status --porcelain && git submodule status && git -C lib log --format=%s`)
+			if code != 0 || !strings.Contains(stdout, " lib (") || !strings.HasSuffix(stdout, "\nlib\n") {
+				t.Errorf("git in the sandbox: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+			}
+			code, _, _ = p.sh(t, b, dir, `cd lib && echo x > new.go && git add new.go && git commit -q -m agent`)
+			if code == 0 {
+				t.Error("the agent committed in the submodule's real git directory")
+			}
+		})
+	}
+	if after := git(t, p.env, modules, "rev-parse", "HEAD"); after != before {
+		t.Errorf("the submodule's HEAD moved: %s -> %s", before, after)
+	}
+}
+
 // TestPrivateCheckout: the agent's git works — status, diff, add,
 // commit, log, branch, reset — on a private copy of the metadata, and the
 // repository ralph reads does not change.
