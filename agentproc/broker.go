@@ -68,12 +68,18 @@ type sessionBroker struct {
 	done   chan error
 }
 
-// startBroker listens on a socket of the session's own and serves plan
-// on it until close, or until ctx is cancelled.
-func startBroker(ctx context.Context, plan *loop.PlanAccess) (*sessionBroker, error) {
-	srv, err := broker.Listen("", *plan)
+// startBroker listens on a socket of the session's own, in a directory
+// of its own in the session's scratch directory (which Sweep removes,
+// socket and all, when this process is killed before removing it), and
+// serves plan on it until close, or until ctx is cancelled. Where the
+// scratch's path would make the socket's too long for a Unix socket, the
+// directory goes in the temp directory or /tmp, as broker.Listen chooses.
+func startBroker(ctx context.Context, plan *loop.PlanAccess, scratch string) (*sessionBroker, error) {
+	srv, err := broker.Listen(scratch, *plan)
 	if err != nil {
-		return nil, err
+		if srv, err = broker.Listen("", *plan); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	b := &sessionBroker{srv: srv, cancel: cancel, done: make(chan error, 1)}

@@ -304,9 +304,12 @@
 // agent's environment, admits the agent's process (what it starts may
 // connect; nothing else may) as soon as it has started, serves until
 // everything the agent started is gone or ctx is cancelled, and then
-// removes the socket and its directory. The directory is among the
-// sandbox's writable paths, so that it is visible inside whatever the
-// sandbox hides. A broker that cannot listen fails Run before anything
+// removes the socket and its directory. The directory lies in the
+// session's scratch directory (TempDir's kind "sandbox"), which the
+// sandbox shows read-only — connecting needs no write — and which Sweep
+// removes, socket and all, when ralph was killed before removing it;
+// only where that path would be too long for a Unix socket does it go in
+// the temp directory itself, unswept. A broker that cannot listen fails Run before anything
 // starts. An agent outside a sandbox gets no broker and no RALPH_SOCKET —
 // an inherited one (ralph run by an agent) is removed from every agent's
 // environment: it reaches the plan directly, as the user does.

@@ -186,10 +186,12 @@ type SessionParams struct {
 	// State are the agent's state directories (none for a command that
 	// is not an agent: a test gate, --setup).
 	State []State
-	// Scratch is a new, empty directory of the caller's (in the temp
+	// Scratch is a new directory of the caller's (in the temp
 	// directory, outside every tree and state directory) where the
 	// session keeps what it makes: the private git metadata, the
-	// command's temp directory, the state directories' scratch. The
+	// command's temp directory, the state directories' scratch. It may
+	// hold the caller's own entries named ralph-* (agentproc's broker
+	// socket), which the session neither uses nor shows writable. The
 	// caller removes it after Close.
 	Scratch string
 }
