@@ -10,12 +10,15 @@ import (
 
 // withheldEnv are the variables a sandboxed agent never gets: the plan's
 // database (RALPH_DB may hold a password, and the agent reaches the plan
-// through its broker), the token of `ralph serve`, and GitHub's tokens.
+// through its broker), the token of `ralph serve`, and GitHub's tokens
+// (gh's and git's, github.com's and GitHub Enterprise's).
 var withheldEnv = map[string]bool{
-	"RALPH_DB":          true,
-	"RALPH_SERVE_TOKEN": true,
-	"GH_TOKEN":          true,
-	"GITHUB_TOKEN":      true,
+	"RALPH_DB":                true,
+	"RALPH_SERVE_TOKEN":       true,
+	"GH_TOKEN":                true,
+	"GITHUB_TOKEN":            true,
+	"GH_ENTERPRISE_TOKEN":     true,
+	"GITHUB_ENTERPRISE_TOKEN": true,
 }
 
 // withheldPrefixes are the families of variables a sandboxed agent never
@@ -65,12 +68,18 @@ type sessionBroker struct {
 	done   chan error
 }
 
-// startBroker listens on a socket of the session's own and serves plan
-// on it until close, or until ctx is cancelled.
-func startBroker(ctx context.Context, plan *loop.PlanAccess) (*sessionBroker, error) {
-	srv, err := broker.Listen("", *plan)
+// startBroker listens on a socket of the session's own, in a directory
+// of its own in the session's scratch directory (which Sweep removes,
+// socket and all, when this process is killed before removing it), and
+// serves plan on it until close, or until ctx is cancelled. Where the
+// scratch's path would make the socket's too long for a Unix socket, the
+// directory goes in the temp directory or /tmp, as broker.Listen chooses.
+func startBroker(ctx context.Context, plan *loop.PlanAccess, scratch string) (*sessionBroker, error) {
+	srv, err := broker.Listen(scratch, *plan)
 	if err != nil {
-		return nil, err
+		if srv, err = broker.Listen("", *plan); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	b := &sessionBroker{srv: srv, cancel: cancel, done: make(chan error, 1)}

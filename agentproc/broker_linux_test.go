@@ -119,6 +119,14 @@ func TestRunSandboxBroker(t *testing.T) {
 	if _, err := os.Lstat(filepath.Dir(sock)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket's directory outlived the session: %v", err)
 	}
+	// Were ralph killed (kill -9), nothing would remove the socket's
+	// directory but Sweep: it must lie in the session's scratch, a
+	// directory Sweep knows as this process's and removes whole.
+	scratch := filepath.Dir(filepath.Dir(sock))
+	pid, _, _, ok := tempWriter(filepath.Base(scratch))
+	if !ok || pid != os.Getpid() || filepath.Dir(scratch) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(scratch), tempPrefix+"sandbox-") {
+		t.Errorf("the socket %s is not in a scratch directory Sweep removes (%s in %s)", sock, scratch, os.TempDir())
+	}
 	task, err := ms.Get(t.Context(), "t-1")
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +160,7 @@ func TestWithheld(t *testing.T) {
 	for k, want := range map[string]bool{
 		"RALPH_DB": true, "PGPASSWORD": true, "PGPASSFILE": true, "PGSERVICEFILE": true, "PGHOST": true,
 		"GH_TOKEN": true, "GITHUB_TOKEN": true, "RALPH_SERVE_TOKEN": true,
+		"GH_ENTERPRISE_TOKEN": true, "GITHUB_ENTERPRISE_TOKEN": true,
 		"RALPH_DIR": false, "RALPH_PLAN": false, "PATH": false, "HOME": false, "ANTHROPIC_API_KEY": false,
 	} {
 		if got := Withheld(k); got != want {

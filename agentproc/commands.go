@@ -20,8 +20,12 @@ import (
 // is cancelled (SIGTERM, then SIGKILL after Grace). With Sandbox set it
 // runs in the sandbox, as an agent working in the same directory would,
 // without state directories: it writes only that tree and a temp
-// directory of its own. The zero value runs on the host. A Commands is
-// safe for concurrent use.
+// directory of its own, and it is given neither what Withheld names nor,
+// unless CommandRequest.UseAPIKey (--use-api-key), the model providers'
+// API keys (APIKey): the agent writes the tests and the setup script the
+// command runs, so what they see the agent sees. The zero value runs on
+// the host, with ralph's whole environment. A Commands is safe for
+// concurrent use.
 type Commands struct {
 	// Sandbox, when not nil, is where the commands run.
 	Sandbox *sandbox.Boundary
@@ -31,6 +35,34 @@ type Commands struct {
 }
 
 var _ loop.CommandRunner = (*Commands)(nil)
+
+// apiKeyEnv are the model providers' API keys and tokens, billed per
+// token, that the agent CLIs are started without unless --use-api-key
+// (claude, agents/codex), and that the gemini agent may use as its login.
+var apiKeyEnv = map[string]bool{
+	"ANTHROPIC_API_KEY":    true,
+	"ANTHROPIC_AUTH_TOKEN": true,
+	"OPENAI_API_KEY":       true,
+	"CODEX_API_KEY":        true,
+	"GEMINI_API_KEY":       true,
+	"GOOGLE_API_KEY":       true,
+}
+
+// APIKey reports whether key is a model provider's API key or token
+// (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY,
+// CODEX_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY), which a sandboxed
+// command is not given unless CommandRequest.UseAPIKey.
+func APIKey(key string) bool { return apiKeyEnv[key] }
+
+// env is the command's environment: ralph's with req.Env on top, and in
+// the sandbox without the API keys unless req.UseAPIKey (Run drops what
+// Withheld names).
+func (c *Commands) env(req loop.CommandRequest) []string {
+	if c.Sandbox == nil || req.UseAPIKey {
+		return append(os.Environ(), req.Env...)
+	}
+	return Environ(os.Environ(), req.Env, APIKey)
+}
 
 // commandOutputMax bounds the output RunCommand keeps: the end of it.
 const commandOutputMax = 64 << 10
@@ -54,7 +86,7 @@ func (c *Commands) RunCommand(ctx context.Context, req loop.CommandRequest) (str
 		// the two keep their order.
 		Args:    []string{"-c", "exec 2>&1\n" + req.Command},
 		Dir:     req.Dir,
-		Env:     append(os.Environ(), req.Env...),
+		Env:     c.env(req),
 		Sandbox: c.Sandbox,
 		Grace:   c.Grace,
 		Decode: func(r io.Reader, _ func(loop.Event)) error {

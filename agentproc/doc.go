@@ -304,9 +304,12 @@
 // agent's environment, admits the agent's process (what it starts may
 // connect; nothing else may) as soon as it has started, serves until
 // everything the agent started is gone or ctx is cancelled, and then
-// removes the socket and its directory. The directory is among the
-// sandbox's writable paths, so that it is visible inside whatever the
-// sandbox hides. A broker that cannot listen fails Run before anything
+// removes the socket and its directory. The directory lies in the
+// session's scratch directory (TempDir's kind "sandbox"), which the
+// sandbox shows read-only — connecting needs no write — and which Sweep
+// removes, socket and all, when ralph was killed before removing it;
+// only where that path would be too long for a Unix socket does it go in
+// the temp directory itself, unswept. A broker that cannot listen fails Run before anything
 // starts. An agent outside a sandbox gets no broker and no RALPH_SOCKET —
 // an inherited one (ralph run by an agent) is removed from every agent's
 // environment: it reaches the plan directly, as the user does.
@@ -320,7 +323,8 @@
 // the family, not only those that carry a secret, so that none added to
 // libpq later slips through; a project whose own tests need PostgreSQL
 // variables sets them itself, e.g. in its test command),
-// RALPH_SERVE_TOKEN and GitHub's tokens (GH_TOKEN, GITHUB_TOKEN). The
+// RALPH_SERVE_TOKEN and GitHub's tokens (GH_TOKEN, GITHUB_TOKEN,
+// GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN). The
 // list is withheldEnv and withheldPrefixes, where later secrets (notify
 // URLs) belong. Files that hold credentials (~/.pgpass, .ralph/db.json)
 // are the sandbox's to hide, not the environment's.

@@ -263,9 +263,18 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 		}
 	}
 
+	// A sandboxed session's scratch directory, which holds its broker's
+	// socket too: Sweep removes both if ralph is killed.
+	var scratch string
+	if s.Sandbox != nil {
+		if scratch, err = TempDir("sandbox"); err != nil {
+			return Exit{}, fmt.Errorf("%s: sandbox: %w", name, err)
+		}
+		defer removeAll(scratch)
+	}
 	var brk *sessionBroker
 	if s.Sandbox != nil && s.Plan != nil {
-		if brk, err = startBroker(ctx, s.Plan); err != nil {
+		if brk, err = startBroker(ctx, s.Plan, scratch); err != nil {
 			return Exit{}, fmt.Errorf("%s: %w", name, err)
 		}
 		defer brk.close()
@@ -276,10 +285,9 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 	var box *sandboxed
 	if s.Sandbox != nil {
 		var err error
-		if box, err = s.sandboxed(); err != nil {
+		if box, err = s.sandboxed(scratch); err != nil {
 			return Exit{}, fmt.Errorf("%s: sandbox: %w", name, err)
 		}
-		defer box.remove()
 		path, args, env = box.sess.Path, box.sess.Args, box.sess.Env
 	}
 

@@ -16,19 +16,14 @@ type sandboxed struct {
 	scratch string
 }
 
-// sandboxed prepares s's session in s.Sandbox, in a scratch directory of
-// its own (TempDir's kind "sandbox", so that Sweep removes it if this
-// process dies first).
-func (s Spec) sandboxed() (*sandboxed, error) {
-	scratch, err := TempDir("sandbox")
-	if err != nil {
-		return nil, err
-	}
+// sandboxed prepares s's session in s.Sandbox, in scratch: a directory
+// of its own made by TempDir with kind "sandbox", so that Sweep removes
+// it if this process dies first. The caller removes scratch.
+func (s Spec) sandboxed(scratch string) (*sandboxed, error) {
 	sess, err := s.Sandbox.Prepare(sandbox.SessionParams{
 		Dir: s.Dir, Path: s.Path, Args: s.Args, Env: s.Env, State: s.State, Scratch: scratch,
 	})
 	if err != nil {
-		removeAll(scratch)
 		return nil, err
 	}
 	return &sandboxed{sess: sess, scratch: scratch}, nil
@@ -44,9 +39,6 @@ func (b *sandboxed) checkout(ctx context.Context) *loop.Checkout {
 	}
 	return &loop.Checkout{Start: c.Start, End: c.End, Descends: c.Descends}
 }
-
-// remove removes the scratch directory.
-func (b *sandboxed) remove() { removeAll(b.scratch) }
 
 // removeAll removes dir and everything in it, directories the agent made
 // unwritable or unreadable included (they are made accessible first).

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,41 @@ func TestCommands(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(p.home, "escape")); err == nil {
 			t.Error("the sandboxed command wrote outside its tree")
+		}
+	})
+	t.Run("sandboxed without the API keys", func(t *testing.T) {
+		// The agent writes the tests the gate runs: a test that prints
+		// the environment hands the agent what it was not given.
+		keys := []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "RALPH_DB"}
+		for _, k := range keys {
+			t.Setenv(k, "secret-"+k)
+		}
+		p := newBoxProject(t)
+		const leak = `env | grep '^[A-Z_]*=secret-' | sort; echo end`
+		for _, tc := range []struct {
+			name      string
+			c         *Commands
+			useAPIKey bool
+			want      []string
+		}{
+			{"sandboxed", &Commands{Sandbox: p.box}, false, nil},
+			{"sandboxed, --use-api-key", &Commands{Sandbox: p.box}, true, keys[:6]},
+			{"on the host", &Commands{}, false, keys},
+		} {
+			out, err := tc.c.RunCommand(t.Context(), loop.CommandRequest{Command: leak, Dir: p.root, UseAPIKey: tc.useAPIKey})
+			if err != nil {
+				t.Fatalf("%s: %v: %s", tc.name, err, out)
+			}
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				if k, _, ok := strings.Cut(line, "="); ok {
+					got = append(got, k)
+				}
+			}
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: the command saw %q, want %q", tc.name, got, want)
+			}
 		}
 	})
 }

@@ -39,6 +39,10 @@ type CommandRequest struct {
 	Dir string
 	// Env holds KEY=VALUE entries on top of ralph's own environment.
 	Env []string
+	// UseAPIKey is the run's Config.UseAPIKey: a CommandRunner that
+	// withholds the model providers' API keys from a sandboxed command
+	// (agentproc.Commands) keeps them when it is set.
+	UseAPIKey bool
 }
 
 // HostCommands runs commands on the host, in a process group of their

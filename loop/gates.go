@@ -51,7 +51,7 @@ func tail(s string) string {
 // runTests runs the test command with sh -c in dir (the project root or
 // the worker's tree), through the run's CommandRunner.
 func (r *run) runTests(ctx context.Context, dir, testCmd string) error {
-	out, err := r.commands().RunCommand(ctx, CommandRequest{Command: testCmd, Dir: dir})
+	out, err := r.commands().RunCommand(ctx, CommandRequest{Command: testCmd, Dir: dir, UseAPIKey: r.cfg.UseAPIKey})
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v\n%s", ErrTestsFailed, testCmd, err, tail(out))
 	}

@@ -51,8 +51,16 @@ type RunRequest struct {
 	ReplaceSystemPrompt bool
 	// Model is the model alias or id ("sonnet", "opus", "haiku", …).
 	Model string
-	// Sandboxed runs with every permission granted
-	// (--dangerously-skip-permissions); otherwise only Tools are allowed.
+	// Sandboxed says the session is a work session, run with every
+	// permission of the agent CLI granted: Claude Code's
+	// --dangerously-skip-permissions, Codex's
+	// --dangerously-bypass-approvals-and-sandbox (its own sandbox off),
+	// Gemini CLI's --yolo, OpenCode's default agent instead of the
+	// read-only one. It does not mean that the agent runs
+	// in ralph's sandbox (--sandbox, package sandbox): that is the
+	// runner's Boundary, set or not whatever this says. The loop sets it
+	// for every session but the verifier's; otherwise only Tools are
+	// allowed.
 	Sandboxed bool
 	// Tools lists the allowed tools when not Sandboxed.
 	Tools []string

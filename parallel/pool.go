@@ -636,7 +636,7 @@ func setupWorker(ctx context.Context, cfg loop.Config, ws *workspace, cmd string
 	env := []string{"RALPH_DIR=" + cfg.Root, "RALPH_WORKTREE=" + ws.dir, "RALPH_WORKER=" + ws.worker}
 	var err error
 	for range 1 + max(cfg.MaxRetries, 0) {
-		if err = runSetup(ctx, cfg.Commands, ws.dir, cmd, env); err == nil || ctx.Err() != nil {
+		if err = runSetup(ctx, cfg.Commands, ws.dir, cmd, env, cfg.UseAPIKey); err == nil || ctx.Err() != nil {
 			return err
 		}
 	}

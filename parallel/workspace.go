@@ -912,12 +912,13 @@ func readInclude(root string) ([]string, error) {
 }
 
 // runSetup runs the --setup command in dir with sh -c, through commands
-// (the loop's Commands: in the agent's sandbox when the build has one).
-func runSetup(ctx context.Context, commands loop.CommandRunner, dir, cmd string, env []string) error {
+// (the loop's Commands: in the agent's sandbox when the build has one;
+// useAPIKey is the build's --use-api-key).
+func runSetup(ctx context.Context, commands loop.CommandRunner, dir, cmd string, env []string, useAPIKey bool) error {
 	if commands == nil {
 		commands = loop.HostCommands
 	}
-	out, err := commands.RunCommand(ctx, loop.CommandRequest{Command: cmd, Dir: dir, Env: env})
+	out, err := commands.RunCommand(ctx, loop.CommandRequest{Command: cmd, Dir: dir, Env: env, UseAPIKey: useAPIKey})
 	if err != nil {
 		return fmt.Errorf("setup %q in %s: %v\n%s", cmd, dir, err, tailLines(out, 20))
 	}

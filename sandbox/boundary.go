@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,8 @@ type Boundary struct {
 	sb *Sandbox
 	// root is the project root, resolved.
 	root string
-	// plan is <root>/.ralph, resolved ("" when it does not exist).
+	// plan is <root>/.ralph, resolved; it always exists (Boundary makes
+	// it), so that it is read-only in every session.
 	plan string
 	// trees is where the workers' trees lie: each of its subdirectories
 	// is a tree an agent may write.
@@ -47,7 +49,8 @@ type BoundaryParams struct {
 	// of Root. Empty means <Root>/.ralph/worktrees.
 	Worktrees string
 	// Env is the environment that says where the credential files are
-	// (HOME, PGPASSFILE, PGSERVICEFILE); nil means os.Environ().
+	// (HOME, PGPASSFILE, PGSERVICEFILE, XDG_CONFIG_HOME, GH_CONFIG_DIR);
+	// nil means os.Environ().
 	Env []string
 	// Hide lists more files that sandboxed sessions see empty, besides
 	// HiddenFiles'.
@@ -55,7 +58,11 @@ type BoundaryParams struct {
 }
 
 // Boundary decides what sessions of the project at p.Root may write (see
-// Boundary). It fails when Root is not a directory.
+// Boundary). It makes <Root>/.ralph (mode 0755) when it is missing — a
+// first sandboxed run in a fresh project, over a progress file — so that
+// it can be made read-only: a .ralph/ the first agent made would be
+// writable for the whole run. It fails when Root is not a directory, or
+// when its .ralph is not one.
 func (s *Sandbox) Boundary(p BoundaryParams) (*Boundary, error) {
 	if p.Root == "" {
 		return nil, errors.New("sandbox: the project root is required")
@@ -68,8 +75,15 @@ func (s *Sandbox) Boundary(p BoundaryParams) (*Boundary, error) {
 		return nil, fmt.Errorf("sandbox: project root %s is not a directory", root)
 	}
 	b := &Boundary{sb: s, root: root, repo: discoverRepository(root)}
-	if plan, err := filepath.EvalSymlinks(filepath.Join(root, ".ralph")); err == nil && isDir(plan) {
-		b.plan = plan
+	dotRalph := filepath.Join(root, ".ralph")
+	if err := os.Mkdir(dotRalph, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if b.plan, err = filepath.EvalSymlinks(dotRalph); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if !isDir(b.plan) {
+		return nil, fmt.Errorf("sandbox: %s is not a directory", dotRalph)
 	}
 	trees := p.Worktrees
 	if trees == "" {
@@ -97,23 +111,35 @@ func (b *Boundary) Root() string { return b.root }
 // empty, for the project at root and the environment env: the plan's
 // database settings (.ralph/db.json), PostgreSQL's password and service
 // files (~/.pgpass, $PGPASSFILE, ~/.pg_service.conf, $PGSERVICEFILE), and
-// the GitHub tokens that git and gh keep (~/.git-credentials,
-// ~/.config/gh/hosts.yml; GH_TOKEN and GITHUB_TOKEN are withheld from
-// the environment). Those that do not exist are skipped when the
-// Boundary is made.
+// the GitHub tokens that git and gh keep: git's credential store
+// (~/.git-credentials, and $XDG_CONFIG_HOME/git/credentials, by default
+// ~/.config/git/credentials) and gh's hosts.yml (in $GH_CONFIG_DIR, in
+// $XDG_CONFIG_HOME/gh and in ~/.config/gh: each that is set). GH_TOKEN,
+// GITHUB_TOKEN, GH_ENTERPRISE_TOKEN and GITHUB_ENTERPRISE_TOKEN are
+// withheld from the environment by the caller (agentproc.Withheld).
+// Those that do not exist are skipped when the Boundary is made; relative
+// paths in env are ignored.
 func HiddenFiles(root string, env []string) []string {
 	out := []string{filepath.Join(root, ".ralph", "db.json")}
-	if home := getenv(env, "HOME"); home != "" {
+	home := getenv(env, "HOME")
+	if home != "" {
 		out = append(out,
 			filepath.Join(home, ".pgpass"),
 			filepath.Join(home, ".pg_service.conf"),
 			filepath.Join(home, ".git-credentials"),
+			filepath.Join(home, ".config", "git", "credentials"),
 			filepath.Join(home, ".config", "gh", "hosts.yml"))
 	}
 	for _, k := range []string{"PGPASSFILE", "PGSERVICEFILE"} {
 		if v := getenv(env, k); v != "" && filepath.IsAbs(v) {
 			out = append(out, v)
 		}
+	}
+	if xdg := getenv(env, "XDG_CONFIG_HOME"); xdg != "" && filepath.IsAbs(xdg) {
+		out = append(out, filepath.Join(xdg, "git", "credentials"), filepath.Join(xdg, "gh", "hosts.yml"))
+	}
+	if gh := getenv(env, "GH_CONFIG_DIR"); gh != "" && filepath.IsAbs(gh) {
+		out = append(out, filepath.Join(gh, "hosts.yml"))
 	}
 	return out
 }
@@ -160,10 +186,12 @@ type SessionParams struct {
 	// State are the agent's state directories (none for a command that
 	// is not an agent: a test gate, --setup).
 	State []State
-	// Scratch is a new, empty directory of the caller's (in the temp
+	// Scratch is a new directory of the caller's (in the temp
 	// directory, outside every tree and state directory) where the
 	// session keeps what it makes: the private git metadata, the
-	// command's temp directory, the state directories' scratch. The
+	// command's temp directory, the state directories' scratch. It may
+	// hold the caller's own entries named ralph-* (agentproc's broker
+	// socket), which the session neither uses nor shows writable. The
 	// caller removes it after Close.
 	Scratch string
 }
@@ -265,7 +293,7 @@ func (b *Boundary) tree(dir string) (string, error) {
 		name, _, _ := strings.Cut(rel, string(filepath.Separator))
 		return filepath.Join(b.trees, name), nil
 	}
-	if within(dir, b.root) && (b.plan == "" || !within(dir, b.plan)) && !within(dir, filepath.Join(b.root, ".ralph")) {
+	if within(dir, b.root) && !within(dir, b.plan) && !within(dir, filepath.Join(b.root, ".ralph")) {
 		return b.root, nil
 	}
 	return "", fmt.Errorf("sandbox: %s is neither in the project %s nor in one of its workers' trees (%s)", dir, b.root, b.trees)

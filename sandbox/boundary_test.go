@@ -105,6 +105,32 @@ func TestHiddenFiles(t *testing.T) {
 	if diff := cmp.Diff(want, b.hide); diff != "" {
 		t.Errorf("hidden files (-want +got):\n%s", diff)
 	}
+
+	// git's and gh's tokens where XDG_CONFIG_HOME and GH_CONFIG_DIR put
+	// them, and git's XDG credential store in the default place.
+	xdg, ghDir := filepath.Join(p.root, "xdg"), filepath.Join(p.root, "gh")
+	tokens := []string{
+		filepath.Join(p.home, ".config", "git", "credentials"),
+		filepath.Join(xdg, "git", "credentials"),
+		filepath.Join(xdg, "gh", "hosts.yml"),
+		filepath.Join(ghDir, "hosts.yml"),
+	}
+	for _, f := range tokens {
+		writeFile(t, f, "https://u:ghp_secret@github.com\n")
+	}
+	b, err = (&Sandbox{Path: "/usr/bin/bwrap"}).Boundary(BoundaryParams{Root: p.repo, Env: append(p.env, "XDG_CONFIG_HOME="+xdg, "GH_CONFIG_DIR="+ghDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range tokens {
+		if !slices.Contains(b.hide, f) {
+			t.Errorf("%s is not hidden (hidden: %q)", f, b.hide)
+		}
+	}
+	// Relative locations are no one's: not hidden, and no error.
+	if got := HiddenFiles(p.repo, []string{"XDG_CONFIG_HOME=rel", "GH_CONFIG_DIR=rel/gh"}); len(got) != 1 {
+		t.Errorf("HiddenFiles with relative locations = %q, want the plan's db.json alone", got)
+	}
 }
 
 func TestSessionEnv(t *testing.T) {
@@ -205,29 +231,105 @@ func TestBwrapCommand(t *testing.T) {
 	}
 }
 
+// TestProfile pins the macOS profile: in SBPL the last matching rule
+// wins, so the order of the rules is what they mean.
 func TestProfile(t *testing.T) {
-	got := profile(profileSpec{
-		writable: []string{"/Users/u/src/p", "/private/var/folders/x/T/ralph-sandbox-1/tmp"},
-		readOnly: []string{"/Users/u/src/p/.ralph", "/Users/u/src/p/.git"},
-		states: []stateMount{
-			{dir: "/Users/u/.codex", keep: []string{"auth.json"}, fresh: []string{"sessions", "*.sqlite-*"}},
-			{dir: "/private/tmp/odd \"name\" \\ here", keep: []string{".credentials.json"}, fresh: []string{"log"}},
-		},
-		hide: []string{"/Users/u/.pgpass"},
-	})
-	golden := filepath.Join("testdata", "profile.sb")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		golden string
+		spec   profileSpec
+	}{
+		{"profile.sb", profileSpec{
+			tree:     "/Users/u/src/p",
+			writable: []string{"/private/var/folders/x/T/ralph-sandbox-1/tmp"},
+			plan:     "/Users/u/src/p/.ralph",
+			readOnly: []string{"/Users/u/src/p/.git"},
+			states: []stateMount{
+				{dir: "/Users/u/.codex", keep: []string{"auth.json"}, fresh: []string{"sessions", "*.sqlite-*"}},
+				{dir: "/private/tmp/odd \"name\" \\ here", keep: []string{".credentials.json"}, fresh: []string{"log"}},
+			},
+			hide: []string{"/Users/u/.pgpass"},
+		}},
+		// A worker's tree lies in the plan, which is denied: the tree is
+		// allowed again after that denial (else the worker could write
+		// nothing), and its .git and git directory denied after that.
+		{"profile-worker.sb", profileSpec{
+			tree:     "/Users/u/src/p/.ralph/worktrees/w1",
+			writable: []string{"/private/var/folders/x/T/ralph-sandbox-2/tmp"},
+			plan:     "/Users/u/src/p/.ralph",
+			readOnly: []string{"/Users/u/src/p/.ralph/worktrees/w1/.git", "/Users/u/src/p/.git", "/Users/u/src/p/.git/worktrees/w1"},
+			hide:     []string{"/Users/u/.pgpass"},
+		}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			got := profile(tc.spec)
+			golden := filepath.Join("testdata", tc.golden)
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./sandbox -run TestProfile -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("profile (-%s +got):\n%s", golden, diff)
+			}
+			// The rules as the kernel applies them: the last that matches
+			// a path decides.
+			for path, want := range map[string]bool{
+				tc.spec.tree + "/main.go":        true,
+				tc.spec.tree + "/.git/config":    false,
+				tc.spec.plan + "/progress.db":    false,
+				tc.spec.plan + "/worktrees/w2/x": false,
+				"/Users/u/src/p/.git/HEAD":       false,
+			} {
+				if got := sbplWritable(got, path); got != want {
+					t.Errorf("%s writable = %v, want %v", path, got, want)
+				}
+			}
+		})
+	}
+}
+
+// sbplWritable evaluates the file-write rules of a profile written by
+// profile for path: the last (allow|deny file-write* …) rule with a
+// subpath or literal that matches path decides (regex rules are not
+// evaluated; the paths asked of it match none).
+func sbplWritable(profile, path string) bool {
+	allowed := true
+	var rule string
+	for _, line := range strings.Split(profile, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "(deny file-write*"):
+			rule = "deny"
+		case strings.HasPrefix(line, "(allow file-write*"):
+			rule = "allow"
+		case strings.HasPrefix(line, "(deny file-read* file-write*"):
+			rule = "deny"
+		}
+		if line == "(deny file-write*)" {
+			allowed = false
+			continue
+		}
+		for _, kind := range []string{"(subpath ", "(literal "} {
+			i := strings.Index(line, kind)
+			if i < 0 {
+				continue
+			}
+			q := line[i+len(kind):]
+			end := strings.Index(q[1:], `"`)
+			if !strings.HasPrefix(q, `"`) || end < 0 {
+				continue
+			}
+			p := q[1 : end+1]
+			if kind == "(subpath " && within(path, p) || kind == "(literal " && path == p {
+				allowed = rule == "allow"
+			}
 		}
 	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./sandbox -run TestProfile -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("profile (-%s +got):\n%s", golden, diff)
-	}
+	return allowed
 }
 
 func TestWithin(t *testing.T) {

@@ -34,6 +34,10 @@ type privateCheckout struct {
 	// objects.
 	shared     string
 	alternates []string
+	// modules is the checkout's submodules' git directories (the git
+	// directory's modules/, "" when it has none), mounted read-only at
+	// modules/ in dir, for which dir has an empty directory.
+	modules string
 	// start is the commit HEAD named when the session began.
 	start string
 	// scratch is the session's scratch directory.
@@ -47,8 +51,11 @@ type privateCheckout struct {
 // rest together), info/exclude, info/sparse-checkout, config.worktree and
 // shallow. The objects are not copied: the copy's alternates name
 // <scratch>/objects, where the repository's store is mounted read-only,
-// so the agent's new objects are its own. dotGit is the tree's .git, where
-// the copy goes.
+// so the agent's new objects are its own. Nor are the submodules' git
+// directories (gitDir's modules/): a submodule's .git file names
+// ../.git/modules/NAME, so the copy gets an empty modules/ over which the
+// real one is mounted read-only. dotGit is the tree's .git, where the copy
+// goes.
 func makeCheckout(repo *repository, gitDir, dotGit string, dotGitDir bool, scratch string) (*privateCheckout, error) {
 	c := &privateCheckout{
 		dir:       filepath.Join(scratch, "git"),
@@ -83,6 +90,12 @@ func makeCheckout(repo *repository, gitDir, dotGit string, dotGitDir bool, scrat
 	}
 	for _, cp := range copies {
 		if err := copyFile(cp.from, filepath.Join(c.dir, cp.to)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("sandbox: private checkout: %w", err)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(gitDir, "modules")); err == nil && fi.IsDir() {
+		c.modules = filepath.Join(gitDir, "modules")
+		if err := os.Mkdir(filepath.Join(c.dir, "modules"), 0o755); err != nil {
 			return nil, fmt.Errorf("sandbox: private checkout: %w", err)
 		}
 	}

@@ -60,7 +60,8 @@
 // Read-only: everything else, in particular the plan's .ralph/ (the
 // database, logs, prompts, skills, the verifier's snapshot store, the
 // other workers' trees — mounted read-only again inside a writable
-// project root), the repository's real git directory (objects, refs,
+// project root; the Boundary makes it when the project has none yet, so
+// that an agent cannot make a writable one of its own), the repository's real git directory (objects, refs,
 // hooks, config; in the project's own tree it is not even visible: the
 // private copy is mounted over it), /tmp and the home directory. A tree's
 // .git file and the tree itself are mount points: the agent can neither
@@ -70,7 +71,8 @@
 // Hidden (seen as empty files): the plan's database settings
 // (.ralph/db.json), PostgreSQL's password and service files (~/.pgpass,
 // $PGPASSFILE, ~/.pg_service.conf, $PGSERVICEFILE) and GitHub tokens git
-// and gh keep (~/.git-credentials, ~/.config/gh/hosts.yml); see
+// and gh keep (~/.git-credentials, $XDG_CONFIG_HOME/git/credentials,
+// hosts.yml in $GH_CONFIG_DIR, $XDG_CONFIG_HOME/gh and ~/.config/gh); see
 // HiddenFiles. The variables holding credentials are withheld by the
 // caller (the runner's environment), not here.
 //
@@ -122,9 +124,12 @@
 // development machine at a load of 6–8); it grows with the index and the
 // number of loose refs.
 //
-// Not copied: the reflogs, the submodules' git directories
-// (.git/modules: a submodule's git works read-only in the sandbox) and
-// git-lfs's object store (.git/lfs: a filter that needs it fails).
+// The submodules' git directories (.git/modules, where a submodule's
+// .git file points through the tree's .git) are not copied but mounted
+// read-only into the copy: a submodule's git reads — status, diff, log,
+// git submodule status — and cannot commit or fetch. Not copied at all:
+// the reflogs and git-lfs's object store (.git/lfs: a filter that needs
+// it fails).
 //
 // # Agent state carries no executable configuration out
 //
@@ -164,6 +169,7 @@
 //	    [--cap-add CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FOWNER,CAP_FSETID when root]
 //	    --bind TREE TREE [--ro-bind ROOT/.ralph ROOT/.ralph]
 //	    --bind COPY TREE/.git | --ro-bind GITFILE TREE/.git --bind COPY COPY
+//	    [--ro-bind GITDIR/modules TREE/.git/modules | COPY/modules]
 //	    --ro-bind COMMON/objects SCRATCH/objects
 //	    --bind SCRATCH/tmp SCRATCH/tmp
 //	    --bind SCRATCH/state-N STATE (--ro-bind|--bind) STATE/ENTRY STATE/ENTRY …
@@ -277,13 +283,21 @@
 //	    (regex #"^STATE/FRESH(/|$)") … /dev/null, /dev/zero, /dev/tty,
 //	    /dev/dtracehelper, /dev/stdout, /dev/stderr, /dev/fd/N, /dev/ttysN,
 //	    /private/var/folders)
-//	(deny file-write* (subpath ROOT/.ralph) (subpath GITDIR) …)
+//	(deny file-write* (subpath ROOT/.ralph))
+//	[(allow file-write* (subpath TREE)) when TREE is a worker's, in ROOT/.ralph/worktrees]
+//	(deny file-write* (subpath TREE/.git) (subpath GITDIR) …)
 //	(deny file-read* file-write* (literal HIDDEN) …)
 //
 // In SBPL the last matching rule wins, so the denials after the
-// allowances carve the read-only paths out of the tree. /private/var/folders
+// allowances carve the read-only paths out of the tree, and a worker's
+// tree, which lies in the denied .ralph/, is allowed again before its .git
+// and the git directories are denied. /private/var/folders
 // holds each user's temporary and cache directories (mode 0700, owned by
-// their user), which the system frameworks write whatever TMPDIR says.
+// their user), which the system frameworks write whatever TMPDIR says —
+// and the user's $TMPDIR is one of them: on macOS a sandboxed agent can
+// write the other sessions' scratch directories there (their temp
+// directories, the system prompt and configuration files ralph writes for
+// other agents), which on Linux it cannot.
 // sandbox-exec applies the profile to itself and executes the command,
 // which keeps its pid: signals and the exit status reach it directly, and
 // the caller's process-group handling is all there is. sandbox-exec is

@@ -17,7 +17,10 @@ import (
 // the config mentions it), and to tell whether the agent's HEAD descends
 // from where it began. Neither reads a repository's configuration: the
 // first names its file (--file), the second runs with GIT_DIR a directory
-// of the sandbox's own. (To move to package hostgit once it lands.)
+// of the sandbox's own. They stay here rather than in package hostgit:
+// the sandbox uses the standard library only, and neither command needs
+// hostgit's blanking of a repository's programs, there being no
+// repository of anyone's but the sandbox's own.
 
 // gitWaitDelay bounds how long git's leftovers may hold its pipes.
 const gitWaitDelay = 5 * time.Second
@@ -64,7 +67,10 @@ func dropWorktreeSetting(path string) error {
 
 // isAncestor reports whether commit a is b or an ancestor of b, reading
 // the private objects and the repository's. Anything but a clear yes —
-// a missing object, a git that fails or times out — is no.
+// a missing object, a git that fails or times out — is no. The agent
+// writes the private objects/info: a commit-graph there could claim any
+// parents for its commits, so git reads none (core.commitGraph=false)
+// and walks the commits themselves.
 func (c *privateCheckout) isAncestor(ctx context.Context, a, b string) bool {
 	host := filepath.Join(c.scratch, "host-git")
 	format := "sha1"
@@ -87,6 +93,6 @@ func (c *privateCheckout) isAncestor(ctx context.Context, a, b string) bool {
 		"GIT_OBJECT_DIRECTORY=" + filepath.Join(c.dir, "objects"),
 		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + alternates,
 		"GIT_NO_REPLACE_OBJECTS=1",
-	}, "merge-base", "--is-ancestor", a, b)
+	}, "-c", "core.commitGraph=false", "merge-base", "--is-ancestor", a, b)
 	return err == nil && code == 0
 }

@@ -210,6 +210,57 @@ func TestReadOnly(t *testing.T) {
 	})
 }
 
+// TestFreshProjectPlan: in a project that has no .ralph/ yet (a first
+// `ralph build --progress FILE --sandbox`), the agent cannot make one of
+// its own — which would be writable for the whole run, and read as the
+// plan's logs, prompts and skills by the next run — while the progress
+// file in the tree is still its to tick.
+func TestFreshProjectPlan(t *testing.T) {
+	p := newProject(t)
+	plan := filepath.Join(p.repo, ".ralph")
+	if err := os.RemoveAll(plan); err != nil {
+		t.Fatal(err)
+	}
+	progress := filepath.Join(p.repo, "PROGRESS.md")
+	writeFile(t, progress, "## Tasks\n- [ ] a task\n")
+	b := p.realBoundary(t)
+	if fi, err := os.Lstat(plan); err != nil || !fi.IsDir() {
+		t.Errorf("the Boundary did not make .ralph/: %v, %v", fi, err)
+	}
+	code, _, stderr := p.sh(t, b, p.repo, `sed 's/\[ \]/[x]/' PROGRESS.md > $TMPDIR/p && cat $TMPDIR/p > PROGRESS.md`)
+	if code != 0 {
+		t.Fatalf("ticking the progress file: exit %d: %s", code, stderr)
+	}
+	if got := readFile(t, progress); got != "## Tasks\n- [x] a task\n" {
+		t.Errorf("the progress file = %q, want the box ticked", got)
+	}
+	for _, script := range []string{
+		`mkdir -p .ralph/prompts && echo injected > .ralph/prompts/build.md`,
+		`echo x > .ralph/progress.db`,
+		`rmdir .ralph && mkdir .ralph && echo x > .ralph/x`,
+		`mv .ralph gone`,
+	} {
+		code, _, stderr := p.sh(t, b, p.repo, script)
+		if code == 0 {
+			t.Errorf("%s: succeeded", script)
+		}
+		if !strings.Contains(stderr, "Read-only file system") && !strings.Contains(stderr, "busy") {
+			t.Errorf("%s: stderr = %q, want Read-only file system", script, stderr)
+		}
+	}
+	if ents, err := os.ReadDir(plan); err != nil || len(ents) != 0 {
+		t.Errorf(".ralph/ after the agent: %v, %v; want it empty", ents, err)
+	}
+
+	t.Run(".ralph is not a directory", func(t *testing.T) {
+		root := t.TempDir()
+		writeFile(t, filepath.Join(root, ".ralph"), "a file\n")
+		if _, err := (&Sandbox{Path: "/usr/bin/bwrap"}).Boundary(BoundaryParams{Root: root}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("Boundary = %v, want an error saying .ralph is not a directory", err)
+		}
+	})
+}
+
 func TestHidden(t *testing.T) {
 	p := newProject(t)
 	writeFile(t, filepath.Join(p.home, ".pgpass"), "db:5432:*:u:secret\n")
@@ -218,6 +269,42 @@ func TestHidden(t *testing.T) {
 	code, stdout, stderr := p.sh(t, b, p.repo, `cat ~/.pgpass .ralph/db.json; echo end`)
 	if code != 0 || stdout != "end\n" {
 		t.Errorf("exit %d, stdout %q (want the files empty), stderr %s", code, stdout, stderr)
+	}
+}
+
+// TestSubmodules: the private checkout does not break a submodule: the
+// agent's git sees the submodules' git directories (read-only), in the
+// project's tree and in a worker's, and cannot write them.
+func TestSubmodules(t *testing.T) {
+	p := newProject(t)
+	lib := filepath.Join(p.root, "lib")
+	mkdirs(t, lib)
+	git(t, p.env, lib, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(lib, "lib.go"), "package lib\n")
+	git(t, p.env, lib, "add", "lib.go")
+	git(t, p.env, lib, "commit", "-q", "-m", "lib")
+	git(t, p.env, p.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+	git(t, p.env, p.repo, "commit", "-q", "-m", "the submodule")
+	tree := filepath.Join(p.repo, ".ralph", "worktrees", "w2")
+	git(t, p.env, p.repo, "worktree", "add", "-q", "--detach", tree)
+	git(t, p.env, tree, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")
+	modules := filepath.Join(p.repo, ".git", "modules", "lib")
+	before := git(t, p.env, modules, "rev-parse", "HEAD")
+	b := p.realBoundary(t)
+	for _, dir := range []string{p.repo, tree} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			code, stdout, stderr := p.sh(t, b, dir, `git status --porcelain && git submodule status && git -C lib log --format=%s`)
+			if code != 0 || !strings.Contains(stdout, " lib (") || !strings.HasSuffix(stdout, "\nlib\n") {
+				t.Errorf("git in the sandbox: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+			}
+			code, _, _ = p.sh(t, b, dir, `cd lib && echo x > new.go && git add new.go && git commit -q -m agent`)
+			if code == 0 {
+				t.Error("the agent committed in the submodule's real git directory")
+			}
+		})
+	}
+	if after := git(t, p.env, modules, "rev-parse", "HEAD"); after != before {
+		t.Errorf("the submodule's HEAD moved: %s -> %s", before, after)
 	}
 }
 

@@ -7,11 +7,15 @@ import (
 
 // profileSpec is what a macOS session may write, for profile.
 type profileSpec struct {
-	// writable are directories the session writes: its tree, its temp
-	// directory.
+	// tree is the tree the session writes; writable are the other
+	// directories it writes: its temp directory.
+	tree     string
 	writable []string
+	// plan is the plan's .ralph/, which it does not write, but for a
+	// tree in it (a worker's, in .ralph/worktrees).
+	plan string
 	// readOnly are directories and files in them it does not write after
-	// all: the plan's .ralph/, the repository's git directories and the
+	// all, even in its tree: the repository's git directories and the
 	// tree's .git.
 	readOnly []string
 	// states are the agent's state directories: only their kept entries
@@ -29,12 +33,14 @@ type profileSpec struct {
 // descriptors, and the per-user temporary and cache directories under
 // /private/var/folders (each owned by its user, mode 0700), which the
 // system frameworks use whatever TMPDIR says. In SBPL the last rule that
-// matches wins: the read-only paths are denied after the writable ones
-// are allowed. Paths are already resolved: the kernel checks the real
-// path (/private/tmp, not /tmp).
+// matches wins: the plan is denied after the writable paths are allowed,
+// a worker's tree in the plan allowed again after that, and the git
+// directories and the tree's .git denied last. Paths are already
+// resolved: the kernel checks the real path (/private/tmp, not /tmp).
 func profile(p profileSpec) string {
 	var b strings.Builder
 	b.WriteString("(version 1)\n(allow default)\n(deny file-write*)\n(allow file-write*\n")
+	b.WriteString("    (subpath " + sbplString(p.tree) + ")\n")
 	for _, w := range p.writable {
 		b.WriteString("    (subpath " + sbplString(w) + ")\n")
 	}
@@ -58,6 +64,12 @@ func profile(p profileSpec) string {
     (regex #"^/dev/ttys[0-9]+$")
     (subpath "/private/var/folders"))
 `)
+	if p.plan != "" {
+		b.WriteString("(deny file-write* (subpath " + sbplString(p.plan) + "))\n")
+		if within(p.tree, p.plan) {
+			b.WriteString("(allow file-write* (subpath " + sbplString(p.tree) + "))\n")
+		}
+	}
 	if len(p.readOnly) > 0 {
 		b.WriteString("(deny file-write*\n")
 		for _, r := range p.readOnly {

@@ -7,16 +7,14 @@ import (
 )
 
 // prepare writes the session's sandbox-exec profile into scratch: the
-// tree and the temp directory writable; the plan's .ralph/, the
-// repository's git directories and the tree's .git read-only (sandbox-exec
+// tree and the temp directory writable; the plan's .ralph/ read-only (but
+// a worker's tree in it), the repository's git directories and the tree's
+// .git read-only (sandbox-exec
 // cannot mount a private copy: the agent's git reads but does not write);
 // in the state directories, only the kept entries and the fresh ones
 // writable (no scratch either); the hidden files unreadable.
 func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
-	spec := profileSpec{writable: []string{s.Tree, s.TempDir}, hide: b.hide}
-	if b.plan != "" {
-		spec.readOnly = append(spec.readOnly, b.plan)
-	}
+	spec := profileSpec{tree: s.Tree, writable: []string{s.TempDir}, plan: b.plan, hide: b.hide}
 	dotGit, _, gitDir, err := b.checkoutOf(s.Tree)
 	if err != nil {
 		return err

@@ -13,9 +13,9 @@ import (
 //  1. the tree, writable;
 //  2. the plan's .ralph/, read-only again, where it lies in the tree;
 //  3. the private git checkout over the tree's .git (a directory mounted
-//     writable, or a file naming it mounted read-only), and the
-//     repository's object store read-only where the copy's alternates
-//     look for it; a worker's .git whose git directory the Boundary does
+//     writable, or a file naming it mounted read-only), the submodules'
+//     git directories read-only in it, and the repository's object store
+//     read-only where the copy's alternates look for it; a worker's .git whose git directory the Boundary does
 //     not know is mounted over with an empty file;
 //  4. the session's temp directory, writable;
 //  5. each state directory: its scratch, then its real entries in it,
@@ -27,7 +27,7 @@ func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	mounts := []mount{bind(s.Tree, s.Tree)}
-	if b.plan != "" && within(b.plan, s.Tree) {
+	if within(b.plan, s.Tree) {
 		mounts = append(mounts, roBind(b.plan, b.plan))
 	}
 
@@ -42,10 +42,15 @@ func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
 			return err
 		}
 		s.checkout = c
+		inside := c.dir // where the copy is seen in the sandbox
 		if dotGitDir {
 			mounts = append(mounts, bind(c.dir, dotGit))
+			inside = dotGit
 		} else {
 			mounts = append(mounts, roBind(c.gitfile, dotGit), bind(c.dir, c.dir))
+		}
+		if c.modules != "" {
+			mounts = append(mounts, roBind(c.modules, filepath.Join(inside, "modules")))
 		}
 		mounts = append(mounts, roBind(c.shared, c.objects))
 	case dotGit != "":

@@ -3,13 +3,16 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"syscall"
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/safefile"
 	"github.com/ralph-dev/ralph/sandbox"
 )
 
@@ -142,34 +145,64 @@ const DefaultContextFileName = "GEMINI.md"
 // context.fileName in the system settings ($GEMINI_CLI_SYSTEM_SETTINGS_PATH
 // or /etc/gemini-cli/settings.json), the project's .gemini/settings.json
 // and the user's (in that order of precedence), else GEMINI.md. Settings
-// that cannot be read count as absent.
+// that cannot be read count as absent, and so do those that are not a
+// regular file (a FIFO would block ralph) or are larger than 1 MiB. The
+// project's is the agent's to write: it is opened from dir without
+// following a symbolic link (package safefile), so that a link there
+// reads no file elsewhere; the system's and the user's are the user's,
+// whose links are followed.
 func ContextFileName(env []string, dir string) string {
 	system := agentproc.Getenv(env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
 	if system == "" {
 		system = "/etc/gemini-cli/settings.json"
 	}
-	files := []string{system}
+	opens := []func() (*os.File, error){func() (*os.File, error) { return openSettings(system) }}
 	if dir != "" {
-		files = append(files, filepath.Join(dir, ".gemini", "settings.json"))
+		opens = append(opens, func() (*os.File, error) { return safefile.Open(dir, filepath.Join(".gemini", "settings.json")) })
 	}
 	if d := stateDir(env); d != "" {
-		files = append(files, filepath.Join(d, "settings.json"))
+		opens = append(opens, func() (*os.File, error) { return openSettings(filepath.Join(d, "settings.json")) })
 	}
-	for _, f := range files {
-		if name := settingsFileName(f); name != "" {
+	for _, open := range opens {
+		if name := settingsFileName(open); name != "" {
 			return name
 		}
 	}
 	return DefaultContextFileName
 }
 
+// settingsMax bounds the settings files ContextFileName reads.
+const settingsMax = 1 << 20
+
+// openSettings opens the settings file path of the user's, following
+// links, without blocking on a FIFO; it must be a regular file.
+func openSettings(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("gemini: %s is not a regular file", path)
+	}
+	return f, nil
+}
+
 // lineCommentRE strips the // comments the CLI allows in settings.json
 // (only those that start a line: a URL's // stays).
 var lineCommentRE = regexp.MustCompile(`(?m)^\s*//.*$`)
 
-func settingsFileName(path string) string {
-	b, err := os.ReadFile(path)
+// settingsFileName returns the first context.fileName of the settings
+// file open opens, or "" (none, or a file that cannot be read, or is
+// larger than settingsMax).
+func settingsFileName(open func() (*os.File, error)) string {
+	f, err := open()
 	if err != nil {
+		return ""
+	}
+	b, err := io.ReadAll(io.LimitReader(f, settingsMax+1))
+	f.Close()
+	if err != nil || len(b) > settingsMax {
 		return ""
 	}
 	var s struct {

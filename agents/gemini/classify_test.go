@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -225,5 +227,98 @@ func TestStateDirsAndContextFileName(t *testing.T) {
 	write(filepath.Join(dir, ".gemini", "settings.json"), `{"context":{"fileName":"CONTEXT.md"}}`)
 	if got := ContextFileName(env, dir); got != "CONTEXT.md" {
 		t.Errorf("project settings: %q", got)
+	}
+}
+
+// TestContextFileNameHostile: the project's .gemini/settings.json is the
+// agent's to write. A FIFO there (or in the user's settings, which an
+// unsandboxed agent writes too) must not hang ralph, a link there must
+// not be followed to a file elsewhere, and a huge file is not read.
+func TestContextFileNameHostile(t *testing.T) {
+	home, dir, elsewhere := t.TempDir(), t.TempDir(), t.TempDir()
+	env := []string{"HOME=" + home, "GEMINI_CLI_SYSTEM_SETTINGS_PATH=" + filepath.Join(home, "none.json")}
+	project := filepath.Join(dir, ".gemini", "settings.json")
+	user := filepath.Join(home, ".gemini", "settings.json")
+	for _, d := range []string{filepath.Dir(project), filepath.Dir(user)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := filepath.Join(elsewhere, "settings.json")
+	if err := os.WriteFile(outside, []byte(`{"context":{"fileName":"FOLLOWED.md"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// ContextFileName in a goroutine: a FIFO opened for reading blocks
+	// until a writer comes, which none does.
+	name := func() string {
+		t.Helper()
+		got := make(chan string, 1)
+		go func() { got <- ContextFileName(env, dir) }()
+		select {
+		case s := <-got:
+			return s
+		case <-time.After(5 * time.Second):
+			// Unblock the reader so the test can end.
+			for _, f := range []string{project, user} {
+				if w, err := os.OpenFile(f, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+			}
+			t.Fatal("ContextFileName blocked")
+			return ""
+		}
+	}
+
+	if err := syscall.Mkfifo(project, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != DefaultContextFileName {
+		t.Errorf("a FIFO as the project's settings: %q", got)
+	}
+	if err := os.Remove(project); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(user, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != DefaultContextFileName {
+		t.Errorf("a FIFO as the user's settings: %q", got)
+	}
+	if err := os.Remove(user); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.Symlink(outside, project); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != DefaultContextFileName {
+		t.Errorf("a link as the project's settings: %q, want it not followed", got)
+	}
+	os.Remove(project)
+	os.Remove(filepath.Dir(project))
+	if err := os.Symlink(elsewhere, filepath.Dir(project)); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != DefaultContextFileName {
+		t.Errorf("a link as the project's .gemini: %q, want it not followed", got)
+	}
+	os.Remove(filepath.Dir(project))
+
+	if err := os.MkdirAll(filepath.Dir(project), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"context":{"fileName":"BIG.md"}}` + strings.Repeat(" ", 1<<20)
+	if err := os.WriteFile(project, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != DefaultContextFileName {
+		t.Errorf("settings over 1 MiB: %q, want them not read", got)
+	}
+	// The user's own settings may be a link (dotfiles): followed.
+	if err := os.Symlink(outside, user); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != "FOLLOWED.md" {
+		t.Errorf("the user's settings as a link: %q, want FOLLOWED.md", got)
 	}
 }
