@@ -111,6 +111,17 @@
 //     whole index, so what a person staged beforehand goes with it.
 //     "Changed nothing" is an index equal to HEAD after staging. Any git
 //     command that fails is gate trouble quoting git's output.
+//   - The commit gate commits only work on top of where the agent's
+//     session began: HEAD is recorded before each session, and a HEAD
+//     that no longer descends from it after the session (an agent's `git
+//     reset --hard HEAD~1`, which drops a commit from the user's branch)
+//     — or, with --sandbox, an agent's private checkout whose HEAD does
+//     not (RunResult.Checkout: its reset rewrote the tree's files, and
+//     the commit would land as a revert of earlier work) — is task
+//     trouble with status head_moved, before the verifier; nothing is
+//     committed (ErrHeadMoved). It is checked again after the test
+//     command, as gate trouble. Plan and prompt mode's commits are
+//     refused the same way.
 //   - <promise>FAILURE</promise> ends the run (exit 7). The claimed task is
 //     released, unless the same text also says <task-failed> or
 //     <task-done> for it, which are applied first.

@@ -20,6 +20,10 @@ var (
 	ErrGit            = errors.New("loop: git gate failed")
 	ErrNothingChanged = errors.New("loop: git gate: the iteration changed nothing")
 	ErrNotGitRepo     = errors.New("loop: --commit needs a git repository")
+	// ErrHeadMoved: the agent moved HEAD (or its private checkout's)
+	// off the commit its session began on, so that the commit gate would
+	// commit over a dropped commit or land a revert; nothing is committed.
+	ErrHeadMoved = fmt.Errorf("%w: the agent moved HEAD", ErrGit)
 )
 
 // gateWaitDelay bounds how long a gate command's leftover children may hold
