@@ -989,6 +989,14 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 		end := r.note.phase(n, PhaseVerify, task)
 		v, why, s := r.verify(ctx, n, model, task, res.Text)
 		end(verdictStatus(ctx, v, s), why)
+		// The verifier may have replaced the tree (the guard restores
+		// nothing through a replaced one): asked again while the claim
+		// is still held, before the gates run there.
+		if tc, ok := r.cfg.Workspace.(TreeChecker); ok && s == nil && (v == verdictPass || v == verdictFail) {
+			if status, why, s := r.checkTree(ctx, n, task, tc); status != "" {
+				return status, why, s
+			}
+		}
 		switch {
 		case s != nil:
 			return IterAgentTrouble, why, s
