@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,18 +32,51 @@ var dropped = []string{
 	"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "LC_ALL",
 }
 
-// cleanEnv is env without the dropped variables, and with those that
-// keep git from asking anything of a person (no terminal prompt, an
-// editor that accepts what it is given) and its messages in English.
+// cleanEnv is env without the dropped variables and with PATH's
+// relative entries left out, and with those that keep git from asking
+// anything of a person (no terminal prompt, an editor that accepts what
+// it is given) and its messages in English.
 func cleanEnv(env []string) []string {
 	out := make([]string, 0, len(env)+8)
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(dropped, k) {
+		switch {
+		case k == "PATH":
+			out = append(out, "PATH="+absolutePath(kv[len("PATH="):]))
+		case !slices.Contains(dropped, k):
 			out = append(out, kv)
 		}
 	}
 	return append(out, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_EDITOR=true", "GIT_SEQUENCE_EDITOR=true")
+}
+
+// absolutePath is a PATH value without its relative entries (and empty
+// ones, which mean the current directory): git runs in a directory of
+// the agent's tree, so a relative entry would find the programs git runs
+// by name (ssh, gpg, a global filter's command, git-remote-<helper>) in
+// files the agent wrote.
+func absolutePath(path string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(path) {
+		if filepath.IsAbs(d) {
+			keep = append(keep, d)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// lookPath finds the executable name as exec.LookPath does, but only in
+// the absolute entries of PATH; a name with a slash is taken as it is.
+func lookPath(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	for _, d := range filepath.SplitList(absolutePath(os.Getenv("PATH"))) {
+		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
 // Env is the environment Command gives git: ralph's own, cleaned; the
@@ -276,7 +310,14 @@ func computeOverrides(es []entry, env []string) overrides {
 	// Always: hooks from the user's hooksPath or none; no fsmonitor, no
 	// recursion into submodules (whose own configuration this never
 	// read), no ext:: transport; the signing programs the user's or git's.
-	add("core.hooksPath", or("/dev/null", "core.hookspath"))
+	hooks, relativeHooks := or("/dev/null", "core.hookspath"), false
+	if !absoluteHooks(hooks, env) {
+		// A relative hooksPath (the user's ~/.gitconfig saying
+		// ".githooks") is found in the tree git runs in: the agent's.
+		hooks = "/dev/null"
+		relativeHooks = true
+	}
+	add("core.hooksPath", hooks)
 	add("core.fsmonitor", "false")
 	add("submodule.recurse", "false")
 	add("protocol.ext.allow", "never")
@@ -352,6 +393,10 @@ func computeOverrides(es []entry, env []string) overrides {
 		}
 	}
 
+	if relativeHooks && !slices.Contains(ov.blanked, "core.hookspath") {
+		ov.blanked = append(ov.blanked, "core.hookspath")
+	}
+
 	// Credential helpers add up across scopes; an empty value empties
 	// the list. The user's are put back in their order.
 	add("credential.helper", "")
@@ -361,6 +406,31 @@ func computeOverrides(es []entry, env []string) overrides {
 		}
 	}
 	return ov
+}
+
+// absoluteHooks reports whether a core.hooksPath value of the user's
+// names a directory whatever the directory git runs in: an absolute path,
+// or one git makes absolute ("~/", "~user/" with an absolute home, or
+// "%(prefix)/", git's own installation).
+func absoluteHooks(v string, env []string) bool {
+	switch {
+	case filepath.IsAbs(v), strings.HasPrefix(v, "%(prefix)/"):
+		return true
+	case v == "~" || strings.HasPrefix(v, "~/"):
+		home := ""
+		for i := len(env) - 1; i >= 0; i-- {
+			if h, ok := strings.CutPrefix(env[i], "HOME="); ok {
+				home = h
+				break
+			}
+		}
+		return filepath.IsAbs(home)
+	case strings.HasPrefix(v, "~"):
+		name, _, _ := strings.Cut(v[1:], "/")
+		u, err := user.Lookup(name)
+		return err == nil && filepath.IsAbs(u.HomeDir)
+	}
+	return false
 }
 
 // programKey reports whether key names a program (or where hooks are).
@@ -387,11 +457,12 @@ func programKey(key string) bool {
 
 // Blanked lists the keys of the repository's own configuration (its
 // config files and what they include) that name a program ralph's git
-// does not run, as git lists them: a run can say that the repository's
-// git-lfs filter, say, is off for it.
+// does not run, as git lists them, and core.hookspath when the user's own
+// is a relative path (which would name a directory of the agent's tree):
+// a run can say that the repository's git-lfs filter, say, is off for
+// it.
 func (r *Repo) Blanked(ctx context.Context) ([]string, error) {
-	env := append(cleanEnv(os.Environ()), "GIT_DIR="+r.GitDir, "GIT_COMMON_DIR="+r.CommonDir, "GIT_WORK_TREE="+r.WorkTree)
-	ov, err := r.overrides(ctx, env)
+	_, ov, err := r.env(ctx)
 	return slices.Clone(ov.blanked), err
 }
 

@@ -1,6 +1,8 @@
 package hostgit
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -56,5 +58,28 @@ func TestOverridesWithoutARepository(t *testing.T) {
 	args := packPrograms([]string{"-c", "a=b", "fetch", "--quiet", "--", "o=x", "refs/heads/main"}, ov)
 	if want := []string{"-c", "a=b", "fetch", "--upload-pack=/opt/git/upload-pack", "--quiet", "--", "o=x", "refs/heads/main"}; !slices.Equal(args, want) {
 		t.Errorf("fetch args = %q, want %q", args, want)
+	}
+}
+
+// TestLookPathSkipsRelativeEntries: the git ralph runs is never one a
+// relative PATH entry finds in the directory ralph was started in (an
+// agent's tree).
+func TestLookPathSkipsRelativeEntries(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(dir, "bin", "git"), filepath.Join(dir, "git")} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", "bin::.")
+	if p, err := lookPath("git"); err == nil {
+		t.Errorf("lookPath = %s; want not found", p)
+	}
+	if got := absolutePath("bin:/usr/bin::.:/bin"); got != "/usr/bin:/bin" {
+		t.Errorf("absolutePath = %q", got)
 	}
 }

@@ -25,7 +25,9 @@
 // GIT_OBJECT_DIRECTORY, GIT_NAMESPACE, GIT_*_PATHSPECS, … — the list is
 // dropped in config.go) are not passed on; GIT_TERMINAL_PROMPT=0,
 // LC_ALL=C and an editor that accepts what it is given (true) are set;
-// and every command runs with --no-pager.
+// PATH loses its relative (and empty) entries, which would find programs
+// in the agent's tree — git itself is looked up in the absolute entries
+// only; and every command runs with --no-pager.
 //
 // # Which configuration counts
 //
@@ -39,7 +41,11 @@
 //
 //   - core.hooksPath: the user's, else /dev/null — no hook in .git/hooks
 //     or a directory the repository names ever runs (pre-commit,
-//     post-commit, reference-transaction, post-checkout, pre-auto-gc, …);
+//     post-commit, reference-transaction, post-checkout, pre-auto-gc, …).
+//     A user's hooksPath that is relative (`hooksPath = .githooks` in
+//     ~/.gitconfig) would name a directory of the tree git runs in — the
+//     agent's — so it is /dev/null too, and Blanked lists it; absolute,
+//     "~/" and "%(prefix)/" paths are kept;
 //   - core.fsmonitor=false, submodule.recurse=false (git never goes into a
 //     nested repository, whose configuration was not read),
 //     protocol.ext.allow=never (ext:: URLs run commands),
@@ -75,7 +81,8 @@
 // `git lfs install --local` only has it off for ralph (`git lfs install`
 // installs it globally).
 //
-// Repo.Blanked lists the program-naming keys the repository defines, for
+// Repo.Blanked lists the program-naming keys the repository defines (and
+// core.hookspath when the user's own is relative), for
 // a caller to say what is off (ralph names the repository's filters when
 // a run that commits begins).
 //

@@ -633,3 +633,114 @@ func TestStageAll(t *testing.T) {
 		t.Errorf("staged:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestRelativeGlobalHooksPath: a user whose ~/.gitconfig says
+// `hooksPath = .githooks` has git look for hooks in the tree it runs in —
+// the agent's, which planted .githooks/pre-commit there. hostgit's git
+// runs no hook then, and Blanked names core.hookspath; the user's
+// absolute and ~/ hook directories still run.
+func TestRelativeGlobalHooksPath(t *testing.T) {
+	needGit(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	os.Unsetenv("GIT_CONFIG_GLOBAL")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	marks := t.TempDir()
+	for _, c := range []struct {
+		name, hooksPath, dir string
+		runs                 bool
+	}{
+		{name: "relative", hooksPath: ".githooks", dir: ".githooks"},
+		{name: "dot-relative", hooksPath: "./.githooks", dir: ".githooks"},
+		{name: "absolute", hooksPath: filepath.Join(home, "hooks"), dir: filepath.Join(home, "hooks"), runs: true},
+		{name: "home", hooksPath: "~/myhooks", dir: filepath.Join(home, "myhooks"), runs: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			write(t, filepath.Join(home, ".gitconfig"), "[user]\n\tname = Dev\n\temail = dev@example.com\n[init]\n\tdefaultBranch = main\n[core]\n\thooksPath = "+c.hooksPath+"\n")
+			repo := newRepo(t)
+			mark := filepath.Join(marks, c.name)
+			dir := c.dir
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(repo, dir) // the agent's plant
+			}
+			script(t, filepath.Join(dir, "pre-commit"), "touch '"+mark+"'")
+			if !c.runs {
+				// git as a person runs it does run the planted hook.
+				write(t, filepath.Join(repo, "p.txt"), "p\n")
+				must(t, repo, "add", "p.txt")
+				must(t, repo, "commit", "-q", "-m", "plain")
+				if !exists(mark) {
+					t.Fatal("the planted hook did not run under plain git: the test shows nothing")
+				}
+				os.Remove(mark)
+			}
+			r, err := hostgit.Find(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(repo, "b.txt"), "b\n")
+			if _, err := r.Run(t.Context(), "", "add", "b.txt"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Run(t.Context(), "", "commit", "-q", "-m", "b"); err != nil {
+				t.Fatal(err)
+			}
+			if exists(mark) != c.runs {
+				t.Errorf("hook ran = %v, want %v", exists(mark), c.runs)
+			}
+			keys, err := r.Blanked(t.Context())
+			if err != nil || slices.Contains(keys, "core.hookspath") == c.runs {
+				t.Errorf("Blanked = %q, %v; core.hookspath wanted: %v", keys, err, !c.runs)
+			}
+		})
+	}
+}
+
+// TestRelativePathEntriesDropped: a relative PATH entry (here "bin",
+// and an empty one) would have git's shell find the program the user's
+// global filter names in the tree git runs in, where the agent put its
+// own. hostgit's git gets PATH without them.
+func TestRelativePathEntriesDropped(t *testing.T) {
+	global := isolate(t)
+	mark := filepath.Join(t.TempDir(), "planted")
+	f, err := os.OpenFile(global, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "[filter \"up\"]\n\tclean = upfilter\n\tsmudge = cat\n")
+	f.Close()
+	repo := newRepo(t)
+	write(t, filepath.Join(repo, ".gitattributes"), "*.bin filter=up\n")
+	script(t, filepath.Join(repo, "bin", "upfilter"), "touch '"+mark+"'; cat")
+	script(t, filepath.Join(repo, "upfilter"), "touch '"+mark+"'; cat")
+	t.Setenv("PATH", "bin"+string(os.PathListSeparator)+os.Getenv("PATH")+string(os.PathListSeparator))
+	write(t, filepath.Join(repo, "x.bin"), "x\n")
+	if _, err := plain(t, repo, "add", "x.bin"); err != nil || !exists(mark) {
+		t.Fatalf("plain git did not run the planted program (%v): the test shows nothing", err)
+	}
+	must(t, repo, "rm", "-q", "--cached", "x.bin")
+	os.Remove(mark)
+	r, err := hostgit.Find(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Run(t.Context(), "", "add", "x.bin") // the filter is not found: git says so
+	if exists(mark) {
+		t.Error("hostgit's git ran a program found through a relative PATH entry")
+	}
+	env, err := r.Env(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(p) {
+				if !filepath.IsAbs(d) {
+					t.Errorf("PATH entry %q is relative", d)
+				}
+			}
+		}
+	}
+}

@@ -425,7 +425,7 @@ type versionCheck struct {
 var versions sync.Map // name → *versionCheck
 
 func checkVersion(name string) (string, error) {
-	path, err := exec.LookPath(name)
+	path, err := lookPath(name)
 	if err != nil {
 		return "", err
 	}

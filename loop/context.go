@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/ralph-dev/ralph/hostgit"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // Skill is a skill found in <root>/.ralph/skills/<name>/SKILL.md.
@@ -80,16 +82,32 @@ func frontmatter(text string) map[string]string {
 //   - the first fenced code block under a heading whose text starts with
 //     "Test" (e.g. "## Tests", "### Testing"); its lines are joined with
 //     " && ".
+//
+// The file lies where an agent can write: it is read through package
+// safefile (a symbolic link, a FIFO or another file that is no regular
+// file is an error, never followed or waited on) and at most
+// maxAgentsFile bytes of it (a larger one is an error).
 func TestCommandFromAgents(root string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(root, "AGENTS.md"))
+	f, err := safefile.Open(root, filepath.Join(root, "AGENTS.md"))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("loop: AGENTS.md: %w", err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxAgentsFile+1))
+	if err != nil {
+		return "", fmt.Errorf("loop: AGENTS.md: %w", err)
+	}
+	if len(data) > maxAgentsFile {
+		return "", fmt.Errorf("loop: AGENTS.md: %s is larger than %d bytes", filepath.Join(root, "AGENTS.md"), maxAgentsFile)
+	}
 	return parseTestCommand(string(data)), nil
 }
+
+// maxAgentsFile caps the AGENTS.md ralph reads (1 MiB).
+const maxAgentsFile = 1 << 20
 
 // AgentsTest is the test command AGENTS.md names, as a run read it when it
 // began (DESIGN §13: a test command an agent wrote into AGENTS.md must not

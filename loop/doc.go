@@ -110,7 +110,22 @@
 //     stages its own part only; the commit, like `git commit`, takes the
 //     whole index, so what a person staged beforehand goes with it.
 //     "Changed nothing" is an index equal to HEAD after staging. Any git
-//     command that fails is gate trouble quoting git's output.
+//     command that fails is gate trouble quoting git's output. A git
+//     directory holding MERGE_HEAD, CHERRY_PICK_HEAD, REVERT_HEAD,
+//     sequencer/, rebase-merge/ or rebase-apply/ is refused as gate
+//     trouble: git commit would make a merge with the parent MERGE_HEAD
+//     names (an agent's forgery), or take another commit's message.
+//   - The commit gate commits only work on top of where the agent's
+//     session began: HEAD is recorded before each session, and a HEAD
+//     that no longer descends from it after the session (an agent's `git
+//     reset --hard HEAD~1`, which drops a commit from the user's branch)
+//     — or, with --sandbox, an agent's private checkout whose HEAD does
+//     not (RunResult.Checkout: its reset rewrote the tree's files, and
+//     the commit would land as a revert of earlier work) — is task
+//     trouble with status head_moved, before the verifier; nothing is
+//     committed (ErrHeadMoved). It is checked again after the test
+//     command, as gate trouble. Plan and prompt mode's commits are
+//     refused the same way.
 //   - <promise>FAILURE</promise> ends the run (exit 7). The claimed task is
 //     released, unless the same text also says <task-failed> or
 //     <task-done> for it, which are applied first.
@@ -413,9 +428,18 @@
 //     change), the hooks directory, config and config.worktree, info/
 //     (exclude, attributes, sparse-checkout, grafts),
 //     objects/info/alternates, shallow, a lock file the session leaves
-//     (index.lock, HEAD.lock), a linked tree's commondir and gitdir, and
-//     ralph's prompt overrides and skills (<Root>/.ralph/prompts,
-//     .ralph/skills), with the directories opened before the session. After
+//     (index.lock, HEAD.lock), the state of an operation in progress
+//     (MERGE_HEAD, MERGE_MSG, CHERRY_PICK_HEAD, REVERT_HEAD, ORIG_HEAD,
+//     AUTO_MERGE, SQUASH_MSG, sequencer/, rebase-merge/, rebase-apply/,
+//     BISECT_*: a forged MERGE_HEAD would make the next commit a merge
+//     with a parent of the verifier's choosing), a linked tree's
+//     commondir and gitdir, and ralph's own files under <Root>/.ralph —
+//     prompt overrides, skills, features' spec.md and plan.md (which go
+//     into the next prompt), worktree-include, and anything else there but
+//     what ralph writes itself while the verifier runs or guards on its
+//     own: logs/, the store's files (progress.db*, db.json*), worktrees/
+//     and verify-snapshot.git — with the directories opened before the
+//     session. After
 //     it, what differs is put back before the tree is compared (the
 //     config and info/exclude decide what the tree listing sees): refs
 //     with one `git update-ref --stdin` transaction (and `git

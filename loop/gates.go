@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +22,10 @@ var (
 	ErrGit            = errors.New("loop: git gate failed")
 	ErrNothingChanged = errors.New("loop: git gate: the iteration changed nothing")
 	ErrNotGitRepo     = errors.New("loop: --commit needs a git repository")
+	// ErrHeadMoved: the agent moved HEAD (or its private checkout's)
+	// off the commit its session began on, so that the commit gate would
+	// commit over a dropped commit or land a revert; nothing is committed.
+	ErrHeadMoved = fmt.Errorf("%w: the agent moved HEAD", ErrGit)
 )
 
 // gateWaitDelay bounds how long a gate command's leftover children may hold
@@ -114,6 +120,9 @@ func runGit(ctx context.Context, repo *hostgit.Repo, dir string, args ...string)
 // own hooks (a global core.hooksPath) and signing settings hold; the
 // repository's hooks do not run (see hostgit).
 func commitAll(ctx context.Context, repo *hostgit.Repo, root, msg string) error {
+	if op := inProgress(repo); op != "" {
+		return fmt.Errorf("%w: %s is in the git directory (an operation in progress, or left by an agent): ralph does not commit on top of it", ErrGit, op)
+	}
 	nested, err := repo.StageAll(ctx, root, ralphExclude)
 	if err != nil {
 		return fmt.Errorf("%w: staging: %w", ErrGit, err)
@@ -133,6 +142,19 @@ func commitAll(ctx context.Context, repo *hostgit.Repo, root, msg string) error 
 	}
 	_, err = runGit(ctx, repo, root, "commit", "--quiet", "-m", msg)
 	return err
+}
+
+// inProgress names the first file of repo's git directory that says a
+// merge, cherry-pick, revert, rebase or sequence is in progress: git
+// commit would record a merge with MERGE_HEAD's commit as a parent, or
+// take another commit's message and author. "" when there is none.
+func inProgress(repo *hostgit.Repo) string {
+	for _, n := range []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "sequencer", "rebase-merge", "rebase-apply"} {
+		if _, err := os.Lstat(filepath.Join(repo.GitDir, n)); err == nil {
+			return n
+		}
+	}
+	return ""
 }
 
 // CommitMessage is the commit gate's message: "<mode>: iteration <n> -

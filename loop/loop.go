@@ -43,6 +43,7 @@ const (
 	IterClaimLost         IterationStatus = "claim_lost"         // the loop's claim ended behind its back: released (task trouble), taken over, or failed by someone else
 	IterNotRecorded       IterationStatus = "not_recorded"       // the store stayed unwritable: the outcome could not be recorded; the run stops
 	IterIntegrationFailed IterationStatus = "integration_failed" // task trouble, with workers: a conflict, or a test gate failing after the replay onto the moved tip
+	IterHeadMoved         IterationStatus = "head_moved"         // task trouble, with --commit: the agent moved HEAD (or its checkout's) off the commit the session began on
 )
 
 // Success reports whether the status counts as a successful iteration in
@@ -139,6 +140,9 @@ type run struct {
 	// run is built from it (package hostgit).
 	repo    *hostgit.Repo
 	repoErr error
+	// head is where HEAD was when the last agent session began (the
+	// commit gate's check, headguard.go).
+	head headState
 	// agents is the AGENTS.md test command the run took (nil with
 	// Config.TestCmd, or no test gate), for its announcement.
 	agents *AgentsTest
@@ -766,7 +770,7 @@ func attemptResult(s IterationStatus) AttemptResult {
 		return AttemptDone
 	case IterTaskFailed, IterFailure, IterSessionLeft:
 		return AttemptTaskFailed
-	case IterNoSigil, IterWrongID, IterVerifyFailed, IterClaimLost, IterIntegrationFailed:
+	case IterNoSigil, IterWrongID, IterVerifyFailed, IterClaimLost, IterIntegrationFailed, IterHeadMoved:
 		return AttemptTaskTrouble
 	case IterTestsFailed, IterGitFailed, IterNoChange:
 		return AttemptGateTrouble
@@ -966,10 +970,33 @@ func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res 
 			return status, why, s
 		}
 	}
+	// Nothing is committed over a HEAD the agent moved away from where
+	// the session began.
+	if why, err := r.headMoved(ctx); err != nil || why != "" {
+		if err != nil {
+			if ctx.Err() != nil {
+				r.releaseHeld(ctx, ReasonLoopStopped)
+				return IterCancelled, "", r.checkCancel(ctx)
+			}
+			why = fmt.Sprintf("git: task %s: %v", task.ID, err)
+			r.releaseHeld(ctx, "HEAD could not be checked: "+firstLine(err.Error()))
+			return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
+		}
+		r.note.notice(n, "task %s: %s", task.ID, why)
+		return r.taskTrouble(ctx, task, IterHeadMoved, why)
+	}
 	if r.cfg.Verify {
 		end := r.note.phase(n, PhaseVerify, task)
 		v, why, s := r.verify(ctx, n, model, task, res.Text)
 		end(verdictStatus(ctx, v, s), why)
+		// The verifier may have replaced the tree (the guard restores
+		// nothing through a replaced one): asked again while the claim
+		// is still held, before the gates run there.
+		if tc, ok := r.cfg.Workspace.(TreeChecker); ok && s == nil && (v == verdictPass || v == verdictFail) {
+			if status, why, s := r.checkTree(ctx, n, task, tc); status != "" {
+				return status, why, s
+			}
+		}
 		switch {
 		case s != nil:
 			return IterAgentTrouble, why, s
@@ -1037,6 +1064,14 @@ func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, 
 		}
 	}
 	if r.cfg.Commit {
+		// Again after the test command, which runs the tree's code.
+		if why, err := r.headMoved(ctx); err != nil || why != "" {
+			if err == nil {
+				err = fmt.Errorf("%w: %s", ErrHeadMoved, why)
+			}
+			r.note.notice(n, "%v", err)
+			return trouble(IterGitFailed, OutcomeGitFailed, err)
+		}
 		if err := commitAll(ctx, r.repo, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title)); err != nil {
 			st := IterGitFailed
 			if errors.Is(err, ErrNothingChanged) {
@@ -1146,11 +1181,13 @@ func (r *run) agentTrouble(res RunResult, why string) *stop {
 // runAgent runs one working session with lease renewal and records its
 // receipt.
 func (r *run) runAgent(ctx context.Context, n int, model string, sess session, task Task) (RunResult, *stop) {
+	r.recordHead(ctx)
 	started := r.cfg.Now()
 	res, err := r.session(ctx, n, model, sess, task, false)
 	if err != nil {
 		return res, r.runnerErr(ctx, err)
 	}
+	r.head.checkout = res.Checkout
 	r.record(ctx, r.receipt(n, model, task, false, res, started))
 	return res, nil
 }

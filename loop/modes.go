@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -86,7 +87,14 @@ func commitTitle(text, fallback string) string {
 // .ralph/, which is never committed). It returns false, nil when there was
 // nothing to commit.
 func (r *run) commitChanges(ctx context.Context, n int, title string) (bool, error) {
-	err := commitAll(ctx, r.repo, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title))
+	why, err := r.headMoved(ctx)
+	if err != nil {
+		return false, err
+	}
+	if why != "" {
+		return false, fmt.Errorf("%w: %s", ErrHeadMoved, why)
+	}
+	err = commitAll(ctx, r.repo, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title))
 	switch {
 	case err == nil:
 		return true, nil

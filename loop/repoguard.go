@@ -29,8 +29,14 @@ type RefOwner interface {
 // tags, moved or deleted branches, stashes, notes), HEAD, the index, the
 // hooks, the config and config.worktree files, info/ (exclude,
 // attributes, sparse-checkout, grafts), objects/info/alternates, shallow,
-// a stale index.lock — and ralph's own prompt overrides and skills under
-// <Root>/.ralph/prompts and .ralph/skills. It records them before the
+// a stale index.lock, the state of an operation in progress (MERGE_HEAD,
+// CHERRY_PICK_HEAD, REVERT_HEAD, ORIG_HEAD, AUTO_MERGE, the merge and
+// squash messages, sequencer/, rebase-merge/, rebase-apply/, BISECT_*:
+// a forged MERGE_HEAD would make ralph's next commit a merge with a
+// parent of the verifier's choosing) — and ralph's own files under
+// <Root>/.ralph (ralphGuarded: prompt overrides, skills, features' specs
+// and plans, worktree-include, anything else put there), but what ralph
+// itself writes while the verifier runs. It records them before the
 // session and puts back whatever differs after it; any difference voids
 // the verdict, as a changed file does.
 type repoGuard struct {
@@ -42,6 +48,36 @@ type repoGuard struct {
 // A guardArea is a file or directory the guard records: name under base.
 type guardArea struct {
 	base, name string
+	// ralph: the area is <Root>/.ralph, without what ralphGuarded leaves
+	// out.
+	ralph bool
+}
+
+// gitState are the files and directories of a git directory that say an
+// operation is in progress, and what the next commit is made of.
+var gitState = []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "MERGE_AUTOSTASH", "AUTO_MERGE",
+	"CHERRY_PICK_HEAD", "REVERT_HEAD", "ORIG_HEAD", "SQUASH_MSG", "REBASE_HEAD", "sequencer", "rebase-merge",
+	"rebase-apply", "BISECT_LOG", "BISECT_START", "BISECT_EXPECTED_REV", "BISECT_NAMES", "BISECT_TERMS",
+	"BISECT_ANCESTORS_OK", "BISECT_FIRST_PARENT", "BISECT_HEAD", "BISECT_RUN"}
+
+// ralphGuarded reports whether the guard covers the entry name directly
+// under <Root>/.ralph. It leaves out what ralph writes while a verifier
+// runs, and what has a guard of its own: logs/ (session logs), the task
+// store's files (progress.db and its -wal, -shm, -journal and -lock
+// files; db.json, a JSON store), worktrees/ (the workers' trees, each
+// with its own guard, and their snapshot stores), verify-snapshot.git
+// (the tree guard's store, inspected on its own) and ralph's own
+// temporary files. Everything else is read by ralph to make a prompt or
+// set up a tree — prompts/, skills/, features/<name>/spec.md and plan.md,
+// worktree-include — or unknown, and guarded.
+func ralphGuarded(name string) bool {
+	switch {
+	case name == "logs", name == "worktrees", name == snapshotDir,
+		strings.HasPrefix(name, "progress.db"), strings.HasPrefix(name, "db.json"),
+		strings.HasPrefix(name, ".ralph-tmp-"), strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") && strings.Contains(name, ".ralph-"):
+		return false
+	}
+	return true
 }
 
 // areas are the places the guard records.
@@ -51,19 +87,18 @@ func (g *repoGuard) areas() []guardArea {
 		c, d := g.repo.CommonDir, g.repo.GitDir
 		for _, n := range []string{"config", "config.worktree", "hooks", "info", "objects/info/alternates",
 			"objects/info/http-alternates", "shallow"} {
-			as = append(as, guardArea{c, n})
+			as = append(as, guardArea{base: c, name: n})
 		}
-		for _, n := range []string{"HEAD", "index.lock", "HEAD.lock"} {
-			as = append(as, guardArea{d, n})
+		for _, n := range append([]string{"HEAD", "index.lock", "HEAD.lock"}, gitState...) {
+			as = append(as, guardArea{base: d, name: n})
 		}
 		if d != c {
 			for _, n := range []string{"config.worktree", "info", "commondir", "gitdir"} {
-				as = append(as, guardArea{d, n})
+				as = append(as, guardArea{base: d, name: n})
 			}
 		}
 	}
-	ralph := filepath.Join(g.root, ".ralph")
-	return append(as, guardArea{ralph, "prompts"}, guardArea{ralph, "skills"})
+	return append(as, guardArea{base: filepath.Join(g.root, ".ralph"), name: ".", ralph: true})
 }
 
 // A fileRec is one recorded file, directory or symlink.
@@ -114,7 +149,7 @@ func (g *repoGuard) record(ctx context.Context) (*repoState, error) {
 		if st == nil {
 			continue
 		}
-		recs, err := walkArea(st, a.name)
+		recs, err := walkArea(st, a)
 		if err != nil {
 			s.close()
 			return nil, err
@@ -138,9 +173,9 @@ func (g *repoGuard) record(ctx context.Context) (*repoState, error) {
 	return s, nil
 }
 
-// walkArea records name under st and, for a directory, everything in it,
-// without following links.
-func walkArea(st *os.Root, name string) (map[string]fileRec, error) {
+// walkArea records a's name under st and, for a directory, everything in
+// it, without following links (for .ralph, what ralphGuarded covers).
+func walkArea(st *os.Root, a guardArea) (map[string]fileRec, error) {
 	recs := map[string]fileRec{}
 	var walk func(p string) error
 	walk = func(p string) error {
@@ -174,6 +209,9 @@ func walkArea(st *os.Root, name string) (map[string]fileRec, error) {
 			}
 			recs[p] = rec
 			for _, n := range names {
+				if a.ralph && p == "." && !ralphGuarded(n) {
+					continue
+				}
 				if err := walk(path.Join(p, n)); err != nil {
 					return err
 				}
@@ -183,7 +221,7 @@ func walkArea(st *os.Root, name string) (map[string]fileRec, error) {
 		recs[p] = rec
 		return nil
 	}
-	err := walk(name)
+	err := walk(a.name)
 	return recs, err
 }
 
@@ -226,7 +264,7 @@ func (g *repoGuard) check(ctx context.Context, before *repoState) ([]string, err
 		if st == nil {
 			continue
 		}
-		now, err := walkArea(st, a.name)
+		now, err := walkArea(st, a)
 		if err != nil {
 			errs = append(errs, err)
 			continue

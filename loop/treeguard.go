@@ -828,12 +828,31 @@ func (r *run) newGuard(ctx context.Context, store string) (*treeGuard, error) {
 type guardState struct {
 	tree string
 	repo *repoState
+	// root is the tree's top as it was (a real directory): the tree is
+	// compared and restored only while its path still names it.
+	root os.FileInfo
+}
+
+// treeReplaced is the change that names a tree whose top the session
+// replaced (by a link to another checkout, say): nothing is listed or
+// restored through its path then.
+const treeReplaced = "(the tree itself: replaced, left as it is)"
+
+// sameTree reports whether root still names the directory was.
+func sameTree(root string, was os.FileInfo) bool {
+	fi, err := os.Lstat(root)
+	return err == nil && was != nil && fi.IsDir() && os.SameFile(fi, was)
 }
 
 // record records the repository's state and snapshots the tree, before a
 // verifier session.
 func (g *treeGuard) record(ctx context.Context) (guardState, error) {
 	var s guardState
+	fi, err := os.Lstat(g.root)
+	if err != nil || !fi.IsDir() {
+		return s, fmt.Errorf("the tree %s is no real directory", g.root)
+	}
+	s.root = fi
 	if g.locate != nil {
 		repo, err := g.locate()
 		if err != nil {
@@ -851,6 +870,9 @@ func (g *treeGuard) record(ctx context.Context) (guardState, error) {
 		}
 	}
 	tree, err := g.snapshot(ctx)
+	if err == nil && !sameTree(g.root, s.root) {
+		err = fmt.Errorf("the tree %s was replaced while it was snapshotted", g.root)
+	}
 	if err != nil {
 		if s.repo != nil {
 			s.repo.close()
@@ -866,9 +888,18 @@ func (g *treeGuard) record(ctx context.Context) (guardState, error) {
 // listing sees), then anything in the snapshot store that should not be
 // there, then the tree — and returns it all: tree paths, then the rest by
 // name. An error wraps ErrVerifyRestore.
+//
+// A tree whose top the session replaced (a link, another directory) is
+// not listed, compared or restored through its path — that would write
+// into wherever the link points, the user's checkout say — and neither is
+// the snapshot store when it lies inside it: the change is treeReplaced,
+// which voids the verdict; a Workspace's TreeChecker sets the tree aside.
+// The repository guard still puts back what it recorded, through the
+// directories it opened before the session.
 func (g *treeGuard) checkAll(ctx context.Context, before guardState) ([]treeChange, error) {
 	var other []treeChange
 	var errs []error
+	replaced := !sameTree(g.root, before.root)
 	if before.repo != nil {
 		names, err := g.meta.check(ctx, before.repo)
 		before.repo.close()
@@ -878,6 +909,14 @@ func (g *treeGuard) checkAll(ctx context.Context, before guardState) ([]treeChan
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if replaced {
+		changed := append([]treeChange{{Path: treeReplaced, Status: 'T'}}, other...)
+		var err error
+		if len(errs) > 0 {
+			err = fmt.Errorf("%w (%s): %v", ErrVerifyRestore, changeList(other), errors.Join(errs...))
+		}
+		return changed, err
 	}
 	if bad, err := g.inspect(); err == nil && len(bad) > 0 {
 		fixed, err := g.sanitize(bad)

@@ -189,7 +189,9 @@ func TestVerifierWritesDoNotSurvive(t *testing.T) {
 		setup func(t *testing.T, root string) // the project; seed files are there already
 		act   func(t *testing.T, root string) // what the verifier does
 		// kept are the paths (and everything under them) whose state the
-		// verifier left must survive: ignored paths, .ralph.
+		// verifier left must survive: ignored paths, ralph's logs (the
+		// rest of .ralph is the repository guard's, which restores and
+		// counts it: TestVerifierGitStateAndRalphFilesAreUndone).
 		kept []string
 		// changed are the paths the verify log entry names.
 		changed []string
@@ -225,42 +227,42 @@ func TestVerifierWritesDoNotSurvive(t *testing.T) {
 			name: "a project whose .gitignore lists .ralph/",
 			setup: func(t *testing.T, root string) {
 				writeFile(t, root, ".gitignore", ".ralph/\ncache/\n")
-				writeFile(t, root, ".ralph/notes", "mine\n")
+				writeFile(t, root, ".ralph/logs/notes", "mine\n")
 				commitAll(t, root)
 			},
 			act: func(t *testing.T, root string) {
-				writeFile(t, root, ".ralph/notes", "the verifier's\n")
-				writeFile(t, root, ".ralph/scratch/x", "x")
+				writeFile(t, root, ".ralph/logs/notes", "the verifier's\n")
+				writeFile(t, root, ".ralph/logs/scratch/x", "x")
 				writeFile(t, root, "b/c.go", "package c\n")
 			},
-			kept:    []string{".ralph"},
+			kept:    []string{".ralph/logs"},
 			changed: []string{"b/c.go"},
 		},
 		{
-			name: ".ralph/ is never restored or counted, even when git would see it",
+			name: ".ralph/logs is never restored or counted, even when git would see it",
 			setup: func(t *testing.T, root string) {
-				writeFile(t, root, ".ralph/notes", "mine\n")
+				writeFile(t, root, ".ralph/logs/notes", "mine\n")
 				commitAll(t, root)
 			},
 			act: func(t *testing.T, root string) {
-				writeFile(t, root, ".ralph/scratch/x", "x")
-				must(t, os.Remove(filepath.Join(root, ".ralph", "notes")))
+				writeFile(t, root, ".ralph/logs/scratch/x", "x")
+				must(t, os.Remove(filepath.Join(root, ".ralph", "logs", "notes")))
 				writeFile(t, root, "a.txt", "tampered\n")
 			},
-			kept:    []string{".ralph"},
+			kept:    []string{".ralph/logs"},
 			changed: []string{"a.txt"},
 		},
 		{
-			name: ".ralph/ in a project that is no git repository",
+			name: ".ralph/logs in a project that is no git repository",
 			setup: func(t *testing.T, root string) {
-				writeFile(t, root, ".ralph/notes", "mine\n")
+				writeFile(t, root, ".ralph/logs/notes", "mine\n")
 			},
 			act: func(t *testing.T, root string) {
-				writeFile(t, root, ".ralph/notes", "the verifier's\n")
-				writeFile(t, root, ".ralph/new", "x")
+				writeFile(t, root, ".ralph/logs/notes", "the verifier's\n")
+				writeFile(t, root, ".ralph/logs/new", "x")
 				writeFile(t, root, "a.txt", "tampered\n")
 			},
-			kept:    []string{".ralph"},
+			kept:    []string{".ralph/logs"},
 			changed: []string{"a.txt"},
 		},
 		{
