@@ -204,7 +204,7 @@ func TestAttackReapKillNine(t *testing.T) {
 }
 
 func TestAttackReapKillNineWorkers(t *testing.T) {
-	needGoAndGit(t)
+	needTools(t, "git", "go")
 	p := newReapProject(t, true)
 	p.ok("task", "add", "Start a dev server")
 	p.ok("task", "add", "Run the tests in watch mode")
