@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
-	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // The attack of issue 20: `kill -9` of ralph while its agent works. The
@@ -212,12 +211,7 @@ func TestAttackReapKillNineWorkers(t *testing.T) {
 }
 
 func TestAttackReapKillNineSandbox(t *testing.T) {
-	if _, err := sandbox.Find(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("bubblewrap: %v", err)
-		}
-		t.Skipf("bubblewrap is missing or cannot run here (apt-get install bubblewrap): %v", err)
-	}
+	needBwrap(t)
 	p := newReapProject(t, false)
 	p.ok("task", "add", "Start a dev server")
 	killBuild(t, p, 1, reapPayload, "--sandbox")

@@ -359,7 +359,7 @@ func TestAttackTextIsSandbox(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if len(tt.args) > 0 {
-				needTools(t, "bwrap")
+				needBwrap(t)
 			}
 			agent, _ := fakeAgentPath(t, agentEnvFile)
 			e := newProject(t, tt.userEnv)
@@ -414,7 +414,7 @@ func TestAttackTextRootRefusal(t *testing.T) {
 	}
 
 	t.Run("with --sandbox", func(t *testing.T) {
-		needTools(t, "bwrap")
+		needBwrap(t)
 		r := e.run("build", "--use-api-key", "--sandbox")
 		if r.code != 0 || e.show("t-1").Status != "done" {
 			t.Fatalf("build --sandbox: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
