@@ -461,18 +461,10 @@ func TestWatchdogReplaced(t *testing.T) {
 
 // processesNamed returns the live processes whose comm is name.
 func processesNamed(name string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if comm, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == name && !processGone(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return processesWhere(func(proc string) bool {
+		comm, err := os.ReadFile(proc + "/comm")
+		return err == nil && strings.TrimSpace(string(comm)) == name
+	})
 }
 
 // ppid is the parent of pid (0 when it cannot be read).

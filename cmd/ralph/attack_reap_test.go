@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -64,22 +65,13 @@ type reapProcess struct {
 
 // processes returns the live processes that carry the token.
 func (p *reapProject) processes() []reapProcess {
-	entries, _ := os.ReadDir("/proc")
 	var out []reapProcess
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), p.token) {
-			continue
-		}
+	for _, pid := range agentproctest.ProcessesWithEnv(p.token) {
 		start, err := loop.ProcessStart(pid)
 		if err != nil {
 			continue // gone, or a zombie
 		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		out = append(out, reapProcess{pid: pid, start: start, cmdline: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
 	}
 	return out
