@@ -69,7 +69,11 @@ type Repo struct {
 // It stops where git's discovery stops: at a git directory or bare
 // repository (dir inside one is no working tree: ErrNotRepository), at
 // GIT_CEILING_DIRECTORIES, and at a file system boundary unless
-// GIT_DISCOVERY_ACROSS_FILESYSTEM is set. git's ownership check
+// GIT_DISCOVERY_ACROSS_FILESYSTEM is set. The files it reads (a .git
+// file, commondir) are opened without blocking and read only when they
+// are regular files: a FIFO planted for one hangs nothing. The sandbox
+// finds the repository with it too, so that the boundary and ralph's git
+// agree on which repository a project is in. git's ownership check
 // (safe.directory) does not apply: it guards against programs a
 // stranger's configuration names, which Command blanks whoever owns the
 // repository.
