@@ -17,6 +17,15 @@ import (
 // processesIn returns the live processes whose working directory is dir
 // (every process an agent run in dir starts inherits it).
 func processesIn(dir string) []int {
+	return processesWhere(func(proc string) bool {
+		cwd, err := os.Readlink(proc + "/cwd")
+		return err == nil && cwd == dir
+	})
+}
+
+// processesWhere returns the live processes for whose /proc/PID
+// directory keep says yes.
+func processesWhere(keep func(proc string) bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
@@ -24,7 +33,7 @@ func processesIn(dir string) []int {
 		if err != nil {
 			continue
 		}
-		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && cwd == dir && !processGone(pid) {
+		if keep("/proc/"+e.Name()) && !processGone(pid) {
 			pids = append(pids, pid)
 		}
 	}

@@ -24,13 +24,7 @@ type boxProject struct {
 
 func newBoxProject(t *testing.T) *boxProject {
 	t.Helper()
-	sb, err := sandbox.Find()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	sb := sandboxOrSkip(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git on PATH")
 	}

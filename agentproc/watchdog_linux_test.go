@@ -341,12 +341,7 @@ func TestWatchdogKillNine(t *testing.T) {
 // --sandbox: bubblewrap's pid namespace and --die-with-parent take the
 // sandbox down when ralph is killed, and the watchdog is there too.
 func TestWatchdogKillNineSandboxed(t *testing.T) {
-	if _, err := sandbox.Find(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	sandboxOrSkip(t)
 	k := startRalph(t, ralphPlay{Runs: make([]ralphRun, 2), Grace: time.Second, Holder: true, Sandbox: true})
 	if n := len(k.procs); n < payloadProcesses*2 {
 		t.Fatalf("%d processes before the kill, want at least %d:%s", n, payloadProcesses*2, describe(slices.Sorted(maps.Keys(k.procs))))
@@ -466,18 +461,10 @@ func TestWatchdogReplaced(t *testing.T) {
 
 // processesNamed returns the live processes whose comm is name.
 func processesNamed(name string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if comm, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == name && !processGone(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return processesWhere(func(proc string) bool {
+		comm, err := os.ReadFile(proc + "/comm")
+		return err == nil && strings.TrimSpace(string(comm)) == name
+	})
 }
 
 // ppid is the parent of pid (0 when it cannot be read).

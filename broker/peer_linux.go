@@ -1,14 +1,14 @@
 package broker
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"syscall"
 	"unsafe"
+
+	"github.com/ralph-dev/ralph/loop"
 )
 
 // process is one process, named so that a reused pid is not taken for it:
@@ -23,11 +23,8 @@ const maxDepth = 4096
 
 // Linux constants the syscall package lacks.
 const (
-	soPeerPidfd         = 77  // SO_PEERPIDFD, Linux 6.5
-	sysPidfdSendSignal  = 424 // pidfd_send_signal, the same number on every architecture
-	procStatPPIDField   = 4
-	procStatStartField  = 22
-	procStatFieldsAfter = 2 // fields before the state: pid and (comm)
+	soPeerPidfd        = 77  // SO_PEERPIDFD, Linux 6.5
+	sysPidfdSendSignal = 424 // pidfd_send_signal, the same number on every architecture
 )
 
 func admit(pid int) (*process, error) {
@@ -131,34 +128,9 @@ type stat struct {
 	start int64
 }
 
-// readStat reads the parent and the start time of pid from
-// /proc/PID/stat.
+// readStat reads the parent and the start time of pid
+// (loop.ProcessParent: one reading of /proc/PID/stat).
 func readStat(pid int) (stat, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return stat{}, err
-	}
-	// The command name, in parentheses, may hold spaces and parentheses:
-	// the fields that follow begin after the last ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return stat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	fields := bytes.Fields(data[i+1:])
-	at := func(n int) (int64, error) {
-		k := n - procStatFieldsAfter - 1
-		if k >= len(fields) {
-			return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-		}
-		return strconv.ParseInt(string(fields[k]), 10, 64)
-	}
-	ppid, err := at(procStatPPIDField)
-	if err != nil {
-		return stat{}, err
-	}
-	start, err := at(procStatStartField)
-	if err != nil {
-		return stat{}, err
-	}
-	return stat{ppid: int(ppid), start: start}, nil
+	ppid, start, err := loop.ProcessParent(pid)
+	return stat{ppid: ppid, start: start}, err
 }

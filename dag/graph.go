@@ -11,27 +11,14 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// AddParams are the arguments of Store.Add.
-type AddParams struct {
-	// ID is the new task's id; when empty one is generated ("t-<n>"), never
-	// equal to an existing id.
-	ID string
-	// Title is required and must not be blank.
-	Title       string
-	Description string
-	// Priority is used as is; callers pass DefaultPriority when the user
-	// gave none.
-	Priority int
-	// ParentID, if set, must name an existing task that is not done.
-	ParentID string
-	// Feature, if set, must name an existing feature (loop.ErrFeatureNotFound).
-	Feature string
-	// BlockedBy lists existing tasks that must be done first; a cycle is
-	// refused with ErrCycle.
-	BlockedBy []string
-}
+// AddParams are the arguments of Store.Add: loop.NewTask, so that Add is
+// the loop.TaskAdder the broker serves as it is. The title is required and
+// must not be blank; Priority is used as is (callers pass DefaultPriority
+// when the user gave none).
+type AddParams = loop.NewTask
 
-// Add creates a pending task and returns it.
+// Add creates a pending task and returns it. An empty p.ID is generated
+// ("t-<n>"), never equal to an existing id.
 // Errors: ErrDuplicateID, loop.ErrNotFound (parent or blocker),
 // loop.ErrFeatureNotFound, ErrCycle, or a plain error for a blank title or
 // an id that cannot be one (checkID: longer than MaxIDBytes, not UTF-8,

@@ -13,28 +13,13 @@ import (
 )
 
 // ListParams filter Store.List and Store.EachTask; the zero value lists
-// everything.
-type ListParams struct {
-	Status  loop.Status
-	Feature string
-	// Limit, when positive, stops the listing after that many tasks (the
-	// first ones in insertion order); zero means all.
-	Limit int
-	// Shape, if set, is called once before the first task with the shape
-	// of the listing, read from the same snapshot: what a table needs to
-	// size its columns before it prints a row.
-	Shape func(ListShape) error
-}
+// everything. It is loop.ListQuery, so that EachTask is the
+// loop.TaskLister the broker serves as it is.
+type ListParams = loop.ListQuery
 
-// ListShape describes the tasks of a listing.
-type ListShape struct {
-	// Tasks is how many tasks the listing holds.
-	Tasks int
-	// IDWidth, StatusWidth and PriorityWidth are the widths, in
-	// characters, of the longest id, status and priority (as decimal
-	// text) among them.
-	IDWidth, StatusWidth, PriorityWidth int
-}
+// ListShape describes the tasks of a listing (loop.ListShape): what a
+// table needs to size its columns before it prints a row.
+type ListShape = loop.ListShape
 
 // List returns the tasks that match p, in insertion order. It holds them
 // all in memory: EachTask streams them instead.

@@ -17,24 +17,12 @@ var (
 
 // AddTask implements loop.TaskAdder: it is Add.
 func (s *Store) AddTask(ctx context.Context, t loop.NewTask) (loop.Task, error) {
-	return s.Add(ctx, AddParams{
-		ID:          t.ID,
-		Title:       t.Title,
-		Description: t.Description,
-		Priority:    t.Priority,
-		ParentID:    t.ParentID,
-		Feature:     t.Feature,
-		BlockedBy:   t.BlockedBy,
-	})
+	return s.Add(ctx, t)
 }
 
 // ListTasks implements loop.TaskLister: it is EachTask.
 func (s *Store) ListTasks(ctx context.Context, q loop.ListQuery, fn func(loop.Task) error) error {
-	p := ListParams{Status: q.Status, Feature: q.Feature, Limit: q.Limit}
-	if q.Shape != nil {
-		p.Shape = func(sh ListShape) error { return q.Shape(loop.ListShape(sh)) }
-	}
-	return s.EachTask(ctx, p, fn)
+	return s.EachTask(ctx, q, fn)
 }
 
 // Note implements loop.TaskNoter: a loop.LogNote entry on task p.TaskID,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -742,5 +743,97 @@ func TestRelativePathEntriesDropped(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestLinkedRecordRules: only a record git itself would use counts — a
+// real directory under <common>/worktrees with a HEAD and a regular
+// gitdir file — and what an agent plants there (a link to a directory
+// elsewhere, a FIFO for gitdir or commondir) hangs nothing and names no
+// tree; a tree made again under another admin directory is found anew.
+func TestLinkedRecordRules(t *testing.T) {
+	isolate(t)
+	repo := newRepo(t)
+	main, err := hostgit.Find(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trees := filepath.Join(t.TempDir(), "trees")
+	w1, w2 := filepath.Join(trees, "w1"), filepath.Join(trees, "w2")
+	for _, w := range []string{w1, w2} {
+		must(t, repo, "worktree", "add", "-q", "--detach", w)
+	}
+	admin := filepath.Join(repo, ".git", "worktrees")
+	l1, err := main.Linked(w1)
+	if err != nil || l1.GitDir != filepath.Join(admin, "w1") {
+		t.Fatalf("Linked(w1) = %+v, %v", l1, err)
+	}
+
+	// w2's record replaced by a link to a copy of it elsewhere.
+	copyDir := filepath.Join(t.TempDir(), "w2-admin")
+	if err := os.Rename(filepath.Join(admin, "w2"), copyDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(copyDir, filepath.Join(admin, "w2")); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := main.Linked(w2); !errors.Is(err, hostgit.ErrNotWorktree) {
+		t.Errorf("Linked through a linked record = %+v, %v; want ErrNotWorktree", l, err)
+	}
+	os.Remove(filepath.Join(admin, "w2"))
+	if err := os.Rename(copyDir, filepath.Join(admin, "w2")); err != nil {
+		t.Fatal(err)
+	}
+
+	// A FIFO for a record's gitdir, and for commondir: nothing hangs.
+	done := make(chan error, 1)
+	go func() {
+		gitdir := filepath.Join(admin, "w2", "gitdir")
+		os.Remove(gitdir)
+		if err := syscall.Mkfifo(gitdir, 0o644); err != nil {
+			done <- nil
+			return
+		}
+		_, err := main.Linked(w2)
+		if !errors.Is(err, hostgit.ErrNotWorktree) {
+			done <- fmt.Errorf("Linked with a FIFO for gitdir = %v; want ErrNotWorktree", err)
+			return
+		}
+		commondir := filepath.Join(admin, "w1", "commondir")
+		os.Remove(commondir)
+		if err := syscall.Mkfifo(commondir, 0o644); err != nil {
+			done <- nil
+			return
+		}
+		_, err = hostgit.Find(w1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, hostgit.ErrNotRepository) {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FIFO in the repository's records hung ralph")
+	}
+	// The records put back, for git's sake (it would wait on a FIFO).
+	os.Remove(filepath.Join(admin, "w2", "gitdir"))
+	write(t, filepath.Join(admin, "w2", "gitdir"), filepath.Join(w2, ".git")+"\n")
+	os.Remove(filepath.Join(admin, "w1", "commondir"))
+	write(t, filepath.Join(admin, "w1", "commondir"), "../..\n")
+
+	// w1 made again under another admin directory, while its old admin
+	// directory now records another tree: found anew, never the cached
+	// one.
+	must(t, repo, "worktree", "remove", "--force", w1)
+	elsewhere := filepath.Join(t.TempDir(), "w1")
+	must(t, repo, "worktree", "add", "-q", "--detach", elsewhere)
+	must(t, repo, "worktree", "add", "-q", "--detach", w1)
+	l, err := main.Linked(w1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(l.GitDir, "gitdir")); l.GitDir == filepath.Join(admin, "w1") || strings.TrimSpace(string(b)) != filepath.Join(w1, ".git") {
+		t.Errorf("Linked(w1 made again) = %s, which records %q; want the admin directory of %s", l.GitDir, b, w1)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +69,11 @@ type Repo struct {
 // It stops where git's discovery stops: at a git directory or bare
 // repository (dir inside one is no working tree: ErrNotRepository), at
 // GIT_CEILING_DIRECTORIES, and at a file system boundary unless
-// GIT_DISCOVERY_ACROSS_FILESYSTEM is set. git's ownership check
+// GIT_DISCOVERY_ACROSS_FILESYSTEM is set. The files it reads (a .git
+// file, commondir) are opened without blocking and read only when they
+// are regular files: a FIFO planted for one hangs nothing. The sandbox
+// finds the repository with it too, so that the boundary and ralph's git
+// agree on which repository a project is in. git's ownership check
 // (safe.directory) does not apply: it guards against programs a
 // stranger's configuration names, which Command blanks whoever owns the
 // repository.
@@ -139,7 +144,15 @@ func (r *Repo) WithWorkTree(dir string) *Repo {
 // recorded it, or through symlinks in the directories above it) and a
 // real directory, not a link: a tree an agent replaced by a link to
 // another checkout is ErrNotWorktree, so that git never works on what the
-// link points at. It never answers with r's own working tree.
+// link points at. The record counts only where its directory
+// (<CommonDir>/worktrees/<name>) is a real directory holding a HEAD and a
+// gitdir that is a regular file (read without blocking: a FIFO planted
+// there does not hang ralph). It never answers with r's own working tree.
+//
+// This is the one answer to "which git directory is this worker's tree's"
+// for every caller: the verifier's guard, parallel's git and its check of
+// a worker's tree (parallel.ExecGit.CheckWorktree), and the sandbox's
+// private checkout of a worker's tree.
 func (r *Repo) Linked(dir string) (*Repo, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -175,8 +188,8 @@ func (r *Repo) findLinked(names []string, reload bool) *Repo {
 		if l, ok := r.linked[n]; ok {
 			if !reload {
 				// A tree removed and made again may have another admin
-				// directory.
-				if _, err := os.Stat(l.GitDir); err != nil {
+				// directory, and an admin directory another tree.
+				if top, ok := linkedTop(l.GitDir); !ok || top != n {
 					return nil
 				}
 			}
@@ -187,8 +200,7 @@ func (r *Repo) findLinked(names []string, reload bool) *Repo {
 }
 
 // readLinked reads <CommonDir>/worktrees/*/gitdir: each names its tree's
-// .git file. Trees are keyed by their path as git wrote it and, where it
-// differs, as the current directory's symlinks make it.
+// .git file. Trees are keyed by their path as git wrote it.
 func (r *Repo) readLinked() map[string]*Repo {
 	out := map[string]*Repo{}
 	entries, err := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
@@ -196,16 +208,14 @@ func (r *Repo) readLinked() map[string]*Repo {
 		return out
 	}
 	for _, e := range entries {
-		admin := filepath.Join(r.CommonDir, "worktrees", e.Name())
-		b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
-		if err != nil {
+		if !e.IsDir() { // a link is no directory here
 			continue
 		}
-		p := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(admin, p)
+		admin := filepath.Join(r.CommonDir, "worktrees", e.Name())
+		top, ok := linkedTop(admin)
+		if !ok {
+			continue
 		}
-		top := filepath.Dir(filepath.Clean(p))
 		old, ok := r.linked[top]
 		if ok && old.GitDir == admin {
 			out[top] = old // keep its configuration cache
@@ -218,6 +228,53 @@ func (r *Repo) readLinked() map[string]*Repo {
 	return out
 }
 
+// linkedTop is the top of the linked tree whose admin directory (in
+// <common>/worktrees) is admin, as its gitdir file records it; ok is
+// false when admin is no real directory, or has no HEAD or no gitdir
+// regular file.
+func linkedTop(admin string) (top string, ok bool) {
+	if fi, err := os.Lstat(admin); err != nil || !fi.IsDir() {
+		return "", false
+	}
+	if fi, err := os.Stat(filepath.Join(admin, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	b, err := readSmall(filepath.Join(admin, "gitdir"))
+	if err != nil {
+		return "", false
+	}
+	p := strings.TrimSpace(string(b))
+	if p == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(admin, p)
+	}
+	return filepath.Dir(filepath.Clean(p)), true
+}
+
+// maxSmall bounds what readSmall reads: a .git file, commondir, gitdir.
+const maxSmall = 64 << 10
+
+// readSmall reads the small regular file name, opened without blocking (a
+// FIFO an agent planted must not hang ralph) and refused unless it is a
+// regular file.
+func readSmall(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	return io.ReadAll(io.LimitReader(f, maxSmall))
+}
+
 // resolveDotGit reads a .git entry: a directory is the git directory, a
 // file names it ("gitdir: <path>", relative to the file's directory).
 // gitDir "" means the entry is no repository (git goes on upwards then).
@@ -226,7 +283,7 @@ func resolveDotGit(dotgit string, fi os.FileInfo) (gitDir, common string, err er
 	case fi.IsDir():
 		gitDir = dotgit
 	case fi.Mode().IsRegular():
-		b, err := os.ReadFile(dotgit)
+		b, err := readSmall(dotgit)
 		if err != nil {
 			return "", "", err
 		}
@@ -252,7 +309,7 @@ func resolveDotGit(dotgit string, fi os.FileInfo) (gitDir, common string, err er
 		return "", "", nil
 	}
 	common = gitDir
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	if b, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
 		c := strings.TrimRight(string(b), "\r\n")
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gitDir, c)
@@ -269,7 +326,7 @@ func isGitDir(d string) bool {
 		return false
 	}
 	base := d
-	if b, err := os.ReadFile(filepath.Join(d, "commondir")); err == nil {
+	if b, err := readSmall(filepath.Join(d, "commondir")); err == nil {
 		c := strings.TrimRight(string(b), "\r\n")
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(d, c)

@@ -416,9 +416,11 @@
 //     is a cache); one that fails after the session (the verifier planted
 //     something) has what failed removed, without following it, its
 //     files written again, and counts as a change the verifier made.
-//     ralph's own files go into it through an os.Root, as a new file
-//     renamed over the old, so no link at the name and no hard link to a
-//     file elsewhere is written through. What remains without --sandbox:
+//     The store is reached from the project root and ralph's own files
+//     go into it through package safefile (no link followed on the way
+//     or at the name), each as a new file renamed over the old, so no
+//     link at the name and no hard link to a file elsewhere is written
+//     through; the repository's files are put back the same way. What remains without --sandbox:
 //     another agent running at the same moment (a worker's) could plant a
 //     link between the check and git's own writes.
 //   - Beside the tree: before the session the guard also records the

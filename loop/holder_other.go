@@ -18,3 +18,8 @@ func readHostID() string {
 func ProcessStart(pid int) (int64, error) {
 	return 0, errors.ErrUnsupported
 }
+
+// ProcessParent is not supported outside Linux.
+func ProcessParent(pid int) (ppid int, start int64, err error) {
+	return 0, 0, errors.ErrUnsupported
+}

@@ -1,6 +1,7 @@
 package loop_test
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"testing"
@@ -70,5 +71,24 @@ func TestHostIDOverride(t *testing.T) {
 	t.Setenv(loop.EnvHostID, "machine-b")
 	if got := loop.HostID(); got != "machine-b" {
 		t.Errorf("loop.HostID() = %q with %s set", got, loop.EnvHostID)
+	}
+}
+
+// TestProcessParent: the parent and the start time of one process, from
+// one reading (the broker walks an agent's process tree with it).
+func TestProcessParent(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc on Linux only")
+	}
+	start, err := loop.ProcessStart(os.Getpid())
+	if err != nil {
+		t.Skipf("/proc cannot be read here: %v", err)
+	}
+	ppid, pstart, err := loop.ProcessParent(os.Getpid())
+	if err != nil || ppid != os.Getppid() || pstart != start {
+		t.Errorf("ProcessParent = %d, %d, %v; want %d, %d", ppid, pstart, err, os.Getppid(), start)
+	}
+	if _, _, err := loop.ProcessParent(0); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ProcessParent(0) = %v, want os.ErrNotExist", err)
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/ralph-dev/ralph/hostgit"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // A RefOwner is a Workspace that names the refs other workers'
@@ -98,7 +98,7 @@ func (g *repoGuard) areas() []guardArea {
 			}
 		}
 	}
-	return append(as, guardArea{base: filepath.Join(g.root, ".ralph"), name: ".", ralph: true})
+	return append(as, guardArea{base: g.root, name: ".ralph", ralph: true})
 }
 
 // A fileRec is one recorded file, directory or symlink.
@@ -117,7 +117,7 @@ type repoState struct {
 	refs  map[string]string                // ref → object id, or "ref: <target>"
 	stage string                           // git ls-files --stage: the index's content
 	index []byte                           // the index file itself
-	roots map[string]*os.Root              // base → opened when recorded
+	roots map[string]*safefile.Dir         // base → opened when recorded
 }
 
 func (s *repoState) close() {
@@ -130,12 +130,12 @@ func (s *repoState) close() {
 // opened now and kept open: what the session does to their paths (a .git
 // replaced by a link) does not move the restore elsewhere.
 func (g *repoGuard) record(ctx context.Context) (*repoState, error) {
-	s := &repoState{files: map[guardArea]map[string]fileRec{}, roots: map[string]*os.Root{}}
+	s := &repoState{files: map[guardArea]map[string]fileRec{}, roots: map[string]*safefile.Dir{}}
 	for _, a := range g.areas() {
 		st, ok := s.roots[a.base]
 		if !ok {
 			var err error
-			st, err = os.OpenRoot(a.base)
+			st, err = safefile.OpenDir(a.base, "")
 			if errors.Is(err, fs.ErrNotExist) {
 				s.roots[a.base] = nil
 				continue
@@ -175,44 +175,46 @@ func (g *repoGuard) record(ctx context.Context) (*repoState, error) {
 
 // walkArea records a's name under st and, for a directory, everything in
 // it, without following links (for .ralph, what ralphGuarded covers).
-func walkArea(st *os.Root, a guardArea) (map[string]fileRec, error) {
+func walkArea(st *safefile.Dir, a guardArea) (map[string]fileRec, error) {
 	recs := map[string]fileRec{}
-	var walk func(p string) error
-	walk = func(p string) error {
-		fi, err := st.Lstat(p)
+	// p is the path below st, n its name in d (each directory is opened
+	// once, and what is in it looked at from it).
+	var walk func(d *safefile.Dir, p, n string) error
+	walk = func(d *safefile.Dir, p, n string) error {
+		fi, err := d.Lstat(n)
 		if err != nil {
-			// Missing, beyond a file, or beyond a link out of the
-			// directory: nothing there to record.
+			// Missing, beyond a file, or beyond a link: nothing there to
+			// record.
 			return nil
 		}
 		rec := fileRec{mode: fi.Mode()}
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
-			t, err := st.Readlink(p)
+			t, err := d.Readlink(n)
 			if err != nil {
 				return err
 			}
 			rec.data = []byte(t)
 		case fi.Mode().IsRegular():
-			if rec.data, err = st.ReadFile(p); err != nil {
+			if rec.data, err = d.ReadFile(n); err != nil {
 				return err
 			}
 		case fi.IsDir():
-			f, err := st.Open(p)
+			sub, err := d.OpenDir(n)
 			if err != nil {
 				return err
 			}
-			names, err := f.Readdirnames(-1)
-			f.Close()
+			defer sub.Close()
+			entries, err := sub.ReadDir(".")
 			if err != nil {
 				return err
 			}
 			recs[p] = rec
-			for _, n := range names {
-				if a.ralph && p == "." && !ralphGuarded(n) {
+			for _, e := range entries {
+				if a.ralph && p == a.name && !ralphGuarded(e.Name()) {
 					continue
 				}
-				if err := walk(path.Join(p, n)); err != nil {
+				if err := walk(sub, path.Join(p, e.Name()), e.Name()); err != nil {
 					return err
 				}
 			}
@@ -221,7 +223,7 @@ func walkArea(st *os.Root, a guardArea) (map[string]fileRec, error) {
 		recs[p] = rec
 		return nil
 	}
-	err := walk(a.name)
+	err := walk(st, a.name, a.name)
 	return recs, err
 }
 
@@ -295,7 +297,7 @@ func (g *repoGuard) check(ctx context.Context, before *repoState) ([]string, err
 			changed = append(changed, g.label(filepath.Join(g.repo.GitDir, "index")))
 			if st := before.roots[g.repo.GitDir]; st != nil {
 				if before.index != nil {
-					err = writeFileIn(st, "index", before.index, 0o644)
+					err = st.WriteFile("index", before.index, 0o644)
 				} else if err = st.Remove("index"); errors.Is(err, fs.ErrNotExist) {
 					err = nil
 				}
@@ -351,7 +353,7 @@ func diffRecs(was, now map[string]fileRec) []string {
 // restoreRecs makes the paths under st what was says: what was not there
 // goes, what changed type goes, and the rest is written again (files
 // through a new file renamed over the path, so that no link is followed).
-func restoreRecs(st *os.Root, was, now map[string]fileRec) error {
+func restoreRecs(st *safefile.Dir, was, now map[string]fileRec) error {
 	var errs []error
 	// Deepest first: what is there now and was not, or is of another type.
 	paths := slices.Collect(func(yield func(string) bool) {
@@ -391,7 +393,7 @@ func restoreRecs(st *os.Root, was, now map[string]fileRec) error {
 			st.Remove(p)
 			err = st.Symlink(string(w.data), p)
 		case w.mode.IsRegular():
-			err = writeFileIn(st, p, w.data, w.mode.Perm())
+			err = st.WriteFile(p, w.data, w.mode.Perm())
 		}
 		if err != nil {
 			errs = append(errs, err)

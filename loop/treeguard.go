@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/ralph-dev/ralph/hostgit"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // Errors of the verifier's tree guard (see the package doc, "Verification").
@@ -78,10 +80,12 @@ const changedPathsShown = 10
 // --sandbox): before each use it is checked (inspect) — no symlink,
 // device, pipe or hard-linked file anywhere in it, no hooks, alternates
 // or grafts, and the files ralph wrote (HEAD, config, info/attributes,
-// info/exclude, .gitignore) as ralph wrote them — and ralph writes its
-// own files into it through an os.Root, never following a link.
+// info/exclude, .gitignore) as ralph wrote them — and ralph reaches it
+// and writes its own files into it through package safefile, from the
+// project root down, never following a link.
 type treeGuard struct {
 	root  string        // the working tree
+	base  string        // the trusted directory dir is reached from: the project root
 	dir   string        // the private git directory
 	index string        // this run's index file in dir (the stat cache)
 	name  string        // the index's name in dir
@@ -162,31 +166,40 @@ func newTreeGuard(ctx context.Context, root, agentID string) (*treeGuard, error)
 	if err != nil {
 		proj = nil
 	}
-	return newTreeGuardIn(ctx, root, filepath.Join(root, ".ralph", snapshotDir), agentID, proj)
+	return newTreeGuardIn(ctx, treeGuardParams{Root: root, Project: root, Dir: filepath.Join(root, ".ralph", snapshotDir), AgentID: agentID, Proj: proj})
 }
 
-// newTreeGuardIn is newTreeGuard with the private repository at dir and
-// the project's repository proj (nil: root is in none): a worker's tree
-// keeps it outside the tree (.ralph/worktrees/wK.verify.git under the
-// project), where the clean that readies the tree for each attempt does
-// not reach it.
-func newTreeGuardIn(ctx context.Context, root, dir, agentID string, proj *hostgit.Repo) (*treeGuard, error) {
+// treeGuardParams say where a tree guard works.
+type treeGuardParams struct {
+	Root    string        // the working tree
+	Project string        // the project root, below which Dir lies (trusted: the user named it)
+	Dir     string        // the private repository
+	AgentID string        // names this run's index
+	Proj    *hostgit.Repo // the tree's repository (nil: none)
+}
+
+// newTreeGuardIn is newTreeGuard with the private repository at p.Dir and
+// the tree's repository p.Proj: a worker's tree keeps it outside the
+// tree (.ralph/worktrees/wK.verify.git under the project), where the
+// clean that readies the tree for each attempt does not reach it.
+func newTreeGuardIn(ctx context.Context, p treeGuardParams) (*treeGuard, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrVerifyNeedsGit, err)
 	}
-	name := "index-" + unsafeName.ReplaceAllString(agentID, "_")
+	name := "index-" + unsafeName.ReplaceAllString(p.AgentID, "_")
 	g := &treeGuard{
-		root:  root,
-		dir:   dir,
-		index: filepath.Join(dir, name),
+		root:  p.Root,
+		base:  p.Project,
+		dir:   p.Dir,
+		index: filepath.Join(p.Dir, name),
 		name:  name,
-		proj:  proj,
-		priv:  hostgit.Private(dir, root),
+		proj:  p.Proj,
+		priv:  hostgit.Private(p.Dir, p.Root),
 	}
 	if err := g.init(); err != nil {
 		return nil, err
 	}
-	st, err := openRootNoFollow(dir)
+	st, err := g.open()
 	if err != nil {
 		return nil, fmt.Errorf("loop: verify snapshot: %w", err)
 	}
@@ -199,21 +212,23 @@ func newTreeGuardIn(ctx context.Context, root, dir, agentID string, proj *hostgi
 	return g, nil
 }
 
+// open opens the private directory from the project root, following no
+// link on the way or at it.
+func (g *treeGuard) open() (*safefile.Dir, error) {
+	return safefile.OpenDir(g.base, g.dir)
+}
+
 // init makes the private repository if it is not there, or makes it
-// again if inspect finds it damaged, and writes ralph's files into it.
+// again if inspect finds it damaged (or finds a link where it should
+// be), and writes ralph's files into it. A link on the way to it is an
+// error.
 func (g *treeGuard) init() error {
-	if err := realDirsBelow(storeBase(g.dir), filepath.Dir(g.dir)); err != nil {
-		return fmt.Errorf("loop: verify snapshot: %w", err)
-	}
 	if bad, err := g.inspect(); err != nil || len(bad) > 0 {
-		if err := os.RemoveAll(g.dir); err != nil {
-			return fmt.Errorf("loop: verify snapshot: %w", err)
-		}
-		if err := os.MkdirAll(g.dir, 0o755); err != nil {
+		if err := g.remake(); err != nil {
 			return fmt.Errorf("loop: verify snapshot: %w", err)
 		}
 	}
-	st, err := openRootNoFollow(g.dir)
+	st, err := g.open()
 	if err != nil {
 		return fmt.Errorf("loop: verify snapshot: %w", err)
 	}
@@ -227,18 +242,35 @@ func (g *treeGuard) init() error {
 		if b, err := st.ReadFile(f.name); err == nil && string(b) == f.content {
 			continue
 		}
-		if err := writeFileIn(st, f.name, []byte(f.content), 0o644); err != nil {
+		if err := st.WriteFile(f.name, []byte(f.content), 0o644); err != nil {
 			return fmt.Errorf("loop: verify snapshot: %w", err)
 		}
 	}
 	return nil
 }
 
+// remake removes whatever is at the private directory's path (a link
+// itself, not what it names) and makes an empty directory there; the
+// directories above it are made where missing, and one that is a link is
+// an error.
+func (g *treeGuard) remake() error {
+	parent, err := safefile.MkdirAllDir(g.base, filepath.Dir(g.dir), 0o755)
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	name := filepath.Base(g.dir)
+	if err := parent.RemoveAll(name); err != nil {
+		return err
+	}
+	return parent.Mkdir(name, 0o755)
+}
+
 // inspect checks the private directory: err when dir is there but no
 // real directory; bad names what in it git or ralph must not use (its
 // path in dir and why). A missing dir is bad too (it is to be made).
 func (g *treeGuard) inspect() (bad []string, err error) {
-	st, err := openRootNoFollow(g.dir)
+	st, err := g.open()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return []string{". (missing)"}, nil
@@ -250,47 +282,48 @@ func (g *treeGuard) inspect() (bad []string, err error) {
 	for _, f := range privateFiles {
 		want[f.name] = f.content
 	}
-	var walk func(rel string)
-	walk = func(rel string) {
-		f, err := st.Open(rel)
+	// Each directory is opened once and its entries looked at from it.
+	var walk func(d *safefile.Dir, rel string)
+	walk = func(d *safefile.Dir, rel string) {
+		entries, err := d.ReadDir(".")
 		if err != nil {
 			bad = append(bad, rel+" ("+err.Error()+")")
 			return
 		}
-		names, err := f.Readdirnames(-1)
-		f.Close()
-		if err != nil {
-			bad = append(bad, rel+" ("+err.Error()+")")
-			return
-		}
-		slices.Sort(names)
-		for _, n := range names {
+		for _, e := range entries {
+			n := e.Name()
 			p := path.Join(rel, n)
 			if rel == "." {
 				p = n
 			}
-			fi, err := st.Lstat(p)
+			fi, err := d.Lstat(n)
 			switch {
 			case err != nil:
 				bad = append(bad, p+" ("+err.Error()+")")
 			case forbidden[p]:
 				bad = append(bad, p+" (not made by ralph)")
 			case fi.IsDir():
-				walk(p)
+				sub, err := d.OpenDir(n)
+				if err != nil {
+					bad = append(bad, p+" ("+err.Error()+")")
+					continue
+				}
+				walk(sub, p)
+				sub.Close()
 			case !fi.Mode().IsRegular():
 				bad = append(bad, p+" (a "+typeName(fi.Mode())+")")
-			case nlink(fi) > 1:
+			case hardLinked(fi):
 				bad = append(bad, p+" (a hard link)")
 			default:
 				if c, ok := want[p]; ok {
-					if b, err := st.ReadFile(p); err != nil || string(b) != c {
+					if b, err := d.ReadFile(n); err != nil || string(b) != c {
 						bad = append(bad, p+" (changed)")
 					}
 				}
 			}
 		}
 	}
-	walk(".")
+	walk(st, ".")
 	for _, f := range privateFiles {
 		if _, err := st.Lstat(f.name); err != nil && f.name != ".gitignore" && !strings.HasPrefix(f.name, "info/") {
 			bad = append(bad, f.name+" (missing)")
@@ -305,7 +338,7 @@ func (g *treeGuard) inspect() (bad []string, err error) {
 // not remove them), so the store is mended, not made again. It returns
 // the paths it removed or wrote.
 func (g *treeGuard) sanitize(bad []string) ([]string, error) {
-	st, err := openRootNoFollow(g.dir)
+	st, err := g.open()
 	if err != nil {
 		return nil, err
 	}
@@ -335,18 +368,36 @@ func (g *treeGuard) sanitize(bad []string) ([]string, error) {
 		if b, err := st.ReadFile(f.name); err == nil && string(b) == f.content {
 			continue
 		}
-		if err := writeFileIn(st, f.name, []byte(f.content), 0o644); err != nil {
+		if err := st.WriteFile(f.name, []byte(f.content), 0o644); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return fixed, errors.Join(errs...)
 }
 
-func nlink(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
+// typeName names a file's type for people.
+func typeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m.IsDir():
+		return "directory"
+	case m.IsRegular():
+		return "file"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
 	}
-	return 1
+	return "special file"
+}
+
+// hardLinked reports whether fi has more than one name.
+func hardLinked(fi fs.FileInfo) bool {
+	n, ok := safefile.HardLinks(fi)
+	return ok && n > 1
 }
 
 // rebuild throws the private repository away and makes a new one: it is a
@@ -354,10 +405,7 @@ func nlink(fi fs.FileInfo) uint64 {
 // it: it lives in the tree) is rebuilt from the tree as it is, before a
 // verifier session, never after.
 func (g *treeGuard) rebuild(ctx context.Context) error {
-	if err := realDirsBelow(storeBase(g.dir), filepath.Dir(g.dir)); err != nil {
-		return fmt.Errorf("loop: verify snapshot: %w", err)
-	}
-	if err := os.RemoveAll(g.dir); err != nil {
+	if err := g.remake(); err != nil {
 		return fmt.Errorf("loop: verify snapshot: %w", err)
 	}
 	return g.init()
@@ -368,7 +416,7 @@ func (g *treeGuard) rebuild(ctx context.Context) error {
 // holds) and drops loose objects no index holds that are over a day old.
 // Errors are ignored: the repository is a cache.
 func (g *treeGuard) close(ctx context.Context, tidy bool) {
-	st, err := openRootNoFollow(g.dir)
+	st, err := g.open()
 	if err != nil {
 		return
 	}
@@ -395,19 +443,20 @@ func (g *treeGuard) close(ctx context.Context, tidy bool) {
 // (files changed in the instant the index was written) by comparing
 // their times with the index file's, and a copy that looked newer would
 // hide them. Neither name may be a link.
-func copyFileIn(st *os.Root, from, to string) error {
-	fi, err := st.Lstat(from)
+func copyFileIn(st *safefile.Dir, from, to string) error {
+	f, err := st.Open(from)
 	if err != nil {
 		return err
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: a %s", from, typeName(fi.Mode()))
-	}
-	data, err := st.ReadFile(from)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	if err := writeFileIn(st, to, data, 0o644); err != nil {
+	if err := st.Replace(to, 0o644, func(w *os.File) error {
+		_, err := io.Copy(w, f)
+		return err
+	}, nil); err != nil {
 		return err
 	}
 	return st.Chtimes(to, fi.ModTime(), fi.ModTime())
@@ -811,7 +860,7 @@ func (r *run) newGuard(ctx context.Context, store string) (*treeGuard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loop: verify: %w", err)
 	}
-	g, err := newTreeGuardIn(ctx, r.dir(), store, r.cfg.AgentID, repo)
+	g, err := newTreeGuardIn(ctx, treeGuardParams{Root: r.dir(), Project: r.cfg.Root, Dir: store, AgentID: r.cfg.AgentID, Proj: repo})
 	if err != nil {
 		return nil, err
 	}

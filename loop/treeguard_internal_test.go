@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 func TestChangeList(t *testing.T) {
@@ -44,7 +46,7 @@ func TestCopyFileKeepsModTime(t *testing.T) {
 	if err := os.Chtimes(from, then, then); err != nil {
 		t.Fatal(err)
 	}
-	st, err := os.OpenRoot(dir)
+	st, err := safefile.OpenDir(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

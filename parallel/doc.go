@@ -77,8 +77,9 @@
 //     git in a worker's tree, ralph checks, following no link, that it is
 //     the worktree ralph made (Git.CheckWorktree): a real
 //     directory whose .git file names the git directory the repository
-//     keeps for it, which names it back, in the directory of trees the
-//     build found (not replaced since). A tree that is not is set aside
+//     keeps for it, which names it back (hostgit.Repo.Linked: the record
+//     every git command ralph runs there is given), in the directory of
+//     trees the build found (not replaced since). A tree that is not is set aside
 //     whole — a link is moved, never followed — to <tree>.aside/<time>,
 //     and the worktree made again at the integration tip; when only its
 //     .git is broken (rewritten, a link, a repository of the agent's

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ralph-dev/ralph/hostgit"
@@ -63,9 +62,6 @@ type ExecGit struct {
 	// remote-tracking refs, and two git processes updating one ref at
 	// once would fail on its lock.
 	remote sync.Mutex
-	// common caches the repository's common git directory (commonDir).
-	common atomic.Pointer[string]
-
 	// repo is the repository Root is in, found once (hostgit.Find).
 	findOnce sync.Once
 	repo     *hostgit.Repo

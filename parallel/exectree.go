@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ralph-dev/ralph/hostgit"
 	"github.com/ralph-dev/ralph/safefile"
 )
 
@@ -54,11 +55,15 @@ func (g *ExecGit) Branches(ctx context.Context) (map[string]string, error) {
 	return branches, nil
 }
 
-// CheckWorktree implements Git.CheckWorktree. It reads the file system
-// only — dir with lstat, dir/.git opened without following a link, and
-// the git directories the repository keeps for its worktrees
-// (<common dir>/worktrees/*/gitdir, each naming its worktree's .git) —
-// and runs no git in dir.
+// CheckWorktree implements Git.CheckWorktree. Which git directory the
+// repository keeps for dir is hostgit.Repo.Linked's answer (from
+// <common dir>/worktrees/*/gitdir, each naming its worktree's .git) — the
+// one every git command ralph runs in a worker's tree is given — so that
+// a tree this accepts is one those commands run in, and one they would
+// refuse is a *WorktreeError here (task trouble: set aside or repaired),
+// never a git failure later. It reads the file system only — dir with
+// lstat, the repository's records, dir/.git opened without following a
+// link — and runs no git in dir.
 func (g *ExecGit) CheckWorktree(ctx context.Context, dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -79,7 +84,7 @@ func (g *ExecGit) CheckWorktree(ctx context.Context, dir string) error {
 	case !info.IsDir():
 		return bad("it is not a directory", false)
 	}
-	admin, err := g.adminDir(ctx, info)
+	admin, err := g.adminDir(dir)
 	if err != nil {
 		return err
 	}
@@ -140,53 +145,21 @@ func readGitFile(path string) (named, problem string, err error) {
 }
 
 // adminDir returns the git directory the repository keeps for the
-// worktree whose directory is wt (<common dir>/worktrees/<name>, whose
-// gitdir file names <wt>/.git), "" when it keeps none.
-func (g *ExecGit) adminDir(ctx context.Context, wt os.FileInfo) (string, error) {
-	common, err := g.commonDir(ctx)
+// worktree at dir (hostgit.Repo.Linked: <common dir>/worktrees/<name>,
+// whose gitdir file names <dir>/.git), "" when it keeps none.
+func (g *ExecGit) adminDir(dir string) (string, error) {
+	main, err := g.hostRepo(g.Root)
 	if err != nil {
 		return "", err
 	}
-	root := filepath.Join(common, "worktrees")
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
+	l, err := main.Linked(dir)
+	if errors.Is(err, hostgit.ErrNotWorktree) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	for _, e := range entries {
-		if !e.IsDir() { // a link is not a directory here
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(root, e.Name(), "gitdir"))
-		if err != nil {
-			continue
-		}
-		named := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(named) {
-			named = filepath.Join(root, e.Name(), named)
-		}
-		if di, err := os.Stat(filepath.Dir(named)); err == nil && os.SameFile(di, wt) {
-			return filepath.Join(root, e.Name()), nil
-		}
-	}
-	return "", nil
-}
-
-// commonDir returns the repository's git directory (the main worktree's
-// .git, which its linked worktrees share), as an absolute path.
-func (g *ExecGit) commonDir(ctx context.Context) (string, error) {
-	if dir := g.common.Load(); dir != nil {
-		return *dir, nil
-	}
-	out, err := g.run(ctx, g.Root, nil, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err != nil {
-		return "", err
-	}
-	dir := strings.TrimSpace(out)
-	g.common.Store(&dir)
-	return dir, nil
+	return l.GitDir, nil
 }
 
 // RepairWorktree implements Git.RepairWorktree. Nothing on the way is
@@ -211,7 +184,7 @@ func (g *ExecGit) RepairWorktree(ctx context.Context, dir, aside string) error {
 	if !info.IsDir() {
 		return fmt.Errorf("parallel: repair %s: not a directory", dir)
 	}
-	admin, err := g.adminDir(ctx, info)
+	admin, err := g.adminDir(dir)
 	if err != nil {
 		return err
 	}

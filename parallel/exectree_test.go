@@ -44,8 +44,19 @@ func TestCommits(t *testing.T) {
 // TestCheckWorktree: what CheckWorktree calls ralph's worktree and what
 // not, following no link — an agent's tree replaced by a link to the main
 // checkout, its .git rewritten to name the main repository, a repository
-// of its own, a FIFO — and which of them only need their .git repaired.
+// of its own, a FIFO, the repository's record of it spoiled — and which
+// of them only need their .git repaired. It agrees with the git ralph
+// runs there: a tree it accepts is one git works in, and one it would set
+// aside is one git refuses.
 func TestCheckWorktree(t *testing.T) {
+	record := func(t *testing.T, repo string) string {
+		t.Helper()
+		admins, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*"))
+		if len(admins) != 1 {
+			t.Fatalf("worktree records %v, want one", admins)
+		}
+		return admins[0]
+	}
 	t.Parallel()
 	for _, tc := range []struct {
 		name        string
@@ -86,6 +97,17 @@ func TestCheckWorktree(t *testing.T) {
 				t.Skip("mkfifo:", err)
 			}
 		}, "not a file", true},
+		{"the repository's record of it has no HEAD", func(t *testing.T, repo, dir string) {
+			os.Remove(filepath.Join(record(t, repo), "HEAD"))
+		}, "keeps no worktree there", false},
+		{"the repository's record of it is a link", func(t *testing.T, repo, dir string) {
+			admin := record(t, repo)
+			moved := filepath.Join(t.TempDir(), "record")
+			if err := os.Rename(admin, moved); err != nil {
+				t.Fatal(err)
+			}
+			os.Symlink(moved, admin)
+		}, "keeps no worktree there", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -98,11 +120,19 @@ func TestCheckWorktree(t *testing.T) {
 			case tc.want == "" && err != nil:
 				t.Fatalf("CheckWorktree = %v; want nil", err)
 			case tc.want == "":
+				if _, err := g.Status(t.Context(), dir); err != nil {
+					t.Errorf("git in a tree CheckWorktree accepts: %v", err)
+				}
 				return
 			case !errors.As(err, &we):
 				t.Fatalf("CheckWorktree = %v; want a *WorktreeError", err)
 			case !strings.Contains(we.Problem, tc.want) || we.GitFileOnly != tc.gitFileOnly:
 				t.Errorf("CheckWorktree = %q (.git only %v); want %q (%v)", we.Problem, we.GitFileOnly, tc.want, tc.gitFileOnly)
+			}
+			if !we.GitFileOnly {
+				if _, err := g.Status(t.Context(), dir); err == nil {
+					t.Errorf("git ran in a tree CheckWorktree sets aside")
+				}
 			}
 		})
 	}

@@ -56,8 +56,10 @@ type Git interface {
 	// CheckWorktree reports whether dir is a worktree AddWorktree made
 	// in this repository, following no link: a real directory, not a
 	// symbolic link, whose .git is the file naming the git directory the
-	// repository keeps for that directory. Any other dir comes back as a
-	// *WorktreeError; other errors are failures to look.
+	// repository keeps for that directory — the one the git commands
+	// run in dir are given, so that a dir accepted here is one they
+	// accept. Any other dir comes back as a *WorktreeError; other errors
+	// are failures to look.
 	CheckWorktree(ctx context.Context, dir string) error
 	// RepairWorktree mends a worktree of which only .git is broken
 	// (WorktreeError.GitFileOnly): whatever is at dir/.git is moved, not

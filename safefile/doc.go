@@ -42,6 +42,13 @@
 //   - Replacing (WriteFile): the new content goes to a new temporary file
 //     beside the old one, which is fsynced and renamed over the name;
 //     rename(2) replaces a link at the name and never writes through it.
+//   - Acting on a name itself (Dir's Remove, RemoveAll, Rename, Lstat,
+//     Readlink, Symlink, Chmod, Chtimes; what a guard needs to put a
+//     directory back as it was): the directories on the way are checked
+//     as above, and a link at the name is what is removed, renamed or
+//     read, never what it names; RemoveAll follows none below it either;
+//     Chmod and Chtimes refuse a link at the name. Symlink makes a link
+//     to any target: one ralph makes is one it means.
 //   - Every open adds O_NONBLOCK (no effect on a regular file) so that a
 //     FIFO swapped in cannot hang ralph in open(2); it is refused by the
 //     checks that follow.

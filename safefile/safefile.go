@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ErrLink is what every *LinkError is (errors.Is): a link was found where
@@ -154,6 +155,10 @@ func ReadDir(base, name string) ([]fs.DirEntry, error) {
 	defer d.Close()
 	return d.ReadDir(".")
 }
+
+// HardLinks is fi's hard link count; ok is false where the platform
+// reports none.
+func HardLinks(fi fs.FileInfo) (n uint64, ok bool) { return links(fi) }
 
 // Within returns root when path lies inside it (root itself included),
 // else fallback: the base to trust for path.
@@ -405,6 +410,92 @@ func (d *Dir) Remove(name string) error {
 	defer done()
 	if err := p.root.Remove(last); err != nil {
 		return p.pathErr("remove", last, err)
+	}
+	return nil
+}
+
+// RemoveAll removes name and, for a directory, everything in it, without
+// following any link in it (a link is removed, not what it names). A
+// missing name is no error.
+func (d *Dir) RemoveAll(name string) error {
+	p, last, done, err := d.parent(name, false, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := p.root.RemoveAll(last); err != nil {
+		return p.pathErr("removeall", last, err)
+	}
+	return nil
+}
+
+// Readlink returns the target of the symbolic link name (the link itself
+// is read, never followed).
+func (d *Dir) Readlink(name string) (string, error) {
+	p, last, done, err := d.parent(name, false, 0)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	t, err := p.root.Readlink(last)
+	if err != nil {
+		return "", p.pathErr("readlink", last, err)
+	}
+	return t, nil
+}
+
+// Symlink makes name a symbolic link to target, which is not checked (a
+// link ralph makes is one it means: restoring one it recorded). An
+// existing name is fs.ErrExist.
+func (d *Dir) Symlink(target, name string) error {
+	p, last, done, err := d.parent(name, false, 0)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := p.root.Symlink(target, last); err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return &fs.PathError{Op: "symlink", Path: filepath.Join(p.path, last), Err: err}
+	}
+	return nil
+}
+
+// Chmod sets the mode of the file or directory name; a link at name is
+// refused, not followed. (Should one be swapped in after the check, the
+// call changes the link itself or nothing: os.Root never follows it.)
+func (d *Dir) Chmod(name string, mode fs.FileMode) error {
+	return d.inPlace("chmod", name, func(p *Dir, last string) error { return p.root.Chmod(last, mode) })
+}
+
+// Chtimes sets the access and modification times of name, as os.Chtimes
+// does; a link at name is refused, not followed, as in Chmod.
+func (d *Dir) Chtimes(name string, atime, mtime time.Time) error {
+	return d.inPlace("chtimes", name, func(p *Dir, last string) error { return p.root.Chtimes(last, atime, mtime) })
+}
+
+// inPlace calls f on name's directory and last component once name is
+// known not to be a link.
+func (d *Dir) inPlace(op, name string, f func(p *Dir, last string) error) error {
+	p, last, done, err := d.parent(name, false, 0)
+	if err != nil {
+		return err
+	}
+	defer done()
+	fi, err := p.root.Lstat(last)
+	if err != nil {
+		return p.pathErr(op, last, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return &LinkError{Op: op, Path: filepath.Join(p.path, last), Why: whySymlink}
+	}
+	if err := f(p, last); err != nil {
+		return p.pathErr(op, last, err)
 	}
 	return nil
 }

@@ -424,3 +424,115 @@ func TestCharDevice(t *testing.T) {
 	}
 	f.Close()
 }
+
+// TestDirLinksAndModes: what a guard needs to put a directory back as it
+// was — remove a tree, read and make links, set modes and times — acts on
+// the names below the Dir and never on what a link there names.
+func TestDirLinksAndModes(t *testing.T) {
+	base, secret := project(t)
+	outside := filepath.Join(filepath.Dir(secret), "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "kept"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := safefile.OpenDir(base, ".ralph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	logs := filepath.Join(base, ".ralph", "logs")
+	if err := os.Symlink(outside, filepath.Join(logs, "s", "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(logs, "secret")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Readlink reads the link itself.
+	if got, err := d.Readlink("logs/secret"); err != nil || got != secret {
+		t.Errorf("Readlink = %q, %v; want %s", got, err, secret)
+	}
+	// Chmod and Chtimes refuse a link rather than change its target.
+	secretInfo, _ := os.Stat(secret)
+	wantLink(t, d.Chmod("logs/secret", 0o600), filepath.Join(logs, "secret"))
+	then := time.Date(2020, 1, 2, 3, 4, 5, 6, time.UTC)
+	wantLink(t, d.Chtimes("logs/secret", then, then), filepath.Join(logs, "secret"))
+	if now, _ := os.Stat(secret); now.Mode() != secretInfo.Mode() || !now.ModTime().Equal(secretInfo.ModTime()) {
+		t.Errorf("the link's target changed: %v %v, was %v %v", now.Mode(), now.ModTime(), secretInfo.Mode(), secretInfo.ModTime())
+	}
+	// On a file and a directory of its own they work, to the nanosecond.
+	if err := d.WriteFile("logs/f", []byte("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Chmod("logs/f", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Chtimes("logs/f", then, then); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(logs, "f")); err != nil || fi.Mode().Perm() != 0o600 || !fi.ModTime().Equal(then) {
+		t.Errorf("after Chmod and Chtimes: %v %v", fi.Mode(), fi.ModTime())
+	}
+	if err := d.Chmod("logs/s", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(filepath.Join(logs, "s")); fi.Mode().Perm() != 0o700 {
+		t.Errorf("directory mode %v, want 0700", fi.Mode().Perm())
+	}
+	// Symlink makes a link (its target unchecked), never over a name.
+	if err := d.Symlink("../progress.db", "logs/back"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.Readlink(filepath.Join(logs, "back")); got != "../progress.db" {
+		t.Errorf("link made = %q", got)
+	}
+	if err := d.Symlink("x", "logs/back"); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("Symlink over a name: %v, want fs.ErrExist", err)
+	}
+	// RemoveAll removes the links in a tree, not what they name.
+	if err := d.RemoveAll("logs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(logs); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after RemoveAll: %v", err)
+	}
+	unchanged(t, filepath.Join(outside, "kept"), "kept")
+	unchanged(t, secret, "secret\n")
+	if err := d.RemoveAll("logs/none"); err != nil {
+		t.Errorf("RemoveAll of a missing name: %v", err)
+	}
+
+	// Every one of them refuses a link on the way.
+	if err := os.Symlink(outside, logs); err != nil {
+		t.Fatal(err)
+	}
+	wantLink(t, d.RemoveAll("logs/kept"), logs)
+	_, err = d.Readlink("logs/kept")
+	wantLink(t, err, logs)
+	wantLink(t, d.Symlink("x", "logs/new"), logs)
+	wantLink(t, d.Chmod("logs/kept", 0o600), logs)
+	wantLink(t, d.Chtimes("logs/kept", then, then), logs)
+	unchanged(t, filepath.Join(outside, "kept"), "kept")
+	if _, err := os.Lstat(filepath.Join(outside, "new")); err == nil {
+		t.Error("a link was made through a link")
+	}
+}
+
+func TestHardLinks(t *testing.T) {
+	base, _ := project(t)
+	p := filepath.Join(base, ".ralph", "progress.db")
+	if err := os.Link(p, p+".2"); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := safefile.HardLinks(fi); ok && n != 2 {
+		t.Errorf("HardLinks = %d, want 2", n)
+	} else if !ok && runtime.GOOS != "windows" {
+		t.Error("no link count on a Unix")
+	}
+}

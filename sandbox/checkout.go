@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // privateCheckout is a session's private copy of the git metadata of the
@@ -102,7 +101,7 @@ func makeCheckout(repo *repository, gitDir, dotGit string, dotGitDir bool, scrat
 	if err := packRefs(repo.common, c.dir); err != nil {
 		return nil, fmt.Errorf("sandbox: private checkout: %w", err)
 	}
-	if err := dropWorktreeSetting(filepath.Join(c.dir, "config")); err != nil {
+	if err := dropWorktreeSetting(repo.host, filepath.Join(c.dir, "config")); err != nil {
 		return nil, err
 	}
 	c.alternates = readAlternates(c.shared)
@@ -146,9 +145,6 @@ func readAlternates(objects string) []string {
 	return out
 }
 
-// finishTimeout bounds the host's look at the agent's objects.
-const finishTimeout = time.Minute
-
 // finish reads where the private HEAD ended, and whether that descends
 // from where it started. The private directory is the agent's: its files
 // are opened under an os.Root, without blocking, and the ancestry is
@@ -170,7 +166,7 @@ func (c *privateCheckout) finish(ctx context.Context) *Checkout {
 		out.Descends = true // an unborn branch: any history descends from it
 	case out.End == "":
 	default:
-		ctx, cancel := context.WithTimeout(ctx, finishTimeout)
+		ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 		defer cancel()
 		out.Descends = c.isAncestor(ctx, c.start, out.End)
 	}

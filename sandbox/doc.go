@@ -12,9 +12,11 @@
 // the agents of a project may write; Boundary.Prepare readies one agent's
 // or command's session and returns the command to run; Session.Close
 // says how the private checkout's HEAD moved. The package uses the
-// standard library only; it runs git on the host in one place
-// (gitcmd.go), twice at most per session, with no repository's
-// configuration read.
+// standard library and package hostgit (itself standard library only),
+// which finds the repository and builds the git commands it runs on the
+// host: two at most per session, in one place (gitcmd.go), with every
+// program the repository's configuration names blanked, as for every git
+// ralph runs.
 //
 // # Grants are decided once
 //
@@ -34,15 +36,20 @@
 // tree's .git, in the common directory no agent writes), never from the
 // tree's own .git file.
 //
-// The repository is discovered as git does it, without running git: the
+// The repository is discovered as git does it, without running git, by
+// hostgit.Find (the same rules as for ralph's own git on the host): the
 // first .git up from the root, a directory or a "gitdir: PATH" file, and
-// the common directory its commondir names. What is found is only ever
-// copied and mounted read-only, so a .git an earlier unsandboxed agent
-// tampered with can break the agent's git in the sandbox but widen
-// nothing; a git directory without HEAD, objects and refs is no
-// repository at all. GIT_DIR and the other location variables of the
-// environment are not considered, and are removed from the session's
-// environment (the private copy is where the tree expects it).
+// the common directory its commondir names; GIT_CEILING_DIRECTORIES and a
+// file system boundary stop it, as they stop the agent's git; files are
+// read without blocking (a FIFO planted for a .git file or commondir hangs
+// nothing). A worker's tree's git directory is hostgit.Repo.Linked's, the
+// one every part of ralph uses. What is found is only ever copied and
+// mounted read-only, so a .git an earlier unsandboxed agent tampered with
+// can break the agent's git in the sandbox but widen nothing; a git
+// directory without HEAD, objects and refs is no repository at all.
+// GIT_DIR and the other location variables of the environment are not
+// considered, and are removed from the session's environment (the private
+// copy is where the tree expects it).
 //
 // Paths are resolved when they are decided: bubblewrap mounts and the
 // macOS kernel check the real path, so a project reached through a
@@ -110,16 +117,16 @@
 // Session.Close says where the copy's HEAD started and ended and whether
 // the end descends from the start (Checkout; agentproc reports it as
 // RunResult.Checkout, so that an agent's `git reset --hard HEAD~1` is not
-// landed as a revert). The copy is the agent's: its HEAD and refs are
-// read under an os.Root (no link out of it followed, no FIFO blocking
-// ralph), and the ancestry is asked of the host's git with GIT_DIR a
-// directory of the sandbox's own, GIT_OBJECT_DIRECTORY the copy's objects
-// and GIT_ALTERNATE_OBJECT_DIRECTORIES the repository's: objects are read
-// as data, and no configuration, hook or program of the copy is looked
-// at. Anything unclear (a HEAD that is no commit, a missing object, a
-// timeout of one minute) is "does not descend". For a repository of
-// 10,000 files (an index of 0.8 MB) and 200 branches, making the copy and
-// removing it costs 2.9–9.8 ms (go test ./sandbox -run '^$' -bench
+// landed as a revert). The copy is the agent's: its HEAD and refs are read
+// under an os.Root (no link out of it followed, no FIFO blocking ralph),
+// and the ancestry is asked of the host's git (built by hostgit) with
+// GIT_DIR a directory of the sandbox's own, GIT_OBJECT_DIRECTORY the
+// copy's objects and GIT_ALTERNATE_OBJECT_DIRECTORIES the repository's:
+// objects are read as data, and no configuration, hook or program of the
+// copy is looked at. Anything unclear (a HEAD that is no commit, a missing
+// object, a timeout of one minute) is "does not descend". For a repository
+// of 10,000 files (an index of 0.8 MB) and 200 branches, making the copy
+// and removing it costs 2.9–9.8 ms (go test ./sandbox -run '^$' -bench
 // PrivateCheckout -benchtime 50x -count 5, on the shared 2-core
 // development machine at a load of 6–8); it grows with the index and the
 // number of loose refs.

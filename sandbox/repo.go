@@ -11,11 +11,17 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/ralph-dev/ralph/hostgit"
 )
 
 // repository is the git repository a project is in, as found when the
 // Boundary was made.
 type repository struct {
+	// host is the repository as package hostgit found it: the git
+	// commands ralph runs for a session on the host are built from it,
+	// and a worker's tree's git directory is looked up in it (Linked).
+	host *hostgit.Repo
 	// top is the work tree that holds the .git the project's checkout
 	// uses: the project root or one of its ancestors.
 	top string
@@ -32,105 +38,51 @@ type repository struct {
 // dotGit is the path of the checkout's .git.
 func (r *repository) dotGit() string { return filepath.Join(r.top, ".git") }
 
-// discoverRepository finds the git repository the directory root (resolved)
-// is in, the way git finds it but without running git: the first .git
-// up from root, a directory or a file "gitdir: PATH"; the common
-// directory is what the git directory's commondir names, else the git
-// directory itself. It returns nil when there is none, or when what it
+// discoverRepository finds the git repository the directory root
+// (resolved) is in with hostgit.Find — the rules of git's own discovery,
+// as for every git ralph runs on the host: the first .git up from root,
+// a directory or a file "gitdir: PATH", the common directory its
+// commondir names; GIT_CEILING_DIRECTORIES and the file system boundary
+// stop it, a git directory or bare repository is none, files are read
+// without blocking — and resolves the directories it names (bubblewrap
+// mounts real paths). It returns nil when there is none, or when what it
 // finds is not a git directory (no HEAD, objects or refs): a .git file
-// that says "gitdir: /" is no repository. Bare repositories,
-// GIT_CEILING_DIRECTORIES and GIT_DIR are not considered.
+// that says "gitdir: /" is no repository. GIT_DIR is not considered.
 func discoverRepository(root string) *repository {
-	for dir := root; ; {
-		dotgit := filepath.Join(dir, ".git")
-		if fi, err := os.Stat(dotgit); err == nil {
-			r := &repository{top: dir, dotGitDir: fi.IsDir()}
-			if r.dotGitDir {
-				r.gitDir = dotgit
-			} else if r.gitDir = readGitfile(dotgit); r.gitDir == "" {
-				return nil
-			}
-			if g, err := filepath.EvalSymlinks(r.gitDir); err == nil {
-				r.gitDir = g
-			} else {
-				return nil
-			}
-			r.common = commonDir(r.gitDir)
-			if !isFile(filepath.Join(r.gitDir, "HEAD")) || !isDir(filepath.Join(r.common, "objects")) || !isDir(filepath.Join(r.common, "refs")) {
-				return nil
-			}
-			return r
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return nil
-		}
-		dir = parent
-	}
-}
-
-// readGitfile reads a .git file ("gitdir: PATH", PATH relative to the
-// file's directory) and returns PATH absolute and clean, or "".
-func readGitfile(file string) string {
-	b, err := readSmall(openNB, file)
+	h, err := hostgit.Find(root)
 	if err != nil {
-		return ""
+		return nil
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	g, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir: ")
-	if !ok || g == "" {
-		return ""
-	}
-	if !filepath.IsAbs(g) {
-		g = filepath.Join(filepath.Dir(file), g)
-	}
-	return filepath.Clean(g)
-}
-
-// commonDir returns the common git directory of gitDir: what its
-// commondir file names (relative to gitDir), resolved, else gitDir.
-func commonDir(gitDir string) string {
-	b, err := readSmall(openNB, filepath.Join(gitDir, "commondir"))
+	r := &repository{host: h, top: h.WorkTree}
+	fi, err := os.Stat(r.dotGit())
 	if err != nil {
-		return gitDir
+		return nil
 	}
-	c := strings.TrimSpace(string(b))
-	if c == "" {
-		return gitDir
+	r.dotGitDir = fi.IsDir()
+	if r.gitDir, err = filepath.EvalSymlinks(h.GitDir); err != nil {
+		return nil
 	}
-	if !filepath.IsAbs(c) {
-		c = filepath.Join(gitDir, c)
+	if r.common, err = filepath.EvalSymlinks(h.CommonDir); err != nil {
+		return nil
 	}
-	if r, err := filepath.EvalSymlinks(c); err == nil {
-		return r
-	}
-	return filepath.Clean(c)
+	return r
 }
 
 // worktreeGitDir returns the git directory of the linked worktree whose
 // .git file is dotGit, found from the common directory's side — the
-// worktrees/NAME/gitdir file that names dotGit — never from the .git file
-// itself, which lies in the tree an agent writes. "" when there is none.
+// worktrees/NAME/gitdir file that names dotGit (hostgit.Repo.Linked) —
+// never from the .git file itself, which lies in the tree an agent
+// writes. "" when there is none.
 func (r *repository) worktreeGitDir(dotGit string) string {
-	entries, err := os.ReadDir(filepath.Join(r.common, "worktrees"))
+	l, err := r.host.Linked(filepath.Dir(dotGit))
 	if err != nil {
 		return ""
 	}
-	for _, e := range entries {
-		dir := filepath.Join(r.common, "worktrees", e.Name())
-		b, err := readSmall(openNB, filepath.Join(dir, "gitdir"))
-		if err != nil {
-			continue
-		}
-		named := filepath.Clean(strings.TrimSpace(string(b)))
-		if resolved, err := filepath.EvalSymlinks(named); err == nil {
-			named = resolved
-		}
-		if named == dotGit && isFile(filepath.Join(dir, "HEAD")) {
-			return dir
-		}
+	dir, err := filepath.EvalSymlinks(l.GitDir)
+	if err != nil {
+		return ""
 	}
-	return ""
+	return dir
 }
 
 func isFile(p string) bool {
@@ -143,7 +95,7 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// maxSmall bounds what readSmall reads: a ref, HEAD, a .git file.
+// maxSmall bounds what readSmall reads: a ref, HEAD.
 const maxSmall = 64 << 10
 
 // errNotRegular is returned for a path that is not a regular file.

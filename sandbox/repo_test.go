@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -164,6 +165,74 @@ func TestResolveHEAD(t *testing.T) {
 		defer root.Close()
 		if got := resolveHEAD(rootRefs(root), rootRefs(root)); got != "" {
 			t.Errorf("resolveHEAD followed a link out of its root: %q", got)
+		}
+	})
+}
+
+// TestDropWorktreeSetting: the private copy of the config loses
+// core.worktree (its work tree is where the copy is mounted) and keeps the
+// rest; a config that only mentions worktrees elsewhere is left as it is.
+func TestDropWorktreeSetting(t *testing.T) {
+	p := newProject(t)
+	r := discoverRepository(p.repo)
+	for name, tc := range map[string]struct {
+		config  string
+		dropped bool
+	}{
+		"core.worktree": {"[core]\n\tbare = false\n\tworktree = /elsewhere\n[user]\n\tname = kept\n", true},
+		"no such key":   {"[extensions]\n\tworktreeConfig = true\n[user]\n\tname = kept\n", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config")
+			writeFile(t, path, tc.config)
+			if err := dropWorktreeSetting(r.host, path); err != nil {
+				t.Fatal(err)
+			}
+			got := readFile(t, path)
+			if strings.Contains(got, "/elsewhere") || !strings.Contains(got, "name = kept") {
+				t.Errorf("config after dropWorktreeSetting:\n%s", got)
+			}
+			if !tc.dropped && got != tc.config {
+				t.Errorf("a config without core.worktree changed:\n%s", got)
+			}
+		})
+	}
+}
+
+// TestDiscoverRepositoryAsGitDoes: the rules the sandbox now shares with
+// ralph's host git (hostgit.Find) — a ceiling stops the search, as it
+// stops the agent's own git; a FIFO planted as the .git file or as
+// commondir hangs nothing.
+func TestDiscoverRepositoryAsGitDoes(t *testing.T) {
+	p := newProject(t)
+	sub := filepath.Join(p.repo, "a", "b")
+	mkdirs(t, sub)
+	t.Run("ceiling", func(t *testing.T) {
+		t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Join(p.repo, "a"))
+		if r := discoverRepository(sub); r != nil {
+			t.Errorf("found %+v above a ceiling", *r)
+		}
+	})
+	t.Run("FIFOs", func(t *testing.T) {
+		if err := mkfifo(filepath.Join(sub, ".git")); err != nil {
+			t.Skip(err)
+		}
+		commondir := filepath.Join(p.repo, ".git", "commondir")
+		if err := mkfifo(commondir); err != nil {
+			t.Skip(err)
+		}
+		defer os.Remove(commondir)
+		done := make(chan *repository, 1)
+		go func() { done <- discoverRepository(sub) }()
+		select {
+		case r := <-done:
+			// git goes on upwards past a .git that is neither file nor
+			// directory, and a commondir it cannot read names none.
+			if r == nil || r.top != p.repo || r.common != r.gitDir {
+				t.Errorf("found %+v", r)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a FIFO hung the discovery")
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,29 +15,12 @@ import (
 // or hostile agent. Without bubblewrap they skip, saying so; under
 // CI=true they fail.
 
-// needBwrap skips the test without a working bubblewrap (fails it under
-// CI=true).
-func needBwrap(t *testing.T) {
-	t.Helper()
-	for _, tool := range []string{"bwrap", "git"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed (apt-get install bubblewrap git)", tool)
-			}
-			t.Skipf("%s is not installed (apt-get install bubblewrap git)", tool)
-		}
-	}
-}
-
 // boxProject is a project built by the stand-in agent in the sandbox: a
 // throwaway HOME whose ~/.claude holds settings and a login, and a git
 // repository (unless asked for none) with the plan ignored.
 type boxProject struct {
-	t      *testing.T
-	bin    string
-	dir    string
+	*e2e
 	home   string
-	env    []string
 	script string
 }
 
@@ -48,12 +30,10 @@ type boxProject struct {
 func newBoxProject(t *testing.T, git bool, titles []string, steps ...agentStep) *boxProject {
 	t.Helper()
 	needBwrap(t)
-	p := &boxProject{t: t, bin: ralphBinary(t), dir: t.TempDir(), home: t.TempDir()}
+	home := t.TempDir()
 	agent, script := fakeAgentPath(t, steps...)
-	p.script = script
-	p.env = append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=", "RALPH_AGENT_CLI=",
-		"HOME="+p.home, "RALPH_CLAUDE="+agent, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com")
+	env := append([]string{"HOME=" + home, "RALPH_CLAUDE=" + agent, "GIT_CONFIG_NOSYSTEM=1"}, gitIdentity...)
+	p := &boxProject{e2e: newBareProject(t, env), home: home, script: script}
 	p.write(filepath.Join(p.home, ".claude", "settings.json"), `{"theme":"dark"}`)
 	p.write(filepath.Join(p.home, ".claude", ".credentials.json"), `{"token":"old"}`)
 	p.ok("init")
@@ -70,59 +50,14 @@ func newBoxProject(t *testing.T, git bool, titles []string, steps ...agentStep) 
 	return p
 }
 
-func (p *boxProject) write(path, content string) {
-	p.t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		p.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// read returns the file's content, "" when it does not exist.
-func (p *boxProject) read(path string) string {
+// readOr returns the file's content, "" when it does not exist.
+func (p *boxProject) readOr(path string) string {
 	p.t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		p.t.Fatal(err)
 	}
 	return string(b)
-}
-
-func (p *boxProject) git(args ...string) string {
-	p.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir, cmd.Env = p.dir, p.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		p.t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func (p *boxProject) ralph(args ...string) (int, string, string) {
-	p.t.Helper()
-	return runBinary(p.t, p.bin, p.dir, p.env, args...)
-}
-
-func (p *boxProject) ok(args ...string) string {
-	p.t.Helper()
-	code, stdout, stderr := p.ralph(args...)
-	if code != 0 {
-		p.t.Fatalf("ralph %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
-	}
-	return stdout
-}
-
-// status returns the task's status.
-func (p *boxProject) status(id string) string {
-	p.t.Helper()
-	var task struct{ Status string }
-	if err := json.Unmarshal([]byte(p.ok("task", "show", id, "--json")), &task); err != nil {
-		p.t.Fatal(err)
-	}
-	return task.Status
 }
 
 // outside returns a marker path outside the project and its HOME that the
@@ -165,10 +100,10 @@ func TestAttackBoxGitdirEscape(t *testing.T) {
 			if code, stdout, stderr := p.ralph("build", "--sandbox", "--once"); code != 0 {
 				t.Fatalf("second build: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
-			if got := p.read(filepath.Join(p.dir, "tried.txt")); got != "tried\ntried\n" {
+			if got := p.readOr(filepath.Join(p.dir, "tried.txt")); got != "tried\ntried\n" {
 				t.Errorf("the escape was tried %q, want in the second session and the next build", got)
 			}
-			if got := p.read(filepath.Join(p.dir, "escaped.txt")); got != "" {
+			if got := p.readOr(filepath.Join(p.dir, "escaped.txt")); got != "" {
 				t.Errorf("the agent after the plant wrote outside the project: %q", got)
 			}
 			for _, f := range []string{etc, filepath.Join(p.home, "escaped")} {
@@ -212,7 +147,7 @@ func TestAttackBoxWorktreeSymlink(t *testing.T) {
 	if got := p.git("status", "--porcelain"); got != statusBefore {
 		t.Errorf("the user's tree changed:\n%s\nwant\n%s", got, statusBefore)
 	}
-	if got := p.read(filepath.Join(p.dir, "draft.txt")); got != "the user's uncommitted draft\n" {
+	if got := p.readOr(filepath.Join(p.dir, "draft.txt")); got != "the user's uncommitted draft\n" {
 		t.Errorf("draft.txt = %q", got)
 	}
 	if log := p.git("log", "--all", "--format=%H", "--", "draft.txt"); log != "" {
@@ -242,7 +177,7 @@ func TestAttackBoxStateHooks(t *testing.T) {
 		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	claudeDir := filepath.Join(p.home, ".claude")
-	if got := p.read(filepath.Join(claudeDir, "settings.json")); got != `{"theme":"dark"}` {
+	if got := p.readOr(filepath.Join(claudeDir, "settings.json")); got != `{"theme":"dark"}` {
 		t.Errorf("settings.json = %q, want the user's own", got)
 	}
 	for _, planted := range []string{"settings.local.json", "CLAUDE.md", "hooks", "commands", "agents", "plugins", filepath.Join("..", ".claude.json")} {
@@ -250,7 +185,7 @@ func TestAttackBoxStateHooks(t *testing.T) {
 			t.Errorf("%s outlived the sandboxed run", planted)
 		}
 	}
-	if got := p.read(filepath.Join(claudeDir, ".credentials.json")); !strings.Contains(got, "refreshed") {
+	if got := p.readOr(filepath.Join(claudeDir, ".credentials.json")); !strings.Contains(got, "refreshed") {
 		t.Errorf(".credentials.json = %q, want the refreshed login", got)
 	}
 	if got := p.status("t-1"); got != "done" {
@@ -279,7 +214,7 @@ echo verifier-ran >> "$HOME/.claude/.credentials.json"; true`,
 		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	// The login passes through the sandbox: the verifier's payload ran.
-	if !strings.Contains(p.read(filepath.Join(p.home, ".claude", ".credentials.json")), "verifier-ran") {
+	if !strings.Contains(p.readOr(filepath.Join(p.home, ".claude", ".credentials.json")), "verifier-ran") {
 		t.Fatal("the verifier session did not run its payload")
 	}
 	if log := p.git("log", "--all", "--format=%s"); strings.Contains(log, "verifier-commit") {
@@ -296,7 +231,7 @@ echo verifier-ran >> "$HOME/.claude/.credentials.json"; true`,
 	if _, err := os.Lstat(filepath.Join(p.dir, ".ralph", "verify-snapshot.git", "HEAD.new")); err == nil {
 		t.Error("the verifier planted a link in the snapshot store")
 	}
-	if strings.Contains(p.read(filepath.Join(p.dir, ".ralph", "verify-snapshot.git", "config")), "x\n") {
+	if strings.Contains(p.readOr(filepath.Join(p.dir, ".ralph", "verify-snapshot.git", "config")), "x\n") {
 		t.Error("the verifier wrote the snapshot store's config")
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, ".ralph", "prompts", "build.md")); err == nil {
@@ -323,7 +258,7 @@ true`,
 	})
 	code, stdout, stderr := p.ralph("build", "--sandbox", "--once")
 	t.Logf("build: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	forge := p.read(filepath.Join(p.dir, "forge.txt"))
+	forge := p.readOr(filepath.Join(p.dir, "forge.txt"))
 	t.Logf("forge.txt:\n%s", forge)
 	if strings.Count(forge, "\n") != 2 {
 		t.Errorf("the forgeries were not all tried: %q", forge)
@@ -400,7 +335,7 @@ func TestAttackBoxGates(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
-		if got := p.read(filepath.Join(p.dir, ".ralph", "worktrees", "w1", "setup.txt")); got != "built\n" {
+		if got := p.readOr(filepath.Join(p.dir, ".ralph", "worktrees", "w1", "setup.txt")); got != "built\n" {
 			t.Errorf("setup.txt in the worker's tree = %q", got)
 		}
 		for _, f := range []string{etc, filepath.Join(p.home, "setup-escaped")} {

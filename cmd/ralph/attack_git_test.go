@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +23,7 @@ type gitAttack struct {
 
 func newAttackProject(t *testing.T) *gitAttack {
 	t.Helper()
-	needGoAndGit(t)
+	needTools(t, "git", "go")
 	home := t.TempDir()
 	global := filepath.Join(home, "gitconfig")
 	if err := os.WriteFile(global, []byte("[user]\n\tname = Dev\n\temail = dev@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644); err != nil {
@@ -37,28 +36,6 @@ func newAttackProject(t *testing.T) *gitAttack {
 	p.git("add", "-A")
 	p.git("commit", "-q", "-m", "the project")
 	return p
-}
-
-func (p *gitAttack) git(args ...string) string {
-	p.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir, cmd.Env = p.dir, p.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		p.t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func (p *gitAttack) write(name, content string) {
-	p.t.Helper()
-	path := filepath.Join(p.dir, name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		p.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		p.t.Fatal(err)
-	}
 }
 
 // mark is a command that leaves the marker name.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,10 +30,7 @@ var landPlans atomic.Int64
 // t-2 (after t-1) and t-3 (after t-2); db, when not "", is a PostgreSQL
 // URL the plan lives on.
 type landProject struct {
-	t   *testing.T
-	bin string
-	dir string
-	env []string
+	*e2e
 }
 
 func newLandProject(t *testing.T, db string) *landProject {
@@ -42,18 +38,10 @@ func newLandProject(t *testing.T, db string) *landProject {
 	if testing.Short() {
 		t.Skip("builds through the ralph binary")
 	}
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is not installed")
-		}
-		t.Skip("git is not installed")
-	}
-	p := &landProject{t: t, bin: ralphBinary(t), dir: filepath.Join(t.TempDir(), "project")}
-	p.env = append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_HOST_ID=",
-		"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com")
-	os.MkdirAll(p.dir, 0o755)
+	needTools(t, "git")
+	p := &landProject{newBareProject(t, gitIdentity)}
 	for name, content := range map[string]string{"README": "the project\n", ".gitignore": ".ralph/\n"} {
-		os.WriteFile(filepath.Join(p.dir, name), []byte(content), 0o644)
+		p.write(name, content)
 	}
 	p.git("init", "-q", "-b", "main")
 	p.git("add", "-A")
@@ -76,40 +64,11 @@ func newLandProject(t *testing.T, db string) *landProject {
 	return p
 }
 
-func (p *landProject) git(args ...string) string {
-	p.t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", p.dir}, args...)...)
-	cmd.Env = p.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		p.t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func (p *landProject) ralph(args ...string) (int, string, string) {
-	p.t.Helper()
-	return runBinary(p.t, p.bin, p.dir, p.env, args...)
-}
-
 // build runs ralph build with one worker and the stand-in agent.
 func (p *landProject) build(agent string, args ...string) (code int, out string) {
 	p.t.Helper()
 	code, stdout, stderr := p.ralph(append([]string{"build", "--workers", "1", "--claude", agent, "--max-iterations", "10"}, args...)...)
 	return code, stdout + stderr
-}
-
-// status is task id's status.
-func (p *landProject) status(id string) string {
-	p.t.Helper()
-	_, out, _ := p.ralph("task", "show", id, "--json")
-	for line := range strings.Lines(out) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), `"status": "`); ok {
-			return strings.TrimSuffix(strings.TrimSuffix(v, ","), `"`)
-		}
-	}
-	p.t.Fatalf("task show %s: no status in %s", id, out)
-	return ""
 }
 
 // landedFiles are the files on the integration branch.

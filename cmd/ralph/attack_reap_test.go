@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
-	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // The attack of issue 20: `kill -9` of ralph while its agent works. The
@@ -65,22 +65,13 @@ type reapProcess struct {
 
 // processes returns the live processes that carry the token.
 func (p *reapProject) processes() []reapProcess {
-	entries, _ := os.ReadDir("/proc")
 	var out []reapProcess
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), p.token) {
-			continue
-		}
+	for _, pid := range agentproctest.ProcessesWithEnv(p.token) {
 		start, err := loop.ProcessStart(pid)
 		if err != nil {
 			continue // gone, or a zombie
 		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		out = append(out, reapProcess{pid: pid, start: start, cmdline: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
 	}
 	return out
@@ -204,7 +195,7 @@ func TestAttackReapKillNine(t *testing.T) {
 }
 
 func TestAttackReapKillNineWorkers(t *testing.T) {
-	needGoAndGit(t)
+	needTools(t, "git", "go")
 	p := newReapProject(t, true)
 	p.ok("task", "add", "Start a dev server")
 	p.ok("task", "add", "Run the tests in watch mode")
@@ -212,12 +203,7 @@ func TestAttackReapKillNineWorkers(t *testing.T) {
 }
 
 func TestAttackReapKillNineSandbox(t *testing.T) {
-	if _, err := sandbox.Find(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("bubblewrap: %v", err)
-		}
-		t.Skipf("bubblewrap is missing or cannot run here (apt-get install bubblewrap): %v", err)
-	}
+	needBwrap(t)
 	p := newReapProject(t, false)
 	p.ok("task", "add", "Start a dev server")
 	killBuild(t, p, 1, reapPayload, "--sandbox")

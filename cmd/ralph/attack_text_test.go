@@ -360,7 +360,7 @@ func TestAttackTextIsSandbox(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if len(tt.args) > 0 {
-				textNeedsBwrap(t)
+				needBwrap(t)
 			}
 			agent, _ := fakeAgentPath(t, agentEnvFile)
 			e := newProject(t, tt.userEnv)
@@ -376,18 +376,6 @@ func TestAttackTextIsSandbox(t *testing.T) {
 				t.Errorf("IS_SANDBOX in the agent's environment: %q (set %v), want %q", got, ok, tt.want)
 			}
 		})
-	}
-}
-
-// textNeedsBwrap skips a sandbox test where bubblewrap is missing (fails under
-// CI=true).
-func textNeedsBwrap(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("bwrap not found: apt-get install bubblewrap")
-		}
-		t.Skip("bwrap not found: apt-get install bubblewrap")
 	}
 }
 
@@ -427,7 +415,7 @@ func TestAttackTextRootRefusal(t *testing.T) {
 	}
 
 	t.Run("with --sandbox", func(t *testing.T) {
-		textNeedsBwrap(t)
+		needBwrap(t)
 		r := e.run("build", "--use-api-key", "--sandbox")
 		if r.code != 0 || e.show("t-1").Status != "done" {
 			t.Fatalf("build --sandbox: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)

@@ -319,12 +319,7 @@ func TestE2EVerifiedByAnotherAgent(t *testing.T) {
 // TestE2EAgentSandbox: with --sandbox, an agent's tool command can write
 // in the project but not next to it; the build goes on.
 func TestE2EAgentSandbox(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("bwrap not found: apt-get install bubblewrap")
-		}
-		t.Skip("bwrap not found: apt-get install bubblewrap")
-	}
+	needBwrap(t)
 	forEachAgent(t, func(t *testing.T, kit agentKit) {
 		outside := t.TempDir()
 		escape := filepath.Join(outside, "escape.txt")

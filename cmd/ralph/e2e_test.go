@@ -20,6 +20,7 @@ import (
 
 	"github.com/ralph-dev/ralph/claude/claudetest"
 	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // End-to-end tests the way a user runs ralph: the ralph binary, a project
@@ -103,11 +104,50 @@ func commitProject(t *testing.T, dir string) {
 // environment, without the RALPH_ variables of an outer run.
 func newProject(t *testing.T, env []string, initArgs ...string) *e2e {
 	t.Helper()
-	e := &e2e{t: t, bin: ralphBinary(t), dir: t.TempDir()}
-	e.env = append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=", "RALPH_AGENT_CLI=")
-	e.env = append(e.env, env...)
+	e := newBareProject(t, env)
 	e.ok(append(initArgs, "init")...)
 	return e
+}
+
+// newBareProject is newProject's project before `ralph init`: an empty
+// directory, and the environment its commands run with.
+func newBareProject(t *testing.T, env []string) *e2e {
+	t.Helper()
+	e := &e2e{t: t, bin: ralphBinary(t), dir: t.TempDir()}
+	e.env = append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=", "RALPH_AGENT_CLI=", "RALPH_HOST_ID=")
+	e.env = append(e.env, env...)
+	return e
+}
+
+// gitIdentity lets git commit where no configuration names the user.
+var gitIdentity = []string{"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com"}
+
+// needTools skips the test when one of tools is not on PATH (fails it
+// under CI=true, where every one must be installed).
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed", tool)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+}
+
+// needBwrap skips a test of --sandbox where bubblewrap is missing or
+// cannot run (sandbox.Find; fails it under CI=true); git, which the
+// private checkout needs, too.
+func needBwrap(t *testing.T) {
+	t.Helper()
+	needTools(t, "git")
+	if _, err := sandbox.Find(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap: %v", err)
+		}
+		t.Skipf("bubblewrap is missing or cannot run here (apt-get install bubblewrap): %v", err)
+	}
 }
 
 // e2eResult is how one ralph command ended.
@@ -136,6 +176,13 @@ func (e *e2e) run(args ...string) e2eResult {
 	return e2eResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
+// ralph runs ralph in the project: its exit code, stdout and stderr.
+func (e *e2e) ralph(args ...string) (int, string, string) {
+	e.t.Helper()
+	r := e.run(args...)
+	return r.code, r.stdout, r.stderr
+}
+
 // ok runs a command that must exit 0 and returns its stdout.
 func (e *e2e) ok(args ...string) string {
 	e.t.Helper()
@@ -154,6 +201,40 @@ func (e *e2e) show(id string) taskShowJSON {
 		e.t.Fatal(err)
 	}
 	return got
+}
+
+// status is task id's status.
+func (e *e2e) status(id string) string {
+	e.t.Helper()
+	return e.show(id).Status
+}
+
+// git runs git in the project and returns its output, trimmed.
+func (e *e2e) git(args ...string) string {
+	e.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = e.dir, e.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// write writes a file, and the directories it is in: name is relative to
+// the project, or absolute.
+func (e *e2e) write(name, content string) {
+	e.t.Helper()
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(e.dir, name)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *e2e) read(name string) string {

@@ -258,7 +258,7 @@ func TestOtelDeadCollector(t *testing.T) {
 // iteration of w1 and w2 its child, each landing its work (an integrate
 // span), and each worker's end an event on the run.
 func TestOtelWorkers(t *testing.T) {
-	needGoAndGit(t)
+	needTools(t, "git", "go")
 	recv := otlptest.NewHTTP(t)
 	e := otelProject(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.Endpoint},
 		agentStep{Sh: "echo {task} > {task}.txt", Text: "<task-done>{task}</task-done>"})

@@ -72,7 +72,7 @@ func severalMachines(t *testing.T, db string, ids []string, deps map[string][]st
 	if testing.Short() {
 		t.Skip("two parallel builds in two clones")
 	}
-	needGoAndGit(t)
+	needTools(t, "git", "go")
 	bin := ralphBinary(t)
 	env := append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_HOST_ID=",
 		"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com")
@@ -301,7 +301,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 // --remote without workers on a plan without an integration branch, or
 // without a name, is a usage error (exit 1).
 func TestWorkersRemoteBadInput(t *testing.T) {
-	needGoAndGit(t)
+	needTools(t, "git", "go")
 	agent, _ := fakeAgentPath(t, agentStep{Text: "<task-done>{task}</task-done>"})
 	for _, tc := range []struct {
 		name  string

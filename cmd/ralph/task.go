@@ -268,7 +268,7 @@ func taskList(cfg appConfig) planAction {
 			return out.end()
 		}
 		out := newTaskTable(cfg.stdout)
-		p.Shape = func(sh loop.ListShape) error { return out.shape(dag.ListShape(sh)) }
+		p.Shape = out.shape
 		if err := pipeTasks(c, st, p, out.task); err != nil {
 			return err
 		}

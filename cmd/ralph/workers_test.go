@@ -25,18 +25,6 @@ type workersProject struct {
 	titles []string
 }
 
-func needGoAndGit(t *testing.T) {
-	t.Helper()
-	for _, tool := range []string{"git", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed", tool)
-			}
-			t.Skipf("%s is not installed", tool)
-		}
-	}
-}
-
 func (p *workersProject) git(args ...string) string {
 	p.t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", p.dir}, args...)...)
@@ -60,7 +48,7 @@ func (p *workersProject) ralph(args ...string) (int, string, string) {
 // checking that their files are there; c1 and c2 both append a line to
 // notes.txt at once, the first time they run: one of them conflicts.
 func newWorkersProject(t *testing.T, deps map[string][]string) *workersProject {
-	needGoAndGit(t)
+	needTools(t, "git", "go")
 	p := &workersProject{t: t, bin: ralphBinary(t), dir: t.TempDir(), marks: t.TempDir(), deps: deps}
 	p.env = append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod",
 		"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com")
@@ -332,7 +320,7 @@ exec go test ./...
 // TestWorkersBadInput: what --workers refuses, before anything runs or is
 // claimed, with its exit code.
 func TestWorkersBadInput(t *testing.T) {
-	needGoAndGit(t)
+	needTools(t, "git", "go")
 	agent, _ := fakeAgentPath(t, agentStep{Text: "<task-done>{task}</task-done>"})
 	for _, tc := range []struct {
 		name  string
