@@ -785,6 +785,21 @@ func TestLinkedRecordRules(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// w1's record rewritten to name the main tree: Linked never answers
+	// with the main tree, however it is named.
+	gitdir1 := filepath.Join(admin, "w1", "gitdir")
+	was, err := os.ReadFile(gitdir1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, gitdir1, filepath.Join(repo, ".git")+"\n")
+	for _, name := range []string{repo, repo + "/."} {
+		if l, err := main.Linked(name); !errors.Is(err, hostgit.ErrNotWorktree) {
+			t.Errorf("Linked(%s) with a record naming the main tree = %+v, %v; want ErrNotWorktree", name, l, err)
+		}
+	}
+	write(t, gitdir1, string(was))
+
 	// A FIFO for a record's gitdir, and for commondir: nothing hangs.
 	done := make(chan error, 1)
 	go func() {

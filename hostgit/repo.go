@@ -199,6 +199,20 @@ func (r *Repo) findLinked(names []string, reload bool) *Repo {
 	return nil
 }
 
+// isMainTree reports whether top is r's own working tree, by its path or
+// as the same directory.
+func (r *Repo) isMainTree(top string) bool {
+	if r.WorkTree == "" {
+		return false
+	}
+	if top == r.WorkTree {
+		return true
+	}
+	a, err1 := os.Stat(top)
+	b, err2 := os.Stat(r.WorkTree)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
 // readLinked reads <CommonDir>/worktrees/*/gitdir: each names its tree's
 // .git file. Trees are keyed by their path as git wrote it.
 func (r *Repo) readLinked() map[string]*Repo {
@@ -213,8 +227,8 @@ func (r *Repo) readLinked() map[string]*Repo {
 		}
 		admin := filepath.Join(r.CommonDir, "worktrees", e.Name())
 		top, ok := linkedTop(admin)
-		if !ok {
-			continue
+		if !ok || r.isMainTree(top) {
+			continue // a record naming the main tree is no linked tree's
 		}
 		old, ok := r.linked[top]
 		if ok && old.GitDir == admin {

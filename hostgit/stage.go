@@ -39,7 +39,7 @@ func (r *Repo) StageAll(ctx context.Context, dir string, pathspec ...string) (ne
 		return nil, err
 	}
 	var add, remove []string
-	f := splitNul(changed)
+	f := SplitNul(changed)
 	for i := 0; i+1 < len(f); i += 2 {
 		status, p := f[i], f[i+1]
 		if status == "D" || !r.present(p) {
@@ -48,7 +48,7 @@ func (r *Repo) StageAll(ctx context.Context, dir string, pathspec ...string) (ne
 			add = append(add, p)
 		}
 	}
-	for _, p := range splitNul(others) {
+	for _, p := range SplitNul(others) {
 		if d, ok := strings.CutSuffix(p, "/"); ok {
 			nested = append(nested, d)
 		} else {
@@ -103,7 +103,8 @@ func (r *Repo) update(ctx context.Context, opt string, paths []string) error {
 	return nil
 }
 
-func splitNul(s string) []string {
+// SplitNul splits git's -z output into its entries.
+func SplitNul(s string) []string {
 	s = strings.TrimSuffix(s, "\x00")
 	if s == "" {
 		return nil

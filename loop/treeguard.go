@@ -477,7 +477,7 @@ func (g *treeGuard) private(args ...string) []string {
 func (g *treeGuard) run(ctx context.Context, repo *hostgit.Repo, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
 	cmd, err := repo.Command(ctx, dir, args...)
 	if err != nil {
-		return nil, fmt.Errorf("git %s: %v", subcommand(args), err)
+		return nil, &hostgit.Error{Args: args, Err: err}
 	}
 	cmd.Env = append(cmd.Env, env...)
 	if stdin != nil {
@@ -487,23 +487,9 @@ func (g *treeGuard) run(ctx context.Context, repo *hostgit.Repo, dir string, env
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = gateWaitDelay
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git %s: %v: %s", subcommand(args), err, tail(errb.String()))
+		return nil, &hostgit.Error{Args: args, Err: err, Stderr: errb.String()}
 	}
 	return out.Bytes(), nil
-}
-
-// subcommand is the git command args run: the first argument that is no
-// option (nor the value of -c).
-func subcommand(args []string) string {
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "-c":
-			i++
-		case !strings.HasPrefix(args[i], "-"):
-			return args[i]
-		}
-	}
-	return ""
 }
 
 // pg runs a command on the private repository with this run's index.
@@ -519,15 +505,6 @@ func nulList(paths []string) []byte {
 		b.WriteByte(0)
 	}
 	return b.Bytes()
-}
-
-// splitNul splits -z output.
-func splitNul(out []byte) []string {
-	s := strings.TrimSuffix(string(out), "\x00")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\x00")
 }
 
 // snapshot records the protected files as they are now and returns the id
@@ -552,7 +529,7 @@ func (g *treeGuard) snapshot(ctx context.Context) (string, error) {
 		keep[p] = true
 	}
 	var stale []string
-	for _, p := range splitNul(out) {
+	for _, p := range hostgit.SplitNul(string(out)) {
 		if !keep[p] {
 			stale = append(stale, p)
 		}
@@ -628,7 +605,7 @@ func (l *lister) tree(ctx context.Context, rel string, top bool) error {
 		}
 		return err
 	}
-	for _, p := range splitNul(out) {
+	for _, p := range hostgit.SplitNul(string(out)) {
 		if err := l.add(ctx, rel, p); err != nil {
 			return err
 		}
@@ -709,7 +686,7 @@ func (g *treeGuard) diff(ctx context.Context, from, to string) ([]treeChange, er
 	if err != nil {
 		return nil, err
 	}
-	f := splitNul(out)
+	f := hostgit.SplitNul(string(out))
 	var cs []treeChange
 	for i := 0; i+1 < len(f); i += 2 {
 		meta := f[i]
@@ -780,7 +757,7 @@ func (g *treeGuard) restore(ctx context.Context, before string, cs []treeChange)
 			return err
 		}
 		keep := map[string]bool{".": true}
-		for _, d := range splitNul(out) {
+		for _, d := range hostgit.SplitNul(string(out)) {
 			keep[d] = true
 		}
 		parents := map[string]bool{}
