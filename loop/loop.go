@@ -100,7 +100,9 @@ func Run(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repor
 }
 
 // run is one Run. Its fields are owned by the goroutine calling Run; the
-// renewal goroutine only reads cfg and store.
+// renewal goroutines read only cfg, store, the notifier (locked) and
+// renewal (locked), never what the loop writes as it goes (r.iter: a
+// notice of a failed renewal once read it, a data race).
 type run struct {
 	cfg      Config
 	store    TaskStore
@@ -1416,14 +1418,14 @@ func (r *run) renewAgentClaims(ctx context.Context, n int) (stop func()) {
 // retries of a durable outcome (DESIGN §8, "Leases").
 func (r *run) renewHeld(ctx context.Context) (stop func()) {
 	return r.every(ctx, func(ctx context.Context) {
-		id, _ := r.renewal.get()
+		id, _, n := r.renewal.get()
 		if id == "" {
 			return
 		}
 		if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err == nil {
 			r.renewal.renewed(id, r.cfg.Now().Add(r.cfg.Lease))
 		} else if ctx.Err() == nil {
-			r.note.notice(r.iter.n, "could not renew the lease on %s: %v", id, err)
+			r.note.notice(n, "could not renew the lease on %s: %v", id, err)
 		}
 	})
 }
@@ -1451,11 +1453,13 @@ func (r *run) every(ctx context.Context, f func(context.Context)) (stop func()) 
 }
 
 // renewal is the claim the loop holds, shared with the goroutine that
-// renews its lease.
+// renews its lease: all that goroutine knows of the run's state besides
+// cfg and store, which nobody writes while it runs.
 type renewal struct {
 	mu    sync.Mutex
 	id    string
 	until time.Time // when the lease runs out unless renewed again
+	iter  int       // the iteration under way, for notices
 }
 
 func (w *renewal) hold(id string, until time.Time) {
@@ -1464,10 +1468,17 @@ func (w *renewal) hold(id string, until time.Time) {
 	w.id, w.until = id, until
 }
 
-func (w *renewal) get() (string, time.Time) {
+// begin notes that iteration n began.
+func (w *renewal) begin(n int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.id, w.until
+	w.iter = n
+}
+
+func (w *renewal) get() (id string, until time.Time, iter int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.id, w.until, w.iter
 }
 
 // renewed records a renewal of claim id, unless the loop let it go since.

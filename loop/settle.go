@@ -56,7 +56,7 @@ func (r *run) settle(ctx context.Context, task Task, what string, move func(cont
 // last renewal's lease, else the claim's.
 func (r *run) leaseUntil(task Task) time.Time {
 	until := task.LeaseExpiresAt
-	if id, renewed := r.renewal.get(); id == task.ID && renewed.After(until) {
+	if id, renewed, _ := r.renewal.get(); id == task.ID && renewed.After(until) {
 		until = renewed
 	}
 	if until.IsZero() {

@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -454,5 +455,59 @@ func TestMultiObserver(t *testing.T) {
 	obs.Observe(loop.Note{Kind: loop.NoteNotice, Message: "hi"})
 	if diff := cmp.Diff([]string{"first:hi", "second:hi"}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// failingRenewals is a store whose lease renewals fail, as a briefly
+// locked store's do.
+type failingRenewals struct{ *looptest.MemStore }
+
+func (failingRenewals) RenewLease(context.Context, string, string, time.Duration) error {
+	return errors.New("database is locked")
+}
+
+// A renewal that fails is a notice naming the iteration that claimed the
+// task, and the goroutine that renews reads nothing the loop writes as
+// it goes (issue 21: it read the iteration number while the next
+// iteration began, which go test -race reported). Real time, a 300 ms
+// lease: renewals every 100 ms, failing through three sessions of 150 ms.
+func TestFailedRenewalsRace(t *testing.T) {
+	store := failingRenewals{newStore(t, tasks("a", "b", "c")...)}
+	cfg := testConfig(t)
+	cfg.Lease = 300 * time.Millisecond
+	var mu sync.Mutex
+	iters := map[string]int{} // task → the iteration of its failed renewals
+	cfg.Observer = loop.ObserverFunc(func(n loop.Note) {
+		if n.Kind == loop.NoteNotice && strings.Contains(n.Message, "could not renew the lease on ") {
+			id, _, _ := strings.Cut(strings.TrimPrefix(n.Message, "could not renew the lease on "), ":")
+			mu.Lock()
+			iters[id] = n.Iteration
+			mu.Unlock()
+		}
+	})
+	var steps []looptest.Step
+	for range 3 {
+		steps = append(steps, looptest.Step{Func: func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+			active, err := store.Active(ctx, loop.Scope{})
+			if err != nil || len(active) != 1 {
+				return loop.RunResult{}, fmt.Errorf("active: %v, %v", active, err)
+			}
+			time.Sleep(150 * time.Millisecond)
+			return looptest.Result(done(active[0].ID)), nil
+		}})
+	}
+	runner := looptest.NewFakeRunner(t).ThenStep(steps...)
+	if _, err := loop.Run(t.Context(), cfg, store, runner); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(iters) == 0 {
+		t.Fatal("no notice of a failed renewal")
+	}
+	for id, n := range iters {
+		if want := int(id[0]-'a') + 1; n != want {
+			t.Errorf("the failed renewal of %s was told in iteration %d, want %d", id, n, want)
+		}
 	}
 }
