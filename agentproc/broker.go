@@ -2,6 +2,7 @@ package agentproc
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/ralph-dev/ralph/broker"
@@ -41,15 +42,22 @@ func Withheld(key string) bool {
 	return false
 }
 
+// notOwnKey reports whether k is another provider's API key than the
+// agent's own (Spec.OwnKeys).
+func (s Spec) notOwnKey(k string) bool {
+	return s.OwnKeys != nil && APIKey(k) && !slices.Contains(s.OwnKeys, k)
+}
+
 // agentEnv is the environment the agent starts with: s.Env without an
 // inherited RALPH_SOCKET (the socket of an outer session is not this
-// agent's), and for a sandboxed agent without what Withheld names and
-// with RALPH_SOCKET set to socket when it has a broker.
+// agent's), and for a sandboxed agent without what Withheld names, nor
+// other providers' keys than its own (OwnKeys), and with RALPH_SOCKET set
+// to socket when it has a broker.
 func agentEnv(s Spec, socket string) []string {
 	out := make([]string, 0, len(s.Env)+1)
 	for _, kv := range s.Env {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == broker.EnvSocket || s.Sandbox != nil && Withheld(k) {
+		if k == broker.EnvSocket || s.Sandbox != nil && (Withheld(k) || s.notOwnKey(k)) {
 			continue
 		}
 		out = append(out, kv)

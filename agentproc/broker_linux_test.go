@@ -168,3 +168,28 @@ func TestWithheld(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentEnvOwnKeys: a sandboxed agent keeps its own provider's key
+// (OwnKeys) and is given no other provider's; unsandboxed, or with no
+// OwnKeys (an agent of any provider), the keys stay.
+func TestAgentEnvOwnKeys(t *testing.T) {
+	box := &sandbox.Boundary{}
+	env := []string{"ANTHROPIC_API_KEY=a", "ANTHROPIC_AUTH_TOKEN=b", "OPENAI_API_KEY=o", "CODEX_API_KEY=c",
+		"GEMINI_API_KEY=g", "GOOGLE_API_KEY=k", "PATH=/bin"}
+	for _, c := range []struct {
+		name string
+		spec Spec
+		want []string
+	}{
+		{"claude, sandboxed", Spec{Env: env, Sandbox: box, OwnKeys: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}},
+			[]string{"ANTHROPIC_API_KEY=a", "ANTHROPIC_AUTH_TOKEN=b", "PATH=/bin"}},
+		{"gemini, sandboxed", Spec{Env: env, Sandbox: box, OwnKeys: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}},
+			[]string{"GEMINI_API_KEY=g", "GOOGLE_API_KEY=k", "PATH=/bin"}},
+		{"any provider, sandboxed", Spec{Env: env, Sandbox: box}, env},
+		{"claude, on the host", Spec{Env: env, OwnKeys: []string{"ANTHROPIC_API_KEY"}}, env},
+	} {
+		if diff := cmp.Diff(c.want, agentEnv(c.spec, "")); diff != "" {
+			t.Errorf("%s: environment (-want +got):\n%s", c.name, diff)
+		}
+	}
+}

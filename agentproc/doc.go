@@ -326,6 +326,8 @@
 // RALPH_SERVE_TOKEN and GitHub's tokens (GH_TOKEN, GITHUB_TOKEN,
 // GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN). The
 // list is withheldEnv and withheldPrefixes, where later secrets (notify
-// URLs) belong. Files that hold credentials (~/.pgpass, .ralph/db.json)
+// URLs) belong. Nor is it given another model provider's API key than
+// its own (Spec.OwnKeys: claude's, codex's and gemini's runners name
+// theirs; OpenCode, which may use any provider, keeps them all). Files that hold credentials (~/.pgpass, .ralph/db.json)
 // are the sandbox's to hide, not the environment's.
 package agentproc

@@ -63,6 +63,12 @@ type Spec struct {
 	Dir string
 	// Env is the full environment (see Environ); Run adds EnvRun.
 	Env []string
+	// OwnKeys are the model providers' API keys (APIKey) the agent may
+	// log in with: its own provider's. A sandboxed agent is given no
+	// other provider's key (a Claude Code session has no use for
+	// OPENAI_API_KEY). nil keeps them all: an agent that may use any
+	// provider (OpenCode), or a runner that does not say.
+	OwnKeys []string
 	// Stdin is written to standard input, which is then closed ("" is an
 	// empty standard input, closed at once).
 	Stdin string
