@@ -116,16 +116,14 @@ func (g *fakeGit) log(ref string) []string {
 
 func (g *fakeGit) Check(context.Context) error { return nil }
 
-func (g *fakeGit) Head(context.Context) (string, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.head, nil
-}
-
-// Resolve resolves a ref, or a commit's id (as git rev-parse does).
+// Resolve resolves a ref, HEAD (the main tree's), or a commit's id (as
+// git rev-parse does).
 func (g *fakeGit) Resolve(_ context.Context, ref string) (string, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if ref == "HEAD" {
+		return g.head, true, nil
+	}
 	if _, ok := g.commits[ref]; ok {
 		return ref, true, nil
 	}
@@ -169,7 +167,9 @@ func (g *fakeGit) SwapRef(_ context.Context, ref, new, old string) error {
 	return nil
 }
 
-func (g *fakeGit) Refs(_ context.Context, prefix string) ([]string, error) {
+// refsUnder lists the refs under prefix, sorted, for the tests (the seam
+// lists branches only: Branches).
+func (g *fakeGit) refsUnder(prefix string) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// A prefix matches whole components, as git for-each-ref does:
@@ -182,7 +182,7 @@ func (g *fakeGit) Refs(_ context.Context, prefix string) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }
 
 func (g *fakeGit) IsAncestor(_ context.Context, a, b string) (bool, error) {

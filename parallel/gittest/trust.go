@@ -123,8 +123,6 @@ func workout(t *testing.T, r Repo) {
 	const ref = "refs/heads/ralph/task/t-1"
 	must(t, g.CreateRef(ctx, ref, c))
 	must(t, g.SwapRef(ctx, ref, c2, c))
-	_, err = g.Refs(ctx, "refs/heads/ralph/")
-	must(t, err)
 
 	other := tree(t, r, "other", h)
 	r.Write(t, other, map[string]string{"c.txt": "other\n"})
