@@ -12,7 +12,9 @@ import (
 //
 // Refs are full names ("refs/heads/ralph/integration"); commits are full
 // hex object names. Dir arguments are the working trees of worktrees that
-// AddWorktree made (or the repository's own).
+// AddWorktree made (or the repository's own); an aside argument
+// (RepairWorktree, SetAside) lies beside dir, below the same directory of
+// trees. Package gittest is the contract's conformance suite.
 type Git interface {
 	// Check reports an error unless Root is inside a git work tree whose
 	// HEAD names a commit: ErrNotRepository or ErrNoCommit, wrapped with

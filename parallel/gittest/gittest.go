@@ -3,8 +3,8 @@
 // the way River's riverdrivertest runs one suite against each driver and
 // looptest.TestTaskStore against each store. parallel's tests run it
 // against the fake Git its policy tests use and against ExecGit on real
-// repositories (NewExecRepo), so the fake cannot drift from real git: a
-// policy test that passes on the fake relies only on what git does.
+// repositories (NewExecRepo), so that what the policy tests take from
+// the fake is what git does, as far as the suite reaches.
 //
 // For an implementation on a real repository (a Repo that is also a
 // DiskRepo) the suite holds it to the trust rules of DESIGN §13 as well,
