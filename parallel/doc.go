@@ -6,6 +6,16 @@
 // loop.Workspace) are loop policy over a small seam, Git, whose real
 // implementation, ExecGit, runs the git binary; the tests drive the policy
 // over a fake Git in memory, and ExecGit against real repositories.
+// Package gittest holds both to one contract (gittest.TestGit, every
+// method of the seam), and ExecGit to the trust rules of DESIGN §13 (no
+// program the repository's configuration names runs in any method; git
+// runs with explicit directories, never through a .git file the agent
+// rewrote), so that neither a fake that drifts from git nor a change of
+// the seam can drop them. The seam keeps only what the policy asks
+// (Head is Resolve of "HEAD", attempt branches are read from Branches);
+// its other methods each answer a question no other one does, and the
+// worktree and remote ones carry the §13 checks (CheckWorktree,
+// RepairWorktree, SetAside) that a merged method would blur.
 //
 // # Decisions where DESIGN leaves a choice
 //

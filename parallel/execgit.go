@@ -117,7 +117,8 @@ func (g *ExecGit) Check(ctx context.Context) error {
 	return nil
 }
 
-// Head returns the commit HEAD of Root's working tree names.
+// Head returns the commit HEAD of Root's working tree names, as
+// Resolve(ctx, "HEAD") does (Git has no Head of its own).
 func (g *ExecGit) Head(ctx context.Context) (string, error) {
 	return g.head(ctx, g.Root)
 }
@@ -212,26 +213,6 @@ func (g *ExecGit) SwapRef(ctx context.Context, ref, new, old string) error {
 		}
 	}
 	return err
-}
-
-// Refs returns the names of the refs under prefix, sorted.
-func (g *ExecGit) Refs(ctx context.Context, prefix string) ([]string, error) {
-	if err := checkName("prefix", prefix); err != nil {
-		return nil, err
-	}
-	out, err := g.run(ctx, g.Root, nil, "for-each-ref", "--format=%(refname)", prefix)
-	if err != nil {
-		return nil, err
-	}
-	var refs []string
-	for line := range strings.Lines(out) {
-		// for-each-ref matches whole path components ("a/b" does not
-		// list "a/bc"), or globs; keep only what the prefix names.
-		if ref := strings.TrimRight(line, "\n"); strings.HasPrefix(ref, prefix) {
-			refs = append(refs, ref)
-		}
-	}
-	return refs, nil
 }
 
 // IsAncestor reports whether commit a is an ancestor of, or equal to, b.

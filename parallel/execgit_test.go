@@ -361,38 +361,6 @@ func TestSwapRefConcurrent(t *testing.T) {
 	}
 }
 
-func TestRefs(t *testing.T) {
-	t.Parallel()
-	repo := newRepo(t)
-	head := gitT(t, repo, "rev-parse", "HEAD")
-	for _, r := range []string{
-		"refs/heads/ralph/attempt/x/2", "refs/heads/ralph/attempt/x/1",
-		"refs/heads/ralph/attempt/x/deep/3", "refs/heads/ralph/attempt/x2/1",
-		"refs/heads/ralph/attempt/xy", "refs/tags/ralph/attempt/x/1",
-	} {
-		gitT(t, repo, "update-ref", r, head)
-	}
-	g := &parallel.ExecGit{Root: repo}
-	for _, tc := range []struct {
-		prefix string
-		want   []string
-	}{
-		{"refs/heads/ralph/attempt/x/", []string{
-			"refs/heads/ralph/attempt/x/1", "refs/heads/ralph/attempt/x/2", "refs/heads/ralph/attempt/x/deep/3",
-		}},
-		{"refs/heads/ralph/attempt/x2/", []string{"refs/heads/ralph/attempt/x2/1"}},
-		{"refs/heads/ralph/attempt/none/", nil},
-	} {
-		got, err := g.Refs(t.Context(), tc.prefix)
-		if err != nil {
-			t.Fatalf("Refs(%q) = %v", tc.prefix, err)
-		}
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("Refs(%q) (-want +got):\n%s", tc.prefix, diff)
-		}
-	}
-}
-
 func TestIsAncestor(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)

@@ -116,16 +116,14 @@ func (g *fakeGit) log(ref string) []string {
 
 func (g *fakeGit) Check(context.Context) error { return nil }
 
-func (g *fakeGit) Head(context.Context) (string, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.head, nil
-}
-
-// Resolve resolves a ref, or a commit's id (as git rev-parse does).
+// Resolve resolves a ref, HEAD (the main tree's), or a commit's id (as
+// git rev-parse does).
 func (g *fakeGit) Resolve(_ context.Context, ref string) (string, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if ref == "HEAD" {
+		return g.head, true, nil
+	}
 	if _, ok := g.commits[ref]; ok {
 		return ref, true, nil
 	}
@@ -169,17 +167,22 @@ func (g *fakeGit) SwapRef(_ context.Context, ref, new, old string) error {
 	return nil
 }
 
-func (g *fakeGit) Refs(_ context.Context, prefix string) ([]string, error) {
+// refsUnder lists the refs under prefix, sorted, for the tests (the seam
+// lists branches only: Branches).
+func (g *fakeGit) refsUnder(prefix string) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// A prefix matches whole components, as git for-each-ref does:
+	// ".../x" lists ".../x/1", not ".../xy/1".
+	dir := strings.TrimSuffix(prefix, "/") + "/"
 	var out []string
 	for r := range g.refs {
-		if strings.HasPrefix(r, prefix) {
+		if r == prefix || strings.HasPrefix(r, dir) {
 			out = append(out, r)
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }
 
 func (g *fakeGit) IsAncestor(_ context.Context, a, b string) (bool, error) {
@@ -197,14 +200,48 @@ func (g *fakeGit) Trailers(_ context.Context, base, tip, key string) ([]string, 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []string
-	for c := tip; c != "" && c != base; c = g.commits[c].parent {
-		for line := range strings.Lines(g.commits[c].msg) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+": "); ok {
-				out = append(out, v)
+	for _, c := range g.between(base, tip) {
+		for _, line := range trailerBlock(g.commits[c].msg) {
+			k, v, _ := strings.Cut(line, ":")
+			if strings.EqualFold(strings.TrimSpace(k), key) {
+				out = append(out, strings.TrimSpace(v))
 			}
 		}
 	}
 	return out, nil
+}
+
+// trailerBlock returns the trailer lines of a commit message as git reads
+// them, simplified: the message's last paragraph, when every line of it
+// is "Token: value" (and it is not the subject).
+func trailerBlock(msg string) []string {
+	paras := strings.Split(strings.TrimSpace(msg), "\n\n")
+	if len(paras) < 2 {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSpace(paras[len(paras)-1]), "\n")
+	for _, l := range lines {
+		k, _, ok := strings.Cut(l, ":")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return nil
+		}
+	}
+	return lines
+}
+
+// between returns the commits reachable from tip and not from base (all
+// of them when base is ""), newest first, as git rev-list tip ^base;
+// g.mu is held.
+func (g *fakeGit) between(base, tip string) []string {
+	seen := map[string]bool{}
+	for c := base; c != ""; c = g.commits[c].parent {
+		seen[c] = true
+	}
+	var out []string
+	for c := tip; c != "" && !seen[c]; c = g.commits[c].parent {
+		out = append(out, c)
+	}
+	return out
 }
 
 // reset moves a tree's HEAD to commit with its files, as an agent's git
@@ -236,11 +273,7 @@ func (g *fakeGit) breakTree(dir, problem string, gitFileOnly bool) {
 func (g *fakeGit) Commits(_ context.Context, base, tip string) ([]string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var out []string
-	for c := tip; c != "" && c != base; c = g.commits[c].parent {
-		out = append(out, c)
-	}
-	return out, nil
+	return g.between(base, tip), nil
 }
 
 func (g *fakeGit) Branches(context.Context) (map[string]string, error) {
@@ -330,6 +363,9 @@ func (g *fakeGit) Status(_ context.Context, dir string) ([]string, error) {
 func (g *fakeGit) Switch(_ context.Context, dir, ref, commit string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if ref == "refs/heads/main" {
+		return fmt.Errorf("fake: %s is checked out in the main tree", ref)
+	}
 	for _, o := range g.trees {
 		if o.branch == ref {
 			return fmt.Errorf("fake: %s is checked out", ref)
@@ -366,6 +402,10 @@ func (g *fakeGit) Commit(_ context.Context, dir, base, msg string, except []stri
 	return c, true, nil
 }
 
+// Rebase replays the commits base..HEAD one by one onto onto, as git
+// rebase does: each commit's own change, file by file, conflicting where
+// the files it changes differ on the new line; a commit the new line
+// makes empty is dropped. A conflict changes nothing.
 func (g *fakeGit) Rebase(_ context.Context, dir, base, onto string) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -373,35 +413,43 @@ func (g *fakeGit) Rebase(_ context.Context, dir, base, onto string) (string, err
 	if base == onto {
 		return t.head, nil
 	}
-	from, mine, theirs := g.commits[base].files, g.commits[t.head].files, g.commits[onto].files
-	out := maps.Clone(theirs)
-	var conflicts []string
-	for _, p := range slices.Sorted(maps.Keys(unionKeys(from, mine))) {
-		b, bok := from[p]
-		m, mok := mine[p]
-		if b == m && bok == mok {
-			continue // not changed by the attempt
+	mine := g.between(base, t.head)
+	head := onto
+	for i := len(mine) - 1; i >= 0; i-- {
+		c := g.commits[mine[i]]
+		from, to, theirs := g.commits[c.parent].files, c.files, g.commits[head].files
+		out := maps.Clone(theirs)
+		var conflicts []string
+		for _, p := range slices.Sorted(maps.Keys(unionKeys(from, to))) {
+			b, bok := from[p]
+			m, mok := to[p]
+			if b == m && bok == mok {
+				continue // not changed by this commit
+			}
+			th, tok := theirs[p]
+			if (th != b || tok != bok) && (th != m || tok != mok) {
+				conflicts = append(conflicts, p)
+				continue
+			}
+			if mok {
+				out[p] = m
+			} else {
+				delete(out, p)
+			}
 		}
-		th, tok := theirs[p]
-		if (th != b || tok != bok) && (th != m || tok != mok) {
-			conflicts = append(conflicts, p)
-			continue
+		if len(conflicts) > 0 {
+			return "", &ConflictError{Paths: conflicts}
 		}
-		if mok {
-			out[p] = m
-		} else {
-			delete(out, p)
+		if maps.Equal(out, theirs) && !maps.Equal(from, to) {
+			continue // made empty by the new line: dropped
 		}
+		head = g.commit(head, c.msg, out)
 	}
-	if len(conflicts) > 0 {
-		return "", &ConflictError{Paths: conflicts}
-	}
-	c := g.commit(onto, g.commits[t.head].msg, out)
-	t.head, t.files = c, maps.Clone(out)
+	t.head, t.files = head, maps.Clone(g.commits[head].files)
 	if t.branch != "" {
-		g.refs[t.branch] = c
+		g.refs[t.branch] = head
 	}
-	return c, nil
+	return head, nil
 }
 
 func unionKeys(a, b map[string]string) map[string]bool {

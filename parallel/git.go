@@ -3,6 +3,7 @@ package parallel
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Git is the seam between the pool's policy and git: everything the
@@ -11,17 +12,17 @@ import (
 //
 // Refs are full names ("refs/heads/ralph/integration"); commits are full
 // hex object names. Dir arguments are the working trees of worktrees that
-// AddWorktree made (or the repository's own).
+// AddWorktree made (or the repository's own); an aside argument
+// (RepairWorktree, SetAside) lies beside dir, below the same directory of
+// trees. Package gittest is the contract's conformance suite.
 type Git interface {
 	// Check reports an error unless Root is inside a git work tree whose
 	// HEAD names a commit: ErrNotRepository or ErrNoCommit, wrapped with
 	// details.
 	Check(ctx context.Context) error
-	// Head returns the commit HEAD of the repository's own working tree
-	// names.
-	Head(ctx context.Context) (string, error)
 	// Resolve returns the commit ref points at, or ok false when the ref
-	// does not exist.
+	// does not exist. A commit's name resolves to itself, and "HEAD" to
+	// the commit HEAD of the repository's own working tree names.
 	Resolve(ctx context.Context, ref string) (commit string, ok bool, err error)
 	// CheckedOut returns the branches (full ref names) checked out in any
 	// worktree of the repository, the main one included.
@@ -33,8 +34,6 @@ type Git interface {
 	// OLD); when ref no longer points at old it changes nothing and
 	// returns ErrRefMoved.
 	SwapRef(ctx context.Context, ref, new, old string) error
-	// Refs returns the ref names under prefix ("refs/heads/ralph/attempt/x/").
-	Refs(ctx context.Context, prefix string) ([]string, error)
 	// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
 	IsAncestor(ctx context.Context, a, b string) (bool, error)
 	// Trailers returns the values of trailer key ("Ralph-Task") of the
@@ -158,6 +157,19 @@ const (
 
 // PushModes lists the push modes.
 func PushModes() []PushMode { return []PushMode{PushFastForward, PushCreate} }
+
+// headCommit returns the commit HEAD of the repository's own working tree
+// names (Resolve "HEAD"), ErrNoCommit when it names none.
+func headCommit(ctx context.Context, g Git) (string, error) {
+	c, ok, err := g.Resolve(ctx, "HEAD")
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("parallel: %w: HEAD names no commit", ErrNoCommit)
+	}
+	return c, nil
+}
 
 // Errors of Git implementations.
 var (

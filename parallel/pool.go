@@ -430,7 +430,7 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 			return "", "", err
 		}
 		if !exists && !ok {
-			if tip, err = g.Head(ctx); err != nil {
+			if tip, err = headCommit(ctx, g); err != nil {
 				return "", "", err
 			}
 			if err := g.CreateRef(ctx, ref, tip); err != nil && !errors.Is(err, ErrRefExists) {
@@ -525,7 +525,7 @@ func remoteBranch(ctx context.Context, g Git, remote, ref string, create bool, g
 		case !create:
 			return "", nil
 		default:
-			if push.Commit, err = g.Head(ctx); err != nil {
+			if push.Commit, err = headCommit(ctx, g); err != nil {
 				return "", err
 			}
 			push.Mode = PushCreate

@@ -214,7 +214,7 @@ func TestPoolConflictIsTaskTrouble(t *testing.T) {
 	if i < 0 || !strings.Contains(logs[i].Message, "conflict") || !strings.Contains(logs[i].Message, "shared.txt") {
 		t.Errorf("retry reason of %s does not name the conflict: %+v", loser, logs)
 	}
-	attempts, _ := g.Refs(t.Context(), "refs/heads/"+AttemptBranchPrefix+loser+"/")
+	attempts := g.refsUnder("refs/heads/" + AttemptBranchPrefix + loser + "/")
 	if len(attempts) != 1 {
 		t.Errorf("attempt branches of %s: %v; want the failed attempt kept", loser, attempts)
 	}

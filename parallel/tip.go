@@ -332,7 +332,7 @@ func (g *tipGuard) open(ctx context.Context, accept bool, by loop.Actor) (string
 // tip, which it records as where ralph put the branch (but with accept,
 // which leaves that to AcceptTip).
 func (g *tipGuard) remake(ctx context.Context, last string, recorded, accept bool) (string, error) {
-	head, err := g.git.Head(ctx)
+	head, err := headCommit(ctx, g.git)
 	if err != nil {
 		return "", err
 	}
@@ -404,7 +404,7 @@ func (g *tipGuard) verify(ctx context.Context) error {
 	if ok {
 		return g.check(ctx, last, recorded, tip)
 	}
-	head, err := g.git.Head(ctx)
+	head, err := headCommit(ctx, g.git)
 	if err != nil {
 		return err
 	}

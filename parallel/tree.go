@@ -75,7 +75,7 @@ func (w *workspace) ensureTree(ctx context.Context) (problem string, err error) 
 		return "", err
 	}
 	if !ok {
-		if tip, err = w.git.Head(ctx); err != nil {
+		if tip, err = headCommit(ctx, w.git); err != nil {
 			return "", err
 		}
 	}

@@ -503,10 +503,17 @@ func (w *workspace) keepCommit(ctx context.Context, id, commit, tip string) (str
 		}
 	}
 	prefix := heads + AttemptBranchPrefix + RefName(id) + "/"
-	refs, err := w.git.Refs(ctx, prefix)
+	branches, err := w.git.Branches(ctx)
 	if err != nil {
 		return "", err
 	}
+	var refs []string
+	for ref := range branches {
+		if strings.HasPrefix(ref, prefix) {
+			refs = append(refs, ref)
+		}
+	}
+	slices.Sort(refs)
 	n := 0
 	number := func(ref string) {
 		if k, err := strconv.Atoi(strings.TrimPrefix(ref, prefix)); err == nil && k > n {
@@ -514,11 +521,7 @@ func (w *workspace) keepCommit(ctx context.Context, id, commit, tip string) (str
 		}
 	}
 	for _, ref := range refs {
-		c, ok, err := w.git.Resolve(ctx, ref)
-		if err != nil {
-			return "", err
-		}
-		if ok && c == commit {
+		if branches[ref] == commit {
 			// Kept already; on the remote too unless another machine's
 			// attempt took the name there, when it is kept anew below.
 			name := strings.TrimPrefix(ref, heads)
