@@ -70,7 +70,7 @@ func readyFIFO(t *testing.T) (string, <-chan struct{}) {
 }
 
 // marker returns an environment entry no other process has.
-func marker(t *testing.T) string {
+func marker() string {
 	return "RALPH_TEST_GRANDCHILD=" + rand.Text()
 }
 
@@ -107,17 +107,17 @@ func TestGateCancelLeavesNoProcess(t *testing.T) {
 			t.Run(cr.name+"/"+gc.name, func(t *testing.T) {
 				t.Parallel()
 				fifo, ready := readyFIFO(t)
-				mark := marker(t)
+				mark := marker()
 				cfg := testConfig(t)
 				cfg.TestCmd = fmt.Sprintf(gc.command, mark, fifo)
 				cfg.Commands = cr.commands
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				var cancelled time.Time
+				cancelled := make(chan time.Time, 1)
 				go func() {
 					select {
 					case <-ready:
-						cancelled = time.Now()
+						cancelled <- time.Now()
 						cancel()
 					case <-ctx.Done():
 					}
@@ -128,11 +128,13 @@ func TestGateCancelLeavesNoProcess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cancelled.IsZero() {
+				select {
+				case at := <-cancelled:
+					if d := returned.Sub(at); d > 3*time.Second {
+						t.Errorf("Run returned %v after the cancel", d)
+					}
+				default:
 					t.Fatalf("the gate never started its process: %s (%s)", rep.Outcome, rep.Message)
-				}
-				if d := returned.Sub(cancelled); d > 3*time.Second {
-					t.Errorf("Run returned %v after the cancel", d)
 				}
 				if rep.Outcome != loop.OutcomeCancelled {
 					t.Errorf("outcome %s (%s), want cancelled", rep.Outcome, rep.Message)
@@ -150,7 +152,7 @@ func TestGateLeavesNoBackgroundJob(t *testing.T) {
 	for _, cr := range commandRunners {
 		t.Run(cr.name, func(t *testing.T) {
 			t.Parallel()
-			mark := marker(t)
+			mark := marker()
 			cfg := testConfig(t)
 			cfg.TestCmd = mark + " sleep 30 & echo tests pass"
 			cfg.Commands = cr.commands
