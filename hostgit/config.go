@@ -201,10 +201,9 @@ func (r *Repo) overrides(ctx context.Context, env []string) (overrides, error) {
 		return overrides{}, err
 	}
 	began := time.Now()
-	cmd := exec.CommandContext(ctx, bin, "--no-pager", "config", "--list", "--show-scope", "--show-origin", "-z")
+	cmd := gitCommand(ctx, bin, "--no-pager", "config", "--list", "--show-scope", "--show-origin", "-z")
 	cmd.Dir = r.GitDir
 	cmd.Env = env
-	cmd.WaitDelay = WaitDelay
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	c.listings++

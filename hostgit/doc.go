@@ -146,6 +146,20 @@
 // GIT_DIR; it exists so that a stranger's configuration runs no program,
 // which the rules above ensure whoever owns the repository.
 //
+// # Cancellation
+//
+// A cancelled context stops git with SIGTERM, on which it removes its
+// lock files (index.lock, a ref's lock) and exits; one that has not
+// exited WaitDelay (5 s) later is killed, and its output is let go then
+// whatever still holds it. git is not put in a process group of its own,
+// unlike the gate and the agents (package agentproc): it stays in
+// ralph's, the terminal's foreground group, so that ssh can ask for a
+// passphrase or a host key and a signing program for a PIN at the
+// terminal, which a background group cannot read; Ctrl-C reaches git and
+// its hooks from the terminal itself. The price is that a process a
+// hook (the user's own: the repository's do not run) left running in
+// the background outlives a cancel.
+//
 // git 2.31 or later is needed (GIT_CONFIG_COUNT; --show-scope is 2.26):
 // an older git is ErrGitTooOld, and nothing runs.
 package hostgit

@@ -31,8 +31,9 @@ var (
 	ErrGitTooOld = errors.New("hostgit: git 2.31 or later is needed")
 )
 
-// WaitDelay bounds how long a cancelled or finished git may hold its
-// output pipes (a child it left behind) before Wait gives up on them.
+// WaitDelay bounds how long a cancelled git may take to exit on SIGTERM
+// before it is killed, and how long a cancelled or finished git may hold
+// its output pipes (a child it left behind) before Wait gives up on them.
 const WaitDelay = 5 * time.Second
 
 // A Repo is one working tree of a repository, with its git directories
@@ -401,12 +402,19 @@ func (r *Repo) Command(ctx context.Context, dir string, args ...string) (*exec.C
 	if dir == "" {
 		dir = r.WorkTree
 	}
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--no-pager"}, args...)...)
+	cmd := gitCommand(ctx, bin, append([]string{"--no-pager"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = env
+	return cmd, nil
+}
+
+// gitCommand is bin with args, stopped as the package documentation says
+// ("Cancellation"): SIGTERM when ctx is done, SIGKILL WaitDelay later.
+func gitCommand(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = WaitDelay
-	return cmd, nil
+	return cmd
 }
 
 // Run runs git with args in dir and returns its standard output. A

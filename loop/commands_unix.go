@@ -13,3 +13,10 @@ func inGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
+
+// killGroup kills what is left of the process group of cmd, which has
+// exited and been waited for. The group's number stays taken while a
+// process is in it; an empty group is ESRCH, which is nothing to do.
+func killGroup(cmd *exec.Cmd) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}

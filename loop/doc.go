@@ -3,13 +3,21 @@
 // loop's state machine, prompts, model strategies, verification, gates and
 // the session log.
 //
-// loop imports only the standard library, packages sigil and hostgit
-// (both standard library only) and looplab/fsm: embedding it never drags
-// in SQLite or process code. Every git command it runs is built by
-// hostgit: the repository found once when the run begins, the programs its
-// own configuration names (hooks, fsmonitor, filters, …) blanked. The SQLite task graph
-// lives in package dag, the Claude Code runner in package claude, and fakes
-// for tests in package looptest.
+// loop imports only the standard library, packages sigil, hostgit and
+// safefile (all three standard library only) and looplab/fsm: embedding
+// it never drags in SQLite or the agents' process code (package
+// agentproc). It does start processes of its own, with os/exec and
+// syscall: git, and the test gate when the Config gives no Commands.
+// Every git command it runs is built by hostgit: the repository found
+// once when the run begins, the programs its own configuration names
+// (hooks, fsmonitor, filters, …) blanked, stopped with SIGTERM when the
+// run is cancelled (git removes its lock files on it) and killed
+// hostgit.WaitDelay later. A test gate without Commands runs through
+// HostCommands, in a process group of its own that a cancel, or the
+// gate's exit, kills whole; the CLI gives agentproc.Commands, which runs
+// it as it runs an agent and reaps what left the group too. The SQLite
+// task graph lives in package dag, the Claude Code runner in package
+// claude, and fakes for tests in package looptest.
 //
 // # Running the loop
 //
@@ -84,8 +92,9 @@
 //     through Config.Commands (a CommandRunner: the CLI's runs it with the
 //     agent's process handling, and in the agent's sandbox with --sandbox,
 //     in the tree the agent worked in); without one, HostCommands runs it
-//     on the host in a process group of its own, which a cancel kills
-//     whole. The user's
+//     on the host in a process group of its own, which a cancel, or the
+//     command's exit, kills whole: a gate that leaves `sleep 30 &` behind
+//     returns when its shell exits. The user's
 //     own hooks run on commit (a global core.hooksPath); the repository's
 //     do not (package hostgit). A run that commits (the commit gate, a
 //     worker's integration) says at its start which filters the

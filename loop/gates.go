@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/ralph-dev/ralph/hostgit"
 )
@@ -28,23 +27,8 @@ var (
 	ErrHeadMoved = fmt.Errorf("%w: the agent moved HEAD", ErrGit)
 )
 
-// gateWaitDelay bounds how long a gate command's leftover children may hold
-// its output pipes after it exits or is cancelled.
-const gateWaitDelay = 5 * time.Second
-
 // outputTail is how much of a failing command's output an error quotes.
 const outputTail = 2000
-
-func command(ctx context.Context, dir, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.WaitDelay = gateWaitDelay
-	err := cmd.Run()
-	return out.String(), err
-}
 
 func tail(s string) string {
 	s = strings.TrimSpace(s)
@@ -83,7 +67,9 @@ const ralphExclude = ":(exclude).ralph"
 // the run began, its own programs blanked) in dir and returns its
 // standard output. A failure is an ErrGit error naming the git
 // subcommand and quoting what git printed (standard output, then
-// standard error); it wraps the *exec.ExitError too.
+// standard error); it wraps the *exec.ExitError too. A cancelled ctx
+// stops git as hostgit's Command does (SIGTERM, then SIGKILL
+// hostgit.WaitDelay later).
 func runGit(ctx context.Context, repo *hostgit.Repo, dir string, args ...string) (string, error) {
 	sub := args[0] // the subcommand: the first argument that is no option of git's own
 	for _, a := range args {
@@ -99,7 +85,6 @@ func runGit(ctx context.Context, repo *hostgit.Repo, dir string, args ...string)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	cmd.WaitDelay = gateWaitDelay
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("%w: git %s: %w\n%s", ErrGit, sub, err, tail(stdout.String()+stderr.String()))
 	}

@@ -485,7 +485,6 @@ func (g *treeGuard) run(ctx context.Context, repo *hostgit.Repo, dir string, env
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = gateWaitDelay
 	if err := cmd.Run(); err != nil {
 		return nil, &hostgit.Error{Args: args, Err: err, Stderr: errb.String()}
 	}
