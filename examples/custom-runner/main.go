@@ -11,11 +11,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -24,6 +27,10 @@ import (
 
 // shellRunner runs the task's description with sh -c and answers the way an
 // agent would: <task-done> when the command succeeds, <task-failed> when not.
+// It keeps loop.Runner's contract (runnertest.TestRunner checks it): the
+// prompt on standard input, the command in a process group of its own that
+// is killed whole on cancel or timeout, the output appended to the log.
+// For a real agent CLI, package agentproc does all of that and more.
 func shellRunner(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 	env := map[string]string{}
 	for _, kv := range req.Env {
@@ -32,25 +39,76 @@ func shellRunner(ctx context.Context, req loop.RunRequest) (loop.RunResult, erro
 	}
 	id := env["RALPH_TASK_ID"]
 	command := env["TASK_COMMAND_"+id]
+	runCtx := ctx
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd := exec.CommandContext(runCtx, "sh", "-c", command)
 	cmd.Dir = req.Dir
 	cmd.Env = append(os.Environ(), req.Env...)
-	out, err := cmd.CombinedOutput()
-	res := loop.RunResult{Class: loop.ClassSuccess, Duration: time.Since(start), Turns: 1, Model: "sh"}
+	cmd.Stdin = strings.NewReader(req.Prompt)
+	// A group of its own, killed whole: what the command started in the
+	// background goes too, and does not hold the output open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	var out bytes.Buffer
+	res := loop.RunResult{Class: loop.ClassSuccess, Turns: 1, Model: "sh"}
+	cmd.Stdout = &out
+	if req.LogPath != "" {
+		f, err := os.OpenFile(req.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			res.LogErr = err
+		} else {
+			defer f.Close()
+			cmd.Stdout = io.MultiWriter(&out, f)
+		}
+	}
+	cmd.Stderr = cmd.Stdout
+	err := cmd.Start()
+	if err == nil {
+		err = cmd.Wait()
+		killGroup(cmd.Process.Pid) // and what it left behind
+	}
+	res.Duration = time.Since(start)
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
 	switch {
 	case ctx.Err() != nil:
 		res.Class = loop.ClassCancelled
+	case runCtx.Err() != nil:
+		res.Class = loop.ClassTimeout
+	case res.ExitCode < 0 || res.ExitCode > 128:
+		// Killed by a signal (the shell says so as 128+n): the command
+		// did not get to say how the task went.
+		res.Class, res.Text = loop.ClassCrashed, out.String()
 	case err != nil:
-		res.Text = fmt.Sprintf("%s\n<task-failed>%s</task-failed>", out, id)
+		res.Text = fmt.Sprintf("%s\n<task-failed>%s</task-failed>", out.String(), id)
 	default:
-		res.Text = fmt.Sprintf("%s\n<task-done>%s</task-done>", out, id)
+		res.Text = fmt.Sprintf("%s\n<task-done>%s</task-done>", out.String(), id)
 	}
 	if req.OnEvent != nil {
 		req.OnEvent(loop.Event{Kind: loop.EventToolUse, Tool: "sh", Input: command})
-		req.OnEvent(loop.Event{Kind: loop.EventText, Text: strings.TrimSpace(string(out))})
+		req.OnEvent(loop.Event{Kind: loop.EventText, Text: strings.TrimSpace(out.String())})
 	}
 	return res, nil
+}
+
+// killGroup kills the process group pgid and gives the kernel a moment to
+// finish it off: a loop that runs again must not find the last session's
+// processes still running. It waits 100 ms at most: a killed process whose
+// parent has not reaped it yet (a zombie) stays in the group, dead.
+func killGroup(pgid int) {
+	for range 50 {
+		if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
+			return // no process left in the group
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 func main() {
