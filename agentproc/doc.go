@@ -12,7 +12,7 @@
 // (LineReader), and stops what a dead ralph left behind: at once, by a
 // watchdog process (Linux), and at the next start of ralph (Sweep).
 //
-// # Decisions where DESIGN.md is silent
+// # Decisions
 //
 // Raw log. The stream goes to Spec.LogPath byte for byte as it is read,
 // stderr excluded. The file is opened for appending (created with its
@@ -42,7 +42,7 @@
 // to an EventStderr. Exit.Duration is the wall time Run measured.
 // cmd.WaitDelay is the grace period.
 //
-// A result ends the session (DESIGN §8). Once the decoder emits an
+// A result ends the session (ARCHITECTURE.md §4). Once the decoder emits an
 // EventResult, the agent has Spec.ResultGrace (default 5 s) to exit and
 // the idle timeout no longer applies; an agent still there then is stopped
 // as above (Exit.Stop is StopResultGrace, and Exit.Stderr ends with a line
@@ -122,23 +122,23 @@
 // still busy with what it read — a huge line, a slow OnEvent — is waited
 // for).
 //
-// When ralph is killed (DESIGN §13, "No process of the agent outlives
-// ralph"). The parent-death signal reaches the agent only; what the agent
-// started — a Bash tool's command in its group, a `setsid nohup … &`, a
-// daemon that forked twice — would live on. So on Linux every process
-// that runs agents has a watchdog: a process of its own that learns of
-// ralph's death from the end of a pipe and then stops, at once, what
-// ralph's runs left. The choice, among those DESIGN names:
+// When ralph is killed (ARCHITECTURE.md §7.6). The parent-death signal
+// reaches the agent only; what the agent started — a Bash tool's command in
+// its group, a `setsid nohup … &`, a daemon that forked twice — would live
+// on. So on Linux every process that runs agents has a watchdog: a process
+// of its own that learns of ralph's death from the end of a pipe and then
+// stops, at once, what ralph's runs left. The choice, among the
+// possible ones:
 //
 //   - A watchdog per ralph process, not per run: it costs one start per
 //     process, and a run only three short writes to its pipe. A
 //     supervisor between ralph and each agent would cost a start per
 //     run and stand in the way of the agent's exit status and signals.
-//   - Not a PID namespace around the unsandboxed agent: it needs root or
-//     a user namespace (often switched off), the agent would be pid 1
-//     (which SIGTERM does not end by default, and which must reap), and
-//     `$RALPH_BIN task …` inside would see another host identity than
-//     its holder's (DESIGN §8). The sandbox has its namespace (below).
+//   - Not a PID namespace around the unsandboxed agent: it needs root or a
+//     user namespace (often switched off), the agent would be pid 1 (which
+//     SIGTERM does not end by default, and which must reap), and `$RALPH_BIN
+//     task …` inside would see another host identity than its holder's
+//     (ARCHITECTURE.md §2.2). The sandbox has its namespace (below).
 //   - Not a cgroup: a writable, delegated cgroup v2 is missing in most
 //     containers and for most users, and when ralph dies someone must
 //     still kill the cgroup — a watchdog all the same.
@@ -233,23 +233,23 @@
 // 0.14–0.23% (go test ./claude -run '^$' -bench BenchmarkRunOverhead
 // -benchtime=20x).
 //
-// Sandboxed runs (DESIGN §13, package sandbox). With Spec.Sandbox set, Run
-// prepares the agent's session in the project's sandbox.Boundary before
-// starting it, in a scratch directory of its own (TempDir kind
+// Sandboxed runs (ARCHITECTURE.md §7, package sandbox). With Spec.Sandbox
+// set, Run prepares the agent's session in the project's sandbox.Boundary
+// before starting it, in a scratch directory of its own (TempDir kind
 // "sandbox"): the agent writes its tree (Spec.Dir's: the project, or its
 // worker's tree), its own temp directory (TMPDIR) and a scratch copy of
 // each of its state directories (Spec.State, the runner's StateDirs, in
 // which only the login files are the real ones), and works in a private
-// copy of the tree's git metadata. Once the agent and everything it
-// started are gone, Run asks the session how that copy's HEAD moved
-// (Exit.Checkout, which runners pass on as RunResult.Checkout: the
-// workspace then knows an agent's reset from its work), then removes the
-// scratch, directories the agent made unreadable included. A working
-// directory the Boundary does not cover starts nothing (an error). The
-// sandboxed agent gets a session of its own (setsid) rather than only a
-// process group, so that it cannot type into ralph's terminal; the
-// process handling is otherwise the same, bubblewrap's pid namespace
-// adding that nothing of the sandbox outlives it.
+// copy of the tree's git metadata. Once the agent and everything it started
+// are gone, Run asks the session how that copy's HEAD moved (Exit.Checkout,
+// which runners pass on as RunResult.Checkout: the workspace then knows an
+// agent's reset from its work), then removes the scratch, directories the
+// agent made unreadable included. A working directory the Boundary does not
+// cover starts nothing (an error). The sandboxed agent gets a session of
+// its own (setsid) rather than only a process group, so that it cannot type
+// into ralph's terminal; the process handling is otherwise the same,
+// bubblewrap's pid namespace adding that nothing of the sandbox outlives
+// it.
 //
 // Commands. The test gate and --setup run through Commands.RunCommand: sh
 // -c with Run's process handling (a group, or a session of its own in the
@@ -261,7 +261,7 @@
 // state directories: it writes that tree and a temp directory, nothing
 // else (a test command the agent edited cannot write the host).
 //
-// Leftovers of a dead ralph (DESIGN §8, "Holders", "Claim generations").
+// Leftovers of a dead ralph (ARCHITECTURE.md §7.6).
 // What a ralph killed without a watchdog left (outside a watchdog's reach:
 // above) is found by Sweep at the next start of ralph: a process of this
 // user whose environment holds RALPH_HOLDER (every agent gets it from the
@@ -297,37 +297,37 @@
 // entry winning in the place of the first, and drops what the runner says
 // (API keys it must not pass on).
 //
-// The plan through a broker (DESIGN §13). A Spec with a Sandbox and a
-// Plan (the session's loop.PlanAccess, from RunRequest.Plan) gets a
+// The plan through a broker (ARCHITECTURE.md §7). A Spec with a Sandbox and
+// a Plan (the session's loop.PlanAccess, from RunRequest.Plan) gets a
 // broker.Server: Run listens on a socket in a new directory of its own
 // (mode 0700) before the agent starts, sets RALPH_SOCKET to it in the
 // agent's environment, admits the agent's process (what it starts may
 // connect; nothing else may) as soon as it has started, serves until
 // everything the agent started is gone or ctx is cancelled, and then
-// removes the socket and its directory. The directory lies in the
-// session's scratch directory (TempDir's kind "sandbox"), which the
-// sandbox shows read-only — connecting needs no write — and which Sweep
-// removes, socket and all, when ralph was killed before removing it;
-// only where that path would be too long for a Unix socket does it go in
-// the temp directory itself, unswept. A broker that cannot listen fails Run before anything
+// removes the socket and its directory. The directory lies in the session's
+// scratch directory (TempDir's kind "sandbox"), which the sandbox shows
+// read-only — connecting needs no write — and which Sweep removes, socket
+// and all, when ralph was killed before removing it; only where that path
+// would be too long for a Unix socket does it go in the temp directory
+// itself, unswept. A broker that cannot listen fails Run before anything
 // starts. An agent outside a sandbox gets no broker and no RALPH_SOCKET —
 // an inherited one (ralph run by an agent) is removed from every agent's
 // environment: it reaches the plan directly, as the user does.
 //
-// What a sandboxed agent is not given (DESIGN §13, "Database credentials
-// and tokens are withheld"). Run removes from the environment of an agent
-// it sandboxes every variable Withheld names: RALPH_DB (its URL may hold
-// the password; the agent reaches the plan through its broker, which wins
-// over RALPH_DB anyway), every PostgreSQL client variable (PG*:
-// PGPASSWORD, PGPASSFILE, PGSERVICE, PGSERVICEFILE, PGSSLKEY, … — all of
-// the family, not only those that carry a secret, so that none added to
-// libpq later slips through; a project whose own tests need PostgreSQL
-// variables sets them itself, e.g. in its test command),
-// RALPH_SERVE_TOKEN and GitHub's tokens (GH_TOKEN, GITHUB_TOKEN,
-// GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN). The
-// list is withheldEnv and withheldPrefixes, where later secrets (notify
-// URLs) belong. Nor is it given another model provider's API key than
-// its own (Spec.OwnKeys: claude's, codex's and gemini's runners name
-// theirs; OpenCode, which may use any provider, keeps them all). Files that hold credentials (~/.pgpass, .ralph/db.json)
-// are the sandbox's to hide, not the environment's.
+// What a sandboxed agent is not given (ARCHITECTURE.md §7.4). Run removes
+// from the environment of an agent it sandboxes every variable Withheld
+// names: RALPH_DB (its URL may hold the password; the agent reaches the
+// plan through its broker, which wins over RALPH_DB anyway), every
+// PostgreSQL client variable (PG*: PGPASSWORD, PGPASSFILE, PGSERVICE,
+// PGSERVICEFILE, PGSSLKEY, … — all of the family, not only those that carry
+// a secret, so that none added to libpq later slips through; a project
+// whose own tests need PostgreSQL variables sets them itself, e.g. in its
+// test command), RALPH_SERVE_TOKEN and GitHub's tokens (GH_TOKEN,
+// GITHUB_TOKEN, GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN). The list is
+// withheldEnv and withheldPrefixes, where later secrets (notify URLs)
+// belong. Nor is it given another model provider's API key than its own
+// (Spec.OwnKeys: claude's, codex's and gemini's runners name theirs;
+// OpenCode, which may use any provider, keeps them all). Files that hold
+// credentials (~/.pgpass, .ralph/db.json) are the sandbox's to hide, not
+// the environment's.
 package agentproc

@@ -23,11 +23,11 @@ import (
 )
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when the agent and
-// what it started are stopped (DESIGN §8).
+// what it started are stopped.
 const DefaultGrace = 5 * time.Second
 
 // DefaultResultGrace is how long the agent may take to exit once its
-// decoder has emitted the result (DESIGN §8, "A result ends the session").
+// decoder has emitted the result (ARCHITECTURE.md §4).
 // Claude Code takes up to about 3 s after its result line when a
 // SessionEnd hook is slow; 5 s leaves room for that on a busy machine.
 const DefaultResultGrace = 5 * time.Second

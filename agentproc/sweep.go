@@ -39,7 +39,7 @@ type Swept struct {
 func (s Swept) Empty() bool { return len(s.Processes) == 0 && len(s.Files) == 0 }
 
 // Sweep stops what a dead ralph on this host left behind, and removes its
-// temporary files (DESIGN §8, "Holders", "Claim generations"). Call it when
+// temporary files (ARCHITECTURE.md §2.2, §7.6). Call it when
 // a run starts, before any agent of this process runs.
 //
 // A leftover is a process that carries RALPH_HOLDER (loop.EnvHolder) in its

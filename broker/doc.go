@@ -1,5 +1,5 @@
 // Package broker is how a sandboxed agent's `$RALPH_BIN task …` commands
-// reach the plan (DESIGN §13, "The sandbox is a boundary"). Inside the
+// reach the plan (ARCHITECTURE.md §7.4). Inside the
 // sandbox the plan — .ralph/, the database — is read-only and the
 // database's credentials are withheld, so the agent cannot move a task by
 // writing the store. Instead the loop hands each session a
@@ -13,8 +13,9 @@
 //
 // # What is served, and as whom
 //
-// The broker serves this run's plan only (the store the loop runs on),
-// and only the commands DESIGN §13 lists, each as one or more store calls:
+// The broker serves this run's plan only (the store the loop runs on), and
+// only the commands ARCHITECTURE.md §7 lists, each as one or more store
+// calls:
 //
 //   - peek, show, list, plan-status: Ready, Active, Get, Logs, Counts and
 //     loop.TaskLister's ListTasks, as the store answers them;

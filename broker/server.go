@@ -403,7 +403,7 @@ func (s *Server) list(ctx context.Context, q *listQuery, w *frameWriter) error {
 
 // claimParams is the claim the agent asked for, as the broker makes it:
 // only in peek mode, only as the session's agent, held by its loop
-// (DESIGN §8, "Holders"); a claim without a task id takes from the run's
+// (ARCHITECTURE.md §2.2); a claim without a task id takes from the run's
 // scope.
 func (s *Server) claimParams(c *loop.ClaimParams) (loop.ClaimParams, error) {
 	p := s.plan

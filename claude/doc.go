@@ -10,7 +10,7 @@
 // benchmarks need no process); Session and Classify turn events into a
 // loop.RunResult; a Formatter prints events for people.
 //
-// # Decisions where DESIGN.md is silent
+// # Decisions
 //
 // Starting the agent. The executable is --claude PATH, else $RALPH_CLAUDE,
 // else `claude` on PATH (LookPath, by agentproc.LookPath); a missing one is loop.ErrAgentNotFound
@@ -61,7 +61,7 @@
 // login, is kept. APIKeyNotice gives the once-per-run notice the CLI
 // prints about them, kept or removed, naming those that are set.
 //
-// IS_SANDBOX is an honest hand-over (DESIGN §13): the runner sets
+// IS_SANDBOX is an honest hand-over (ARCHITECTURE.md §7): the runner sets
 // IS_SANDBOX=1 only when the agent runs in ralph's sandbox
 // (Runner.Sandbox), and otherwise passes on what ralph's environment (or
 // RunRequest.Env) says. As root, Claude Code refuses
@@ -76,17 +76,17 @@
 // retrying what would be refused again. The verifier skips no permission
 // and is not refused.
 //
-// A result ends the session (DESIGN §8). Once the result line is read, the
-// agent has Runner.ResultGrace (default 5 s: Claude Code takes up to about
-// 3 s after its result line when a SessionEnd hook is slow) to exit; an
-// agent still there then — a hook that hangs, or stops the CLI for good
-// with `kill -STOP $PPID` — is stopped, and the result is used as it is:
-// a success stays a success (the exit code of a process ralph killed says
-// nothing against it), not agent trouble and not a timeout;
-// RunResult.Stderr ends with a line saying the agent was stopped. A
-// cancel or the wall timeout that comes after the result stops the agent
-// at once, and the result stands too (an error result under a cancelled
-// ctx counts as cancelled, as it does when the agent exits by itself).
+// A result ends the session (ARCHITECTURE.md §4). Once the result line is
+// read, the agent has Runner.ResultGrace (default 5 s: Claude Code takes up
+// to about 3 s after its result line when a SessionEnd hook is slow) to exit;
+// an agent still there then — a hook that hangs, or stops the CLI for good
+// with `kill -STOP $PPID` — is stopped, and the result is used as it is: a
+// success stays a success (the exit code of a process ralph killed says
+// nothing against it), not agent trouble and not a timeout; RunResult.Stderr
+// ends with a line saying the agent was stopped. A cancel or the wall timeout
+// that comes after the result stops the agent at once, and the result stands
+// too (an error result under a cancelled ctx counts as cancelled, as it does
+// when the agent exits by itself).
 //
 // Nothing outlives ralph: see agentproc, "Nothing outlives the agent" and
 // "Leftovers of a dead ralph". The system prompt file is an

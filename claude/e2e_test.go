@@ -111,10 +111,10 @@ func TestE2EToolCallThenDone(t *testing.T) {
 
 // TestE2ERootRefusal: as root, outside ralph's sandbox and without
 // IS_SANDBOX=1 in its environment, the real CLI refuses
-// --dangerously-skip-permissions (DESIGN §13, "Honest hand-over to the
-// agent"): the runner reports ClassRefused in words that say what to do,
-// and nothing reached the API. The verifier's session, which skips no
-// permission, runs.
+// --dangerously-skip-permissions
+// (ARCHITECTURE.md §7.7): the runner reports ClassRefused in words that say
+// what to do, and nothing reached the API. The verifier's session, which
+// skips no permission, runs.
 func TestE2ERootRefusal(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("Claude Code refuses only root")

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// Text is data (DESIGN §13): what an agent writes, a task's title, an
+// Text is data (ARCHITECTURE.md §7): what an agent writes, a task's title, an
 // error quoting a file can hold escape sequences that a terminal would
 // obey — clear the screen, move the cursor over earlier lines, set the
 // window title, write the clipboard (OSC 52). Where text meets a terminal

@@ -17,11 +17,11 @@ import (
 )
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when the agent and
-// what it started are stopped (DESIGN §8): agentproc.DefaultGrace.
+// what it started are stopped: agentproc.DefaultGrace.
 const DefaultGrace = agentproc.DefaultGrace
 
 // DefaultResultGrace is how long the agent may take to exit once its
-// result line is read (DESIGN §8, "A result ends the session"):
+// result line is read (ARCHITECTURE.md §4):
 // agentproc.DefaultResultGrace. Claude Code takes up to about 3 s after
 // its result line when a SessionEnd hook is slow; 5 s leaves room for
 // that on a busy machine.
@@ -141,8 +141,8 @@ func Args(req loop.RunRequest, systemPromptFile string) []string {
 // (Runner.Sandbox), which is what the variable tells Claude Code. Outside
 // it IS_SANDBOX is what base and req.Env make it: as root, Claude Code
 // then refuses --dangerously-skip-permissions unless the user's own
-// environment says the machine is a sandbox (DESIGN §13, "Honest
-// hand-over to the agent"); Classify reports that refusal as ClassRefused.
+// environment says the machine is a sandbox
+// (ARCHITECTURE.md §7.7); Classify reports that refusal as ClassRefused.
 func Env(base []string, req loop.RunRequest, inSandbox bool) []string {
 	extra := req.Env
 	if inSandbox {
@@ -154,10 +154,10 @@ func Env(base []string, req loop.RunRequest, inSandbox bool) []string {
 }
 
 // APIKeyNotice returns the notice the CLI prints once per run about
-// ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (DESIGN §4), given ralph's
-// environment (os.Environ()) and --use-api-key; "" when there is nothing
-// to say (neither set, not asked to use them). It names the ones that are
-// set.
+// ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (ARCHITECTURE.md §4), given
+// ralph's environment (os.Environ()) and --use-api-key; "" when there is
+// nothing to say (neither set, not asked to use them). It names the ones
+// that are set.
 func APIKeyNotice(env []string, useAPIKey bool) string {
 	var set []string
 	for _, k := range []string{EnvAPIKey, EnvAuthToken} {

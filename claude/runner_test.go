@@ -830,8 +830,8 @@ func TestAPIKeyNotice(t *testing.T) {
 }
 
 // TestEnv: what the agent's environment keeps of ralph's and of the
-// request's, and IS_SANDBOX=1 only in ralph's sandbox (DESIGN §13,
-// "Honest hand-over to the agent").
+// request's, and IS_SANDBOX=1 only in ralph's sandbox
+// (ARCHITECTURE.md §7.7).
 func TestEnv(t *testing.T) {
 	base := []string{"HOME=/h", "CLAUDECODE=1", "ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok", "CLAUDE_CODE_OAUTH_TOKEN=login"}
 	tests := []struct {

@@ -2,7 +2,7 @@
 // pure Go, no cgo) holding tasks, their dependencies and parents, task
 // logs, features and iteration receipts. Store implements loop.TaskStore,
 // loop.FeatureStore and loop.ReceiptStore; the status machine and the
-// auto-transitions are those of DESIGN §2.
+// auto-transitions are those of ARCHITECTURE.md §2.
 //
 // # The file
 //
@@ -123,7 +123,7 @@
 // integer sequence (seq), never a timestamp. Times are stored as Unix
 // nanoseconds.
 //
-// # Decisions where DESIGN is silent
+// # Decisions
 //
 //   - Generated ids are "t-<n>", n the next insertion number, skipping any
 //     id in use (imported ids may look the same).
@@ -154,8 +154,8 @@
 //     titles, and ids that cannot be ids: longer than MaxIDBytes (80
 //     bytes: an id names git branches, ralph/task/<id>, where every byte
 //     but a letter, a digit, '-' and '_' is written %XX, and a ref's
-//     path component is a file name of at most 255 bytes — DESIGN §13,
-//     "Text is data"), not UTF-8, or with spaces or control characters.
+//     path component is a file name of at most 255 bytes —
+//     ARCHITECTURE.md §7.7), not UTF-8, or with spaces or control characters.
 //     Import refuses them the same way, naming the line, and adds nothing.
 //   - Import keeps statuses (in_progress becomes pending), computes
 //     readiness from them, writes no log entries, requires named features
@@ -185,17 +185,17 @@
 // # Landings
 //
 // Schema version 5 (PostgreSQL: 4) records what ralph lands on a plan's
-// integration branch (loop.LandingStore, DESIGN §13): the landings table,
-// one row a commit and branch, and branch_tips, where ralph last put each
-// branch. The rules are the same on both stores (one implementation); the
-// writes that touch no task skip the look for expired claims. AcceptTip's
-// reopen of a done task is a move outside the status machine's triggers:
-// the task and each done ancestor go back to pending, logged
+// integration branch (loop.LandingStore, ARCHITECTURE.md §7): the landings
+// table, one row a commit and branch, and branch_tips, where ralph last put
+// each branch. The rules are the same on both stores (one implementation);
+// the writes that touch no task skip the look for expired claims.
+// AcceptTip's reopen of a done task is a move outside the status machine's
+// triggers: the task and each done ancestor go back to pending, logged
 // loop.LogReopen as the accepting person, and each of their dependents
 // counts them as an unmet blocker again (a dependent that is done stays
-// done: its own landing says whether its work is on the branch). A
-// landing names its task by id, with no foreign key: AcceptTip skips a
-// task that no longer exists.
+// done: its own landing says whether its work is on the branch). A landing
+// names its task by id, with no foreign key: AcceptTip skips a task that no
+// longer exists.
 //   - SetVerification accepts "pass", "fail" or "" (clear).
 //   - Receipts come back newest first by insertion.
 package dag

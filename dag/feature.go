@@ -179,7 +179,7 @@ func (s *Store) RecordPlanSetting(ctx context.Context, key, value string) (strin
 }
 
 // FeatureFile is a feature's spec or plan as a Store on a server keeps
-// it, so that every machine reads the same (DESIGN §10): its path
+// it, so that every machine reads the same (ARCHITECTURE.md §6): its path
 // relative to the project's root (as Feature.SpecPath names it), its
 // content, and when it was stored.
 type FeatureFile struct {

@@ -85,12 +85,12 @@ func (s *Store) Add(ctx context.Context, p AddParams) (loop.Task, error) {
 	return task, err
 }
 
-// MaxIDBytes is the length of the longest task id, in bytes. An id names
-// git branches, ralph/task/<id> and ralph/attempt/<id>/<n> (DESIGN §9),
-// where parallel.RefName writes every byte but a letter, a digit, '-' and
-// '_' as %XX: an id of 80 bytes is at most 240 bytes there, one path
-// component, within the 255 bytes a file name may have (a loose ref is a
-// file, and git writes it as <name>.lock first).
+// MaxIDBytes is the length of the longest task id, in bytes. An id names git
+// branches, ralph/task/<id> and ralph/attempt/<id>/<n> (ARCHITECTURE.md §5),
+// where parallel.RefName writes every byte but a letter, a digit, '-' and '_'
+// as %XX: an id of 80 bytes is at most 240 bytes there, one path component,
+// within the 255 bytes a file name may have (a loose ref is a file, and git
+// writes it as <name>.lock first).
 const MaxIDBytes = 80
 
 // checkID refuses ids that would not survive a command line, a JSON line

@@ -13,7 +13,7 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// jsonlTask is one line of ralph's JSON Lines format (DESIGN §5): the
+// jsonlTask is one line of ralph's JSON Lines format: the
 // fields of import and export, nothing else.
 type jsonlTask struct {
 	ID          string   `json:"id"`
@@ -23,7 +23,7 @@ type jsonlTask struct {
 	Parent      *string  `json:"parent"`
 	BlockedBy   []string `json:"blocked_by"`
 	Status      string   `json:"status"`
-	// Feature is not one of DESIGN's keys: it is written only when set,
+	// Feature is not one of the documented keys: it is written only when set,
 	// so that export → import keeps a task's feature.
 	Feature string `json:"feature,omitempty"`
 }

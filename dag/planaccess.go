@@ -8,7 +8,7 @@ import (
 
 // The optional plan interfaces of package loop, through which the broker
 // serves a sandboxed agent's `task add`, `task dep add`, `task list` and
-// `task note` (DESIGN §13) whatever the store.
+// `task note` (ARCHITECTURE.md §7) whatever the store.
 var (
 	_ loop.TaskAdder  = (*Store)(nil)
 	_ loop.TaskLister = (*Store)(nil)

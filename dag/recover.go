@@ -8,11 +8,11 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// Recovery of the claims nobody keeps any more (DESIGN §2, §8 "Holders"):
-// a claim whose lease has expired, and a claim whose holder process ran on
-// this host and is gone (a ralph that was killed). Every method recovers
-// first: writes in their own transaction, reads only when a cheap look-up
-// finds something to recover.
+// Recovery of the claims nobody keeps any more (ARCHITECTURE.md
+// §2.2): a claim whose lease has expired, and a claim whose holder
+// process ran on this host and is gone (a ralph that was killed). Every
+// method recovers first: writes in their own transaction, reads only when a
+// cheap look-up finds something to recover.
 
 // holderCheckTTL is how long a holder process found alive is taken to be
 // alive without looking at /proc again. A loop's own store claims and

@@ -11,7 +11,7 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// Server is a database server that keeps a plan (DESIGN §10): package
+// Server is a database server that keeps a plan (ARCHITECTURE.md §6): package
 // dag/postgres implements it for PostgreSQL. A Store opened with
 // OpenServer runs the graph rules of this package — the status machine,
 // the auto-transitions, the readiness counters, the cycle check, claims,

@@ -19,7 +19,7 @@ import (
 	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
-// The graph rules are one set of code over two stores (DESIGN §10): the
+// The graph rules are one set of code over two stores (ARCHITECTURE.md §6): the
 // tests in package dag_test run against each, through forEachStore. The
 // tests of what only a SQLite file has (its header, locks, WAL,
 // migrations of the file, a read-only directory, a full disk) stay in

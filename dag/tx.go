@@ -293,11 +293,11 @@ func (t *txn) transition(id string, to loop.Status, kind, message string) (state
 	return st, nil
 }
 
-// done runs the auto-transitions of DESIGN §2 after task id (with parent
-// parent, or "", and deps dependents) became done, in this transaction:
-// dependents lose an unmet blocker, and explicitly blocked ones with none
-// left become pending; a parent whose children are all done becomes done,
-// and so on upward.
+// done runs the auto-transitions of ARCHITECTURE.md §2 after task id (with
+// parent parent, or "", and deps dependents) became done, in this
+// transaction: dependents lose an unmet blocker, and explicitly blocked
+// ones with none left become pending; a parent whose children are all done
+// becomes done, and so on upward.
 func (t *txn) done(id, parent string, deps int) error {
 	type item struct {
 		id, parent string

@@ -64,10 +64,11 @@ func (s *Store) WaitChange(ctx context.Context, token string, d time.Duration) (
 }
 
 // ViewChanges returns what a viewer of a plan on a server watches: the
-// changes its ChangeWatcher reports and each claim, which waiting loops
-// are not told of (DESIGN §10: a notification queues the claims' commits)
-// but a viewer wants to show at once. It is nil for a plan in a file,
-// whose every commit, claims included, moves the file ChangeToken reads.
+// changes its ChangeWatcher reports and each claim, which waiting loops are
+// not told of (ARCHITECTURE.md §6: a notification queues the claims'
+// commits) but a viewer wants to show at once. It is nil for a plan in a
+// file, whose every commit, claims included, moves the file ChangeToken
+// reads.
 func (s *Store) ViewChanges() loop.ChangeWatcher {
 	if s.srv == nil {
 		return nil

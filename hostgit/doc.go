@@ -1,6 +1,6 @@
 // Package hostgit builds every git command ralph runs on the host (the
 // commit gate, the verifier's snapshot, worktree set-up, integration,
-// fetch and push; DESIGN §13, "ralph runs no code the agent planted").
+// fetch and push; ARCHITECTURE.md §7.1).
 // The agent can write the repository's own configuration and hooks — or,
 // under --sandbox, at least the files of its tree — so no command ralph
 // runs may carry out a program they name, while the user's own

@@ -1,12 +1,12 @@
 package loop
 
-// Checkout is where the git checkout an agent worked with started and
-// where it ended (DESIGN §13): a sandboxed agent works with a private copy
-// of the git metadata, so its commits, resets and checkouts change nothing
-// ralph reads, and ralph takes its work from the tree's files alone. What
-// ralph does learn is how the agent's HEAD moved, so that an agent's
-// `git reset --hard HEAD~1` is not taken for a deletion of work already
-// landed.
+// Checkout is where the git checkout an agent worked with started and where
+// it ended (ARCHITECTURE.md §7): a sandboxed agent works with a private
+// copy of the git metadata, so its commits, resets and checkouts change
+// nothing ralph reads, and ralph takes its work from the tree's files
+// alone. What ralph does learn is how the agent's HEAD moved, so that an
+// agent's `git reset --hard HEAD~1` is not taken for a deletion of work
+// already landed.
 //
 // A runner that gave its agent such a checkout reports it in
 // RunResult.Checkout; the loop hands it to the Workspace with the

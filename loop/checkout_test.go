@@ -28,7 +28,7 @@ func (w *requestWorkspace) Integrate(ctx context.Context, req loop.IntegrateRequ
 // TestIntegrateGetsTheAgentsCheckout: how the agent's private checkout
 // moved in its session (RunResult.Checkout) reaches the workspace with
 // the attempt's work, so that a reset is never landed as a revert
-// (DESIGN §13); a runner that reports none gives the workspace none.
+// (ARCHITECTURE.md §7); a runner that reports none gives the workspace none.
 func TestIntegrateGetsTheAgentsCheckout(t *testing.T) {
 	moved := &loop.Checkout{Start: "aaaa", End: "bbbb", Descends: false}
 	for _, co := range []*loop.Checkout{moved, nil} {

@@ -195,7 +195,7 @@ func TestStaleOutcomeRefused(t *testing.T) {
 
 // The loop renews its claim from the claim until the outcome is recorded,
 // not only while the agent works: a test gate that outlasts the lease does
-// not lose the claim (DESIGN §8, "Leases"). Real time: the lease is 300 ms,
+// not lose the claim (ARCHITECTURE.md §2.2). Real time: the lease is 300 ms,
 // the gate takes a second.
 func TestLeaseRenewedThroughGates(t *testing.T) {
 	store := newStore(t, tasks("a")...)

@@ -42,7 +42,7 @@ const (
 	UsageLimitStop UsageLimitPolicy = "stop"
 )
 
-// Defaults of DESIGN §5 and §8.
+// Defaults of DefaultConfig, which are also the CLI's flags' defaults.
 const (
 	DefaultMaxIterations = 20
 	DefaultMaxRetries    = 3
@@ -131,8 +131,8 @@ type Config struct {
 	// third of it while the agent works.
 	Lease time.Duration
 	// Holder is the process that keeps the run's claims alive: given to
-	// every agent as RALPH_HOLDER, recorded with every claim (DESIGN §8,
-	// "Holders"). Zero means this process (ThisProcess).
+	// every agent as RALPH_HOLDER, recorded with every claim
+	// (ARCHITECTURE.md §2.2). Zero means this process (ThisProcess).
 	Holder Holder
 	// Session names the run's logs: <LogDir>/<Session>.log and
 	// <LogDir>/<Session>/iter-<n>.ndjson. Empty: "session-YYYYMMDD-HHMMSS"
@@ -142,7 +142,7 @@ type Config struct {
 	Session string
 	// LogDir holds the logs (empty: <Root>/.ralph/logs).
 	LogDir string
-	// SessionLog writes the session log of DESIGN §7.
+	// SessionLog writes the session log.
 	SessionLog bool
 	// RawLogs passes each session's raw stream log path to the Runner.
 	RawLogs bool
@@ -154,7 +154,7 @@ type Config struct {
 	// Worker names the worker of a parallel build ("w2"; empty without
 	// workers): on every note, receipt and raw log of the run.
 	Worker string
-	// Workspace, if set, is the worker's own working tree (DESIGN §9):
+	// Workspace, if set, is the worker's own working tree (ARCHITECTURE.md §5):
 	// the agent, the test gate and the verifier work there instead of
 	// Root, each attempt begins there from the integration tip, and a
 	// task is done only once Workspace.Integrate landed its work. The

@@ -110,8 +110,8 @@ func TestCommandFromAgents(root string) (string, error) {
 const maxAgentsFile = 1 << 20
 
 // AgentsTest is the test command AGENTS.md names, as a run read it when it
-// began (DESIGN §13: a test command an agent wrote into AGENTS.md must not
-// become one ralph runs).
+// began (ARCHITECTURE.md §7: a test command an agent wrote into AGENTS.md
+// must not become one ralph runs).
 type AgentsTest struct {
 	// Command is the test command; "" when AGENTS.md names none.
 	Command string

@@ -21,11 +21,12 @@
 //
 // # Running the loop
 //
-// Run(ctx, cfg, store, runner) runs DESIGN §3 until an Outcome ends it and
-// returns a Report; Outcome.ExitCode (and Report.ExitCode) is the DESIGN §6
-// exit code, so the CLI maps nothing itself. DryRun says what the next
-// iteration would do without doing it. Start a Config from DefaultConfig:
-// MaxRetries 0 really means no retries and Timeout 0 no wall-clock limit.
+// Run(ctx, cfg, store, runner) runs ARCHITECTURE.md §3 until an Outcome ends
+// it and returns a Report; Outcome.ExitCode (and Report.ExitCode) is the exit
+// code (README, "Exit codes"), so the CLI maps nothing itself. DryRun says
+// what the next iteration would do without doing it. Start a Config from
+// DefaultConfig: MaxRetries 0 really means no retries and Timeout 0 no
+// wall-clock limit.
 //
 // The machine (States, StateEvents, Diagram) is starting → running →
 // iteration_complete → running …, ending in done (Complete,
@@ -34,7 +35,7 @@
 // a context detached from cancellation (looplab/fsm wedges on a cancelled
 // one) and the loop checks ctx itself between steps.
 //
-// # Decisions where DESIGN is silent or leaves a choice
+// # Decisions
 //
 //   - Errors. Run returns a non-nil error exactly when the outcome is
 //     OutcomeError (exit 1): a bad Config (ErrConfig), a prompt override
@@ -72,7 +73,7 @@
 //     agent session resets the agent streak, a passing gate the gate
 //     streak. Troubled iterations count against MaxIterations. An agent
 //     that refused to run as it is set up (ClassRefused: Claude Code
-//     skipping permissions as root outside a sandbox, DESIGN §13) stops
+//     skipping permissions as root outside a sandbox, ARCHITECTURE.md §7) stops
 //     the run at once with OutcomeAgentFailed, whatever MaxRetries: every
 //     retry would be refused the same way. The message is the runner's
 //     account, which says what to change.
@@ -162,7 +163,7 @@
 //     next session that actually runs (a usage-limit wait keeps it).
 //   - Peek mode (ClaimAgent) shows PeekLimit (10) claimable tasks. Nothing
 //     claimable is OutcomeComplete (exit 0), even with blocked or failed
-//     tasks, as DESIGN §5 says. A peek error spends the iteration. After a
+//     tasks. A peek error spends the iteration. After a
 //     clean session, tasks the agent still holds are failed with
 //     ReasonSessionExited; after agent trouble they are released instead
 //     (agent trouble never fails a task). Gates run after every clean
@@ -171,7 +172,7 @@
 //     closes its tasks itself, so there is no point to check before.
 //   - Blocked: nothing ready in scope and something still open or held by
 //     another agent. A loop does not wait for other agents' work.
-//   - Logs: the session log (SessionLog, DESIGN §7) is written when
+//   - Logs: the session log (SessionLog) is written when
 //     Config.SessionLog is set, at <LogDir>/<Session>.log; raw streams go
 //     to <LogDir>/<Session>/iter-<n>.ndjson (iter-<n>-verify.ndjson for the
 //     verifier) when Config.RawLogs is set; an iteration run again after
@@ -193,7 +194,7 @@
 //     build share it like the session log. Its errors, opening included,
 //     never stop a run: SessionLog.Close returns the first, and one that
 //     kept it from opening is a notice at the start.
-//   - No link followed (DESIGN §13). The logs lie where an agent can
+//   - No link followed (ARCHITECTURE.md §7). The logs lie where an agent can
 //     write, so they are reached through package safefile from the
 //     project root (from LogDir itself when it lies outside Root), one
 //     component at a time: a .ralph, .ralph/logs, session directory, raw
@@ -246,7 +247,7 @@
 //     store (the agent may finish several tasks in one session); an error
 //     there is a notice, as for receipts.
 //
-// # Claims, holders and what becomes of a claim (DESIGN §8)
+// # Claims, holders and what becomes of a claim (ARCHITECTURE.md §2.2)
 //
 //   - The loop claims with its Holder (Config.Holder, this process by
 //     default) and ClaimLoop; it renews the held claim every third of the
@@ -272,7 +273,7 @@
 //     the store changes (ChangeWatcher, else a look every second), a lease
 //     runs out or a holder on this host dies; it stops as blocked only
 //     when nothing is held. Claims its own agent made beside its task are
-//     released rather than waited for. Peek mode keeps DESIGN §5: an empty
+//     released rather than waited for. In peek mode an empty
 //     peek ends the run (exit 0).
 //   - A store that marks tasks done its own way (DoneMarker: a progress
 //     box the agent ticked) has that mark taken as the done sigil.
@@ -326,8 +327,8 @@
 //     RALPH_TASK_ID), the session log and the raw stream of a build
 //     iteration, and a receipt of mode "prompt" when PromptParams.Receipts
 //     is set. No task, no completion check, no test gate, no verify. Of
-//     the sigils only <promise>FAILURE</promise> is read (DESIGN §6's exit
-//     codes are prompt's too): the run ends OutcomeFailure (exit 7) and,
+//     the sigils only <promise>FAILURE</promise> is read (prompt exits
+//     with build's codes): the run ends OutcomeFailure (exit 7) and,
 //     with Commit, nothing is committed — the agent says its work is not
 //     fit to keep, so what it changed stays in the working tree for a
 //     person to judge. Task sigils, COMPLETE and <next-model> are ignored.
@@ -357,10 +358,10 @@
 // # Verification (Config.Verify, `ralph build --verify`)
 //
 // The verifier is offered read-only tools, but Bash writes anything, so
-// DESIGN §3's promise — the working tree after verification is exactly
+// The loop's promise — the working tree after verification is exactly
 // what it was before, ignored paths aside, and a verifier that changed
 // files has its verdict discounted — is kept after the fact: a snapshot
-// that is restored (DESIGN's choice). A read-only mount would need root,
+// that is restored. A read-only mount would need root,
 // bubblewrap or a per-OS sandbox profile, and would make the verifier's
 // own test runs fail wherever they write outside ignored paths; a
 // snapshot is portable (Linux, macOS), needs no privileges and lets the
@@ -503,7 +504,7 @@
 // object, as git writes them by default, hence the packs. A verifier
 // session lasts minutes.
 //
-// # Workers (Config.Workspace and Config.Shared, DESIGN §9)
+// # Workers (Config.Workspace and Config.Shared, ARCHITECTURE.md §5)
 //
 // A run can be one worker of a parallel build (package parallel runs the
 // pool). With a Workspace, the agent, the test gate and the verifier work

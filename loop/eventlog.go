@@ -278,7 +278,7 @@ func cut(s string, limit int) string {
 }
 
 // RawLogName is the name of a session's raw agent stream in its session's
-// log directory (DESIGN §7): iter-<n>.ndjson, with the worker before it
+// log directory: iter-<n>.ndjson, with the worker before it
 // (w2-iter-3.ndjson), "-verify" for the verifier's session, and the agent
 // CLI's name after it unless it is Claude Code (iter-3-verify-codex.ndjson).
 func RawLogName(worker string, iteration int, verify bool, agent string) string {

@@ -136,8 +136,8 @@ func committed(t *testing.T, root, rev string) []string {
 	return strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
 }
 
-// The commit gate works whether or not git ignores .ralph/ (DESIGN §8
-// "Commits and .gitignore"), however the ignore rule is spelt, and never
+// The commit gate works whether or not git ignores .ralph/ (.ralph/ is never
+// committed), however the ignore rule is spelt, and never
 // commits .ralph/.
 func TestCommitGateIgnoredRalph(t *testing.T) {
 	tests := []struct {

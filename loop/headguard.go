@@ -12,7 +12,7 @@ import (
 // began, for the commit gate of a run without workers (Config.Commit):
 // the gate commits the tree's files on top of HEAD, and an agent that
 // moved HEAD away from its start must not have that commit land as if
-// nothing had happened (DESIGN §13).
+// nothing had happened (ARCHITECTURE.md §7).
 //
 // Two ways an agent moves it. Without --sandbox its `git reset --hard
 // HEAD~1` moves the user's branch itself, dropping a commit from it; the

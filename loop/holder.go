@@ -9,7 +9,7 @@ import (
 	"sync"
 )
 
-// The environment variables of holder identity (DESIGN §4, §8, §10).
+// The environment variables of holder identity (ARCHITECTURE.md §2.2, §4).
 const (
 	// EnvHolder is given to every agent process: the Holder of the loop
 	// that runs it, as Holder.String writes it. A claim the agent makes
@@ -22,7 +22,7 @@ const (
 )
 
 // Holder names the process that keeps a claim alive: the ralph loop that
-// runs the agent (DESIGN §8, "Holders"). Host, PID and Start together name
+// runs the agent (ARCHITECTURE.md §2.2). Host, PID and Start together name
 // one process, whatever pid reuse: a pid that runs again with another start
 // time is another process.
 type Holder struct {

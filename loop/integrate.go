@@ -15,10 +15,10 @@ func (r *run) dir() string {
 	return r.cfg.Root
 }
 
-// begin readies the workspace for the claimed task (DESIGN §9). landed is
-// set when the task's work is on the integration branch already: begin
-// has completed the task then, and the iteration is not counted. A git
-// failure releases the claim and stops the run (exit 5).
+// begin readies the workspace for the claimed task (ARCHITECTURE.md §5).
+// landed is set when the task's work is on the integration branch already:
+// begin has completed the task then, and the iteration is not counted. A
+// git failure releases the claim and stops the run (exit 5).
 func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []LogEntry) (landed bool, s *stop) {
 	recorded := 0
 	for _, e := range logs {
@@ -54,7 +54,7 @@ func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []
 }
 
 // integrate lands a done task's work on the integration branch before the
-// task is done in the store ("done means merged", DESIGN §9). A zero
+// task is done in the store ("done means merged", ARCHITECTURE.md §5). A zero
 // status means it landed (or there was nothing to land). Work that cannot
 // land is task trouble; a claim that ended meanwhile is a lost claim; any
 // other failure is a git failure, which stops the run (exit 5).
@@ -64,7 +64,7 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 		Summary: summary(res.Text),
 		// How the agent's private checkout moved, when its runner gave it
 		// one: the workspace lands the agent's own changes, never a
-		// revert of landed work (DESIGN §13).
+		// revert of landed work (ARCHITECTURE.md §7).
 		Checkout: res.Checkout,
 		Current: func(ctx context.Context) error {
 			cur, err := r.store.Get(ctx, task.ID)

@@ -7,8 +7,8 @@ import (
 )
 
 // A Landing is one commit ralph puts on a plan's integration branch: the
-// work of one task under one claim (DESIGN §13, "Only ralph moves the plan
-// and the integration branch"). "Done means merged" counts only these:
+// work of one task under one claim
+// (ARCHITECTURE.md §7.3). "Done means merged" counts only these:
 // a commit on the branch that no landing names — a `Ralph-Task` trailer
 // on a commit an agent made and put there, say — means nothing.
 //
@@ -26,8 +26,8 @@ type Landing struct {
 	// Parent is the tip Commit was made on: the branch moves from Parent
 	// to Commit (a compare-and-swap, or a push that only fast-forwards).
 	Parent string
-	// TaskID and Generation name the task and the claim (DESIGN §8) the
-	// work was done under.
+	// TaskID and Generation name the task and the claim the work was
+	// done under (ARCHITECTURE.md §2.2).
 	TaskID     string
 	Generation int64
 	// Completions is how often the store had recorded the task done (its
@@ -107,10 +107,10 @@ type AcceptTipParams struct {
 }
 
 // LandingStore is implemented by stores that record what ralph lands on a
-// plan's integration branch and where ralph last put its tip (DESIGN §13).
-// Every machine of a plan on a database server (DESIGN §10) records its
-// landings in the one store, so that a tip another machine moved is
-// explained by that machine's landings.
+// plan's integration branch and where ralph last put its tip
+// (ARCHITECTURE.md §7). Every machine of a plan on a database server
+// (ARCHITECTURE.md §6) records its landings in the one store, so that a tip
+// another machine moved is explained by that machine's landings.
 //
 // Every method is safe for concurrent use, atomic, and returns the
 // context's error, changing nothing, when ctx is cancelled.

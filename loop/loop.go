@@ -73,12 +73,12 @@ const (
 	ReasonLoopStopped = "loop stopped"
 )
 
-// Run runs the build loop until an outcome of DESIGN §3 ends it and returns
-// the report. It returns a non-nil error exactly when the outcome is
-// OutcomeError: an invalid Config, a prompt override that does not load, a
-// store error, a Runner that could not start the agent, or a panicking
-// Observer (*ObserverPanicError). Cancelling ctx stops the agent and ends
-// the run with OutcomeCancelled.
+// Run runs the build loop until an outcome of ARCHITECTURE.md §3 ends it
+// and returns the report. It returns a non-nil error exactly when the
+// outcome is OutcomeError: an invalid Config, a prompt override that does
+// not load, a store error, a Runner that could not start the agent, or a
+// panicking Observer (*ObserverPanicError). Cancelling ctx stops the agent
+// and ends the run with OutcomeCancelled.
 //
 // Whatever the return path — error, cancellation, timeout, a panic in the
 // store or runner (which Run lets through after cleaning up) — no task is
@@ -873,7 +873,7 @@ func holds(cur, held Task) bool {
 
 // claimLost handles a session after which the loop's claim on task no
 // longer stands (cur is the task now). A claim lost silently is how a loop
-// spins (DESIGN §8): back to pending — released, or recovered, behind the
+// spins: back to pending — released, or recovered, behind the
 // loop's back — is task trouble, counted against the task's breaker like a
 // missing sigil, with a reason that says who released it (the loop claims
 // the task again to count it, when it is still ready); held by another
@@ -1378,7 +1378,7 @@ func (r *run) planAccess(task Task, verifier bool) *PlanAccess {
 	}
 }
 
-// env is the RALPH_* environment of DESIGN §4 on top of cfg.Env.
+// env is the RALPH_* environment of ARCHITECTURE.md §4 on top of cfg.Env.
 func (r *run) env(n int, taskID string) []string {
 	env := append([]string(nil), r.cfg.Env...)
 	env = append(env,
@@ -1415,7 +1415,7 @@ func (r *run) renewAgentClaims(ctx context.Context, n int) (stop func()) {
 // renewHeld renews, every third of the lease, the claim the loop holds
 // (r.renewal), for the whole run: from the claim until its outcome is
 // recorded — through the agent's session, verification, the gates and the
-// retries of a durable outcome (DESIGN §8, "Leases").
+// retries of a durable outcome (ARCHITECTURE.md §2.2).
 func (r *run) renewHeld(ctx context.Context) (stop func()) {
 	return r.every(ctx, func(ctx context.Context) {
 		id, _, n := r.renewal.get()

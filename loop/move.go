@@ -16,7 +16,7 @@ const (
 	MoveRetry    MoveKind = "retry"
 )
 
-// CheckMove applies DESIGN §8 "Who may move a task" and "Claim
+// CheckMove applies ARCHITECTURE.md §2.3 and "Claim
 // generations" to a move of task t (as it is now, inside the store's
 // transaction) by actor by, at time now. Every TaskStore calls it, so the
 // rule is written once. It returns nil when the move may go on (the status

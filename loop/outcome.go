@@ -5,7 +5,8 @@ import "time"
 // Outcome is how a run of the loop ended.
 type Outcome string
 
-// The outcomes of a run. ExitCode maps each to its DESIGN §6 exit code.
+// The outcomes of a run. ExitCode maps each to its exit code (README, "Exit
+// codes").
 const (
 	// OutcomeComplete: every task in scope is done (or, in peek mode,
 	// nothing is claimable).
@@ -49,8 +50,8 @@ func Outcomes() []Outcome {
 		OutcomeUsageLimit, OutcomeAgentFailed, OutcomeTestGateFailed, OutcomeGitFailed, OutcomeError}
 }
 
-// ExitCode is the process exit code of DESIGN §6 for the outcome. The CLI
-// calls it; it never re-derives the policy. An unknown outcome is 1.
+// ExitCode is the process exit code for the outcome (README, "Exit codes").
+// The CLI calls it; it never re-derives the policy. An unknown outcome is 1.
 func (o Outcome) ExitCode() int {
 	switch o {
 	case OutcomeComplete, OutcomeLimitReached:

@@ -22,7 +22,7 @@ type PeekParams struct {
 	BlockerSummaries map[string]string
 }
 
-// FormatPeek writes the markdown peek of DESIGN §5: the claimable tasks (id,
+// FormatPeek writes the markdown peek: the claimable tasks (id,
 // title, priority, description) and the active ones (id, title, holder,
 // lease age). When claimable is empty it writes nothing at all, not even a
 // newline, whatever active holds: an empty peek means "nothing to do".

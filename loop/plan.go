@@ -28,7 +28,7 @@ type planState struct {
 	complete bool
 }
 
-// Plan runs the plan loop (`ralph plan`, DESIGN §5): each iteration, an
+// Plan runs the plan loop (`ralph plan`): each iteration, an
 // agent session gets the specs — <root>/specs/*.md and every feature's
 // spec (PlanSpecs), or only the spec of the feature cfg.Scope.Feature
 // names — and creates tasks through

@@ -291,8 +291,8 @@ func filesUnder(t *testing.T, root string) map[string]string {
 	return files
 }
 
-// Without a feature scope, plan mode plans the features' specs too (DESIGN
-// §8 "Plan"): each is labelled with its feature, whose tasks the planner
+// Without a feature scope, plan mode plans the features' specs too:
+// each is labelled with its feature, whose tasks the planner
 // adds with --feature NAME, and a project whose only spec is a feature's
 // is planned to OutcomeComplete.
 func TestPlanFeaturesWithoutScope(t *testing.T) {

@@ -6,17 +6,17 @@ import (
 )
 
 // PlanAccess is what a runner needs so that an agent it confines to a
-// sandbox can still reach the plan (DESIGN §13, "The sandbox is a
-// boundary"): inside the sandbox the plan is read-only and the database
-// credentials are withheld, so the agent's `$RALPH_BIN task …` commands go
-// through a broker that serves this session's agent, on a Unix socket of
-// its own ($RALPH_SOCKET). Package broker serves it; package agentproc
-// starts one for every sandboxed session whose RunRequest carries a
-// PlanAccess. A runner whose agent is not sandboxed ignores it: the
-// agent's commands open the store themselves, as a person's do.
+// sandbox can still reach the plan (ARCHITECTURE.md §7.4): inside the
+// sandbox the plan is read-only and the database credentials are withheld,
+// so the agent's `$RALPH_BIN task …` commands go through a broker that
+// serves this session's agent, on a Unix socket of its own ($RALPH_SOCKET).
+// Package broker serves it; package agentproc starts one for every
+// sandboxed session whose RunRequest carries a PlanAccess. A runner whose
+// agent is not sandboxed ignores it: the agent's commands open the store
+// themselves, as a person's do.
 //
 // The loop fills RunRequest.Plan for every session. The broker applies
-// each command as Agent under DESIGN §8's rules (never as a person, never
+// each command as Agent under ARCHITECTURE.md §2.3 (never as a person, never
 // with force): it claims with Holder (peek mode only), completes and fails
 // only Agent's own claims (a ClaimLoop claim is the loop's to complete),
 // adds tasks and dependencies, and notes; a ReadOnly session reads only.

@@ -8,7 +8,7 @@ import (
 
 // Finisher is implemented by stores whose plan can be declared finished
 // by something other than its tasks' statuses: a markdown progress file
-// says RALPH_DONE in its Status section (DESIGN §5). The build loop asks
+// says RALPH_DONE in its Status section. The build loop asks
 // Done before the first iteration and after every iteration, and ends the
 // run as OutcomeComplete when it says true, even with tasks left open. An
 // error from Done is a store error.
@@ -17,8 +17,8 @@ type Finisher interface {
 }
 
 // IterationRecorder is implemented by stores that keep a log of the run
-// themselves, such as a progress file's Iteration Log and Recent Attempts
-// (DESIGN §5). The loop calls RecordIteration once at the end of every
+// themselves, such as a progress file's Iteration Log and Recent Attempts.
+// The loop calls RecordIteration once at the end of every
 // iteration that counts (usage-limit waits do not), in every mode, from
 // the goroutine running the loop, before the next iteration starts. Its
 // context is not cancelled when the run is (an interrupted iteration is

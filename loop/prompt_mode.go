@@ -33,7 +33,7 @@ type promptState struct {
 }
 
 // RunPrompt runs one agent session of an ad-hoc prompt (`ralph prompt
-// FILE`, DESIGN §5): the same environment (RALPH_* with RALPH_ITERATION=1
+// FILE`): the same environment (RALPH_* with RALPH_ITERATION=1
 // and no RALPH_TASK_ID), session log, raw stream and receipt as a build
 // iteration, but no task, no iteration loop, no completion check (sigils in
 // the answer are not read, except <promise>FAILURE</promise>), no test

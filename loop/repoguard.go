@@ -24,21 +24,21 @@ type RefOwner interface {
 	OwnRef(ref string) bool
 }
 
-// repoGuard undoes what a verifier session changed beside the working
-// tree (DESIGN §13, item 10 of issue 20): the repository's refs (commits,
-// tags, moved or deleted branches, stashes, notes), HEAD, the index, the
-// hooks, the config and config.worktree files, info/ (exclude,
-// attributes, sparse-checkout, grafts), objects/info/alternates, shallow,
-// a stale index.lock, the state of an operation in progress (MERGE_HEAD,
+// repoGuard undoes what a verifier session changed beside the working tree
+// (ARCHITECTURE.md §7, item 10 of issue 20): the repository's refs
+// (commits, tags, moved or deleted branches, stashes, notes), HEAD, the
+// index, the hooks, the config and config.worktree files, info/ (exclude,
+// attributes, sparse-checkout, grafts), objects/info/alternates, shallow, a
+// stale index.lock, the state of an operation in progress (MERGE_HEAD,
 // CHERRY_PICK_HEAD, REVERT_HEAD, ORIG_HEAD, AUTO_MERGE, the merge and
-// squash messages, sequencer/, rebase-merge/, rebase-apply/, BISECT_*:
-// a forged MERGE_HEAD would make ralph's next commit a merge with a
-// parent of the verifier's choosing) — and ralph's own files under
-// <Root>/.ralph (ralphGuarded: prompt overrides, skills, features' specs
-// and plans, worktree-include, anything else put there), but what ralph
-// itself writes while the verifier runs. It records them before the
-// session and puts back whatever differs after it; any difference voids
-// the verdict, as a changed file does.
+// squash messages, sequencer/, rebase-merge/, rebase-apply/, BISECT_*: a
+// forged MERGE_HEAD would make ralph's next commit a merge with a parent of
+// the verifier's choosing) — and ralph's own files under <Root>/.ralph
+// (ralphGuarded: prompt overrides, skills, features' specs and plans,
+// worktree-include, anything else put there), but what ralph itself writes
+// while the verifier runs. It records them before the session and puts back
+// whatever differs after it; any difference voids the verdict, as a changed
+// file does.
 type repoGuard struct {
 	repo *hostgit.Repo // the tree's repository; nil: none
 	root string        // ralph's Root

@@ -81,7 +81,7 @@ type RunRequest struct {
 	LogPath string
 	// LogRoot is a trusted directory above LogPath (the loop gives the
 	// project root): LogPath and every directory between are opened
-	// without following a link (package safefile, DESIGN §13). Empty:
+	// without following a link (package safefile, ARCHITECTURE.md §7). Empty:
 	// LogPath's own directory is trusted and only the file is checked. A
 	// refused link is not an error of the session: the stream goes
 	// unlogged and RunResult.LogErr says why.

@@ -11,7 +11,7 @@ import (
 )
 
 // logBase is the trusted directory the logs in logDir are opened from
-// (package safefile, DESIGN §13): root, when logDir lies inside it (the
+// (package safefile, ARCHITECTURE.md §7): root, when logDir lies inside it (the
 // default <root>/.ralph/logs), so that a .ralph or .ralph/logs replaced
 // by a link is refused; else logDir itself, which the caller named.
 func logBase(root, logDir string) string {

@@ -15,7 +15,7 @@ func SessionLogPath(logDir, session string) string {
 	return filepath.Join(logDir, session+".log")
 }
 
-// SessionLog is an Observer that writes the session log of DESIGN §7: a
+// SessionLog is an Observer that writes the session log: a
 // session header, a header and a footer per iteration (mode, task, start;
 // end, duration, model, cost, turns, status), the notices and waits in
 // between, and a closing summary (iterations, successes, failures,

@@ -57,7 +57,8 @@ func TestSessionLog(t *testing.T) {
 	}
 }
 
-// The summary says what DESIGN §7 lists.
+// The summary says what the session log promises: iterations, successes,
+// failures, duration, exit reason and exit code.
 func TestSessionLogSummaryFields(t *testing.T) {
 	var b strings.Builder
 	l := loop.NewSessionLog(&b)

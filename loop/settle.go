@@ -15,7 +15,7 @@ const (
 )
 
 // settle makes move, an outcome of the loop's claim on task, durable
-// (DESIGN §8, "Finished work is never lost"): a transient store error (the
+// (ARCHITECTURE.md §4): a transient store error (the
 // database locked by another process, a full disk, an I/O error) is retried
 // with backoff for as long as the claim's lease (as it stood at the first
 // failure) lives, and the lease is renewed between tries, so that another

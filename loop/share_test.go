@@ -14,7 +14,7 @@ import (
 	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
-// Several loops on one plan (DESIGN §8, "Waiting for other agents"): a loop
+// Several loops on one plan (ARCHITECTURE.md §3.1): a loop
 // that finds nothing ready while other loops hold tasks waits for them
 // instead of stopping as blocked, and takes the work their completions make
 // ready. Every loop ends complete; every task is worked exactly once.

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Shared is what the workers of one parallel build share (DESIGN §9,
-// "Shared limits"): the iteration budget and the iteration numbers, the
+// Shared is what the workers of one parallel build share
+// (ARCHITECTURE.md §5): the iteration budget and the iteration numbers, the
 // cost, a usage-limit pause, the session log, and the first stop. Each
 // worker is a Run whose Config.Shared points at the same Shared; what one
 // worker owns — its claim, its trouble streaks, its model hint, its
@@ -199,8 +199,8 @@ func (s *Shared) First() (o Outcome, message string, ok bool) {
 	return s.first.outcome, s.first.message, true
 }
 
-// endsRun reports whether a worker's stop ends the whole run (DESIGN §9,
-// "Trouble, with workers": exit codes 1, 3, 4, 5, 7, 9, 10).
+// endsRun reports whether a worker's stop ends the whole run
+// (ARCHITECTURE.md §5: exit codes 1, 3, 4, 5, 7, 9, 10).
 func endsRun(o Outcome) bool {
 	switch o {
 	case OutcomeError, OutcomeTestGateFailed, OutcomeAgentFailed, OutcomeGitFailed,

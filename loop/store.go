@@ -63,7 +63,7 @@ type ClaimParams struct {
 	// DefaultLease.
 	Lease time.Duration
 	// Holder is the process that keeps the claim alive: the loop that runs
-	// the agent (DESIGN §8, "Holders"). Zero for a claim made by hand,
+	// the agent (ARCHITECTURE.md §2.2). Zero for a claim made by hand,
 	// which lives by its lease alone.
 	Holder Holder
 	// Mode says who claimed: ClaimLoop when the loop claims for the agent
@@ -86,7 +86,7 @@ func ClaimMessage(p ClaimParams, generation int64) string {
 	return msg + ")"
 }
 
-// Actor is who moves a task (DESIGN §8, "Who may move a task"), recorded
+// Actor is who moves a task (ARCHITECTURE.md §2.3), recorded
 // in the task's history.
 type Actor struct {
 	// Agent is the id of the agent that moves the task; it may move only
@@ -145,8 +145,8 @@ type MoveParams struct {
 // An error that may pass if the call is made again (the database locked by
 // another process, a full disk, a dropped connection) has, somewhere in its
 // chain, a method Temporary() bool that returns true: the loop retries the
-// outcomes of finished work on those (DESIGN §8, "Finished work is never
-// lost"), and on no other.
+// outcomes of finished work on those
+// (ARCHITECTURE.md §4), and on no other.
 //
 // Any method may first return expired claims to pending (with a log entry of
 // kind LogLeaseExpired naming the old holder); that is the only change a
@@ -219,7 +219,7 @@ type TaskStore interface {
 
 // DoneMarker is implemented by stores in which the agent can mark its task
 // done in the store's own way, outside ralph's commands: the progress file,
-// whose box the agent ticks (DESIGN §8, "Progress file"). The loop takes
+// whose box the agent ticks. The loop takes
 // such a mark like the done sigil: it verifies, runs the gates and then
 // completes the task.
 type DoneMarker interface {
@@ -279,7 +279,7 @@ type Receipt struct {
 }
 
 // SettingStore is implemented by stores that record settings with the
-// plan, once: a parallel build's integration branch (DESIGN §9).
+// plan, once: a parallel build's integration branch (ARCHITECTURE.md §5).
 type SettingStore interface {
 	// PlanSetting returns the value recorded under key, ok false when
 	// none is.

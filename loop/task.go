@@ -10,7 +10,7 @@ import (
 // *TransitionError.
 type Status string
 
-// The task statuses of DESIGN §2.
+// The task statuses of ARCHITECTURE.md §2.
 const (
 	StatusPending    Status = "pending"
 	StatusInProgress Status = "in_progress"
@@ -50,8 +50,8 @@ type Transition struct {
 	Trigger string
 }
 
-// Transitions is the task status machine of DESIGN §2. Anything not listed
-// is illegal.
+// Transitions is the task status machine of ARCHITECTURE.md §2. Anything
+// not listed is illegal.
 func Transitions() []Transition {
 	return []Transition{
 		{StatusPending, StatusInProgress, "claim"},
@@ -102,8 +102,8 @@ type Task struct {
 	// "" (by hand, or unclaimed).
 	ClaimMode ClaimMode
 	// Generation counts the task's claims: the current (or last) claim's
-	// number, a fencing token for its outcomes (DESIGN §8, "Claim
-	// generations"). 0: never claimed.
+	// number, a fencing token for its outcomes
+	// (ARCHITECTURE.md §2.2). 0: never claimed.
 	Generation int64
 	// RetryCount counts how often the task went back to pending after a
 	// failed attempt (verification fail, retry, reset).
@@ -141,7 +141,7 @@ const (
 	LogUnblock      = "unblock"
 	LogLeaseExpired = "lease-expired"
 	// LogHolderGone: a claim whose holder process is gone was returned to
-	// pending (DESIGN §8, "Holders").
+	// pending (ARCHITECTURE.md §2.2).
 	LogHolderGone = "holder-gone"
 	// LogOutcomeRefused: a move from a claim that is no longer current
 	// was refused (ErrStaleClaim).
@@ -169,7 +169,7 @@ func (c Counts) Open() int { return c.Pending + c.Blocked }
 // Resolved reports whether no task is open or in progress.
 func (c Counts) Resolved() bool { return c.Open() == 0 && c.InProgress == 0 }
 
-// String is the plan-status line of DESIGN §5:
+// String is the plan-status line:
 // "open=N active=N done=N failed=N blocked=N total=N".
 func (c Counts) String() string {
 	return fmt.Sprintf("open=%d active=%d done=%d failed=%d blocked=%d total=%d",

@@ -172,9 +172,9 @@ func (s *lockedStore) Complete(ctx context.Context, p loop.MoveParams) error {
 	return s.MemStore.Complete(ctx, p)
 }
 
-// Finished work is never lost (DESIGN §8): a completion the store refuses
-// for a while is tried again, with the claim's lease renewed, until the
-// store takes it; the iteration says "done" only then.
+// Finished work is never lost (ARCHITECTURE.md §4): a completion the store
+// refuses for a while is tried again, with the claim's lease renewed, until
+// the store takes it; the iteration says "done" only then.
 func TestOutcomeRetriedUntilRecorded(t *testing.T) {
 	clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	store := &lockedStore{MemStore: looptest.NewMemStore(clock.Now), fails: 5}

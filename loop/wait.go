@@ -9,8 +9,8 @@ import (
 )
 
 // ChangeWatcher is implemented by stores that can tell a waiting loop when
-// the plan may have changed, so that it need not poll them (DESIGN §8,
-// "Waiting for other agents"). The SQLite store watches its files, a
+// the plan may have changed, so that it need not poll them
+// (ARCHITECTURE.md §3.1). The SQLite store watches its files, a
 // PostgreSQL store its notifications, MemStore its writes.
 type ChangeWatcher interface {
 	// ChangeToken returns a token for the store's state now.
@@ -41,7 +41,7 @@ func (r *run) changeToken(ctx context.Context) string {
 }
 
 // waitForAgents is step 2 when nothing in scope is ready but tasks in it
-// are held by other agents (DESIGN §8, "Waiting for other agents"): the
+// are held by other agents (ARCHITECTURE.md §3.1): the
 // loop waits for them instead of stopping as blocked, says which tasks and
 // holders it waits for (again only when that changes), and returns nil
 // once work may have become ready: the store changed (since token was

@@ -2,12 +2,12 @@ package loop
 
 import "context"
 
-// A Workspace is where one worker of a parallel build works (DESIGN §9):
-// a working tree of its own, in which an attempt at a task starts from the
-// integration branch's tip and whose work, once the task is done, lands on
-// that branch before the task is done in the store ("done means merged").
-// Run uses it when Config.Workspace is set; package parallel implements
-// it over git worktrees.
+// A Workspace is where one worker of a parallel build works
+// (ARCHITECTURE.md §5): a working tree of its own, in which an attempt at a
+// task starts from the integration branch's tip and whose work, once the
+// task is done, lands on that branch before the task is done in the store
+// ("done means merged"). Run uses it when Config.Workspace is set; package
+// parallel implements it over git worktrees.
 //
 // The loop calls a Workspace from one goroutine at a time.
 type Workspace interface {
@@ -35,7 +35,7 @@ type Workspace interface {
 }
 
 // A TreeChecker is a Workspace that can tell whether its tree is still the
-// one it made (DESIGN §13, "ralph follows no link the agent planted"): an
+// one it made (ARCHITECTURE.md §7.2): an
 // agent may have replaced its tree, by a link to the user's checkout say.
 // The loop asks after the agent's session, before anything else runs in
 // the tree (the verifier, the test gate, the integration). CheckTree

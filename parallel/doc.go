@@ -1,5 +1,5 @@
-// Package parallel runs a build with several workers (ralph build
-// --workers N, DESIGN §9): each worker a loop.Run in a git worktree of its
+// Package parallel runs a build with several workers (ralph build --workers
+// N, ARCHITECTURE.md §5): each worker a loop.Run in a git worktree of its
 // own, done meaning merged into one integration branch per plan.
 //
 // The pool (Run) and the integration step (the workspace, a
@@ -7,17 +7,17 @@
 // implementation, ExecGit, runs the git binary; the tests drive the policy
 // over a fake Git in memory, and ExecGit against real repositories.
 // Package gittest holds both to one contract (gittest.TestGit, every
-// method of the seam), and ExecGit to the trust rules of DESIGN §13 (no
+// method of the seam), and ExecGit to the trust rules of ARCHITECTURE.md §7 (no
 // program the repository's configuration names runs in any method; git
 // runs with explicit directories, never through a .git file the agent
 // rewrote), so that neither a fake that drifts from git nor a change of
 // the seam can drop them. The seam keeps only what the policy asks
 // (Head is Resolve of "HEAD", attempt branches are read from Branches);
 // its other methods each answer a question no other one does, and the
-// worktree and remote ones carry the §13 checks (CheckWorktree,
+// worktree and remote ones carry the ARCHITECTURE.md §7 checks (CheckWorktree,
 // RepairWorktree, SetAside) that a merged method would blur.
 //
-// # Decisions where DESIGN leaves a choice
+// # Decisions
 //
 //   - Worktrees live in <root>/.ralph/worktrees/wK: inside the project, so
 //     that they go where the plan goes and never land beside someone
@@ -35,7 +35,7 @@
 //     base are folded into it — whose message ends with the trailers
 //     "Ralph-Task: <id>" and "Ralph-Generation: <n>", for people to read.
 //
-// # Only ralph moves the integration branch (DESIGN §13)
+// # Only ralph moves the integration branch (ARCHITECTURE.md §7)
 //
 //   - Landings are recorded by ralph (loop.LandingStore): right before the
 //     branch moves to a task's commit, the store records the landing
@@ -53,27 +53,27 @@
 //     A task has landed when the branch holds a landing of it recorded
 //     when the store had as many completions of it as now: so a task reset
 //     after its work landed is worked again (and lands a second commit).
-//   - The tip is checked — when a build starts, when an attempt begins,
-//     on every round of an integration and when a run would end — against
-//     where ralph last put it: the branch must be there, or reached from
-//     there through landings ralph recorded (its own, another process's,
-//     another machine's on the shared store: DESIGN §10). The recorded tip
-//     is read before the branch, so that a landing under way elsewhere (the
+//   - The tip is checked — when a build starts, when an attempt begins, on
+//     every round of an integration and when a run would end — against where
+//     ralph last put it: the branch must be there, or reached from there
+//     through landings ralph recorded (its own, another process's, another
+//     machine's on the shared store: ARCHITECTURE.md §6). The recorded tip is
+//     read before the branch, so that a landing under way elsewhere (the
 //     branch moved, the store not yet told) reads as the landing it is.
 //     Anything else — a commit ralph did not make, a rewind, a deletion —
-//     stops the build with exit 5 (a *TipError) before any agent runs on
-//     it, naming the commit, the tasks named by trailers of commits ralph
-//     did not make, the tasks whose landed work the branch lacks, and the
-//     one step that accepts it: ralph build --accept-tip (Config.AcceptTip),
-//     which records the tip as where ralph last put the branch, drops the
-//     landings it lacks and sends their done tasks (and done ancestors)
-//     back to pending, logged loop.LogReopen as the person's move. A plan
-//     adopted before ralph recorded tips takes the tip it has as its first.
-//   - A branch deleted after every landing on it reached HEAD (a merged
-//     pull request whose branch was deleted; HEAD is what the branch was
-//     made from) is not a foreign move: it is made again from HEAD. One
-//     deleted while HEAD lacks landed work stops the build like a rewind;
-//     accepted, it is made again from HEAD. (DESIGN §14's merges of the
+//     stops the build with exit 5 (a *TipError) before any agent runs on it,
+//     naming the commit, the tasks named by trailers of commits ralph did not
+//     make, the tasks whose landed work the branch lacks, and the one step
+//     that accepts it: ralph build --accept-tip (Config.AcceptTip), which
+//     records the tip as where ralph last put the branch, drops the landings
+//     it lacks and sends their done tasks (and done ancestors) back to
+//     pending, logged loop.LogReopen as the person's move. A plan adopted
+//     before ralph recorded tips takes the tip it has as its first.
+//   - A branch deleted after every landing on it reached HEAD (a merged pull
+//     request whose branch was deleted; HEAD is what the branch was made
+//     from) is not a foreign move: it is made again from HEAD. One deleted
+//     while HEAD lacks landed work stops the build like a rewind; accepted,
+//     it is made again from HEAD. (The integration branch's merges of its
 //     base will be landings of their own kind in the same record.)
 //   - Branches that are not ralph's which move or go during a run (an
 //     agent runs as the user without --sandbox) are not followed or
@@ -153,7 +153,7 @@
 //   - .ralph/worktree-include lists paths or globs (one a line, '#'
 //     comments), relative to the project, of files copied into each tree
 //     where missing — typically ignored ones such as .env — and never
-//     committed from it. No link is followed either way (DESIGN §13;
+//     committed from it. No link is followed either way (ARCHITECTURE.md §7;
 //     package safefile, from the project root): a source that is a
 //     symbolic link, or lies below one, is an error naming it when the
 //     build starts (list its target, or copy the file into the project);
@@ -176,7 +176,7 @@
 //   - A build without --workers of a plan that has an integration branch
 //     runs as one worker (w1): once a plan integrates into a branch, every
 //     build of it does.
-//   - Git on the host runs no code an agent planted (DESIGN §13): every
+//   - Git on the host runs no code an agent planted (ARCHITECTURE.md §7): every
 //     command ExecGit runs is built by package hostgit, with GIT_DIR,
 //     GIT_COMMON_DIR and GIT_WORK_TREE fixed — the repository found from
 //     Root when ExecGit is first used, a worker's tree found from the
@@ -205,7 +205,7 @@
 //
 // # Several machines: Config.Remote (--remote NAME)
 //
-// Builds of one plan in several clones of a repository (DESIGN §10: the
+// Builds of one plan in several clones of a repository (ARCHITECTURE.md §6: the
 // plan on a database server, a ralph build --workers N --remote NAME in
 // each clone) share the integration branch through the git remote NAME;
 // without Remote nothing here happens and the branch is the repository's

@@ -9,7 +9,7 @@ import (
 
 // TestGitConformance holds the fake Git of the policy tests and ExecGit
 // to one contract (gittest.TestGit), ExecGit to the trust rules of
-// DESIGN §13 as well.
+// ARCHITECTURE.md §7 as well.
 func TestGitConformance(t *testing.T) {
 	t.Run("fake", func(t *testing.T) {
 		gittest.TestGit(t, func(_ *testing.T, files map[string]string) gittest.Repo {

@@ -15,8 +15,8 @@ import (
 	"github.com/ralph-dev/ralph/loop/looptest"
 )
 
-// The policy of DESIGN §13's "Only ralph moves the plan and the
-// integration branch" over the fake git: landings recorded by ralph, the
+// The policy of ARCHITECTURE.md §7.3 (only ralph moves the plan and the
+// integration branch) over the fake git: landings recorded by ralph, the
 // tip checked against them, the agent's HEAD, the worktree's identity.
 
 // writeTask is an agent that writes <id>.txt, and ran lists the tasks it
@@ -350,7 +350,7 @@ func headSetup(t *testing.T) (*fakeGit, *workspace, string) {
 }
 
 // TestAgentHeadMoved is the agent's git reset, checkout and commit in its
-// tree (DESIGN §13): work lands as the agent's own changes or is task
+// tree (ARCHITECTURE.md §7): work lands as the agent's own changes or is task
 // trouble, never as a revert of a's landed work.
 func TestAgentHeadMoved(t *testing.T) {
 	ctx := t.Context()

@@ -42,9 +42,9 @@ type Config struct {
 	// <Root>/.ralph/worktrees.
 	WorktreeDir string
 	// Remote, if set, is the git remote (--remote NAME) where the
-	// integration branch lives, for builds of one plan on several
-	// machines (DESIGN §10): see the package doc. Empty keeps everything
-	// in the repository.
+	// integration branch lives, for builds of one plan on several machines
+	// (ARCHITECTURE.md §6): see the package doc. Empty keeps everything in
+	// the repository.
 	Remote string
 	// AcceptTip accepts the integration branch as it is now (ralph build
 	// --accept-tip) where its tip is not where ralph last put it: the
@@ -111,7 +111,7 @@ var (
 )
 
 // Run runs cfg.Workers loops at once on one plan, each in its own git
-// worktree, until the plan is done or a stop ends them (DESIGN §9):
+// worktree, until the plan is done or a stop ends them (ARCHITECTURE.md §5):
 //
 //   - Before anything runs: the repository must have a commit (else
 //     OutcomeGitFailed, exit 5); the plan's integration branch is the one
@@ -197,9 +197,9 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		return fail(loop.OutcomeGitFailed, err)
 	}
 	rep.Into, rep.Remote = strings.TrimPrefix(into, heads), cfg.Remote
-	// The branch is ralph's before anything builds on it (DESIGN §13): a
-	// tip someone else moved, rewound or deleted stops the build here,
-	// unless the person accepts it.
+	// The branch is ralph's before anything builds on it
+	// (ARCHITECTURE.md §7.3): a tip someone else moved, rewound or deleted
+	// stops the build here, unless the person accepts it.
 	guard.since = since
 	tip, reopened, err := guard.open(ctx, cfg.AcceptTip, cfg.AcceptedBy)
 	if err != nil {

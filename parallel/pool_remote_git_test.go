@@ -79,7 +79,7 @@ func (g *pushWatch) Push(ctx context.Context, p PushParams) error {
 	return err
 }
 
-// TestPoolRemoteMachines is DESIGN §10's promise on real repositories:
+// TestPoolRemoteMachines is ARCHITECTURE.md §5's --remote on real repositories:
 // three clones of one bare repository ("machines") build one plan at
 // once, two workers each, against one store. Every task's commit is on
 // the remote's integration branch exactly once, in an order the graph

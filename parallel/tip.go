@@ -11,7 +11,7 @@ import (
 )
 
 // A TipError is an integration branch that is not where ralph last put it
-// and not where ralph's own landings since have taken it (DESIGN §13):
+// and not where ralph's own landings since have taken it (ARCHITECTURE.md §7):
 // someone else moved, rewound or deleted it. The build stops (exit 5)
 // before it builds on it; ralph build --accept-tip (Config.AcceptTip)
 // accepts it as it is.
@@ -88,8 +88,8 @@ func shorts(commits []string) string {
 	return strings.Join(s, ", ")
 }
 
-// tipGuard keeps the integration branch ralph's (DESIGN §13, "Only ralph
-// moves the plan and the integration branch"): the store records where
+// tipGuard keeps the integration branch ralph's
+// (ARCHITECTURE.md §7.3): the store records where
 // ralph last put the branch and every commit it lands there, and a tip
 // that those do not explain stops the build.
 type tipGuard struct {

@@ -11,7 +11,7 @@ import (
 )
 
 // A WorktreeError is a worker's directory that is not the worktree ralph
-// made (DESIGN §13, "ralph follows no link the agent planted"): it is a
+// made (ARCHITECTURE.md §7.2): it is a
 // symbolic link, not a directory, gone, or its .git does not name the
 // git directory the repository keeps for it. Git.CheckWorktree returns it.
 type WorktreeError struct {

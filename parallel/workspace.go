@@ -17,7 +17,7 @@ import (
 	"github.com/ralph-dev/ralph/safefile"
 )
 
-// Branch names (DESIGN §9).
+// Branch names (ARCHITECTURE.md §5).
 const (
 	// DefaultInto is the integration branch of a plan whose first
 	// parallel build gave no --into.
@@ -30,8 +30,8 @@ const (
 	// TrailerTask is the trailer that names, in the commit that lands a
 	// task's work, the task.
 	TrailerTask = "Ralph-Task"
-	// TrailerGeneration names the claim (DESIGN §8) the work was done
-	// under.
+	// TrailerGeneration names the claim (ARCHITECTURE.md §2.2) the work was
+	// done under.
 	TrailerGeneration = "Ralph-Generation"
 )
 
@@ -66,7 +66,7 @@ type workspace struct {
 	// there by a push that only fast-forwards.
 	remote string
 	// guard checks the branch's tip against the landings the store
-	// recorded, and records this worker's landings (DESIGN §13).
+	// recorded, and records this worker's landings (ARCHITECTURE.md §7).
 	guard *tipGuard
 	// include are the worktree-include files, relative to the project
 	// root: copied into the tree, never committed.
@@ -722,10 +722,10 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 	}
 }
 
-// commitWork commits the attempt's work as one commit on the attempt's
-// base S, with the task's trailers (DESIGN §13: an attempt whose HEAD left
-// S lands as the agent's own changes or is refused, never as a revert of
-// work already landed). Let E be where the agent's HEAD ended
+// commitWork commits the attempt's work as one commit on the attempt's base
+// S, with the task's trailers (ARCHITECTURE.md §7: an attempt whose HEAD
+// left S lands as the agent's own changes or is refused, never as a revert
+// of work already landed). Let E be where the agent's HEAD ended
 // (req.Checkout's End when the runner reports one, else the tree's own
 // HEAD):
 //

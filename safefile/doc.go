@@ -1,7 +1,7 @@
 // Package safefile opens, creates, appends to, reads, lists, makes and
 // atomically replaces files below a trusted directory without following
-// any link an agent could have planted on the way (DESIGN §13, "ralph
-// follows no link the agent planted"). It imports only the standard
+// any link an agent could have planted on the way
+// (ARCHITECTURE.md §7.2). It imports only the standard
 // library, so that loop may use it.
 //
 // # The trusted directory

@@ -1,6 +1,6 @@
 // Package sandbox runs an agent — and the commands ralph runs for it: the
 // test gate, --setup — so that the agent cannot reach past the work it was
-// given (DESIGN.md §11 `--sandbox`, §13 "The sandbox is a boundary"). It
+// given (ARCHITECTURE.md §7.4). It
 // reads everything but a few credential files, reaches the network and
 // runs any program as before; it writes only its own tree, a temp
 // directory of its own and a scratch copy of its state; and it works with

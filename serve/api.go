@@ -104,9 +104,9 @@ func (s *Server) readPlan(ctx context.Context) (*planJSON, error) {
 }
 
 // staleness says why t's claim no longer stands although t is still
-// in_progress: its holder process is gone (on this host), or its lease
-// ran out. The view changes nothing: the next ralph command that writes
-// to the plan recovers such a claim (DESIGN §8), and until then the page
+// in_progress: its holder process is gone (on this host), or its lease ran
+// out. The view changes nothing: the next ralph command that writes to the
+// plan recovers such a claim (ARCHITECTURE.md §2.2), and until then the page
 // says so rather than show a dead agent at work.
 func staleness(t loop.Task, now time.Time) string {
 	if t.Status != loop.StatusInProgress {
@@ -169,10 +169,10 @@ func planOf(tasks []loop.Task, now time.Time) *planJSON {
 }
 
 // ready reports whether t is on the plan's ready frontier, by the rule of
-// DESIGN §2 that claims follow: pending, a leaf (hasChildren false), its
-// parent not failed, every blocker done. status holds the statuses of t's
-// parent and blockers; a blocker missing from it (not in the plan) does not
-// hold t back, as in the store.
+// ARCHITECTURE.md §2 that claims follow: pending, a leaf (hasChildren
+// false), its parent not failed, every blocker done. status holds the
+// statuses of t's parent and blockers; a blocker missing from it (not in
+// the plan) does not hold t back, as in the store.
 func ready(t loop.Task, hasChildren bool, status map[string]loop.Status) bool {
 	if t.Status != loop.StatusPending || hasChildren {
 		return false

@@ -7,7 +7,7 @@ import (
 )
 
 // TestReady: the frontier the page highlights is the one claims take
-// from (DESIGN §2), not merely "pending with its blockers done".
+// from (ARCHITECTURE.md §2), not merely "pending with its blockers done".
 func TestReady(t *testing.T) {
 	status := map[string]loop.Status{"done": loop.StatusDone, "open": loop.StatusPending, "failed": loop.StatusFailed, "active": loop.StatusInProgress}
 	for _, tc := range []struct {

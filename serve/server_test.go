@@ -85,7 +85,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.WriteFile(filepath.Join(f.logDir, session, "w1-iter-1.ndjson"), []byte(`{"type":"system"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The verifier was Codex: its stream is named after it (DESIGN §11).
+	// The verifier was Codex: its stream is named after it.
 	if err := os.WriteFile(filepath.Join(f.logDir, session, "w1-iter-1-verify-codex.ndjson"), []byte(`{"type":"thread.started"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestLogsTraversal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A symlink that stays inside is refused too: no link is followed
-	// (DESIGN §13), so none swapped in during a request can lead out.
+	// (ARCHITECTURE.md §7), so none swapped in during a request can lead out.
 	if err := os.Symlink("w1-iter-1.ndjson", filepath.Join(sdir, "inside.ndjson")); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-// Package sigil parses the control tags ("sigils") of ralph's agent protocol
-// (DESIGN §4) from a piece of agent text: the agent's final answer, never its
-// tool output. It imports only the standard library.
+// Package sigil parses the control tags ("sigils") of ralph's agent
+// protocol (ARCHITECTURE.md §4) from a piece of agent text: the agent's
+// final answer, never its tool output. It imports only the standard
+// library.
 //
 // # Sigils
 //
@@ -45,11 +46,11 @@
 //
 // # Form of a tag
 //
-//   - Names are lowercase, exactly as DESIGN §4 writes them; <TASK-DONE> is
-//     not a sigil. The values are exact too: COMPLETE and FAILURE upper case,
-//     model names lower case. The prompts teach the exact spelling, and a
-//     near miss costs a retry, while a lenient reading of prose could end a
-//     run.
+//   - Names are lowercase, exactly as ARCHITECTURE.md §4 writes them;
+//     <TASK-DONE> is not a sigil. The values are exact too: COMPLETE and
+//     FAILURE upper case, model names lower case. The prompts teach the exact
+//     spelling, and a near miss costs a retry, while a lenient reading of
+//     prose could end a run.
 //   - Whitespace is tolerated around a body (spaces, tabs, line breaks: a
 //     tag may be split over lines) and before the closing '>' of either tag
 //     (<task-done >, </task-done\n>), but not after '<'. Tags take no
@@ -67,7 +68,7 @@
 //
 // # Conflicts
 //
-//   - Done and failed for the same id: done wins (DESIGN §4).
+//   - Done and failed for the same id: done wins (ARCHITECTURE.md §4).
 //   - Pass and fail in one text: fail wins, so VerifyPass is false. A
 //     verifier that says fail anywhere has doubts. For the same reason a
 //     pass must be unambiguous (only the three forms above, with nothing but

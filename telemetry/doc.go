@@ -1,5 +1,5 @@
-// Package telemetry exports a ralph run as OpenTelemetry traces (DESIGN
-// §12): an Observer turns the loop's notes into spans, and Setup builds
+// Package telemetry exports a ralph run as OpenTelemetry traces (`ralph build
+// --otel`): an Observer turns the loop's notes into spans, and Setup builds
 // the OTLP exporter from --otel and the standard OTEL_* variables.
 //
 // # Spans
@@ -43,7 +43,7 @@
 // ralph.worker_end on the run span (ralph.worker, ralph.outcome,
 // ralph.exit_code, ralph.iterations).
 //
-// # Decisions where DESIGN leaves a choice
+// # Decisions
 //
 //   - Times come from the notes (Note.At, the receipt's StartedAt and
 //     Duration), never from the clock the observer runs on, so that the

@@ -21,8 +21,8 @@ import (
 // envAgentCLI picks the agent CLI when --agent-cli is not given.
 const envAgentCLI = "RALPH_AGENT_CLI"
 
-// agentCLI is one agent CLI ralph can run (DESIGN §11): its name, the
-// variable that names its executable, how that is found, and its Runner.
+// agentCLI is one agent CLI ralph can run (README, "Other agents"): its name,
+// the variable that names its executable, how that is found, and its Runner.
 type agentCLI struct {
 	name   string // --agent-cli's value
 	envBin string // $RALPH_<CLI>: the executable when --agent-bin is not given
@@ -150,8 +150,8 @@ func resolveAgentBin(c *cli.Context, cfg appConfig, a agentCLI, withFlags bool) 
 
 // boundary returns what the agents of the project at root may write in
 // the sandbox (--sandbox), decided now, before any agent runs, from the
-// project root, its repository and where the workers' trees go (DESIGN
-// §13); nil without --sandbox.
+// project root, its repository and where the workers' trees go
+// (ARCHITECTURE.md §7.4); nil without --sandbox.
 func (a chosenAgent) boundary(root string) (*sandbox.Boundary, error) {
 	if a.sandbox == nil {
 		return nil, nil
@@ -182,7 +182,7 @@ func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop
 }
 
 // apiKeyNotice prints what happens to ANTHROPIC_API_KEY and
-// ANTHROPIC_AUTH_TOKEN (DESIGN §4, §13).
+// ANTHROPIC_AUTH_TOKEN (ARCHITECTURE.md §7.7).
 func apiKeyNotice(cfg appConfig, useAPIKey bool) {
 	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
 		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
@@ -217,7 +217,7 @@ func expandSlashCommand(root, prompt string) string {
 	if name == "" || strings.ContainsAny(name, `/\.`) {
 		return prompt
 	}
-	// Read without following a link (DESIGN §13): the file becomes the
+	// Read without following a link (ARCHITECTURE.md §7): the file becomes the
 	// prompt, and one linked to a secret would send it to the model.
 	data, err := safefile.ReadFile(root, filepath.Join(".claude", "commands", name+".md"))
 	if err != nil {

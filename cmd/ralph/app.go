@@ -21,12 +21,12 @@ import (
 // falls back to the module version recorded in the binary.
 var version = "dev"
 
-// Exit codes of the non-loop commands (DESIGN §8, "CLI habits").
+// Exit codes of the non-loop commands (README, "Exit codes").
 const (
 	exitOK      = 0
 	exitError   = 1
 	exitNothing = 2
-	// exitInterrupted: SIGINT or SIGTERM stopped the command (DESIGN §6).
+	// exitInterrupted: SIGINT or SIGTERM stopped the command.
 	exitInterrupted = 130
 )
 
@@ -320,11 +320,11 @@ func openProject(c *cli.Context, cfg appConfig) (project, *dag.Store, error) {
 
 // withStore runs fn on the project's store and closes the store.
 //
-// Expired leases: DESIGN §2 wants every `ralph task` call to return expired
-// claims to pending first. The store does so at the start of every method,
-// reads included, after a cheap indexed check that takes no write lock, so
-// withStore does not call Recover itself (that would take the write
-// lock on every read and serialise peeks behind writers).
+// Expired leases: ARCHITECTURE.md §2 wants every `ralph task` call to
+// return expired claims to pending first. The store does so at the start of
+// every method, reads included, after a cheap indexed check that takes no
+// write lock, so withStore does not call Recover itself (that would take
+// the write lock on every read and serialise peeks behind writers).
 // TestReadCommandsRecoverExpiredLeases holds the store to it.
 func withStore(cfg appConfig, fn func(c *cli.Context, p project, st *dag.Store) error) cli.ActionFunc {
 	return func(c *cli.Context) error {

@@ -6,8 +6,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// reorderArgs lets flags come before or after positional arguments (DESIGN
-// §8, "CLI habits"). urfave/cli v2 stops parsing a command's flags at its
+// reorderArgs lets flags come before or after positional
+// arguments. urfave/cli v2 stops parsing a command's flags at its
 // first positional argument, so `ralph task add "Fix login" -d x` would
 // take "-d" and "x" as more positionals. reorderArgs rewrites the command
 // line into the order cli parses:

@@ -9,11 +9,10 @@ import (
 	"testing"
 )
 
-// Attacks on the sandbox (issue 20, DESIGN §13 "The sandbox is a
-// boundary"), each run through the ralph binary with --sandbox, the real
-// bubblewrap and the stand-in agent, whose shell payloads play a careless
-// or hostile agent. Without bubblewrap they skip, saying so; under
-// CI=true they fail.
+// Attacks on the sandbox (issue 20, ARCHITECTURE.md §7.4), each run through
+// the ralph binary with --sandbox, the real bubblewrap and the stand-in
+// agent, whose shell payloads play a careless or hostile agent. Without
+// bubblewrap they skip, saying so; under CI=true they fail.
 
 // boxProject is a project built by the stand-in agent in the sandbox: a
 // throwaway HOME whose ~/.claude holds settings and a login, and a git

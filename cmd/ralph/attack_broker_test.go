@@ -23,7 +23,7 @@ import (
 // These tests run `ralph build --sandbox` with the stand-in agent, whose
 // shell payload plays a sandboxed agent reaching the plan through
 // $RALPH_BIN task …: through its broker ($RALPH_SOCKET), as itself, and
-// nothing more (DESIGN §13).
+// nothing more (ARCHITECTURE.md §7).
 
 // attackProject is a project whose ralph runs with env, and out, a
 // directory the agent's payload writes its findings to ($ATTACK_OUT): in

@@ -14,7 +14,7 @@ import (
 
 // Attacks of issue 20 (items 2 and 12) run through the ralph binary: the
 // stand-in agent's Sh payload plants links where ralph, on the host, opens
-// files (DESIGN §13, "ralph follows no link the agent planted"). Each test
+// files (ARCHITECTURE.md §7.2). Each test
 // shows that the file outside the project — the stand-in for ~/.bashrc or
 // ~/.ssh/id_rsa — is neither written nor read, and that ralph says so.
 

@@ -10,7 +10,7 @@ import (
 
 // Attacks on the git ralph runs on the host, through the ralph binary and
 // the stand-in agent, without --sandbox (issue 20, items 4, 5, 8 and 10;
-// DESIGN §13 "ralph runs no code the agent planted" holds in every mode).
+// ARCHITECTURE.md §7.1 holds in every mode).
 // Each planted program would touch a marker in a directory outside the
 // project; the marker must stay absent, and the run must end as it should.
 

@@ -14,8 +14,8 @@ import (
 	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
 )
 
-// Issue 20's attacks on ralph's bookkeeping of what landed (DESIGN §13,
-// "Only ralph moves the plan and the integration branch", and "ralph
+// Issue 20's attacks on ralph's bookkeeping of what landed
+// (ARCHITECTURE.md §7.3, and "ralph
 // follows no link the agent planted"), run through the ralph binary with
 // the stand-in agent executing each payload in its worktree, without
 // --sandbox: the agent runs as the user, so it can write refs and its
@@ -347,7 +347,7 @@ ln -s "$RALPH_DIR" "$d"`, Text: "Done. <task-done>{task}</task-done>"}, work)
 }
 
 // TestAttackLandOnPostgres runs the forged landing and the rewound or
-// deleted branch with the plan on PostgreSQL (DESIGN §10: the landings
+// deleted branch with the plan on PostgreSQL (ARCHITECTURE.md §6: the landings
 // are recorded in the shared store).
 func TestAttackLandOnPostgres(t *testing.T) {
 	url := pgtest.URL(t)

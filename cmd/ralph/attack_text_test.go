@@ -20,8 +20,8 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// Attacks on the terminal and the hand-over to the agent (DESIGN §13,
-// "Text is data" and "Honest hand-over to the agent"), through the ralph
+// Attacks on the terminal and the hand-over to the agent
+// (ARCHITECTURE.md §7.7 and "Honest hand-over to the agent"), through the ralph
 // binary: text carrying escape sequences (a screen clear, an OSC 52
 // clipboard write, a window title, a C1 CSI) in task titles, descriptions,
 // logs, the agent's words and tool output, and import errors; task ids

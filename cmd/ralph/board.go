@@ -15,7 +15,7 @@ import (
 )
 
 // board is the terminal view of a parallel build when stdout is a
-// terminal (DESIGN §9, "Seen as one run"): one line per worker — its task,
+// terminal (ARCHITECTURE.md §5): one line per worker — its task,
 // how long it has been at it, its agent's latest event — kept at the
 // bottom of the screen, and the run's messages (iteration ends, notices,
 // waits) scrolling above it, each prefixed with its worker. Piped, the

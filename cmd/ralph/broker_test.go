@@ -169,8 +169,8 @@ func TestTaskBrokerRefuses(t *testing.T) {
 		env  map[string]string
 		says string
 	}{
-		// An agent's --force means nothing (DESIGN §8): refused as a move
-		// of another's task, through the broker as directly.
+		// An agent's --force means nothing (ARCHITECTURE.md §2.3): refused as
+		// a move of another's task, through the broker as directly.
 		{cmd: []string{"task", "done", "t-2", "--force"}, says: "task t-2 is held by agent-b, not agent-a"},
 		{cmd: []string{"task", "done", "t-2", "--force"}, env: map[string]string{"RALPH_AGENT_ID": ""}, says: "ralph: refused: --force is for people"},
 		{cmd: []string{"task", "done", "t-2"}, env: map[string]string{"RALPH_AGENT_ID": ""}, says: "cannot act as a person (user-tester)"},

@@ -23,10 +23,10 @@ import (
 	"github.com/ralph-dev/ralph/telemetry"
 )
 
-// buildCommand is `ralph build`: the build loop of DESIGN §3 over the task
-// graph, or over a markdown progress file with --progress. The policy is
-// package loop's; this file turns flags into a loop.Config, opens the store,
-// prints the run and maps its Report to the exit code.
+// buildCommand is `ralph build`: the build loop of ARCHITECTURE.md §3 over
+// the task graph, or over a markdown progress file with --progress. The
+// policy is package loop's; this file turns flags into a loop.Config, opens
+// the store, prints the run and maps its Report to the exit code.
 func buildCommand(cfg appConfig) *cli.Command {
 	return &cli.Command{
 		Name:      "build",
@@ -195,7 +195,7 @@ func build(c *cli.Context, cfg appConfig) error {
 
 	sweepLeftovers(c.Context, cfg)
 	// With --sandbox, what agents and gates may write is decided here,
-	// once, before any of them runs (DESIGN §13).
+	// once, before any of them runs (ARCHITECTURE.md §7).
 	box, err := agent.boundary(p.root)
 	if err != nil {
 		return err
@@ -220,7 +220,7 @@ func build(c *cli.Context, cfg appConfig) error {
 	workers := c.Int("workers")
 	if !c.IsSet("workers") && progressFile == "" {
 		// A plan that has an integration branch is built in worktrees,
-		// whoever builds it (DESIGN §9).
+		// whoever builds it (ARCHITECTURE.md §5).
 		if ss, ok := store.(loop.SettingStore); ok {
 			if _, ok, err := ss.PlanSetting(c.Context, parallel.SettingInto); err == nil && ok {
 				workers = 1
@@ -380,7 +380,7 @@ var (
 	_ loop.IterationRecorder = (*progressStore)(nil)
 )
 
-// dryRun prints what the next iteration would do (DESIGN §8, "Dry run").
+// dryRun prints what the next iteration would do.
 func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskStore) error {
 	plan, err := loop.DryRun(ctx, lc, store)
 	if err != nil {
@@ -623,7 +623,7 @@ func receiptResult(r loop.Receipt) loop.RunResult {
 }
 
 // RecordIteration implements loop.IterationRecorder: the progress file's
-// own log (DESIGN §5, progress-file mode). Every iteration that counts gets
+// own log (progress-file mode). Every iteration that counts gets
 // a row in the Iteration Log table, which also trims Recent Attempts to the
 // last five; an iteration on a task that neither finished nor failed it
 // (no sigil, agent or gate trouble, …) also gets an attempt block saying
@@ -655,7 +655,7 @@ func (s *progressStore) RecordIteration(ctx context.Context, rec loop.IterationR
 }
 
 // documentRunner lets a progress-file agent answer with the whole updated
-// document (DESIGN §8): when a clean session's final text is a progress
+// document: when a clean session's final text is a progress
 // file, it is validated and written over the file before the loop looks at
 // the task. A document that drops tasks or does not parse is refused, with a
 // note, and the file is left alone.

@@ -81,8 +81,8 @@ func models(calls []agentCall) []string {
 const done = "Done. <task-done>{task}</task-done>"
 
 // TestBuildOutcomes runs `ralph build` against the scripted agent for each
-// outcome of DESIGN §6 and checks the exit code, the message, the plan
-// afterwards and what the agent was asked.
+// outcome (README, "Exit codes") and checks the exit code, the message, the
+// plan afterwards and what the agent was asked.
 //
 // The in-process tests do not run in parallel: urfave/cli v2 writes to its
 // package-level HelpFlag whenever an app parses flags, so two apps running
@@ -478,8 +478,8 @@ func TestBuildOutcomes(t *testing.T) {
 }
 
 // TestBuildCommitRalphIgnored: `ralph build --commit` in a repository
-// whose .gitignore lists .ralph/, as users' usually does (DESIGN §8
-// "Commits and .gitignore"): every task is done with one commit per
+// whose .gitignore lists .ralph/, as users' usually does (.ralph/
+// is never committed either way): every task is done with one commit per
 // iteration, exit 0, .ralph/ is not committed, and nothing but ignored
 // paths is left out of the commits.
 func TestBuildCommitRalphIgnored(t *testing.T) {
@@ -648,7 +648,7 @@ func readSessionLog(t *testing.T, h *harness) string {
 	return string(b)
 }
 
-// TestBuildSessionLog checks the session log of DESIGN §7: a header and a
+// TestBuildSessionLog checks the session log: a header and a
 // footer per iteration and the session summary.
 func TestBuildSessionLog(t *testing.T) {
 	h := initHarness(t)

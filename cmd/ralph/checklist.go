@@ -30,7 +30,7 @@ type importInput struct {
 // it), and a markdown checklist otherwise, read whole (a checklist is
 // written by people) and imported idempotently: what is already there
 // (same id, or same title) is skipped. JSON Lines stay strict, all or
-// nothing, as DESIGN §5 says: a known id is an error. Input that cannot
+// nothing: a known id is an error. Input that cannot
 // seek (a pipe) is first copied to a temporary file, removed at once.
 func readImport(c *cli.Context, st *dag.Store, in io.Reader) (importInput, error) {
 	input := importInput{close: func() {}}

@@ -18,7 +18,7 @@ import (
 )
 
 // dbTarget is where a project's plan lives: the SQLite file in .ralph/
-// (url ""), or a plan on a PostgreSQL server (DESIGN §10).
+// (url ""), or a plan on a PostgreSQL server (ARCHITECTURE.md §6).
 type dbTarget struct {
 	url  string // as given: it may hold a password, which is never written
 	plan string

@@ -1,7 +1,7 @@
 // Command ralph is the command-line front of the ralph library: it wires
 // flags to package dag (the task graph) and package loop, and prints. No
-// loop policy lives here. The contract is DESIGN §5, §6 and §8; this comment
-// records the decisions taken where the design is silent or leaves a choice.
+// loop policy lives here (ARCHITECTURE.md §1); the README says what each
+// command does, and this comment records the decisions behind it.
 //
 // # Errors and exit codes
 //
@@ -17,8 +17,8 @@
 //
 // # What reaches the terminal
 //
-// Text is data (DESIGN §13): every byte the commands print, on stdout and
-// stderr, passes through an escaping writer (terminal.go,
+// Text is data (ARCHITECTURE.md §7): every byte the commands print, on
+// stdout and stderr, passes through an escaping writer (terminal.go,
 // claude.EscapeWriter) that shows each control character but newline and
 // tab as an escape in Go's notation — \x1b, \r, \a, \u007f, \u009b, and
 // \xNN for a byte that is not UTF-8 — so that a task's title or
@@ -32,8 +32,8 @@
 // writes raw comes out as \u007f or \u0080–\u009f, JSON's own notation;
 // `task export` imports back unchanged. The build view's colours and the
 // board of a parallel build are the only escape sequences ralph writes:
-// those two printers write to the terminal directly and escape all the
-// text they show.
+// those two printers write to the terminal directly and escape all the text
+// they show.
 //
 // # Command lines
 //
@@ -195,8 +195,9 @@
 // `ralph build` only wires: flags become a loop.Config, the store is the
 // task graph (or the progress file of --progress), the runner is
 // claude.Runner, and the exit code is the Report's (loop.Report.ExitCode);
-// no policy of DESIGN §3 or §6 is re-derived here. The checks come in this
-// order: the command line (a usage error, exit 1: --feature with --task,
+// no policy of ARCHITECTURE.md §3 or §6 is re-derived here. The checks come
+// in this order: the command line (a usage error, exit 1: --feature with
+// --task,
 // --progress with --feature or --claim agent, a bad --strategy, --claim or
 // --on-usage-limit); the store (exit 2 with a hint: no .ralph/ — "run
 // 'ralph init', then 'ralph plan'" —, no database, no progress file); a

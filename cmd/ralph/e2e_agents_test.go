@@ -20,11 +20,11 @@ import (
 	"github.com/ralph-dev/ralph/claude/claudetest"
 )
 
-// End-to-end tests of every agent ralph runs (DESIGN §11), the way a user
-// runs them: the ralph binary, a project `ralph init` made, `--agent-cli
-// X`, and the real CLI (the pinned release .ci/run installs) against a
-// scripted fake of its model API on 127.0.0.1. Without the CLI they skip,
-// saying how to install it; under CI=true they fail.
+// End-to-end tests of every agent ralph runs (README, "Other agents"), the
+// way a user runs them: the ralph binary, a project `ralph init` made,
+// `--agent-cli X`, and the real CLI (the pinned release .ci/run installs)
+// against a scripted fake of its model API on 127.0.0.1. Without the CLI they
+// skip, saying how to install it; under CI=true they fail.
 
 // step is what a scripted agent does next: a shell command, or its final
 // text.

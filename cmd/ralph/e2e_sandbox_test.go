@@ -11,7 +11,7 @@ import (
 	"github.com/ralph-dev/ralph/claude/claudetest"
 )
 
-// The real agent CLIs inside ralph's sandbox (DESIGN §13): what a
+// The real agent CLIs inside ralph's sandbox (ARCHITECTURE.md §7): what a
 // sandboxed agent may still do, and what it can no longer reach, with the
 // pinned releases against their fake model APIs. bubblewrap is needed:
 // without it these skip, saying so; under CI=true they fail.

@@ -11,7 +11,7 @@ import (
 )
 
 // syncFeatureFiles keeps the feature specs and plans of a plan on a
-// server the same in the project and in the database (DESIGN §10: every
+// server the same in the project and in the database (ARCHITECTURE.md §6: every
 // machine reads the same). For each feature's spec and plan file the
 // newer copy wins: a file the database lacks, or one changed here since
 // the database's copy was stored, is stored; a file missing here, or
@@ -36,8 +36,8 @@ func syncFeatureFiles(ctx context.Context, st *dag.Store, p project) error {
 			if rel == "" || filepath.IsAbs(rel) {
 				continue
 			}
-			// No link is followed (DESIGN §13): a spec an agent linked to
-			// a secret must not be uploaded to the shared plan.
+			// No link is followed (ARCHITECTURE.md §7): a spec an agent
+			// linked to a secret must not be uploaded to the shared plan.
 			path := filepath.Join(p.root, rel)
 			data, rerr := safefile.ReadFile(p.root, path)
 			fi, serr := safefile.Lstat(p.root, path)

@@ -14,7 +14,7 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// taskJSON is a task as list, show and peek print it (DESIGN §5): exactly
+// taskJSON is a task as list, show and peek print it: exactly
 // these keys, in this order. parent_id is null when the task has none;
 // feature and claimed_by are always strings, "" when unset, so a consumer
 // compares them without null checks; blocked_by is [] when empty.
@@ -39,7 +39,7 @@ type taskShowJSON struct {
 	Logs []logJSON `json:"logs"`
 }
 
-// logJSON is one entry of a task's history (DESIGN §8, "Task history").
+// logJSON is one entry of a task's history: {at, kind, message, actor}.
 type logJSON struct {
 	At      string `json:"at"`
 	Kind    string `json:"kind"`

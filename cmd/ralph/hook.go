@@ -14,7 +14,7 @@ import (
 // sessionEndHook is the command of the SessionEnd hook `ralph init`
 // installs in .claude/settings.json. Claude Code runs SessionEnd hooks at
 // the end of every `claude -p` session, normal exits included, so the hook
-// must never undo what the loop still owns (DESIGN §8, "Session end"):
+// must never undo what the loop still owns:
 // `ralph hook session-end` changes nothing while the loop that runs the
 // agent lives. Outside a ralph run RALPH_HOLDER is unset, and the shell
 // test spares even starting ralph.

@@ -15,9 +15,9 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// planCommand is `ralph plan [N]`: the plan loop of DESIGN §5. The policy
-// is loop.Plan's; this file turns flags into a loop.Config, opens the task
-// graph, prints the run and maps its Report to the exit code.
+// planCommand is `ralph plan [N]`: the plan loop (ARCHITECTURE.md §3.3). The
+// policy is loop.Plan's; this file turns flags into a loop.Config, opens the
+// task graph, prints the run and maps its Report to the exit code.
 //
 // Decisions of the command: N is a positive number of sessions (default
 // loop.DefaultPlanIterations, 5). "Nothing to do" (exit 2) is decided

@@ -283,7 +283,7 @@ func TestPlanFeature(t *testing.T) {
 }
 
 // TestPlanFeatureSpecsWithoutFeatureFlag: without --feature, `ralph plan`
-// plans the features' specs too (DESIGN §8 "Plan"): a project whose only
+// plans the features' specs too: a project whose only
 // spec is a feature's is planned, not refused, and the planner is told to
 // add that feature's tasks with --feature NAME.
 func TestPlanFeatureSpecsWithoutFeatureFlag(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 // TestCLIOnPostgres runs the CLI's tests of every `ralph task …` command,
 // of init, status, build and plan once more with the plan on PostgreSQL
-// (--db, --plan): DESIGN §10 wants them to behave the same on both
+// (--db, --plan): ARCHITECTURE.md §6 wants them to behave the same on both
 // stores. Tests that look at the SQLite file itself, copy a project
 // (clone) or run the binary are not among them.
 func TestCLIOnPostgres(t *testing.T) {
@@ -58,7 +58,7 @@ func TestCLIOnPostgres(t *testing.T) {
 
 // TestFeatureFilesShared: on a server, the feature specs and plans are
 // stored with the plan, so a second machine's project gets them, and a
-// plan one machine changed reaches the other (DESIGN §10).
+// plan one machine changed reaches the other (ARCHITECTURE.md §6).
 func TestFeatureFilesShared(t *testing.T) {
 	harnessServer = pgtest.URL(t)
 	t.Cleanup(func() { harnessServer = "" })

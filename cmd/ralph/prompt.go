@@ -14,13 +14,13 @@ import (
 )
 
 // promptCommand is `ralph prompt FILE`: one agent session of an ad-hoc
-// prompt (DESIGN §5). The policy is loop.RunPrompt's.
+// prompt. The policy is loop.RunPrompt's.
 //
 // Decisions of the command: FILE is read relative to the working
 // directory, like any file argument (not to --dir). A missing or empty
 // FILE is nothing to do (exit 2), checked first. The command needs an
-// initialised project (exit 1 otherwise, as DESIGN §8 says of every
-// command but build and plan): the session's receipt goes into the
+// initialised project (exit 1 otherwise, as for every command
+// but build and plan, which exit 2): the session's receipt goes into the
 // database, so `ralph status` counts its cost, and its logs into
 // .ralph/logs. --model picks the model (no strategy: there is one
 // session); --title names the commit (default: the prompt's first line).

@@ -15,7 +15,7 @@ import (
 	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
 )
 
-// TestWorkersOnSeveralMachines is DESIGN §10's "several machines" the way
+// TestWorkersOnSeveralMachines is README's "Several machines" the way
 // a user runs it, as far as one computer can: two clones of one bare
 // repository, each with its own ralph init and host identity
 // (RALPH_HOST_ID), both reaching one plan (here one SQLite file, which
@@ -31,7 +31,7 @@ func TestWorkersOnSeveralMachines(t *testing.T) {
 	severalMachines(t, "", []string{"a", "b", "c", "d", "e", "f"}, deps, false)
 }
 
-// TestMachinesOnPostgres is DESIGN §10 as a new user would try it: one
+// TestMachinesOnPostgres is ARCHITECTURE.md §6 as a new user would try it: one
 // PostgreSQL server, one bare repository, two clones ("machines" with
 // their own RALPH_HOST_ID), each running `ralph build --db URL --workers 2
 // --remote origin` on a 20-task graph: every task's work lands exactly

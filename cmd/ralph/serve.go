@@ -54,7 +54,7 @@ func serveAction(c *cli.Context, cfg appConfig) error {
 		scfg.DBPath = p.dbPath()
 	}
 	if d, err := safefile.OpenDir(p.root, scfg.LogDir); errors.Is(err, safefile.ErrLink) {
-		// Not followed, never served (DESIGN §13); said once, here.
+		// Not followed, never served (ARCHITECTURE.md §7); said once, here.
 		fmt.Fprintf(cfg.stderr, "ralph serve: %v: its logs are not shown\n", err)
 	} else if err == nil {
 		d.Close()

@@ -35,11 +35,11 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 	return agent
 }
 
-// TestLoopsShareOnePlan runs 8 `ralph build` processes on one project of
-// 200 tasks: 25 chains of 8 and a last task that waits for every chain.
-// Towards the end, and for the last task, most loops find nothing ready
-// while others work: they wait (DESIGN §8) instead of exiting 6. Every
-// task is worked exactly once, and every loop exits 0.
+// TestLoopsShareOnePlan runs 8 `ralph build` processes on one project of 200
+// tasks: 25 chains of 8 and a last task that waits for every chain. Towards
+// the end, and for the last task, most loops find nothing ready while others
+// work: they wait (ARCHITECTURE.md §3.1) instead of exiting 6. Every task is
+// worked exactly once, and every loop exits 0.
 func TestLoopsShareOnePlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("8 processes, 200 agent sessions")

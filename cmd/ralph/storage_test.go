@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// An empty or schema-less database file is not a new plan (DESIGN §8): only
+// An empty or schema-less database file is not a new plan: only
 // init makes one. Every other command names the file in an error (exit 1)
 // and leaves it as it was.
 func TestEmptyDatabaseIsNotAPlan(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 // sweepLeftovers stops what a ralph that died (even by SIGKILL) left on
 // this host — its agents' processes, found by their RALPH_HOLDER — and
-// removes its temporary files (DESIGN §8, "Holders"). build, plan and
+// removes its temporary files (ARCHITECTURE.md §2.2). build, plan and
 // prompt call it once their arguments are checked, before their loop
 // starts any agent; a dry run does not. It says what it stopped in one
 // line on stderr; a sweep that cannot run is a warning, never an error.

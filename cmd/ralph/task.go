@@ -255,7 +255,7 @@ func taskList(cfg appConfig) planAction {
 			return &usageError{cmd: commandPath(c), err: fmt.Errorf("--limit %d: want 0 (all) or more", p.Limit)}
 		}
 		// Both forms stream: each task is written as it is read, so that
-		// a plan of any size lists in flat memory (DESIGN §8, "Big plans").
+		// a plan of any size lists in flat memory (README, "Speed and memory").
 		// A listing keeps next to nothing alive, and collecting its garbage
 		// every 4 MB cost it a fifth of its time: the heap may grow to four
 		// times the little it keeps, however long the list.
@@ -468,10 +468,10 @@ func moverFlags() []cli.Flag {
 	}
 }
 
-// mover is who runs a command that moves a task (DESIGN §8, "Who may move
-// a task"): the agent of --agent or $RALPH_AGENT_ID, which may move only
-// what it holds and never the ralph loop's claims; else a person, who may
-// move any task but one a live agent holds only with --force.
+// mover is who runs a command that moves a task (ARCHITECTURE.md §2.3): the
+// agent of --agent or $RALPH_AGENT_ID, which may move only what it holds
+// and never the ralph loop's claims; else a person, who may move any task
+// but one a live agent holds only with --force.
 func mover(c *cli.Context, cfg appConfig) loop.Actor {
 	if a := givenAgent(c, cfg); a != "" {
 		return loop.Actor{Agent: a}

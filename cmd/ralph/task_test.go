@@ -422,7 +422,7 @@ would import 2 tasks (3 already present); nothing changed
 	}
 }
 
-// TestImportJSONLStaysStrict: JSON Lines are all or nothing (DESIGN §5): a
+// TestImportJSONLStaysStrict: JSON Lines are all or nothing: a
 // known id is an error naming the line, not a skip.
 func TestImportJSONLStaysStrict(t *testing.T) {
 	h := initHarness(t)

@@ -14,7 +14,7 @@ import (
 )
 
 // taskPlan is the plan as the task commands a sandboxed agent may run
-// reach it (DESIGN §13): the project's store, or, when $RALPH_SOCKET is
+// reach it (ARCHITECTURE.md §7): the project's store, or, when $RALPH_SOCKET is
 // set, the broker of the agent's session. Both give the same tasks,
 // errors and messages, so a command prints the same either way.
 type taskPlan interface {

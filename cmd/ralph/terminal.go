@@ -6,7 +6,7 @@ import (
 	"github.com/ralph-dev/ralph/claude"
 )
 
-// Text is data (DESIGN §13): task titles and descriptions, an agent's
+// Text is data (ARCHITECTURE.md §7): task titles and descriptions, an agent's
 // words, the messages of errors (which quote ids, titles and the lines of
 // import files) can carry escape sequences a terminal would obey — a
 // screen clear, a cursor moved over earlier lines, an OSC 52 clipboard

@@ -1,9 +1,9 @@
-// Package postgres keeps a ralph plan on PostgreSQL (DESIGN §10), through
-// github.com/jackc/pgx/v5. Open returns a *dag.Store: the graph rules —
-// status machine, auto-transitions, readiness counters, the ready order,
-// cycle refusal, claims, leases, holders, generations, recoveries,
-// history, features, receipts — are package dag's, run over the
-// dag.Server this package implements, and the conformance suite
+// Package postgres keeps a ralph plan on PostgreSQL (ARCHITECTURE.md §6),
+// through github.com/jackc/pgx/v5. Open returns a *dag.Store: the graph
+// rules — status machine, auto-transitions, readiness counters, the ready
+// order, cycle refusal, claims, leases, holders, generations, recoveries,
+// history, features, receipts — are package dag's, run over the dag.Server
+// this package implements, and the conformance suite
 // (looptest.TestTaskStore) and the CLI's tests run against both stores.
 //
 // # Decisions

@@ -1,7 +1,7 @@
 // Package progress is a loop.TaskStore over a markdown progress file
-// (`ralph build --progress FILE`, DESIGN §5 and §8), and the reader of
-// markdown checklists for `ralph task import FILE.md`. DESIGN calls it
-// dag/markdown and leaves the name open; it imports only loop and the
+// (`ralph build --progress FILE`), and the reader of
+// markdown checklists for `ralph task import FILE.md`. It
+// imports only loop and the
 // standard library.
 //
 // # The file
@@ -28,15 +28,15 @@
 // standard library only, and a library's syntax tree of a large file
 // costs many times the file (goldmark's of a 35 MB file held 680 MB).
 // Inline markup is not parsed: it never decides which lines are tasks.
-// The reading is linear in the file's size whatever its shape (DESIGN
-// §13, "Text is data"): a line is matched against the open list items and
+// The reading is linear in the file's size whatever its shape
+// (ARCHITECTURE.md §7.7): a line is matched against the open list items and
 // block quotes in time linear in the line, not in their number (a blank
 // line continues all of them up to the first it cannot, found without
 // walking them; the indentation is read once, not once per item; the rest
 // of a line of list markers is read once to know whether it is a
 // thematic break, not at each marker). Each of those three shapes once
 // took minutes at 800 KB (BenchmarkChecklistNested, below).
-// Decisions where DESIGN is silent:
+// Decisions:
 //
 //   - The "# Progress: <name>" heading must be the first non-blank line (HTML
 //     comments may precede it) and a "## Tasks" section must exist; every
@@ -52,7 +52,7 @@
 //   - Headings are the top-level ones (not in a list item or block quote):
 //     ATX headings ("## Tasks"; up to three spaces before, closing "#"s
 //     allowed) and setext headings (text over a line of "=" or "-"; the
-//     title must be an ATX heading, as DESIGN writes it). So "Notes" over
+//     title must be an ATX heading, as ralph writes it). So "Notes" over
 //     "-----" ends the Tasks section, and "RALPH_DONE" directly over "---"
 //     is a heading, not Status text. A table's rows over "---" stay a table
 //     (GFM). A UTF-8 byte order mark before the title is allowed, and CRLF
@@ -87,8 +87,8 @@
 //     section; in a task's text, in another section, in code or in a
 //     comment it does not. (This is sigil.RalphDone's rule applied to each
 //     line of one section; a test checks that the two agree. Package sigil
-//     is not imported: DESIGN's package map has this package import loop
-//     only.)
+//     is not imported: ARCHITECTURE.md §1 has this package import loop
+//     and safefile only.)
 //   - Recent Attempts blocks are the "### Iteration <n>" headings of that
 //     section, each up to the next "###" heading or the section's end.
 //     "Tried:", "Result:" and "Next:" bullets are read (case-insensitive,
@@ -183,17 +183,18 @@
 // one). A write is atomic: the new content goes to a temporary file in the
 // same directory, which gets the old file's permissions, is fsynced and is
 // renamed over the file; the directory is then fsynced, best effort. No
-// link is followed (DESIGN §13; package safefile): the file is read and
-// replaced from Options.Root (the project root; the file's own directory
-// without it), and a symbolic link at the file or on the way is refused
-// with an error naming it — at Open (give the link's target instead) and
-// at any later read or write, so a link an agent plants at the progress
-// file never has ralph write the plan into its target. A crash before the rename leaves
-// the old file intact and, at worst, a stray ".<name>.ralph-*.tmp" file
-// beside it. Just before the rename the file is read again; if it changed
-// since it was parsed, the change is recomputed on the new content (three
-// tries, then ErrConflict), which narrows, but cannot close, the window in
-// which an edit by someone else could be overwritten.
+// link is followed (ARCHITECTURE.md §7; package safefile): the file is read
+// and replaced from Options.Root (the project root; the file's own
+// directory without it), and a symbolic link at the file or on the way is
+// refused with an error naming it — at Open (give the link's target
+// instead) and at any later read or write, so a link an agent plants at the
+// progress file never has ralph write the plan into its target. A crash
+// before the rename leaves the old file intact and, at worst, a stray
+// ".<name>.ralph-*.tmp" file beside it. Just before the rename the file is
+// read again; if it changed since it was parsed, the change is recomputed
+// on the new content (three tries, then ErrConflict), which narrows, but
+// cannot close, the window in which an edit by someone else could be
+// overwritten.
 //
 // # Checklists
 //

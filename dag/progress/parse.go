@@ -87,7 +87,7 @@ type LogRow struct {
 // Section names a level-2 section of a progress file that ralph reads.
 type Section string
 
-// The sections of DESIGN §8, in their usual order.
+// The sections of a progress file, in their usual order.
 const (
 	SectionStatus    Section = "Status"
 	SectionTasks     Section = "Tasks"
@@ -173,10 +173,10 @@ func (d *Doc) item(id string) (Item, bool) {
 	return Item{}, false
 }
 
-// Parse parses a progress file in the format of DESIGN §8. It requires the
-// "# Progress: <name>" heading as the first non-blank line and a "## Tasks"
-// section; every other section is optional. Errors are *ParseError values
-// naming the line, wrapping ErrNotProgressFile.
+// Parse parses a progress file in the format the package doc describes. It
+// requires the "# Progress: <name>" heading as the first non-blank line and a
+// "## Tasks" section; every other section is optional. Errors are *ParseError
+// values naming the line, wrapping ErrNotProgressFile.
 func Parse(data []byte) (*Doc, error) { return parse(string(data), true) }
 
 // parse parses src; the Log rows only when rows is true (the store needs

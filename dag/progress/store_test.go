@@ -553,7 +553,7 @@ func TestAtomicWrite(t *testing.T) {
 
 // A progress file that is a link is refused, at Open and at a write after
 // a link was planted: ralph follows no link an agent could have planted
-// (DESIGN §13), and the link's target is never written.
+// (ARCHITECTURE.md §7), and the link's target is never written.
 func TestSymlinkRefused(t *testing.T) {
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "bashrc")

@@ -95,8 +95,8 @@ var suiteStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // TestTaskStore runs the conformance subtests against stores from newStore.
 // Each subtest builds its own store. The suite checks only the contract
-// documented on loop.TaskStore and in DESIGN §2; options declare what a
-// store cannot do.
+// documented on loop.TaskStore and in ARCHITECTURE.md §2; options declare
+// what a store cannot do.
 //
 // Beyond the letter of loop.TaskStore, the suite expects: errors about a
 // task name its id; ErrNotReady messages name the reason — the status when
@@ -105,8 +105,8 @@ var suiteStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // Complete log exactly the reason or summary given as the message of their
 // entry; the lease-expired entry's message names the old holder; an expired
 // claim is recovered at the latest by the next Claim, which recovers every
-// expired claim; a claim whose holder is gone on this host (DESIGN §8,
-// "Holders") is recovered by the next call of any method, with a
+// expired claim; a claim whose holder is gone on this host
+// (ARCHITECTURE.md §2.2) is recovered by the next call of any method, with a
 // loop.LogHolderGone entry naming the holder; every history entry names its
 // actor (the agent, the person of loop.Actor.Name, or loop.ActorRalph for
 // recoveries and auto-transitions).

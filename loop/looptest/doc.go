@@ -2,7 +2,7 @@
 // programs that embed package loop (as net/http/httptest is for net/http):
 //
 //   - MemStore, an in-memory loop.TaskStore (also loop.FeatureStore,
-//     loop.ReceiptStore and loop.LandingStore) with the full DESIGN §2
+//     loop.ReceiptStore and loop.LandingStore) with the full ARCHITECTURE.md §2
 //     semantics and an injected clock;
 //   - FakeRunner, a scripted loop.Runner, with Result, ErrorResult,
 //     UsageLimited and Cancelled to build its answers;
@@ -40,7 +40,7 @@
 // naming the option. TestTaskStore's doc lists what the suite expects where
 // loop.TaskStore's doc leaves room.
 //
-// # Decisions where DESIGN is silent
+// # Decisions
 //
 // MemStore:
 //
@@ -83,7 +83,7 @@
 //   - Landings (loop.LandingStore) live in memory beside the tasks;
 //     AcceptTip's reopen runs the same index updates as any status change
 //     (dependents count the task as an unmet blocker again).
-//   - Readiness is kept on write, as DESIGN asks of the SQLite store: each
+//   - Readiness is kept on write, as dag does for SQLite: each
 //     task counts its unmet blockers, the ready tasks stay sorted in claim
 //     order, and the claimed set and per-status counts are updated on every
 //     status change. Ready, Claim and unscoped Counts do not scan the plan,

@@ -7,7 +7,7 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// MemStore keeps readiness on write, as DESIGN asks of the SQLite store:
+// MemStore keeps readiness on write, as dag does for SQLite:
 // each task counts its unmet blockers, the ready tasks are kept sorted in
 // claim order, and the in_progress tasks and the per-status counts are kept
 // too. Every status change goes through changeStatus, which updates them

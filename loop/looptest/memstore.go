@@ -21,9 +21,10 @@ var (
 )
 
 // MemStore is an in-memory loop.TaskStore, loop.FeatureStore,
-// loop.ReceiptStore and loop.LandingStore with the semantics documented on loop.TaskStore and in
-// DESIGN §2. It is meant for tests: it passes TestTaskStore, and a loop
-// policy tested against it behaves the same against the SQLite store.
+// loop.ReceiptStore and loop.LandingStore with the semantics documented on
+// loop.TaskStore and in ARCHITECTURE.md §2. It is meant for tests: it
+// passes TestTaskStore, and a loop policy tested against it behaves the
+// same against the SQLite store.
 //
 // Fill it with Add, AddDependency and AddFeature. Every method is safe for
 // concurrent use; one mutex serialises them, so every method is atomic.

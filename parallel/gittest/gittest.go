@@ -7,8 +7,8 @@
 // the fake is what git does, as far as the suite reaches.
 //
 // For an implementation on a real repository (a Repo that is also a
-// DiskRepo) the suite holds it to the trust rules of DESIGN §13 as well,
-// so that no change of the seam can drop them:
+// DiskRepo) the suite holds it to the trust rules of ARCHITECTURE.md §7 as
+// well, so that no change of the seam can drop them:
 //
 //   - no program the repository names runs: hooks (in .git/hooks or
 //     under a core.hooksPath), core.fsmonitor, clean/smudge/process
@@ -68,7 +68,7 @@ type Repo interface {
 }
 
 // A DiskRepo is a Repo on disk, in a real git repository: TestGit then
-// checks the trust rules of DESIGN §13 against it too.
+// checks the trust rules of ARCHITECTURE.md §7 against it too.
 type DiskRepo interface {
 	Repo
 	// Root is the repository's main working tree.

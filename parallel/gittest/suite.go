@@ -13,7 +13,7 @@ import (
 
 // TestGit runs the contract of parallel.Git against the repositories
 // newRepo makes, one fresh repository a subtest; with DiskRepos, the
-// trust rules of DESIGN §13 too (see the package doc).
+// trust rules of ARCHITECTURE.md §7 too (see the package doc).
 func TestGit(t *testing.T, newRepo NewRepo) {
 	t.Helper()
 	for _, c := range []struct {

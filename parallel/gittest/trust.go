@@ -33,7 +33,7 @@ func plantHooks(t *testing.T, dir, marker string) {
 }
 
 // testTrustNoPlantedProgram: a Git on a real repository runs no program
-// the repository's own configuration names, in any method (DESIGN §13).
+// the repository's own configuration names, in any method (ARCHITECTURE.md §7).
 // Each planting is first shown to run under plain git, so that the test
 // shows something.
 func testTrustNoPlantedProgram(t *testing.T, newRepo NewRepo) {
