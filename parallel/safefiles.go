@@ -198,7 +198,7 @@ func prepareWorktreeDir(root, dir string) (os.FileInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parallel: worktrees: %w", err)
 	}
-	_, err = f.WriteString("# ralph's worker trees (DESIGN §9): never part of the project\n*\n")
+	_, err = f.WriteString("# ralph's worker trees (ARCHITECTURE.md §5): never part of the project\n*\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

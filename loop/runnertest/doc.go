@@ -18,7 +18,7 @@
 // own end-to-end tests.
 //
 // What the suite holds every runner to (loop.Runner, loop.RunRequest,
-// loop.RunResult; DESIGN §4, §7, §11):
+// loop.RunResult; ARCHITECTURE.md §4):
 //
 //   - the final text reaches RunResult.Text with its sigils, and text a
 //     tool printed earlier in the session does not;
