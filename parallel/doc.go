@@ -128,9 +128,10 @@
 //     files: integration refuses it as task trouble naming it, and the
 //     tree's keeper moves it aside whole, to <tree>.nested/<time>/<path>.
 //     Readying a tree never deletes such a repository.
-//   - --into must be a branch name git takes, and not ralph, ralph/task/…
-//     or ralph/attempt/… (ralph's own). Nothing is recorded with the plan
-//     until every check of the build has passed.
+//   - Config.Into (ralph build --into) must be a branch name git takes,
+//     and not ralph, ralph/task/… or ralph/attempt/… (ralph's own).
+//     Nothing is recorded with the plan until every check of the build
+//     has passed.
 //   - Task ids in branch names: letters, digits, '-' and '_' stay, every
 //     other byte is %XX (RefName): "fix bug/3" → ralph/task/fix%20bug%2F3.
 //   - Trees work on a detached HEAD; ralph/task/<id> is made at the
@@ -270,4 +271,20 @@
 //     build begins.
 //   - Fetches and pushes of one process take turns: each updates
 //     remote-tracking refs, and git updates one ref at a time.
+//
+// # Errors
+//
+// Run's errors before any worker starts speak of Config's fields, never
+// of a command line's flags; a caller tells them apart with errors.Is
+// and errors.As and words them for its users (cmd/ralph names --into and
+// --commit):
+//
+//   - *IntoError: the integration branch refused, with the branches and
+//     the reason (IntoNotBranchName and IntoOwnBranch wrap
+//     loop.ErrConfig; the others ErrInto).
+//   - ErrCommitWithWorkers, ErrPeekWithWorkers: Config.Loop.Commit, or
+//     peek mode, does not go with workers (each wraps loop.ErrConfig).
+//   - ErrNoSettings, ErrNoLandings: the store cannot record the plan's
+//     integration branch, or its landings.
+//   - Any other loop.ErrConfig: loop.CheckConfig's.
 package parallel

@@ -101,14 +101,97 @@ func branchesMoved(before, now map[string]string, into string) []string {
 	return out
 }
 
-// Errors of Run, before any worker starts.
+// Errors of Run, before any worker starts. Their words are the library's
+// (Config.Into, Config.Loop.Commit); a command line that has flags for
+// these fields tells them apart with errors.Is and errors.As, and words
+// them its own way.
 var (
-	// ErrInto: --into names another branch than the plan's, or a branch
-	// checked out in a worktree.
+	// ErrInto: Config.Into names another branch than the plan's, or a
+	// branch checked out in a worktree (an *IntoError says which), or the
+	// integration branch here and on the remote have each moved on.
 	ErrInto = errors.New("parallel: integration branch")
 	// ErrNoSettings: the store cannot record the integration branch.
 	ErrNoSettings = errors.New("parallel: the store cannot record the plan's integration branch")
+	// ErrCommitWithWorkers: Config.Loop.Commit is set. It wraps
+	// loop.ErrConfig.
+	ErrCommitWithWorkers = fmt.Errorf("%w: Config.Loop.Commit does not go with workers: each task's work is committed when it lands on the integration branch", loop.ErrConfig)
+	// ErrPeekWithWorkers: Config.Loop.ClaimMode is loop.ClaimAgent (peek
+	// mode). It wraps loop.ErrConfig.
+	ErrPeekWithWorkers = fmt.Errorf("%w: peek mode (Config.Loop.ClaimMode %s) does not go with workers: each worker's loop claims its task, so that its tree can begin from the integration tip", loop.ErrConfig, loop.ClaimAgent)
 )
+
+// An IntoError is an integration branch Run refuses before any worker
+// starts: the branch Config.Into names, or the one the plan recorded.
+// Reason says why. It wraps loop.ErrConfig for a name ralph cannot use
+// (IntoNotBranchName, IntoOwnBranch), ErrInto for the others.
+type IntoError struct {
+	Reason IntoReason
+	// Branch is the branch refused: Config.Into, or for IntoCheckedOut
+	// the plan's own.
+	Branch string
+	// Recorded is the branch the plan records (IntoRecorded,
+	// IntoRecordedJustNow).
+	Recorded string
+	// Remote is the remote where the branch lives (IntoDiverged).
+	Remote string
+}
+
+// IntoReason is why an integration branch is refused (see IntoError).
+type IntoReason int
+
+// The reasons of an IntoError.
+const (
+	// IntoNotBranchName: Branch is not a name git takes for a branch.
+	IntoNotBranchName IntoReason = iota + 1
+	// IntoOwnBranch: Branch is ralph, or under ralph/task/ or
+	// ralph/attempt/, ralph's own branches.
+	IntoOwnBranch
+	// IntoRecorded: the plan integrates into Recorded, recorded by its
+	// first parallel build, and Config.Into names another.
+	IntoRecorded
+	// IntoRecordedJustNow: another build recorded Recorded for the plan
+	// while this one was recording Branch.
+	IntoRecordedJustNow
+	// IntoCheckedOut: Branch is checked out in a worktree, and ralph
+	// never writes a checked-out branch.
+	IntoCheckedOut
+	// IntoDiverged: Branch here and on Remote each have commits the
+	// other has not.
+	IntoDiverged
+)
+
+func (e *IntoError) Error() string {
+	switch e.Reason {
+	case IntoNotBranchName:
+		return fmt.Sprintf("%v: Config.Into %q is not a branch name git takes", loop.ErrConfig, e.Branch)
+	case IntoOwnBranch:
+		return fmt.Sprintf("%v: Config.Into %q: ralph, %s… and %s… are ralph's own branches", loop.ErrConfig, e.Branch, TaskBranchPrefix, AttemptBranchPrefix)
+	case IntoRecorded:
+		return fmt.Sprintf("%v: this plan integrates into %s (recorded by its first parallel build); Config.Into %s refused", ErrInto, e.Recorded, e.Branch)
+	case IntoRecordedJustNow:
+		return fmt.Sprintf("%v: another build recorded %s for this plan just now; Config.Into %s refused", ErrInto, e.Recorded, e.Branch)
+	case IntoCheckedOut:
+		return fmt.Sprintf("%v: %s is checked out in a worktree; ralph never writes a checked-out branch (set Config.Into to another, or switch that worktree away)", ErrInto, e.Branch)
+	case IntoDiverged:
+		return fmt.Sprintf("%v: %s", ErrInto, Diverged(e.Branch, e.Remote))
+	}
+	return fmt.Sprintf("%v: %s refused", ErrInto, e.Branch)
+}
+
+// Diverged says that branch here and on remote each have commits the
+// other has not, and how to join them (an IntoDiverged IntoError).
+func Diverged(branch, remote string) string {
+	return fmt.Sprintf("%s here and %s on %s each have commits the other has not; merge them into one (git pull %s %s with %s checked out, then git push %s %s) and build again",
+		branch, branch, remote, remote, branch, branch, remote, branch)
+}
+
+// Unwrap returns loop.ErrConfig or ErrInto (see IntoError).
+func (e *IntoError) Unwrap() error {
+	if e.Reason == IntoNotBranchName || e.Reason == IntoOwnBranch {
+		return loop.ErrConfig
+	}
+	return ErrInto
+}
 
 // Run runs cfg.Workers loops at once on one plan, each in its own git
 // worktree, until the plan is done or a stop ends them (ARCHITECTURE.md §5):
@@ -154,10 +237,10 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		base.Root = abs
 	}
 	if base.Commit {
-		return fail(loop.OutcomeError, fmt.Errorf("%w: --commit does not go with workers: each task's work is committed when it lands on the integration branch", loop.ErrConfig))
+		return fail(loop.OutcomeError, ErrCommitWithWorkers)
 	}
 	if base.ClaimMode == loop.ClaimAgent {
-		return fail(loop.OutcomeError, fmt.Errorf("%w: peek mode (--claim agent) does not go with workers: each worker's loop claims its task, so that its tree can begin from the integration tip", loop.ErrConfig))
+		return fail(loop.OutcomeError, ErrPeekWithWorkers)
 	}
 	// Everything that can refuse the run is checked before the plan's
 	// integration branch is recorded.
@@ -402,7 +485,7 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 	name := asked
 	switch {
 	case ok && asked != "" && asked != recorded:
-		return "", "", fmt.Errorf("%w: this plan integrates into %s (recorded by its first parallel build); --into %s refused", ErrInto, recorded, asked)
+		return "", "", &IntoError{Reason: IntoRecorded, Branch: asked, Recorded: recorded}
 	case ok:
 		name = recorded
 	case name == "":
@@ -417,7 +500,7 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 		return "", "", err
 	}
 	if slices.Contains(out, ref) {
-		return "", "", fmt.Errorf("%w: %s is checked out in a worktree; ralph never writes a checked-out branch (name another with --into, or switch that worktree away)", ErrInto, name)
+		return "", "", &IntoError{Reason: IntoCheckedOut, Branch: name}
 	}
 	guard.into = ref
 	if remote != "" {
@@ -449,7 +532,7 @@ func integrationBranch(ctx context.Context, g Git, settings loop.SettingStore, a
 			return "", "", err
 		}
 		if now != name {
-			return "", "", fmt.Errorf("%w: another build recorded %s for this plan just now; --into %s refused", ErrInto, now, name)
+			return "", "", &IntoError{Reason: IntoRecordedJustNow, Branch: name, Recorded: now}
 		}
 	}
 	since, _, err = settings.PlanSetting(ctx, SettingIntoBase)
@@ -508,8 +591,7 @@ func remoteBranch(ctx context.Context, g Git, remote, ref string, create bool, g
 				return "", err
 			}
 			if !ahead {
-				return "", fmt.Errorf("%w: %s here and %s on %s each have commits the other has not; merge them into one (git pull %s %s with %s checked out, then git push %s %s) and build again",
-					ErrInto, name, name, remote, remote, name, name, remote, name)
+				return "", &IntoError{Reason: IntoDiverged, Branch: name, Remote: remote}
 			}
 			if mine, err := ours(local); err != nil || !mine {
 				// Not ralph's to push: the remote's tip is checked as
@@ -563,12 +645,12 @@ func checkBranchName(name string) error {
 		}
 	}
 	if bad {
-		return fmt.Errorf("%w: --into %q is not a branch name git takes", loop.ErrConfig, name)
+		return &IntoError{Reason: IntoNotBranchName, Branch: name}
 	}
 	// ralph's own branches live under ralph/task/ and ralph/attempt/; a
 	// branch named ralph would make every one of them impossible.
 	if name == "ralph" || strings.HasPrefix(name, TaskBranchPrefix) || strings.HasPrefix(name, AttemptBranchPrefix) {
-		return fmt.Errorf("%w: --into %q: ralph, %s… and %s… are ralph's own branches", loop.ErrConfig, name, TaskBranchPrefix, AttemptBranchPrefix)
+		return &IntoError{Reason: IntoOwnBranch, Branch: name}
 	}
 	return nil
 }

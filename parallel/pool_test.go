@@ -375,15 +375,87 @@ func TestPoolIntoRecordedAndCheckedOutRefused(t *testing.T) {
 	if !errors.Is(err, ErrInto) || rep.Outcome != loop.OutcomeError || !strings.Contains(rep.Message, "team/int") {
 		t.Errorf("build with another --into = %v, %v (%s); want refused naming team/int", rep.Outcome, err, rep.Message)
 	}
+	wantIntoError(t, err, IntoError{Reason: IntoRecorded, Branch: "other", Recorded: "team/int"})
 	store2 := newStore(t, task("a"))
 	cfg.Into = "main"
 	rep, err = Run(t.Context(), cfg, store2, run)
 	if !errors.Is(err, ErrInto) || !strings.Contains(rep.Message, "checked out") {
 		t.Errorf("--into a checked-out branch = %v, %v (%s); want refused", rep.Outcome, err, rep.Message)
 	}
+	wantIntoError(t, err, IntoError{Reason: IntoCheckedOut, Branch: "main"})
 	cfg.Into = "bad..name"
 	if rep, err = Run(t.Context(), cfg, store2, run); !errors.Is(err, loop.ErrConfig) {
 		t.Errorf("--into bad..name = %v, %v; want a config error", rep.Outcome, err)
+	}
+	wantIntoError(t, err, IntoError{Reason: IntoNotBranchName, Branch: "bad..name"})
+}
+
+// wantIntoError checks that err is an *IntoError equal to want, that it
+// wraps ErrInto or loop.ErrConfig as its reason says, and that its
+// message speaks of Config.Into, not of a flag.
+func wantIntoError(t *testing.T, err error, want IntoError) {
+	t.Helper()
+	var ie *IntoError
+	if !errors.As(err, &ie) {
+		t.Errorf("error %v is not an *IntoError", err)
+		return
+	}
+	if *ie != want {
+		t.Errorf("IntoError = %+v; want %+v", *ie, want)
+	}
+	config := want.Reason == IntoNotBranchName || want.Reason == IntoOwnBranch
+	if errors.Is(err, loop.ErrConfig) != config || errors.Is(err, ErrInto) == config {
+		t.Errorf("%v: Is(loop.ErrConfig) = %v, Is(ErrInto) = %v; want %v, %v", err, errors.Is(err, loop.ErrConfig), errors.Is(err, ErrInto), config, !config)
+	}
+	if msg := err.Error(); strings.Contains(msg, "--") {
+		t.Errorf("message %q names a flag", msg)
+	}
+}
+
+// TestIntoErrorMessages: every reason's message names the branches it
+// refuses in the library's words (Config.Into), and wraps its sentinel.
+func TestIntoErrorMessages(t *testing.T) {
+	for _, tc := range []struct {
+		err  IntoError
+		want string
+	}{
+		{IntoError{Reason: IntoNotBranchName, Branch: "a..b"}, `loop: invalid configuration: Config.Into "a..b" is not a branch name git takes`},
+		{IntoError{Reason: IntoOwnBranch, Branch: "ralph"}, `loop: invalid configuration: Config.Into "ralph": ralph, ralph/task/… and ralph/attempt/… are ralph's own branches`},
+		{IntoError{Reason: IntoRecorded, Branch: "b", Recorded: "a"}, "parallel: integration branch: this plan integrates into a (recorded by its first parallel build); Config.Into b refused"},
+		{IntoError{Reason: IntoRecordedJustNow, Branch: "b", Recorded: "a"}, "parallel: integration branch: another build recorded a for this plan just now; Config.Into b refused"},
+		{IntoError{Reason: IntoCheckedOut, Branch: "main"}, "parallel: integration branch: main is checked out in a worktree; ralph never writes a checked-out branch (set Config.Into to another, or switch that worktree away)"},
+		{IntoError{Reason: IntoDiverged, Branch: "int", Remote: "origin"}, "parallel: integration branch: int here and int on origin each have commits the other has not; merge them into one (git pull origin int with int checked out, then git push origin int) and build again"},
+	} {
+		e := tc.err
+		if got := e.Error(); got != tc.want {
+			t.Errorf("%+v.Error() =\n%s\nwant\n%s", e, got, tc.want)
+		}
+		wantIntoError(t, &e, e)
+	}
+}
+
+// TestPoolRefusesCommitAndPeek: a commit gate or peek mode is refused
+// with its sentinel, a loop.ErrConfig, in the library's words.
+func TestPoolRefusesCommitAndPeek(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"))
+	run := agent(g, func(g *fakeGit, dir, id string) error { return nil })
+	for _, tc := range []struct {
+		set  func(*loop.Config)
+		want error
+	}{
+		{func(c *loop.Config) { c.Commit = true }, ErrCommitWithWorkers},
+		{func(c *loop.Config) { c.ClaimMode = loop.ClaimAgent }, ErrPeekWithWorkers},
+	} {
+		cfg := poolConfig(t, g, 1)
+		tc.set(&cfg.Loop)
+		rep, err := Run(t.Context(), cfg, store, run)
+		if !errors.Is(err, tc.want) || !errors.Is(err, loop.ErrConfig) || rep.Outcome != loop.OutcomeError {
+			t.Errorf("Run = %v, %v; want %v, a loop.ErrConfig", rep.Outcome, err, tc.want)
+		}
+		if strings.Contains(rep.Message, "--") || !strings.Contains(rep.Message, "Config.Loop.") {
+			t.Errorf("message %q: want the library's words (Config.Loop.…), no flag", rep.Message)
+		}
 	}
 }
 
@@ -677,9 +749,15 @@ func TestPoolRefusesBeforeRecording(t *testing.T) {
 	for _, name := range []string{"ralph", "ralph/task/x", "ralph/attempt/x/1", "HEAD"} {
 		cfg := poolConfig(t, g, 1)
 		cfg.Into = name
-		if _, err := Run(t.Context(), cfg, store, run); !errors.Is(err, loop.ErrConfig) {
+		_, err := Run(t.Context(), cfg, store, run)
+		if !errors.Is(err, loop.ErrConfig) {
 			t.Errorf("--into %s = %v; want refused", name, err)
 		}
+		reason := IntoOwnBranch
+		if name == "HEAD" {
+			reason = IntoNotBranchName
+		}
+		wantIntoError(t, err, IntoError{Reason: reason, Branch: name})
 	}
 	if v, ok, _ := store.PlanSetting(t.Context(), SettingInto); ok {
 		t.Errorf("integration branch %q recorded by refused builds", v)

@@ -302,6 +302,7 @@ func TestRemoteAdoptsTheBranch(t *testing.T) {
 		if !errors.Is(err, ErrInto) || !strings.Contains(rep.Message, "each have commits the other has not") {
 			t.Fatalf("Run = %v, %v (%s); want refused", rep.Outcome, err, rep.Message)
 		}
+		wantIntoError(t, err, IntoError{Reason: IntoDiverged, Branch: DefaultInto, Remote: "origin"})
 	})
 	t.Run("unknown remote", func(t *testing.T) {
 		remote := newFakeGit(map[string]string{"README": "r"})

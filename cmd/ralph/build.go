@@ -254,7 +254,7 @@ func build(c *cli.Context, cfg appConfig) error {
 	rep, err := loop.Run(c.Context, lc, store, runner)
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
-			return usage("%s", strings.TrimPrefix(err.Error(), "loop: "))
+			return configError("ralph build", err)
 		}
 		return err
 	}
@@ -280,9 +280,9 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config,
 	if err != nil {
 		switch {
 		case errors.Is(err, loop.ErrConfig):
-			return &usageError{cmd: "ralph build", err: errors.New(strings.TrimPrefix(err.Error(), "loop: "))}
+			return configError("ralph build", err)
 		case errors.Is(err, parallel.ErrInto), errors.Is(err, parallel.ErrNoSettings), errors.Is(err, parallel.ErrNoLandings):
-			return &codedError{code: exitError, err: errors.New(strings.TrimPrefix(err.Error(), "parallel: "))}
+			return intoError(err)
 		case rep.Outcome == loop.OutcomeError:
 			return err
 		}
@@ -385,7 +385,7 @@ func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskS
 	plan, err := loop.DryRun(ctx, lc, store)
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
-			return &usageError{cmd: "ralph build", err: errors.New(strings.TrimPrefix(err.Error(), "loop: "))}
+			return configError("ralph build", err)
 		}
 		return err
 	}

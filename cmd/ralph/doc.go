@@ -10,7 +10,10 @@
 // claim` with no id and nothing ready, and `task import` of a file with no
 // tasks; and 130 when SIGINT or SIGTERM cancelled it. Errors are one line
 // on stderr, "ralph: <message>"; the package prefixes of library errors
-// ("loop: ", "dag: ") are dropped from the message. Only run maps errors
+// ("loop: ", "dag: ") are dropped from the message, and the library errors
+// that speak of a field a flag sets (parallel.IntoError: Config.Into) are
+// worded with the flag (--into), found with errors.Is and errors.As and
+// kept in the chain (liberrors.go). Only run maps errors
 // to exit codes: urfave/cli's exit handler is disabled, and every command
 // reports a bad flag as a one-line usage error instead of printing its
 // help.

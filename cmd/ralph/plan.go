@@ -156,7 +156,7 @@ func plan(c *cli.Context, cfg appConfig) error {
 	rep, err := loop.Plan(c.Context, lc, st, runner)
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
-			return usage("%s", strings.TrimPrefix(err.Error(), "loop: "))
+			return configError("ralph plan", err)
 		}
 		return err
 	}

@@ -81,7 +81,7 @@ func promptRun(c *cli.Context, cfg appConfig) error {
 	rep, err := loop.RunPrompt(c.Context, lc, loop.PromptParams{Text: string(text), Title: c.String("title"), Receipts: st}, runner)
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
-			return &usageError{cmd: "ralph prompt", err: errors.New(strings.TrimPrefix(err.Error(), "loop: "))}
+			return configError("ralph prompt", err)
 		}
 		return err
 	}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/parallel"
+)
+
+// TestBuildIntoRefusedInFlagWords: ralph build words the library's
+// refused integration branches (a *parallel.IntoError, in Config.Into's
+// words) as it always has, naming --into, byte for byte.
+func TestBuildIntoRefusedInFlagWords(t *testing.T) {
+	filesNeedGit(t)
+	h := initHarness(t)
+	gitInit(t, h.dir)
+	h.add("x")
+	agent, _ := fakeAgentPath(t)
+	head := strings.TrimSpace(gitOut(t, h.dir, "symbolic-ref", "--short", "HEAD"))
+	for _, tc := range []struct{ into, want string }{
+		{"a..b", `ralph: invalid configuration: --into "a..b" is not a branch name git takes (see 'ralph build --help')`},
+		{"ralph/task/x", `ralph: invalid configuration: --into "ralph/task/x": ralph, ralph/task/… and ralph/attempt/… are ralph's own branches (see 'ralph build --help')`},
+		{head, "ralph: integration branch: " + head + " is checked out in a worktree; ralph never writes a checked-out branch (name another with --into, or switch that worktree away)"},
+	} {
+		r := h.run("build", "--claude", agent, "--workers", "1", "--into", tc.into)
+		if r.code != exitError || r.stderr != tc.want+"\n" {
+			t.Errorf("build --into %s: exit %d, stderr\n%s\nwant exit %d, stderr\n%s", tc.into, r.code, r.stderr, exitError, tc.want)
+		}
+	}
+	st := h.store()
+	defer st.Close()
+	if _, err := st.RecordPlanSetting(t.Context(), parallel.SettingInto, "team/int"); err != nil {
+		t.Fatal(err)
+	}
+	r := h.run("build", "--claude", agent, "--workers", "1", "--into", "other")
+	want := "ralph: integration branch: this plan integrates into team/int (recorded by its first parallel build); --into other refused\n"
+	if r.code != exitError || r.stderr != want {
+		t.Errorf("build --into other on a plan of team/int: exit %d, stderr\n%s\nwant\n%s", r.code, r.stderr, want)
+	}
+}
+
+// TestFlagWords: each library error a flag of ralph build names is worded
+// as the CLI printed it before the library spoke of its own fields, and
+// the worded error keeps the library's in its chain.
+func TestFlagWords(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&parallel.IntoError{Reason: parallel.IntoRecordedJustNow, Branch: "b", Recorded: "a"},
+			"integration branch: another build recorded a for this plan just now; --into b refused"},
+		{&parallel.IntoError{Reason: parallel.IntoDiverged, Branch: "int", Remote: "origin"},
+			"integration branch: int here and int on origin each have commits the other has not; merge them into one (git pull origin int with int checked out, then git push origin int) and build again"},
+		{parallel.ErrNoSettings, "the store cannot record the plan's integration branch"},
+		{parallel.ErrNoLandings, "the store cannot record what ralph lands on the integration branch"},
+		{parallel.ErrCommitWithWorkers, "invalid configuration: --commit does not go with workers: each task's work is committed when it lands on the integration branch"},
+		{parallel.ErrPeekWithWorkers, "invalid configuration: peek mode (--claim agent) does not go with workers: each worker's loop claims its task, so that its tree can begin from the integration tip"},
+	} {
+		got, ok := flagWords(tc.err)
+		if !ok || got != tc.want {
+			t.Errorf("flagWords(%v) = %q, %v; want %q", tc.err, got, ok, tc.want)
+		}
+		var err error
+		if errors.Is(tc.err, loop.ErrConfig) {
+			err = configError("ralph build", tc.err)
+		} else {
+			err = intoError(tc.err)
+		}
+		if !errors.Is(err, tc.err) {
+			t.Errorf("the CLI's error for %v lost it from its chain", tc.err)
+		}
+	}
+	// A configuration error naming no flag keeps the library's words;
+	// oneLine drops its "loop: ".
+	err := configError("ralph build", errors.Join(loop.ErrConfig))
+	if got, want := oneLine(err.Error()), "invalid configuration (see 'ralph build --help')"; got != want {
+		t.Errorf("unworded config error = %q; want %q", got, want)
+	}
+}
