@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 				Code: 1}
 		},
 		Secrets: []string{claude.EnvAPIKey, claude.EnvAuthToken},
-	})
+	}, runnertest.WithSlashCommands()) // Claude Code expands .claude/commands itself
 }
 
 func claudeInit(session string) string {

@@ -161,7 +161,10 @@
 //     escalate climbs one rung per troubled iteration and resets to the
 //     hinted model's rung after a hinted iteration. A hint is spent by the
 //     next session that actually runs (a usage-limit wait keeps it).
-//   - Peek mode (ClaimAgent) shows PeekLimit (10) claimable tasks. Nothing
+//   - Peek mode (ClaimAgent) sends "/ralph-build <peek>" (PromptPeek), a
+//     Claude Code custom slash command; the runner of an agent that does
+//     not know them sends the command's text instead (ExpandSlashCommand).
+//     The peek shows PeekLimit (10) claimable tasks. Nothing
 //     claimable is OutcomeComplete (exit 0), even with blocked or failed
 //     tasks. A peek error spends the iteration. After a
 //     clean session, tasks the agent still holds are failed with

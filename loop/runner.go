@@ -37,6 +37,10 @@ var VerifierTools = []string{"Bash", "Read", "Glob", "Grep"}
 // RunRequest is one agent session to run.
 type RunRequest struct {
 	// Prompt is the user prompt; it reaches the agent on standard input.
+	// It may be a custom slash command of the project in Dir (peek mode's
+	// "/ralph-build <peek>"): a runner whose agent does not expand
+	// .claude/commands/ itself, as Claude Code does, sends
+	// ExpandSlashCommand(Dir, Prompt) instead.
 	Prompt string
 	// SystemPrompt, if not empty, is ralph's agent protocol for the
 	// session. It is appended to the agent's own system prompt (Claude

@@ -17,7 +17,10 @@
 // per-tool allow list and no turn limit: RunRequest.Tools and MaxTurns are
 // not passed on. --ephemeral keeps sessions/ out of CODEX_HOME. The prompt
 // comes on standard input ("-"): given as an argument while standard input
-// is an open pipe, Codex would wait for that pipe to close.
+// is an open pipe, Codex would wait for that pipe to close. Codex does
+// not know Claude Code's custom slash commands: a prompt that is one of
+// the project's (peek mode's "/ralph-build <peek>") is expanded first
+// (loop.ExpandSlashCommand).
 //
 // Model tiers (Tiers): opus → gpt-5.5 with high reasoning effort, sonnet →
 // gpt-5.5 medium, haiku → gpt-5.5 low: of the pinned release's catalog,

@@ -57,6 +57,9 @@ var _ loop.Runner = (*Runner)(nil)
 // Events go to req.OnEvent one at a time; it must be quick (see
 // agentproc.Spec.OnEvent).
 func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	// Codex does not know Claude Code's custom slash commands: peek
+	// mode's "/ralph-build <peek>" reaches it as the command's text.
+	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
 	path := r.Path
 	if path == "" {
 		var err error

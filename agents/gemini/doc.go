@@ -16,7 +16,10 @@
 // `--include-directories DIR` when there is a system prompt (below), then
 // `--yolo` for a work session (RunRequest.Sandboxed). The user prompt goes
 // on standard input, which is then closed: stdin that is not a terminal
-// makes the CLI headless, no -p needed (checked with the pinned CLI).
+// makes the CLI headless, no -p needed (checked with the pinned CLI). A
+// prompt that is one of the project's Claude Code custom slash commands
+// (peek mode's "/ralph-build <peek>") is expanded first
+// (loop.ExpandSlashCommand).
 //
 // Model. `-m` is always given: with the CLI's default "auto", every turn
 // first makes a routing call on another model. The loop's tiers map to

@@ -48,6 +48,9 @@ func (r *Runner) now() time.Time {
 // the CLI takes a turn limit only from its settings
 // (model.maxSessionTurns), not from its command line or environment.
 func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	// Gemini CLI does not know Claude Code's custom slash commands: peek
+	// mode's "/ralph-build <peek>" reaches it as the command's text.
+	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
 	path := r.Path
 	if path == "" {
 		var err error

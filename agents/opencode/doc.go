@@ -16,9 +16,12 @@
 // --title ralph --print-logs --log-level ERROR`, then `-m provider/model`
 // when the request names a model other than a tier. The prompt goes on
 // standard input (OpenCode reads it there when no message argument is
-// given). --title spares the extra request OpenCode otherwise makes to
-// have the model invent a title. --print-logs at level ERROR puts one log
-// line on standard error per failed API attempt (see "Silent retries").
+// given); one that is a Claude Code custom slash command of the project
+// (peek mode's "/ralph-build <peek>") is expanded first
+// (loop.ExpandSlashCommand). --title spares the extra request OpenCode
+// otherwise makes to have the model invent a title. --print-logs at
+// level ERROR puts one log line on standard error per failed API
+// attempt (see "Silent retries").
 //
 // Model tiers. OpenCode's models belong to providers (anthropic/…,
 // openai/…, a provider of the user's config), and a user may have any of

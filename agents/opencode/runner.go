@@ -256,6 +256,9 @@ func (r *Runner) now() time.Time {
 // $OPENCODE_CONFIG_CONTENT that is not a JSON object). Events go to
 // req.OnEvent, one at a time (see agentproc.Spec.OnEvent).
 func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+	// OpenCode does not know Claude Code's custom slash commands: peek
+	// mode's "/ralph-build <peek>" reaches it as the command's text.
+	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
 	path := r.Path
 	if path == "" {
 		var err error

@@ -49,7 +49,10 @@ func shellRunner(ctx context.Context, req loop.RunRequest) (loop.RunResult, erro
 	cmd := exec.CommandContext(runCtx, "sh", "-c", command)
 	cmd.Dir = req.Dir
 	cmd.Env = append(os.Environ(), req.Env...)
-	cmd.Stdin = strings.NewReader(req.Prompt)
+	// The "agent" does not know Claude Code's custom slash commands: a
+	// prompt that is one (peek mode's "/ralph-build <peek>") becomes the
+	// command's text, as it does for ralph's own runners.
+	cmd.Stdin = strings.NewReader(loop.ExpandSlashCommand(req.Dir, req.Prompt))
 	// A group of its own, killed whole: what the command started in the
 	// background goes too, and does not hold the output open.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -24,6 +24,10 @@
 //     tool printed earlier in the session does not;
 //   - the prompt reaches the agent on its standard input, and the system
 //     prompt (a megabyte of it) is not on its argv;
+//   - a prompt that is a custom slash command of the project in
+//     RunRequest.Dir (peek mode's "/ralph-build <peek>") reaches the agent
+//     as the command's text (loop.ExpandSlashCommand), unless the agent
+//     expands them itself (WithSlashCommands: Claude Code);
 //   - the agent runs in RunRequest.Dir with ralph's environment and
 //     RunRequest.Env (RALPH_TASK_ID, RALPH_HOLDER, …), less the keys the
 //     runner keeps back unless UseAPIKey;

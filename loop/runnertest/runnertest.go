@@ -91,6 +91,12 @@ func WithoutIdleTimeout() Option { return func(s *suite) { s.noIdle = true } }
 // agent is skipped.
 func WithoutLookup() Option { return func(s *suite) { s.noLookup = true } }
 
+// WithSlashCommands declares an agent that expands the project's custom
+// slash commands itself, from .claude/commands/ (Claude Code): a prompt
+// that is one must reach it as it is. Without it the runner must expand
+// the command before the agent gets the prompt (loop.ExpandSlashCommand).
+func WithSlashCommands() Option { return func(s *suite) { s.slashCommands = true } }
+
 type suite struct {
 	h            Harness
 	noUsage      bool
@@ -98,6 +104,8 @@ type suite struct {
 	noResultLine bool
 	noIdle       bool
 	noLookup     bool
+	// slashCommands: the agent expands custom slash commands itself.
+	slashCommands bool
 }
 
 // The session the suite asks for and the answer it scripts.
@@ -139,6 +147,7 @@ func TestRunner(t *testing.T, h Harness, opts ...Option) {
 	}{
 		{"Answer", s.testAnswer},
 		{"Request", s.testRequest},
+		{"SlashCommand", s.testSlashCommand},
 		{"Secrets", s.testSecrets},
 		{"Usage", s.testUsage},
 		{"ExitWithoutResult", s.testExitWithoutResult},
@@ -258,6 +267,40 @@ func (s *suite) testRequest(t *testing.T) {
 		if !rec.hasEnv(kv) {
 			t.Errorf("environment lacks %q", kv)
 		}
+	}
+}
+
+// testSlashCommand: a prompt that is a custom slash command of the
+// project in Dir (peek mode's "/ralph-build <peek>") reaches an agent that
+// does not know them as the command's text, its arguments in place, and
+// one that does (WithSlashCommands) as it is.
+func (s *suite) testSlashCommand(t *testing.T) {
+	dir := t.TempDir()
+	cmds := filepath.Join(dir, ".claude", "commands")
+	if err := os.MkdirAll(cmds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const body = "Expanded runnertest command: $ARGUMENTS (end).\n"
+	if err := os.WriteFile(filepath.Join(cmds, "runnertest-cmd.md"), []byte("---\ndescription: d\n---\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := request(dir)
+	args := "## Claimable\n- T1 Do it\n"
+	req.Prompt = "/runnertest-cmd " + args
+	f := newFake(t, Exit{Stdout: s.h.Answer(s.answer())}, thenExit)
+	res := s.run(t, t.Context(), f, req)
+	if res.Class != loop.ClassSuccess {
+		t.Fatalf("%s; want success", describe(res))
+	}
+	stdin := f.record(t).stdin
+	want := strings.ReplaceAll(body, "$ARGUMENTS", args)
+	if s.slashCommands {
+		want = req.Prompt
+	} else if strings.Contains(stdin, "/runnertest-cmd") {
+		t.Errorf("standard input %.300q holds the literal command: an agent that does not know Claude Code's slash commands gets its text (loop.ExpandSlashCommand; WithSlashCommands if yours expands them)", stdin)
+	}
+	if !strings.Contains(stdin, want) {
+		t.Errorf("standard input %.300q lacks %q", stdin, want)
 	}
 }
 
