@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/ralph-dev/ralph/agents/opencode"
 	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/loop"
-	"github.com/ralph-dev/ralph/safefile"
 	"github.com/ralph-dev/ralph/sandbox"
 )
 
@@ -91,15 +88,11 @@ type chosenAgent struct {
 	sandbox *sandbox.Sandbox // --sandbox
 }
 
-// newRunner returns the agent's Runner for the project at root, in box
-// when not nil (--sandbox: see boundary). Agents other than Claude Code
-// get the project's custom slash commands expanded (slashCommandRunner).
-func (a chosenAgent) newRunner(root string, box *sandbox.Boundary) loop.Runner {
-	r := a.runner(a.path, box)
-	if a.name == "claude" {
-		return r
-	}
-	return &slashCommandRunner{Runner: r, root: root}
+// newRunner returns the agent's Runner, in box when not nil (--sandbox:
+// see boundary). Agents other than Claude Code expand peek mode's
+// "/ralph-build <peek>" themselves (loop.ExpandSlashCommand).
+func (a chosenAgent) newRunner(box *sandbox.Boundary) loop.Runner {
+	return a.runner(a.path, box)
 }
 
 // chooseAgent resolves --agent-cli (or $RALPH_AGENT_CLI) and its
@@ -178,7 +171,7 @@ func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop
 	if err != nil {
 		return nil, a, err
 	}
-	return a.newRunner(root, box), a, nil
+	return a.newRunner(box), a, nil
 }
 
 // apiKeyNotice prints what happens to ANTHROPIC_API_KEY and
@@ -187,54 +180,4 @@ func apiKeyNotice(cfg appConfig, useAPIKey bool) {
 	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
 		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
 	}
-}
-
-// slashCommandRunner runs agents that do not know Claude Code's custom
-// slash commands: a prompt that starts with "/NAME" where the project has
-// .claude/commands/NAME.md (peek mode's "/ralph-build <peek>", from the
-// command file 'ralph init' installs) is expanded the way Claude Code does
-// it — the file without its front matter, $ARGUMENTS replaced by the rest
-// of the prompt — before the agent gets it. A command file that is missing
-// or unreadable leaves the prompt as it is.
-type slashCommandRunner struct {
-	loop.Runner
-	root string // the project root, where .claude/commands/ is
-}
-
-func (r *slashCommandRunner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
-	req.Prompt = expandSlashCommand(r.root, req.Prompt)
-	return r.Runner.Run(ctx, req)
-}
-
-// expandSlashCommand expands prompt when it is a custom slash command of
-// the project at root; see slashCommandRunner.
-func expandSlashCommand(root, prompt string) string {
-	rest, ok := strings.CutPrefix(prompt, "/")
-	if !ok {
-		return prompt
-	}
-	name, args, _ := strings.Cut(rest, " ")
-	if name == "" || strings.ContainsAny(name, `/\.`) {
-		return prompt
-	}
-	// Read without following a link (ARCHITECTURE.md §7): the file becomes the
-	// prompt, and one linked to a secret would send it to the model.
-	data, err := safefile.ReadFile(root, filepath.Join(".claude", "commands", name+".md"))
-	if err != nil {
-		return prompt
-	}
-	body := string(data)
-	if fm, ok := strings.CutPrefix(body, "---\n"); ok {
-		if _, after, ok := strings.Cut(fm, "\n---\n"); ok {
-			body = after
-		}
-	}
-	if strings.Contains(body, "$ARGUMENTS") {
-		return strings.ReplaceAll(body, "$ARGUMENTS", args)
-	}
-	if args == "" {
-		return body
-	}
-	// A command that does not place its arguments gets them at its end.
-	return strings.TrimRight(body, "\n") + "\n\nARGUMENTS: " + args
 }

@@ -201,10 +201,10 @@ func build(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	lc.Commands = &agentproc.Commands{Sandbox: box}
-	runner := agent.newRunner(p.root, box)
+	runner := agent.newRunner(box)
 	lc.Agent = agent.name
 	if verifier.path != agent.path || verifier.name != agent.name {
-		lc.Verifier, lc.VerifierAgent = verifier.newRunner(p.root, box), verifier.name
+		lc.Verifier, lc.VerifierAgent = verifier.newRunner(box), verifier.name
 	}
 	view := newBuildView(cfg.stdout)
 	view.logDir = p.rel(lc.LogDir)
