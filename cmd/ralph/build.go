@@ -208,8 +208,10 @@ func build(c *cli.Context, cfg appConfig) error {
 	}
 	view := newBuildView(cfg.stdout)
 	view.logDir = p.rel(lc.LogDir)
-	if ps, ok := store.(*progressStore); ok {
-		runner = &documentRunner{Runner: runner, store: ps.Store, warn: view.warn}
+	if ps, ok := store.(progress.Recorder); ok {
+		runner = &progress.DocumentRunner{Runner: runner, Store: ps.Store, Refused: func(err error) {
+			view.warn("the agent's updated progress file was not written: %v", err)
+		}}
 	}
 	runner = view.tap(runner)
 	if lc.Verifier != nil {
@@ -344,7 +346,8 @@ func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile strin
 		if err != nil {
 			return nil, nil, err
 		}
-		return &progressStore{Store: st}, func() {}, nil
+		// The store keeps the file's Iteration Log (progress.Recorder).
+		return progress.Recorder{Store: st}, func() {}, nil
 	}
 	if fi, err := os.Stat(p.ralph); err != nil || !fi.IsDir() {
 		return nil, nil, nothingToDo("no ralph project in %s (run 'ralph init', then 'ralph plan')", p.root)
@@ -368,18 +371,6 @@ func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile strin
 	}, nil
 }
 
-// progressStore is the progress-file store as the loop sees it: the
-// store, which is also a loop.Finisher (RALPH_DONE), plus the
-// loop.IterationRecorder that keeps the file's log.
-type progressStore struct {
-	*progress.Store
-}
-
-var (
-	_ loop.Finisher          = (*progressStore)(nil)
-	_ loop.IterationRecorder = (*progressStore)(nil)
-)
-
 // dryRun prints what the next iteration would do.
 func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskStore) error {
 	plan, err := loop.DryRun(ctx, lc, store)
@@ -390,7 +381,7 @@ func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskS
 		return err
 	}
 	if plan.Outcome != "" {
-		_, progressMode := store.(*progressStore)
+		_, progressMode := store.(progress.Recorder)
 		return outcomeError(plan.Outcome, plan.ExitCode(), plan.Message, progressMode, cfg.stdout)
 	}
 	w := cfg.stdout
@@ -620,62 +611,4 @@ func receiptResult(r loop.Receipt) loop.RunResult {
 			CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens},
 		Class: loop.ErrorClass(r.ExitReason),
 	}
-}
-
-// RecordIteration implements loop.IterationRecorder: the progress file's
-// own log (progress-file mode). Every iteration that counts gets
-// a row in the Iteration Log table, which also trims Recent Attempts to the
-// last five; an iteration on a task that neither finished nor failed it
-// (no sigil, agent or gate trouble, …) also gets an attempt block saying
-// why. A failed task is not given one here: the store writes its block when
-// the task fails.
-func (s *progressStore) RecordIteration(ctx context.Context, rec loop.IterationRecord) error {
-	tried := rec.Task.Title
-	if rec.Task.ID != "" {
-		tried += " (" + rec.Task.ID + ")"
-	}
-	note := string(rec.Status)
-	if tried != "" {
-		note = tried + ": " + note
-	}
-	if rec.Task.ID != "" && !rec.Status.Success() && rec.Status != loop.IterTaskFailed {
-		result := string(rec.Status)
-		if rec.Reason != "" {
-			result += ": " + oneLine(rec.Reason)
-		}
-		a := progress.Attempt{Iteration: rec.Iteration, Tried: tried, Result: result, Next: "the task is offered again"}
-		if err := s.AddAttempt(ctx, a); err != nil {
-			return err
-		}
-	}
-	return s.AppendIteration(ctx, progress.IterationRow{
-		Iteration: rec.Iteration, Started: rec.Started, Duration: rec.Duration,
-		TasksCompleted: rec.TasksCompleted, Notes: note,
-	})
-}
-
-// documentRunner lets a progress-file agent answer with the whole updated
-// document: when a clean session's final text is a progress
-// file, it is validated and written over the file before the loop looks at
-// the task. A document that drops tasks or does not parse is refused, with a
-// note, and the file is left alone.
-type documentRunner struct {
-	loop.Runner
-	store *progress.Store
-	warn  func(format string, a ...any)
-}
-
-func (r *documentRunner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
-	res, err := r.Runner.Run(ctx, req)
-	if err != nil || !res.OK() {
-		return res, err
-	}
-	text := strings.TrimLeft(res.Text, " \t\r\n\ufeff")
-	if !strings.HasPrefix(text, "# Progress:") {
-		return res, nil
-	}
-	if err := r.store.ReplaceDocument(ctx, text); err != nil {
-		r.warn("the agent's updated progress file was not written: %v", err)
-	}
-	return res, nil
 }

@@ -242,17 +242,18 @@
 //
 // --progress FILE is relative to the working directory, like every file
 // argument, and needs no `ralph init` (logs still go to <root>/.ralph/logs;
-// receipts are not stored, so `ralph status` does not show such runs). A
-// final text that is a whole progress file (it starts "# Progress:") is
-// handed to progress.Store.ReplaceDocument before the loop looks at the
-// task; a document that drops boxes or does not parse is refused with a
-// note and the file is left as it was. The store is wrapped to be the
-// loop's IterationRecorder: after every iteration that counts (not a
-// usage-limit wait) a row goes to the Iteration Log, which trims Recent
-// Attempts to five; an iteration that neither finished nor failed its task
-// also adds an attempt block saying why (a failed task gets its block from
-// the store). RALPH_DONE ends the run through the loop's Finisher hook,
-// which progress.Store implements.
+// receipts are not stored, so `ralph status` does not show such runs). The
+// file's bookkeeping is the library's, wired here: the agent's runner is
+// wrapped in progress.DocumentRunner (a final text that is a whole
+// progress file, starting "# Progress:", replaces the file before the loop
+// looks at the task; a document that drops boxes or does not parse is
+// refused with a note and the file is left as it was), and the loop gets
+// the store as progress.Recorder, its IterationRecorder: after every
+// iteration that counts (not a usage-limit wait) a row goes to the
+// Iteration Log, which trims Recent Attempts to five; an iteration that
+// neither finished nor failed its task also adds an attempt block saying
+// why (a failed task gets its block from the store). RALPH_DONE ends the
+// run through the loop's Finisher hook, which progress.Store implements.
 //
 // # status
 //

@@ -1,8 +1,8 @@
 // Package progress is a loop.TaskStore over a markdown progress file
-// (`ralph build --progress FILE`), and the reader of
+// (`ralph build --progress FILE`) with the bookkeeping that build does in
+// the file (Recorder, DocumentRunner), and the reader of
 // markdown checklists for `ralph task import FILE.md`. It
-// imports only loop and the
-// standard library.
+// imports only loop, safefile and the standard library.
 //
 // # The file
 //
@@ -195,6 +195,34 @@
 // on the new content (three tries, then ErrConflict), which narrows, but
 // cannot close, the window in which an edit by someone else could be
 // overwritten.
+//
+// # Driving a progress file
+//
+// What `ralph build --progress FILE` does beyond the store is here too, so
+// that a program embedding the library gets the same file:
+//
+//	st, err := progress.Open(path, progress.Options{})
+//	if err != nil { … }
+//	rep, err := loop.Run(ctx, cfg, progress.Recorder{Store: st},
+//		&progress.DocumentRunner{Runner: agent, Store: st, Refused: warn})
+//
+// The two parts:
+//
+//   - Recorder is the Store as the loop's IterationRecorder: after every
+//     iteration that counts (not a usage-limit wait) it appends an
+//     Iteration Log row, "title (id): status" in Notes and the loop's count
+//     of tasks completed, which trims Recent Attempts to KeepAttempts; an
+//     iteration on a task that neither finished nor failed it also gets an
+//     attempt block (Result: the status and the loop's reason on one line;
+//     Next: "the task is offered again"). A failed task gets its block
+//     from Fail. A bare Store keeps no log of its own: a program writing
+//     its own rows (AppendIteration, AddAttempt) is not given a second one.
+//   - DocumentRunner wraps the agent's runner (not a verifier's): a clean
+//     session whose final text is a whole progress file (it starts
+//     "# Progress:") goes to ReplaceDocument before the loop judges the
+//     task, so boxes the agent ticked there count. A document that drops
+//     boxes or does not parse is refused, the file is untouched, and
+//     Refused is told why (the CLI prints it as a note).
 //
 // # Checklists
 //

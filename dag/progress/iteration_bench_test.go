@@ -20,22 +20,6 @@ import (
 
 var benchMB = flag.Int("progress-mb", 1, "size in MB of the progress file BenchmarkIteration runs over")
 
-// recorder is the progress store as the CLI hands it to the loop: the
-// store plus the loop.IterationRecorder that writes the Iteration Log
-// (cmd/ralph's progressStore does the same two writes).
-type recorder struct{ *progress.Store }
-
-func (r recorder) RecordIteration(ctx context.Context, rec loop.IterationRecord) error {
-	if rec.Task.ID != "" && !rec.Status.Success() && rec.Status != loop.IterTaskFailed {
-		a := progress.Attempt{Iteration: rec.Iteration, Tried: rec.Task.Title, Result: string(rec.Status)}
-		if err := r.AddAttempt(ctx, a); err != nil {
-			return err
-		}
-	}
-	return r.AppendIteration(ctx, progress.IterationRow{Iteration: rec.Iteration, Started: rec.Started,
-		Duration: rec.Duration, TasksCompleted: rec.TasksCompleted, Notes: rec.Task.ID + ": " + string(rec.Status)})
-}
-
 // BenchmarkIteration runs one build iteration (loop.Run with Once) over a
 // progress file of -progress-mb megabytes: every store call the loop makes
 // (Done, Counts, Claim, Get, Logs, Complete, …) and the Iteration Log row
@@ -97,7 +81,7 @@ func benchmarkIteration(b *testing.B, log, tick bool) {
 		debug.FreeOSMemory()
 		before := resetPeakRSS(b)
 		b.StartTimer()
-		rep, err := loop.Run(b.Context(), cfg, recorder{store}, agent)
+		rep, err := loop.Run(b.Context(), cfg, progress.Recorder{Store: store}, agent)
 		if err != nil {
 			b.Fatal(err)
 		}
