@@ -73,8 +73,9 @@
 // other on that connection, each a line of JSON (at most MaxRequest
 // bytes); the broker answers each with lines of JSON, the last of which
 // ends the answer ("end", or "error" with the store's message, the names
-// of the sentinel errors it wraps and whether it is temporary, so that
-// errors.Is and the messages are the same on both sides). A listing
+// of the sentinel errors it wraps and whether it is temporary, and its
+// *loop.TransitionError or *loop.HeldError, so that errors.Is, errors.As
+// and the messages are the same on both sides). A listing
 // streams one line a task, after a line with its shape when asked; a
 // client reads lines of at most MaxFrame bytes. The broker serves
 // MaxConns connections at once, closes one idle for IdleTimeout or that

@@ -82,6 +82,7 @@ type wireError struct {
 	Kinds      []string              `json:"kinds,omitempty"`
 	Temporary  bool                  `json:"temporary,omitempty"`
 	Transition *loop.TransitionError `json:"transition,omitempty"`
+	Held       *loop.HeldError       `json:"held,omitempty"`
 }
 
 // kinds names the sentinel errors that cross the socket.
@@ -116,6 +117,10 @@ func encodeError(err error) *wireError {
 	if errors.As(err, &te) {
 		w.Transition = te
 	}
+	var he *loop.HeldError
+	if errors.As(err, &he) {
+		w.Held = he
+	}
 	return w
 }
 
@@ -126,7 +131,7 @@ type remoteError struct{ w wireError }
 func (e *remoteError) Error() string { return e.w.Message }
 
 // Unwrap returns the sentinels the error wrapped on the broker's side,
-// and its *loop.TransitionError.
+// and its *loop.TransitionError and *loop.HeldError.
 func (e *remoteError) Unwrap() []error {
 	var out []error
 	for _, name := range e.w.Kinds {
@@ -138,6 +143,9 @@ func (e *remoteError) Unwrap() []error {
 	}
 	if e.w.Transition != nil {
 		out = append(out, e.w.Transition)
+	}
+	if e.w.Held != nil {
+		out = append(out, e.w.Held)
 	}
 	return out
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/parallel"
 )
 
@@ -74,4 +76,22 @@ func intoError(err error) error {
 		return &codedError{code: exitError, err: &worded{msg: msg, err: err}}
 	}
 	return &codedError{code: exitError, err: err}
+}
+
+// moveError is the error of a person's task move for a *loop.HeldError
+// (the library speaks of loop.Actor.Force): the flag that forces the move
+// takes the field's place. The store's words around the refusal (a
+// "progress: " before it, say) are kept; a message that does not end with
+// the refusal's own is left in the library's words.
+func moveError(err error) error {
+	var held *loop.HeldError
+	if !errors.As(err, &held) {
+		return err
+	}
+	msg, lib := err.Error(), held.Error()
+	if !strings.HasSuffix(msg, lib) {
+		return err
+	}
+	words := fmt.Sprintf("%v: task %s is held by %s (holder %s); pass --force to %s it anyway", loop.ErrHeldByLiveAgent, held.TaskID, held.ClaimedBy, held.Holder, held.Move)
+	return &worded{msg: strings.TrimSuffix(msg, lib) + words, err: err}
 }
