@@ -83,6 +83,7 @@ type wireError struct {
 	Temporary  bool                  `json:"temporary,omitempty"`
 	Transition *loop.TransitionError `json:"transition,omitempty"`
 	Held       *loop.HeldError       `json:"held,omitempty"`
+	Refusal    *RefusalError         `json:"refusal,omitempty"`
 }
 
 // kinds names the sentinel errors that cross the socket.
@@ -121,6 +122,10 @@ func encodeError(err error) *wireError {
 	if errors.As(err, &he) {
 		w.Held = he
 	}
+	var re *RefusalError
+	if errors.As(err, &re) {
+		w.Refusal = re
+	}
 	return w
 }
 
@@ -131,7 +136,7 @@ type remoteError struct{ w wireError }
 func (e *remoteError) Error() string { return e.w.Message }
 
 // Unwrap returns the sentinels the error wrapped on the broker's side,
-// and its *loop.TransitionError and *loop.HeldError.
+// and its *loop.TransitionError, *loop.HeldError and *RefusalError.
 func (e *remoteError) Unwrap() []error {
 	var out []error
 	for _, name := range e.w.Kinds {
@@ -146,6 +151,9 @@ func (e *remoteError) Unwrap() []error {
 	}
 	if e.w.Held != nil {
 		out = append(out, e.w.Held)
+	}
+	if e.w.Refusal != nil {
+		out = append(out, e.w.Refusal)
 	}
 	return out
 }
