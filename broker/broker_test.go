@@ -139,6 +139,16 @@ func wantErr(t *testing.T, what string, err, want error, says string) {
 	}
 }
 
+// wantRefusal fails t unless err is a *broker.RefusalError for refusal of
+// agent's session, as the client's errors.As finds it.
+func wantRefusal(t *testing.T, err error, refusal broker.Refusal, agent string) {
+	t.Helper()
+	var re *broker.RefusalError
+	if !errors.As(err, &re) || *re != (broker.RefusalError{Refusal: refusal, Agent: agent}) {
+		t.Errorf("error %v: errors.As finds %+v, want a *broker.RefusalError %s of %s", err, re, refusal, agent)
+	}
+}
+
 // TestReads: what the broker reads is what the store gives, message and
 // all.
 func TestReads(t *testing.T) {
@@ -309,8 +319,8 @@ func TestRefusals(t *testing.T) {
 		}{
 			{"done of another agent's task", func() error { return c.Complete(ctx, as(me, theirs)) }, loop.ErrNotHolder, "agent-b"},
 			{"fail of another agent's task", func() error { return c.Fail(ctx, as(me, theirs)) }, loop.ErrNotHolder, "agent-b"},
-			{"done --force", func() error { return c.Complete(ctx, as(loop.Actor{Person: "user-x", Force: true}, theirs)) }, broker.ErrRefused, "--force"},
-			{"done --force as the agent", func() error { return c.Complete(ctx, as(loop.Actor{Agent: "agent-a", Force: true}, theirs)) }, broker.ErrRefused, "--force"},
+			{"done --force", func() error { return c.Complete(ctx, as(loop.Actor{Person: "user-x", Force: true}, theirs)) }, broker.ErrRefused, "Actor.Force is for people; agent agent-a"},
+			{"done --force as the agent", func() error { return c.Complete(ctx, as(loop.Actor{Agent: "agent-a", Force: true}, theirs)) }, broker.ErrRefused, "Actor.Force is for people; agent agent-a"},
 			{"done as a person", func() error { return c.Complete(ctx, as(loop.Actor{Person: "user-x"}, mine)) }, broker.ErrRefused, "person"},
 			{"fail as a person", func() error { return c.Fail(ctx, as(loop.Actor{}, mine)) }, broker.ErrRefused, "person"},
 			{"done --agent other", func() error { return c.Complete(ctx, as(loop.Actor{Agent: "agent-b"}, theirs)) }, broker.ErrRefused, "agent-b"},
@@ -332,7 +342,13 @@ func TestRefusals(t *testing.T) {
 				return err
 			}, broker.ErrRefused, "user-x"},
 		} {
-			t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.name, tc.call(), tc.want, tc.says) })
+			t.Run(tc.name, func(t *testing.T) {
+				err := tc.call()
+				wantErr(t, tc.name, err, tc.want, tc.says)
+				if strings.Contains(tc.name, "--force") {
+					wantRefusal(t, err, broker.RefusedForce, "agent-a")
+				}
+			})
 		}
 		// Nothing moved.
 		for id, want := range map[string]string{mine: "agent-a", theirs: "agent-b", loops: "agent-a", free: ""} {
@@ -404,6 +420,7 @@ func TestSessionKinds(t *testing.T) {
 			_, c := serve(t, plan)
 			_, err := c.Claim(ctx, loop.ClaimParams{Agent: "agent-p"})
 			wantErr(t, "claim", err, broker.ErrRefused, "peek mode only")
+			wantRefusal(t, err, broker.RefusedClaim, "agent-p")
 			n, err := c.AddTask(ctx, loop.NewTask{Title: "Planned", Priority: 2})
 			must(t, err)
 			must(t, c.AddDependency(ctx, n.ID, b))

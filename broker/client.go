@@ -16,7 +16,8 @@ import (
 // Client is one connection to a broker, from inside the agent's sandbox:
 // the store methods the broker serves, with the semantics and errors of
 // loop.TaskStore and its optional interfaces (errors.Is holds for the
-// store's sentinels, Temporary for its temporary errors, and the message
+// store's sentinels, errors.As for its *loop.TransitionError and
+// *loop.HeldError and the broker's *RefusalError, Temporary for its temporary errors, and the message
 // is the store's own). The requests of one Client go one after another
 // on its connection; it is safe for concurrent use. A request cut off —
 // a cancelled context, a broken connection, a callback's error in the

@@ -73,10 +73,11 @@
 // other on that connection, each a line of JSON (at most MaxRequest
 // bytes); the broker answers each with lines of JSON, the last of which
 // ends the answer ("end", or "error" with the store's message, the names
-// of the sentinel errors it wraps and whether it is temporary, so that
-// errors.Is and the messages are the same on both sides). A listing
-// streams one line a task, after a line with its shape when asked; a
-// client reads lines of at most MaxFrame bytes. The broker serves
+// of the sentinel errors it wraps and whether it is temporary, and its
+// *loop.TransitionError, *loop.HeldError or *RefusalError, so that
+// errors.Is, errors.As and the messages are the same on both sides). A
+// listing streams one line a task, after a line with its shape when
+// asked; a client reads lines of at most MaxFrame bytes. The broker serves
 // MaxConns connections at once, closes one idle for IdleTimeout or that
 // does not read its answer for WriteTimeout, and refuses and closes one
 // that sends a line that is too long or not a request. A cancelled

@@ -46,10 +46,11 @@ const maxSocketPath = 100
 // Errors of the broker.
 var (
 	// ErrRefused: the broker does not serve the command to this agent:
-	// a move as a person or as another agent, --force, a write of a
+	// a move as a person or as another agent, a forced one, a write of a
 	// read-only (verifier's) session, a claim outside peek mode, or a
 	// connection from a process outside the agent's sandbox. The message
-	// says which.
+	// says which; a forced move and a claim outside peek mode are a
+	// *RefusalError.
 	ErrRefused = errors.New("broker: refused")
 	// ErrUnsupported: the plan's store lacks what the command needs (a
 	// store that is not a loop.TaskAdder cannot take `task add`).
@@ -57,6 +58,41 @@ var (
 	// ErrUnreachable: no broker answers at the socket's path (Dial).
 	ErrUnreachable = errors.New("broker: no broker answers")
 )
+
+// Refusal names a refusal whose reason is a field a caller sets, so that
+// it may word it for its users (cmd/ralph names its flags).
+type Refusal string
+
+// The refusals a *RefusalError names.
+const (
+	// RefusedForce: a move with loop.Actor.Force, which is a person's and
+	// never an agent's.
+	RefusedForce Refusal = "force"
+	// RefusedClaim: a claim in a session whose loop claims the tasks
+	// (loop.PlanAccess.ClaimMode is not loop.ClaimAgent, peek mode).
+	RefusedClaim Refusal = "claim"
+)
+
+// RefusalError is an ErrRefused error whose reason is a field of the
+// request or of the session, with the session's agent. It crosses the
+// socket whole: the client's errors.As finds it as the broker made it.
+type RefusalError struct {
+	Refusal Refusal
+	Agent   string // the session's agent
+}
+
+func (e *RefusalError) Error() string {
+	switch e.Refusal {
+	case RefusedForce:
+		return fmt.Sprintf("%v: Actor.Force is for people; agent %s moves only the tasks it holds", ErrRefused, e.Agent)
+	case RefusedClaim:
+		return fmt.Sprintf("%v: in this run the ralph loop claims the tasks; an agent claims for itself in peek mode only (ClaimMode %s)", ErrRefused, loop.ClaimAgent)
+	}
+	return fmt.Sprintf("%v: %s", ErrRefused, e.Refusal)
+}
+
+// Unwrap returns ErrRefused.
+func (e *RefusalError) Unwrap() error { return ErrRefused }
 
 // Server serves one agent session's plan on a Unix socket of its own.
 // Make it with Listen, tell it the agent's process with Admit once the
@@ -416,7 +452,7 @@ func (s *Server) claimParams(c *loop.ClaimParams) (loop.ClaimParams, error) {
 			"<task-done>%s</task-done> (or <task-failed>%s</task-failed>); add work the plan lacks with 'task add'", ErrRefused, p.TaskID, p.TaskID, p.TaskID)
 	}
 	if p.Mode != loop.ModeBuild || p.ClaimMode != loop.ClaimAgent {
-		return loop.ClaimParams{}, fmt.Errorf("%w: in this run the ralph loop claims the tasks; an agent claims for itself in peek mode only (ralph build --claim agent)", ErrRefused)
+		return loop.ClaimParams{}, &RefusalError{Refusal: RefusedClaim, Agent: p.Agent}
 	}
 	if c.Agent != p.Agent {
 		return loop.ClaimParams{}, fmt.Errorf("%w: this session's agent is %s; it cannot claim as %s", ErrRefused, p.Agent, c.Agent)
@@ -441,7 +477,7 @@ func (s *Server) move(m *loop.MoveParams) (loop.MoveParams, error) {
 	case m == nil:
 		return loop.MoveParams{}, fmt.Errorf("%w: a move without its parameters", ErrRefused)
 	case m.By.Force:
-		return loop.MoveParams{}, fmt.Errorf("%w: --force is for people; agent %s moves only the tasks it holds", ErrRefused, agent)
+		return loop.MoveParams{}, &RefusalError{Refusal: RefusedForce, Agent: agent}
 	case m.By.Loop:
 		return loop.MoveParams{}, fmt.Errorf("%w: only the ralph loop moves a task as the loop", ErrRefused)
 	case m.By.Agent == "":

@@ -82,6 +82,8 @@ type wireError struct {
 	Kinds      []string              `json:"kinds,omitempty"`
 	Temporary  bool                  `json:"temporary,omitempty"`
 	Transition *loop.TransitionError `json:"transition,omitempty"`
+	Held       *loop.HeldError       `json:"held,omitempty"`
+	Refusal    *RefusalError         `json:"refusal,omitempty"`
 }
 
 // kinds names the sentinel errors that cross the socket.
@@ -116,6 +118,14 @@ func encodeError(err error) *wireError {
 	if errors.As(err, &te) {
 		w.Transition = te
 	}
+	var he *loop.HeldError
+	if errors.As(err, &he) {
+		w.Held = he
+	}
+	var re *RefusalError
+	if errors.As(err, &re) {
+		w.Refusal = re
+	}
 	return w
 }
 
@@ -126,7 +136,7 @@ type remoteError struct{ w wireError }
 func (e *remoteError) Error() string { return e.w.Message }
 
 // Unwrap returns the sentinels the error wrapped on the broker's side,
-// and its *loop.TransitionError.
+// and its *loop.TransitionError, *loop.HeldError and *RefusalError.
 func (e *remoteError) Unwrap() []error {
 	var out []error
 	for _, name := range e.w.Kinds {
@@ -138,6 +148,12 @@ func (e *remoteError) Unwrap() []error {
 	}
 	if e.w.Transition != nil {
 		out = append(out, e.w.Transition)
+	}
+	if e.w.Held != nil {
+		out = append(out, e.w.Held)
+	}
+	if e.w.Refusal != nil {
+		out = append(out, e.w.Refusal)
 	}
 	return out
 }

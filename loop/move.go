@@ -31,7 +31,8 @@ const (
 //   - ErrHeldByLiveAgent: a person moving, without Force, an in_progress
 //     task held by a live agent: its holder process runs on this host, or
 //     runs elsewhere (HolderUnknown) and its lease has not expired. A claim
-//     without a holder process (made by hand) is not a live agent's.
+//     without a holder process (made by hand) is not a live agent's. The
+//     error is a *HeldError.
 //
 // The errors name the task and its holder.
 func CheckMove(t Task, kind MoveKind, by Actor, now time.Time) error {
@@ -61,8 +62,26 @@ func CheckMove(t Task, kind MoveKind, by Actor, now time.Time) error {
 	if by.Force || !liveHolder(t, now) {
 		return nil
 	}
-	return fmt.Errorf("%w: task %s is held by %s (holder %s); pass --force to %s it anyway", ErrHeldByLiveAgent, t.ID, t.ClaimedBy, t.Holder, kind)
+	return &HeldError{TaskID: t.ID, ClaimedBy: t.ClaimedBy, Holder: t.Holder, Move: kind}
 }
+
+// HeldError is CheckMove's ErrHeldByLiveAgent error: a person moved,
+// without Actor.Force, a task a live agent holds. Its fields let a caller
+// word the refusal for its users (cmd/ralph names its --force flag); it
+// crosses package broker's socket whole.
+type HeldError struct {
+	TaskID    string
+	ClaimedBy string   // the agent that holds the task
+	Holder    Holder   // its live holder process
+	Move      MoveKind // the move refused
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("%v: task %s is held by %s (holder %s); set Actor.Force to %s it anyway", ErrHeldByLiveAgent, e.TaskID, e.ClaimedBy, e.Holder, e.Move)
+}
+
+// Unwrap returns ErrHeldByLiveAgent.
+func (e *HeldError) Unwrap() error { return ErrHeldByLiveAgent }
 
 // LoopHeld reports whether t is a claim the ralph loop made for its agent
 // (ClaimLoop) and whose loop may still live: only that loop moves it.

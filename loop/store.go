@@ -31,7 +31,8 @@ var (
 	// over since. The store logs the refusal (LogOutcomeRefused).
 	ErrStaleClaim = errors.New("loop: the claim is no longer the task's current one")
 	// ErrHeldByLiveAgent: a person tried to move a task that a live agent
-	// holds, without Actor.Force. The message names the holder.
+	// holds, without Actor.Force. The error is a *HeldError, which names
+	// the task and its holder.
 	ErrHeldByLiveAgent = errors.New("loop: a live agent holds the task")
 )
 

@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/ralph-dev/ralph/broker"
+	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/parallel"
 )
 
@@ -74,4 +77,35 @@ func intoError(err error) error {
 		return &codedError{code: exitError, err: &worded{msg: msg, err: err}}
 	}
 	return &codedError{code: exitError, err: err}
+}
+
+// taskError is the error of ralph task done, fail and claim, with the
+// refusals whose library words name a field a flag sets in the flag's
+// words: a *loop.HeldError (loop.Actor.Force: --force) and the broker's
+// *broker.RefusalError (Actor.Force: --force; peek mode: --claim agent).
+func taskError(err error) error {
+	var held *loop.HeldError
+	var refusal *broker.RefusalError
+	switch {
+	case errors.As(err, &held):
+		return reword(err, held, fmt.Sprintf("%v: task %s is held by %s (holder %s); pass --force to %s it anyway",
+			loop.ErrHeldByLiveAgent, held.TaskID, held.ClaimedBy, held.Holder, held.Move))
+	case errors.As(err, &refusal) && refusal.Refusal == broker.RefusedForce:
+		return reword(err, refusal, fmt.Sprintf("%v: --force is for people; agent %s moves only the tasks it holds", broker.ErrRefused, refusal.Agent))
+	case errors.As(err, &refusal) && refusal.Refusal == broker.RefusedClaim:
+		return reword(err, refusal, fmt.Sprintf("%v: in this run the ralph loop claims the tasks; an agent claims for itself in peek mode only (ralph build --claim agent)", broker.ErrRefused))
+	}
+	return err
+}
+
+// reword is err with lib, the library error in its chain, in the CLI's
+// words: the words around lib's message (a store's "progress: " before
+// it, say) are kept. An err whose message does not end with lib's is left
+// in the library's words.
+func reword(err, lib error, words string) error {
+	msg := err.Error()
+	if !strings.HasSuffix(msg, lib.Error()) {
+		return err
+	}
+	return &worded{msg: strings.TrimSuffix(msg, lib.Error()) + words, err: err}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -77,5 +78,78 @@ func TestFlagWords(t *testing.T) {
 	err := configError("ralph build", errors.Join(loop.ErrConfig))
 	if got, want := oneLine(err.Error()), "invalid configuration (see 'ralph build --help')"; got != want {
 		t.Errorf("unworded config error = %q; want %q", got, want)
+	}
+}
+
+// TestMoveErrorInFlagWords: ralph task done and fail word a person's
+// refused move of a live agent's task (a *loop.HeldError, in
+// loop.Actor.Force's words) as they always have, naming --force, byte for
+// byte, keeping the store's words around it and the error chain.
+func TestMoveErrorInFlagWords(t *testing.T) {
+	h := initHarness(t)
+	h.add("Held by a live loop's agent")
+	h.env["RALPH_HOLDER"] = loop.ThisProcess().String() // a live loop: this test
+	h.ok("task", "claim", "t-1", "--agent", "agent-a")
+	delete(h.env, "RALPH_HOLDER")
+	for _, move := range []struct {
+		args []string
+		verb string
+	}{{[]string{"done", "t-1"}, "complete"}, {[]string{"fail", "t-1", "--reason", "r"}, "fail"}} {
+		r := h.run(append([]string{"task"}, move.args...)...)
+		want := "ralph: a live agent holds the task: task t-1 is held by agent-a (holder " + loop.ThisProcess().String() + "); pass --force to " + move.verb + " it anyway\n"
+		if r.code != exitError || r.stderr != want {
+			t.Errorf("task %v: exit %d, stderr\n%s\nwant exit %d, stderr\n%s", move.args, r.code, r.stderr, exitError, want)
+		}
+	}
+
+	held := &loop.HeldError{TaskID: "t-2", ClaimedBy: "agent-b", Holder: loop.Holder{Host: "h", PID: 7, Start: 9}, Move: loop.MoveComplete}
+	err := taskError(fmt.Errorf("progress: %w", held))
+	if want := "progress: loop: a live agent holds the task: task t-2 is held by agent-b (holder 7:9@h); pass --force to complete it anyway"; err.Error() != want {
+		t.Errorf("taskError: %q, want %q", err, want)
+	}
+	var back *loop.HeldError
+	if !errors.As(err, &back) || back != held || !errors.Is(err, loop.ErrHeldByLiveAgent) {
+		t.Errorf("taskError lost the chain: %#v", err)
+	}
+	// A message that does not end with the refusal's own stays the
+	// library's; other errors pass untouched.
+	odd := fmt.Errorf("%w (and more)", held)
+	if got := taskError(odd); got != odd {
+		t.Errorf("taskError(%q) = %q, want it unchanged", odd, got)
+	}
+	if got := taskError(loop.ErrNotHolder); got != loop.ErrNotHolder {
+		t.Errorf("taskError(%v) = %v, want it unchanged", loop.ErrNotHolder, got)
+	}
+}
+
+// TestBrokerRefusalInFlagWords: the broker's refusals of a forced move
+// and of a claim outside peek mode (a *broker.RefusalError, in the
+// library's words) reach the agent's ralph through the socket and are
+// worded as they always have been, naming --force and --claim agent.
+func TestBrokerRefusalInFlagWords(t *testing.T) {
+	h := initHarness(t)
+	h.add("Theirs") // t-1
+	h.env["RALPH_AGENT_ID"] = "agent-a"
+	plan := peekPlan()
+	plan.ClaimMode = loop.ClaimLoop // the loop claims: no claims of the agent's own
+	serveBroker(t, h, plan)
+	for _, tc := range []struct {
+		cmd  []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"task", "done", "t-1", "--force"}, map[string]string{"RALPH_AGENT_ID": ""},
+			"ralph: refused: --force is for people; agent agent-a moves only the tasks it holds\n"},
+		{[]string{"task", "claim", "t-1"}, nil,
+			"ralph: refused: in this run the ralph loop claims the tasks; an agent claims for itself in peek mode only (ralph build --claim agent)\n"},
+	} {
+		for k, v := range tc.env {
+			h.env[k] = v
+		}
+		r := h.run(tc.cmd...)
+		h.env["RALPH_AGENT_ID"] = "agent-a"
+		if r.code != exitError || r.stderr != tc.want {
+			t.Errorf("%v: exit %d, stderr\n%s\nwant exit %d, stderr\n%s", tc.cmd, r.code, r.stderr, exitError, tc.want)
+		}
 	}
 }

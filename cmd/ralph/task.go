@@ -102,7 +102,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if err != nil {
 						return err
 					}
-					return st.Complete(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("summary")), By: mover(c, cfg)})
+					return taskError(st.Complete(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("summary")), By: mover(c, cfg)}))
 				}),
 			},
 			{
@@ -121,7 +121,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if reason == "" {
 						return &usageError{cmd: commandPath(c), err: errors.New("--reason is required")}
 					}
-					return st.Fail(c.Context, loop.MoveParams{TaskID: a[0], Message: reason, By: mover(c, cfg)})
+					return taskError(st.Fail(c.Context, loop.MoveParams{TaskID: a[0], Message: reason, By: mover(c, cfg)}))
 				}),
 			},
 			{
@@ -513,7 +513,7 @@ func taskClaim(cfg appConfig) planAction {
 			return nothingToDo("no task is ready to claim")
 		}
 		if err != nil {
-			return err
+			return taskError(err)
 		}
 		_, err = fmt.Fprintln(cfg.stdout, t.ID)
 		return err

@@ -1466,6 +1466,13 @@ func (s *suite) testWhoMayMove(t *testing.T) {
 					if err != nil && tt.refuse != loop.ErrLoopClaim && !strings.Contains(err.Error(), "agent-a") {
 						t.Errorf("refusal %q does not name the holder agent-a", err)
 					}
+					if tt.refuse == loop.ErrHeldByLiveAgent {
+						var held *loop.HeldError
+						want := loop.HeldError{TaskID: "t1", ClaimedBy: "agent-a", Holder: me, Move: kind}
+						if !errors.As(err, &held) || *held != want {
+							t.Errorf("refusal %q: want a *loop.HeldError %+v", err, want)
+						}
+					}
 					f.unchanged(before, "a refused "+string(kind))
 					return
 				}
