@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ralph-dev/ralph/parallel"
+	"github.com/ralph-dev/ralph/parallel/gittest"
 )
 
 // TestMain runs git as on a machine with no configuration: no global or
@@ -133,32 +134,7 @@ func treeFiles(t *testing.T, dir, commit string) map[string]string {
 // diskFiles returns the files under dir, .git aside, and their contents.
 func diskFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Name() == ".git" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
+	return gittest.TreeFiles(t, dir)
 }
 
 func TestCheck(t *testing.T) {

@@ -130,6 +130,12 @@ func readBlob(t testing.TB, dir, spec string) string {
 // TreeFiles walks dir, leaving out .git.
 func (r *ExecRepo) TreeFiles(t testing.TB, dir string) map[string]string {
 	t.Helper()
+	return TreeFiles(t, dir)
+}
+
+// TreeFiles returns the files under dir, .git aside, and their contents.
+func TreeFiles(t testing.TB, dir string) map[string]string {
+	t.Helper()
 	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
