@@ -74,27 +74,6 @@ func marker() string {
 	return "RALPH_TEST_GRANDCHILD=" + rand.Text()
 }
 
-// checkNoneLeft fails unless no live process holds kv in its environment
-// within a second (a process SIGKILLed a moment ago may still be dying),
-// and kills those it finds.
-func checkNoneLeft(t *testing.T, kv string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Second)
-	for {
-		pids := agentproctest.ProcessesWithEnv(kv)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Fatalf("processes left behind: %v", pids)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A run cancelled while its test gate runs returns at once and leaves
 // none of the processes the gate started, in its process group or out of
 // it (with a CommandRunner that reaps those).
@@ -139,7 +118,7 @@ func TestGateCancelLeavesNoProcess(t *testing.T) {
 				if rep.Outcome != loop.OutcomeCancelled {
 					t.Errorf("outcome %s (%s), want cancelled", rep.Outcome, rep.Message)
 				}
-				checkNoneLeft(t, mark)
+				agentproctest.NoneLeft(t, mark)
 			})
 		}
 	}
@@ -168,7 +147,7 @@ func TestGateLeavesNoBackgroundJob(t *testing.T) {
 			if rep.Outcome != loop.OutcomeComplete {
 				t.Errorf("outcome %s (%s), want complete", rep.Outcome, rep.Message)
 			}
-			checkNoneLeft(t, mark)
+			agentproctest.NoneLeft(t, mark)
 		})
 	}
 }

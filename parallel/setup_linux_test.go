@@ -85,16 +85,7 @@ func TestSetupCancelLeavesNoProcess(t *testing.T) {
 				if rep.Outcome != loop.OutcomeCancelled {
 					t.Errorf("outcome %s (%s), want cancelled", rep.Outcome, rep.Message)
 				}
-				deadline := time.Now().Add(time.Second) // a process SIGKILLed a moment ago may still be dying
-				for pids := agentproctest.ProcessesWithEnv(mark); len(pids) > 0; pids = agentproctest.ProcessesWithEnv(mark) {
-					if time.Now().After(deadline) {
-						for _, pid := range pids {
-							_ = syscall.Kill(pid, syscall.SIGKILL)
-						}
-						t.Fatalf("processes left behind: %v", pids)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				agentproctest.NoneLeft(t, mark)
 			})
 		}
 	}

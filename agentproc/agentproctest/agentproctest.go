@@ -17,7 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Pinned names a CLI release the tests are written against, the one
@@ -182,6 +184,28 @@ func ProcessesWithEnv(kv string) []int {
 		}
 	}
 	return pids
+}
+
+// NoneLeft fails t unless, within a second (a process killed a moment
+// ago may still be dying), no process carries the environment entry kv;
+// those still there then are killed, so that a failing test leaves
+// nothing behind either.
+func NoneLeft(t testing.TB, kv string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		pids := ProcessesWithEnv(kv)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("processes left behind: %v", pids)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // zombie reports whether pid has exited and waits to be reaped.
