@@ -48,33 +48,12 @@ func runHermetic(m *testing.M) int {
 	return m.Run()
 }
 
-// needGit skips tb when there is no git, unless under CI, where a missing
-// git is a broken setup.
-func needGit(tb testing.TB) {
-	tb.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("git is not on PATH, and CI=true: these tests must run")
-		}
-		tb.Skip("git is not on PATH:", err)
-	}
-}
-
-// gitT runs git in dir as a test's own hand, with an identity, and returns
-// its trimmed output.
-func gitT(tb testing.TB, dir string, args ...string) string {
-	tb.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=Test", "-c", "user.email=test@example.com"}, args...)...)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		tb.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr)
-	}
-	return strings.TrimSpace(string(out))
-}
+// needGit skips without git (a failure under CI); gitT runs git by the
+// test's own hand, with an identity.
+var (
+	needGit = gittest.NeedGit
+	gitT    = gittest.Run
+)
 
 // newRepo makes a repository, in a directory whose path has spaces, with
 // one commit of a.txt on branch main, and returns its working tree.
