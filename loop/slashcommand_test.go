@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -73,6 +75,21 @@ func TestExpandSlashCommand(t *testing.T) {
 		if diff := cmp.Diff(tt.want, loop.ExpandSlashCommand(tt.root, tt.prompt)); diff != "" {
 			t.Errorf("ExpandSlashCommand(%q) (-want +got):\n%.300s", tt.prompt, diff)
 		}
+	}
+
+	// A FIFO planted as a command hangs nothing: it is not read.
+	if err := syscall.Mkfifo(filepath.Join(cmds, "fifo.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() { got <- loop.ExpandSlashCommand(root, "/fifo x") }()
+	select {
+	case g := <-got:
+		if g != "/fifo x" {
+			t.Errorf("ExpandSlashCommand with a FIFO for the command = %q, want the prompt as it is", g)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ExpandSlashCommand hangs on a FIFO planted as the command")
 	}
 
 	// "" is the current directory, where an agent run without Dir runs.
