@@ -442,18 +442,7 @@ const stopTimeout = 300 * time.Millisecond
 
 // testTimeout: the wall-clock timeout stops a busy agent.
 func (s *suite) testTimeout(t *testing.T) {
-	f := newFake(t, Exit{Stdout: s.h.Start}, thenHang)
-	req := request(t.TempDir())
-	req.Timeout = stopTimeout
-	start := time.Now()
-	res := s.run(t, t.Context(), f, req)
-	if res.Class != loop.ClassTimeout {
-		t.Errorf("%s; want timeout", describe(res))
-	}
-	if d := time.Since(start); d > stopTimeout+grace {
-		t.Errorf("Run took %v with a %v timeout", d, stopTimeout)
-	}
-	f.gone(t)
+	s.stopped(t, loop.ClassTimeout, "timeout", func(req *loop.RunRequest) { req.Timeout = stopTimeout })
 }
 
 // testIdleTimeout: an agent silent for IdleTimeout is stopped.
@@ -461,16 +450,23 @@ func (s *suite) testIdleTimeout(t *testing.T) {
 	if s.noIdle {
 		t.Skip("WithoutIdleTimeout")
 	}
+	s.stopped(t, loop.ClassIdleTimeout, "idle timeout", func(req *loop.RunRequest) { req.IdleTimeout = stopTimeout })
+}
+
+// stopped runs an agent that starts and then hangs, with the limit set
+// sets to stopTimeout: the session ends with class want, promptly, and
+// leaves no process.
+func (s *suite) stopped(t *testing.T, want loop.ErrorClass, limit string, set func(*loop.RunRequest)) {
 	f := newFake(t, Exit{Stdout: s.h.Start}, thenHang)
 	req := request(t.TempDir())
-	req.IdleTimeout = stopTimeout
+	set(&req)
 	start := time.Now()
 	res := s.run(t, t.Context(), f, req)
-	if res.Class != loop.ClassIdleTimeout {
-		t.Errorf("%s; want idle_timeout", describe(res))
+	if res.Class != want {
+		t.Errorf("%s; want %s", describe(res), want)
 	}
 	if d := time.Since(start); d > stopTimeout+grace {
-		t.Errorf("Run took %v with a %v idle timeout", d, stopTimeout)
+		t.Errorf("Run took %v with a %v %s", d, stopTimeout, limit)
 	}
 	f.gone(t)
 }
