@@ -43,7 +43,9 @@ func attackProject(t *testing.T, env []string, initArgs ...string) (*e2e, string
 
 // secrets are what a sandboxed agent must not be given.
 var secrets = []string{"GH_TOKEN=ghp_attack", "GITHUB_TOKEN=ghs_attack", "PGPASSWORD=hunter2",
-	"PGPASSFILE=/nonexistent/.pgpass", "PGSERVICEFILE=/nonexistent/pg_service.conf", "RALPH_SERVE_TOKEN=serve-token"}
+	"PGPASSFILE=/nonexistent/.pgpass", "PGSERVICEFILE=/nonexistent/pg_service.conf", "RALPH_SERVE_TOKEN=serve-token",
+	// another provider's keys: the agent here is Claude Code's runner
+	"OPENAI_API_KEY=sk-attack", "GEMINI_API_KEY=attack-gemini"}
 
 // checkWithheld fails the test when the environment the agent recorded
 // (env(1) output) holds RALPH_DB or a secret, or lacks RALPH_SOCKET.
