@@ -1701,3 +1701,18 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// ReasonLine is a reason or an error's text as one line for people:
+// trimmed, its line breaks written "; ", and without the package prefixes
+// of ralph's error texts ("loop: ", "dag: ", "broker: "), which say
+// nothing to a reader. The CLI prints errors so, and a progress file's
+// attempt blocks hold reasons so.
+func ReasonLine(s string) string {
+	s = strings.TrimSpace(s)
+	for _, pkg := range []string{"loop: ", "dag: ", "broker: "} {
+		s = strings.TrimPrefix(s, pkg)
+		s = strings.ReplaceAll(s, ": "+pkg, ": ")
+	}
+	s = strings.ReplaceAll(s, "\r\n", "; ")
+	return strings.ReplaceAll(s, "\n", "; ")
+}

@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/loop"
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); "dev"
@@ -102,18 +102,9 @@ func runApp(ctx context.Context, app *cli.App, args []string, stderr io.Writer) 
 	return exitError
 }
 
-// oneLine keeps an error on one line of stderr and drops the package
-// prefixes of library errors ("loop: ", "dag: ", "broker: "), which mean
-// nothing to a user.
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	for _, pkg := range []string{"loop: ", "dag: ", "broker: "} {
-		s = strings.TrimPrefix(s, pkg)
-		s = strings.ReplaceAll(s, ": "+pkg, ": ")
-	}
-	s = strings.ReplaceAll(s, "\r\n", "; ")
-	return strings.ReplaceAll(s, "\n", "; ")
-}
+// oneLine keeps an error on one line of stderr, without the package
+// prefixes of library errors (loop.ReasonLine).
+func oneLine(s string) string { return loop.ReasonLine(s) }
 
 // newApp builds the CLI writing to stdout and stderr.
 func newApp(stdout, stderr io.Writer) *cli.App {

@@ -45,7 +45,7 @@ func (r Recorder) RecordIteration(ctx context.Context, rec loop.IterationRecord)
 	if rec.Task.ID != "" && !rec.Status.Success() && rec.Status != loop.IterTaskFailed {
 		result := string(rec.Status)
 		if rec.Reason != "" {
-			result += ": " + reasonLine(rec.Reason)
+			result += ": " + loop.ReasonLine(rec.Reason)
 		}
 		a := Attempt{Iteration: rec.Iteration, Tried: tried, Result: result, Next: "the task is offered again"}
 		if err := r.AddAttempt(ctx, a); err != nil {
@@ -56,20 +56,6 @@ func (r Recorder) RecordIteration(ctx context.Context, rec loop.IterationRecord)
 		Iteration: rec.Iteration, Started: rec.Started, Duration: rec.Duration,
 		TasksCompleted: rec.TasksCompleted, Notes: note,
 	})
-}
-
-// reasonLine is the loop's reason as one line of an attempt block: trimmed,
-// its line breaks written "; ", and without the package prefixes of
-// ralph's error texts ("loop: ", "dag: ", "broker: "), which say nothing
-// to the reader of the file. The CLI prints reasons the same way.
-func reasonLine(s string) string {
-	s = strings.TrimSpace(s)
-	for _, pkg := range []string{"loop: ", "dag: ", "broker: "} {
-		s = strings.TrimPrefix(s, pkg)
-		s = strings.ReplaceAll(s, ": "+pkg, ": ")
-	}
-	s = strings.ReplaceAll(s, "\r\n", "; ")
-	return strings.ReplaceAll(s, "\n", "; ")
 }
 
 // DocumentRunner lets a progress-file agent answer with the whole updated
