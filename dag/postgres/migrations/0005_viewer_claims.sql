@@ -10,6 +10,7 @@
 -- while a viewer waits or holds, and then notifies that channel; with no
 -- viewer it takes it (until its commit, conflicting with nothing but a
 -- viewer) and notifies nobody. The ask costs a claim a few microseconds.
+-- The plan's id is read from its schema's name, ralph_plan_<id>.
 CREATE FUNCTION notify_claim() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	IF NOT pg_try_advisory_xact_lock_shared(1380011094, CAST(substr(TG_TABLE_SCHEMA, 12) AS integer)) THEN
