@@ -20,27 +20,26 @@ import (
 // worker that ends the run — exit codes 1, 3, 4, 5, 7, 9 and 10 — makes
 // every other worker end before its next claim, with that stop.
 type Shared struct {
-	mu       sync.Mutex
-	maxIter  int
-	maxCost  float64
-	inFlight int // slots taken by iterations under way
-	counted  int // iterations that ran to their end
-	number   int // the last iteration number handed out
-	cost     float64
-	pause    time.Time // no claims before then: a usage limit
-	first    *stop
+	mu        sync.Mutex
+	maxIter   int
+	maxCost   float64
+	inFlight  int // slots taken by iterations under way
+	counted   int // iterations that ran to their end
+	numbered  int // the last iteration number handed out
+	cost      float64
+	paused    time.Time // no claims before then: a usage limit
+	firstStop *stop
 	// done is closed with the first stop that ends the run: it wakes the
 	// workers waiting for a usage limit's reset.
 	done chan struct{}
-	log  *SessionLog
-	// The AGENTS.md test command, read once for every worker, and said
-	// once (ReadAgentsTest).
-	agentsOnce   sync.Once
-	agents       AgentsTest
-	agentsErr    error
-	announceOnce sync.Once
-	// filtersOnce: the repository's filters that do not run, said once.
-	filtersOnce sync.Once
+	slog *SessionLog
+	// The AGENTS.md test command, read once for every worker
+	// (ReadAgentsTest).
+	agentsOnce sync.Once
+	agents     AgentsTest
+	agentsErr  error
+	// said holds the notices said once for all workers (first).
+	said map[string]bool
 }
 
 // NewShared returns the state shared by the workers of one build, with
@@ -51,7 +50,7 @@ func NewShared(maxIterations int, maxCost float64, log *SessionLog) *Shared {
 	if maxIterations <= 0 {
 		maxIterations = DefaultMaxIterations
 	}
-	return &Shared{maxIter: maxIterations, maxCost: maxCost, log: log, done: make(chan struct{})}
+	return &Shared{maxIter: maxIterations, maxCost: maxCost, slog: log, done: make(chan struct{}), said: map[string]bool{}}
 }
 
 // Iterations returns how many iterations the workers ran to their end.
@@ -68,51 +67,65 @@ func (s *Shared) CostUSD() float64 {
 	return s.cost
 }
 
-// take takes an iteration slot, after any usage-limit pause. It returns
-// the stop that ends the worker instead: another worker's stop, the cost
-// budget, the iteration budget.
-func (s *Shared) take(ctx context.Context, r *run) *stop {
-	for {
-		s.mu.Lock()
-		switch {
-		case s.first != nil:
-			f := *s.first
-			s.mu.Unlock()
-			f.err = nil
-			f.message = "stopped with another worker: " + f.message
-			return &f
-		case s.maxCost > 0 && s.cost >= s.maxCost:
-			cost := s.cost
-			s.mu.Unlock()
-			return stopWith(OutcomeBudgetExhausted, "cost budget exhausted: spent $%.4f of $%.4f", cost, s.maxCost)
-		case s.counted+s.inFlight >= s.maxIter:
-			n := s.counted
-			s.mu.Unlock()
-			return stopWith(OutcomeLimitReached, "iteration limit reached (%d of %d run or under way)", n, s.maxIter)
-		}
-		until := s.pause
-		if wait := until.Sub(r.cfg.Now()); wait > 0 && until.After(r.pausedUntil) {
-			s.mu.Unlock()
-			r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: until, Wait: wait,
-				Message: "usage limit reached by another worker; waiting for the reset"})
-			if err := s.sleep(ctx, r.cfg.Sleep, wait); err != nil {
-				return r.checkCancel(ctx)
-			}
-			r.pausedUntil = until // waited for this pause (or the run ended): not again
-			continue
-		}
-		s.inFlight++
-		s.mu.Unlock()
-		return nil
+// take takes an iteration slot, unless the workers must wait for a
+// usage limit's reset first (a pause after waited, the last one this
+// worker waited for): then it returns the pause's end. It returns the stop
+// that ends the worker instead: another worker's stop, the cost budget,
+// the iteration budget.
+func (s *Shared) take(now, waited time.Time) (time.Time, *stop) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.firstStop != nil:
+		f := *s.firstStop
+		f.err = nil
+		f.message = "stopped with another worker: " + f.message
+		return time.Time{}, &f
+	case s.maxCost > 0 && s.cost >= s.maxCost:
+		return time.Time{}, stopWith(OutcomeBudgetExhausted, "cost budget exhausted: spent $%.4f of $%.4f", s.cost, s.maxCost)
+	case s.counted+s.inFlight >= s.maxIter:
+		return time.Time{}, stopWith(OutcomeLimitReached, "iteration limit reached (%d of %d run or under way)", s.counted, s.maxIter)
 	}
+	if until := s.paused; until.Sub(now) > 0 && until.After(waited) {
+		return until, nil
+	}
+	s.inFlight++
+	return time.Time{}, nil
+}
+
+// number numbers an iteration whose claim succeeded, across the workers.
+func (s *Shared) number(int) int { return s.next() }
+
+// spent reports whether the iteration budget is spent.
+func (s *Shared) spent(int) bool { return s.limitReached() }
+
+func (s *Shared) spend(usd float64) { s.addCost(usd) }
+func (s *Shared) pause(t time.Time) { s.pauseUntil(t) }
+func (s *Shared) log() *SessionLog  { return s.slog }
+
+// agentsTest reads the AGENTS.md test command once for every worker.
+func (s *Shared) agentsTest(read func() (AgentsTest, error)) (AgentsTest, error) {
+	s.agentsOnce.Do(func() { s.agents, s.agentsErr = read() })
+	return s.agents, s.agentsErr
+}
+
+// first reports whether what is said for the first time in this build.
+func (s *Shared) first(what string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.said[what] {
+		return false
+	}
+	s.said[what] = true
+	return true
 }
 
 // next numbers an iteration whose claim succeeded.
 func (s *Shared) next() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.number++
-	return s.number
+	s.numbered++
+	return s.numbered
 }
 
 // give gives back the slot take took; counted says the iteration ran to
@@ -143,8 +156,8 @@ func (s *Shared) addCost(usd float64) {
 func (s *Shared) pauseUntil(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t.After(s.pause) {
-		s.pause = t
+	if t.After(s.paused) {
+		s.paused = t
 	}
 }
 
@@ -155,9 +168,9 @@ func (s *Shared) stopped(st *stop) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.first == nil {
+	if s.firstStop == nil {
 		c := *st
-		s.first = &c
+		s.firstStop = &c
 		close(s.done)
 	}
 }
@@ -193,10 +206,10 @@ func (s *Shared) sleep(ctx context.Context, sleep func(context.Context, time.Dur
 func (s *Shared) First() (o Outcome, message string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.first == nil {
+	if s.firstStop == nil {
 		return "", "", false
 	}
-	return s.first.outcome, s.first.message, true
+	return s.firstStop.outcome, s.firstStop.message, true
 }
 
 // endsRun reports whether a worker's stop ends the whole run
@@ -216,23 +229,23 @@ func endsRun(o Outcome) bool {
 // that two builds started in the same second never share logs). log is nil
 // when cfg.SessionLog is off; the caller closes it.
 func OpenSession(cfg Config) (session string, log *SessionLog, err error) {
-	r := &run{cfg: cfg, autoSession: cfg.Session == ""}
-	if _, err := r.cfg.normalize(); err != nil {
+	auto := cfg.Session == ""
+	if _, _, err := cfg.normalize(); err != nil {
 		return "", nil, err
 	}
-	log, err = r.openLog()
-	return r.cfg.Session, log, err
+	log, err = openLog(&cfg, auto)
+	return cfg.Session, log, err
 }
 
-// openLog opens the run's session log (nil when cfg.SessionLog is off): a
-// session named from the clock is first reserved (reserveSession, which
-// sets r.cfg.Session), one named by the caller is used as it is.
-func (r *run) openLog() (*SessionLog, error) {
-	cfg := r.cfg
+// openLog opens the session log of a run with cfg (nil when cfg.SessionLog
+// is off): a session named from the clock (auto) is first reserved
+// (reserveSession, which sets cfg.Session), one named by the caller is
+// used as it is.
+func openLog(cfg *Config, auto bool) (*SessionLog, error) {
 	var log *SessionLog
 	switch {
-	case r.autoSession && (cfg.SessionLog || cfg.RawLogs):
-		f, err := r.reserveSession()
+	case auto && (cfg.SessionLog || cfg.RawLogs):
+		f, err := reserveSession(cfg)
 		if err != nil || f == nil {
 			return nil, err
 		}
@@ -249,11 +262,11 @@ func (r *run) openLog() (*SessionLog, error) {
 	// The event log goes with the session log. It failing to open is no
 	// reason to stop a run (its write errors are not either): the error is
 	// kept and Close returns it.
-	ev, err := openEventLog(logBase(r.cfg.Root, r.cfg.LogDir), EventLogPath(r.cfg.LogDir, r.cfg.Session))
+	ev, err := openEventLog(logBase(cfg.Root, cfg.LogDir), EventLogPath(cfg.LogDir, cfg.Session))
 	if err != nil {
 		ev = &EventLog{err: err}
 	}
-	ev.Holder = r.cfg.Holder
+	ev.Holder = cfg.Holder
 	log.events = ev
 	return log, nil
 }
@@ -270,6 +283,6 @@ func (s *Shared) Stop(o Outcome, message string) {
 // they do anything else (the parallel pool records the plan's integration
 // branch before its workers run).
 func CheckConfig(cfg Config) error {
-	_, err := cfg.normalize()
+	_, _, err := cfg.normalize()
 	return err
 }
