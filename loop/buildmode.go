@@ -146,7 +146,7 @@ func (b *buildMode) iteration(ctx context.Context) (counted bool, s *stop) {
 	if err != nil {
 		return false, b.storeErr(ctx, err)
 	}
-	a := attempt{n: b.budget.number(b.report.Iterations + 1), task: task}
+	a := attempt{n: b.budget.Number(b.report.Iterations + 1), task: task}
 	logs, err := b.store.Logs(ctx, task.ID)
 	if err != nil {
 		return false, b.storeErr(ctx, err)

@@ -160,9 +160,13 @@ type Config struct {
 	// task is done only once Workspace.Integrate landed its work. The
 	// commit gate (Commit) is not used: integration commits.
 	Workspace Workspace
-	// Shared, if set, is what this run shares with the other workers of
-	// one build: the iteration budget, the cost, a usage-limit pause, the
-	// session log and the first stop (see Shared).
+	// Budget, if set, is where the run takes its iterations and its cost
+	// from instead of MaxIterations and MaxCost: the workers of a parallel
+	// build share one (see Budget).
+	Budget Budget
+	// Shared, if set, is what this run reads and writes once with the
+	// other workers of one build: the session log, the AGENTS.md test
+	// command, the notices of a run's start (see Shared).
 	Shared *Shared
 	// Now and Sleep are the clock, injectable for tests (nil: time.Now and
 	// a timer that stops on ctx cancellation).

@@ -328,7 +328,7 @@ func (r *run) agentsTest(ctx context.Context) (AgentsTest, error) {
 		}
 		return readAgentsTest(ctx, r.repo, r.cfg.Root)
 	}
-	return r.budget.agentsTest(read)
+	return r.cfg.Shared.agentsTest(read)
 }
 
 // announceAgentsTest says, at the start of the run, which test command
@@ -339,7 +339,7 @@ func (r *run) announceAgentsTest() {
 		return
 	}
 	msg := r.tests.agents.Announcement()
-	if msg == "" || !r.budget.first("agents-test") {
+	if msg == "" || !r.cfg.Shared.first("agents-test") {
 		return
 	}
 	r.note.notice(0, "%s", msg)

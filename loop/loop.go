@@ -103,9 +103,8 @@ func Run(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repor
 // newRun is the engine of a run of a checked cfg; its caller sets its mode.
 func newRun(cfg Config, store TaskStore, runner Runner, strat Strategy, auto bool) *run {
 	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto}
-	if cfg.Shared != nil {
-		r.budget = cfg.Shared
-	} else {
+	r.budget = cfg.Budget
+	if r.budget == nil {
 		r.budget = solo{maxIter: cfg.MaxIterations, maxCost: cfg.MaxCost, report: &r.report}
 	}
 	return r
@@ -127,7 +126,7 @@ type run struct {
 	// mode is what the run's kind does (modes.go); budget is where it
 	// takes its iterations and cost from (budget.go).
 	mode   mode
-	budget budget
+	budget Budget
 	// tests is the test gate: the command (none in plan and prompt mode)
 	// and, when it came from AGENTS.md, where from.
 	tests testGate
@@ -203,7 +202,7 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		r.report.Outcome, r.report.Message = s.outcome, s.message
 		return r.report, s.err
 	}
-	slog := r.budget.log()
+	slog := r.cfg.Shared.log()
 	if slog != nil {
 		// A worker: the build's one session log, which the pool opened.
 		if !cfg.SessionLog {
@@ -246,7 +245,7 @@ func (r *run) exec(parent context.Context) (Report, error) {
 
 	stopRenew := r.renewHeld(ctx)
 	s := r.loop(ctx)
-	r.budget.stopped(s)
+	r.stopped(s)
 	stopRenew()
 	r.releaseAll(parent)
 	r.mode.close(parent, ctx.Err() == nil)
@@ -349,7 +348,7 @@ func (r *run) loop(ctx context.Context) *stop {
 			return s
 		}
 		counted, s := r.mode.iteration(ctx)
-		r.budget.give(counted)
+		r.budget.Give(counted)
 		if s != nil {
 			return s
 		}
@@ -475,7 +474,7 @@ func (r *run) planChecks(ctx context.Context, tolerant bool) *stop {
 }
 
 func (r *run) limitCheck(remaining int) *stop {
-	if !r.budget.spent(r.report.Iterations) {
+	if !r.budget.Spent(r.report.Iterations) {
 		return nil
 	}
 	if remaining < 0 {
@@ -833,7 +832,7 @@ func (r *run) record(ctx context.Context, rc Receipt) {
 	}
 	r.report.Receipts = append(r.report.Receipts, rc)
 	r.report.CostUSD += rc.CostUSD
-	r.budget.spend(rc.CostUSD)
+	r.budget.Spend(rc.CostUSD)
 	if r.receipts != nil {
 		if err := r.receipts.RecordReceipt(context.WithoutCancel(ctx), rc); err != nil {
 			r.note.notice(rc.Iteration, "could not record the receipt: %v", err)
@@ -1019,11 +1018,11 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 	if wait > r.cfg.MaxWait || r.waited+wait > r.cfg.MaxWait {
 		return &stop{outcome: OutcomeUsageLimit, message: msg, resetsAt: reset}
 	}
-	r.budget.pause(now.Add(wait))
+	r.budget.Pause(now.Add(wait))
 	r.pausedUntil = now.Add(wait)
 	r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: now.Add(wait), Wait: wait, Message: msg})
 	// Another worker's stop ends the wait.
-	if err := r.budget.sleep(ctx, r.cfg.Sleep, wait); err != nil {
+	if err := r.sleep(ctx, wait); err != nil {
 		return r.checkCancel(ctx)
 	}
 	r.waited += wait

@@ -101,7 +101,7 @@ func checkBuild(c *Config) string {
 // workers and no verifier.
 func checkPeek(c *Config) string {
 	switch {
-	case c.Workspace != nil || c.Shared != nil:
+	case c.Workspace != nil || c.Shared != nil || c.Budget != nil:
 		return "peek mode (claim mode agent) cannot run with workers: each worker's loop claims its task"
 	case c.Verify:
 		return "verify needs the loop to claim (claim mode loop): in peek mode the agent claims and closes tasks itself"

@@ -125,7 +125,7 @@ func (b *buildMode) waitForAgents(ctx context.Context, token string) *stop {
 	}
 	watcher, _ := b.store.(ChangeWatcher)
 	for {
-		if sh := b.cfg.Shared; sh != nil && sh.ended() {
+		if b.budgetEnded() {
 			return nil // another worker's stop ends this one: take says so
 		}
 		d := holderCheckEvery
