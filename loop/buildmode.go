@@ -197,7 +197,7 @@ func (b *buildMode) claim(ctx context.Context, id string) (Task, error) {
 	task, err := b.store.Claim(ctx, ClaimParams{TaskID: id, Scope: b.cfg.Scope, Agent: b.cfg.AgentID,
 		Lease: b.cfg.Lease, Holder: b.cfg.Holder, Mode: ClaimLoop})
 	if err == nil {
-		b.hold(task)
+		b.lease.hold(task)
 	}
 	return task, err
 }

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -110,10 +109,13 @@ func newRun(cfg Config, store TaskStore, runner Runner, strat Strategy, auto boo
 	return r
 }
 
-// run is one Run. Its fields are owned by the goroutine calling Run; the
-// renewal goroutines read only cfg, store, the notifier (locked) and
-// renewal (locked), never what the loop writes as it goes (r.iter: a
-// notice of a failed renewal once read it, a data race).
+// run is the engine of one Run, Plan or RunPrompt: it opens the logs,
+// renews the lease, takes iterations from the budget, waits out usage
+// limits, books iterations and releases what is held on the way out; its
+// mode does the rest (modes.go). Its fields are owned by the goroutine
+// calling Run; the renewal goroutines read only cfg, store, the notifier
+// (locked) and the lease (locked), never what the loop writes as it goes
+// (r.iter: a notice of a failed renewal once read it, a data race).
 type run struct {
 	cfg      Config
 	store    TaskStore
@@ -146,10 +148,6 @@ type run struct {
 	// pausedUntil is the end of the last usage-limit pause of the runs
 	// sharing the budget that this run waited for.
 	pausedUntil time.Time
-	// held is the claim the loop holds (zero ID when none), with the
-	// generation its outcome is fenced by; renewal shares it with the
-	// goroutine that renews its lease.
-	held Task
 	// repo is the git repository Root is in, found when the run began
 	// (nil, with repoErr, when it is in none): every git command of the
 	// run is built from it (package hostgit).
@@ -160,8 +158,8 @@ type run struct {
 	head headState
 	// autoSession is set when the session name came from the clock.
 	autoSession bool
-	// renewal renews the held claim's lease for as long as it is held.
-	renewal renewal
+	// lease is the claim the loop holds, which a goroutine renews.
+	lease lease
 	// iter is the iteration under way, for the store's own bookkeeping
 	// (IterationRecorder).
 	iter iterState
@@ -880,110 +878,6 @@ func (r *run) env(n int, taskID string) []string {
 	return env
 }
 
-// renewAgentClaims renews, every third of the lease, every claim this
-// agent holds (peek mode: the agent claims in its session), until stop is
-// called.
-func (r *run) renewAgentClaims(ctx context.Context, n int) (stop func()) {
-	return r.every(ctx, func(ctx context.Context) {
-		for _, id := range r.agentTasks(ctx) {
-			if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err != nil && ctx.Err() == nil {
-				r.note.notice(n, "could not renew the lease on %s: %v", id, err)
-			}
-		}
-	})
-}
-
-// renewHeld renews, every third of the lease, the claim the loop holds
-// (r.renewal), for the whole run: from the claim until its outcome is
-// recorded — through the agent's session, verification, the gates and the
-// retries of a durable outcome (ARCHITECTURE.md §2.2).
-func (r *run) renewHeld(ctx context.Context) (stop func()) {
-	return r.every(ctx, func(ctx context.Context) {
-		id, _, n := r.renewal.get()
-		if id == "" {
-			return
-		}
-		if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err == nil {
-			r.renewal.renewed(id, r.cfg.Now().Add(r.cfg.Lease))
-		} else if ctx.Err() == nil {
-			r.note.notice(n, "could not renew the lease on %s: %v", id, err)
-		}
-	})
-}
-
-// every runs f every third of the lease until stop is called.
-func (r *run) every(ctx context.Context, f func(context.Context)) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(max(r.cfg.Lease/3, minRenewInterval))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				f(ctx)
-			}
-		}
-	})
-	return func() {
-		cancel()
-		wg.Wait()
-	}
-}
-
-// renewal is the claim the loop holds, shared with the goroutine that
-// renews its lease: all that goroutine knows of the run's state besides
-// cfg and store, which nobody writes while it runs.
-type renewal struct {
-	mu    sync.Mutex
-	id    string
-	until time.Time // when the lease runs out unless renewed again
-	iter  int       // the iteration under way, for notices
-}
-
-func (w *renewal) hold(id string, until time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.id, w.until = id, until
-}
-
-// begin notes that iteration n began.
-func (w *renewal) begin(n int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.iter = n
-}
-
-func (w *renewal) get() (id string, until time.Time, iter int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.id, w.until, w.iter
-}
-
-// renewed records a renewal of claim id, unless the loop let it go since.
-func (w *renewal) renewed(id string, until time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.id == id {
-		w.until = until
-	}
-}
-
-// hold holds task, the loop's claim, and renews its lease.
-func (r *run) hold(task Task) {
-	r.held = task
-	r.renewal.hold(task.ID, task.LeaseExpiresAt)
-}
-
-// unhold forgets the claim the loop held: released, or its outcome
-// recorded.
-func (r *run) unhold() {
-	r.held = Task{}
-	r.renewal.hold("", time.Time{})
-}
-
 // agentTasks lists the ids of the tasks this agent holds, anywhere.
 func (r *run) agentTasks(ctx context.Context) []string {
 	active, err := r.store.Active(ctx, Scope{})
@@ -1031,11 +925,10 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 
 // releaseHeld releases the loop's claim, if any.
 func (r *run) releaseHeld(ctx context.Context, reason string) {
-	if r.held.ID == "" {
+	task := r.lease.drop()
+	if task.ID == "" {
 		return
 	}
-	task := r.held
-	r.unhold()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := r.store.Release(rctx, MoveParams{TaskID: task.ID, Message: reason, By: r.by(task)}); err != nil {

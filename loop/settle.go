@@ -57,7 +57,7 @@ func (b *buildMode) settle(ctx context.Context, task Task, what string, move fun
 		// still end with the lease they started under, so that a store
 		// that renews but never records cannot hold the run forever.
 		if b.store.RenewLease(ctx, task.ID, b.cfg.AgentID, b.cfg.Lease) == nil {
-			b.renewal.renewed(task.ID, b.cfg.Now().Add(b.cfg.Lease))
+			b.lease.renewed(task.ID, b.cfg.Now().Add(b.cfg.Lease))
 		}
 	}
 }
@@ -66,7 +66,7 @@ func (b *buildMode) settle(ctx context.Context, task Task, what string, move fun
 // last renewal's lease, else the claim's.
 func (b *buildMode) leaseUntil(task Task) time.Time {
 	until := task.LeaseExpiresAt
-	if id, renewed, _ := b.renewal.get(); id == task.ID && renewed.After(until) {
+	if id, renewed, _ := b.lease.get(); id == task.ID && renewed.After(until) {
 		until = renewed
 	}
 	if until.IsZero() {
