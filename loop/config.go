@@ -160,9 +160,13 @@ type Config struct {
 	// task is done only once Workspace.Integrate landed its work. The
 	// commit gate (Commit) is not used: integration commits.
 	Workspace Workspace
-	// Shared, if set, is what this run shares with the other workers of
-	// one build: the iteration budget, the cost, a usage-limit pause, the
-	// session log and the first stop (see Shared).
+	// Budget, if set, is where the run takes its iterations and its cost
+	// from instead of MaxIterations and MaxCost: the workers of a parallel
+	// build share one (see Budget).
+	Budget Budget
+	// Shared, if set, is what this run reads and writes once with the
+	// other workers of one build: the session log, the AGENTS.md test
+	// command, the notices of a run's start (see Shared).
 	Shared *Shared
 	// Now and Sleep are the clock, injectable for tests (nil: time.Now and
 	// a timer that stops on ctx cancellation).
@@ -192,14 +196,15 @@ func DefaultConfig(root string) Config {
 var ErrConfig = errors.New("loop: invalid configuration")
 
 // normalize fills the defaults of zero fields and checks the rest of a
-// build run's Config. It returns the strategy to use.
-func (c *Config) normalize() (Strategy, error) { return c.normalizeFor(ModeBuild) }
+// build run's Config: the checks every mode shares, then its mode's own
+// (modeOf). It returns the mode and the strategy to use.
+func (c *Config) normalize() (modeKind, Strategy, error) { return c.normalizeFor(ModeBuild) }
 
 // normalizeFor is normalize for a run of the given mode: Run passes
 // ModeBuild, Plan ModePlan, RunPrompt ModePrompt.
-func (c *Config) normalizeFor(mode Mode) (Strategy, error) {
-	bad := func(format string, args ...any) (Strategy, error) {
-		return nil, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+func (c *Config) normalizeFor(mode Mode) (modeKind, Strategy, error) {
+	bad := func(format string, args ...any) (modeKind, Strategy, error) {
+		return modeKind{}, nil, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
 	}
 	if c.Root == "" {
 		return bad("root directory is required")
@@ -216,57 +221,72 @@ func (c *Config) normalizeFor(mode Mode) (Strategy, error) {
 		}
 		return bad("mode %q: this entry point runs mode %s only", c.Mode, mode)
 	}
-	if mode != ModeBuild {
-		if s := c.checkOtherMode(); s != "" {
-			return bad("%s", s)
+	if s := c.checkCommon(); s != "" {
+		return bad("%s", s)
+	}
+	kind := modeOf(c)
+	if s := kind.check(c); s != "" {
+		return bad("%s", s)
+	}
+	c.fillDefaults(kind)
+	if c.AgentID == "" {
+		id, err := NewAgentID()
+		if err != nil {
+			return modeKind{}, nil, err
 		}
+		c.AgentID = id
 	}
-	if c.Scope.Feature != "" && c.Scope.TaskID != "" {
-		return bad("scope takes a feature or a task, not both")
+	if c.CustomStrategy != nil {
+		return kind, c.CustomStrategy, nil
 	}
-	if c.MaxIterations < 0 {
-		return bad("max iterations %d is negative", c.MaxIterations)
+	s, err := ParseStrategy(c.Strategy, c.Model)
+	if err != nil {
+		return modeKind{}, nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	if c.MaxIterations == 0 {
-		c.MaxIterations = DefaultMaxIterations
-		if c.Mode == ModePlan {
-			c.MaxIterations = DefaultPlanIterations
-		}
-	}
-	if c.Once || c.Mode == ModePrompt {
-		c.MaxIterations = 1
-	}
-	if c.MaxRetries < 0 {
-		return bad("max retries %d is negative", c.MaxRetries)
-	}
-	if c.Timeout < 0 || c.IdleTimeout < 0 || c.MaxWait < 0 || c.Lease < 0 {
-		return bad("durations must not be negative")
-	}
-	if c.MaxCost < 0 {
-		return bad("max cost %v is negative", c.MaxCost)
+	return kind, s, nil
+}
+
+// checkCommon checks the fields every mode reads. It returns the problem,
+// or "".
+func (c *Config) checkCommon() string {
+	switch {
+	case c.Scope.Feature != "" && c.Scope.TaskID != "":
+		return "scope takes a feature or a task, not both"
+	case c.MaxIterations < 0:
+		return fmt.Sprintf("max iterations %d is negative", c.MaxIterations)
+	case c.MaxRetries < 0:
+		return fmt.Sprintf("max retries %d is negative", c.MaxRetries)
+	case c.Timeout < 0 || c.IdleTimeout < 0 || c.MaxWait < 0 || c.Lease < 0:
+		return "durations must not be negative"
+	case c.MaxCost < 0:
+		return fmt.Sprintf("max cost %v is negative", c.MaxCost)
 	}
 	switch c.ClaimMode {
-	case "":
-		c.ClaimMode = ClaimLoop
-	case ClaimLoop, ClaimAgent:
+	case "", ClaimLoop, ClaimAgent:
 	default:
-		return bad("claim mode %q (want loop or agent)", c.ClaimMode)
-	}
-	if c.ClaimMode == ClaimAgent && (c.Workspace != nil || c.Shared != nil) {
-		return bad("peek mode (claim mode agent) cannot run with workers: each worker's loop claims its task")
-	}
-	if c.Workspace != nil && c.Commit {
-		return bad("a workspace's work is committed by its integration: the commit gate is not used with one")
-	}
-	if c.ClaimMode == ClaimAgent && c.Verify {
-		return bad("verify needs the loop to claim (claim mode loop): in peek mode the agent claims and closes tasks itself")
+		return fmt.Sprintf("claim mode %q (want loop or agent)", c.ClaimMode)
 	}
 	switch c.OnUsageLimit {
-	case "":
-		c.OnUsageLimit = UsageLimitWait
-	case UsageLimitWait, UsageLimitStop:
+	case "", UsageLimitWait, UsageLimitStop:
 	default:
-		return bad("on-usage-limit %q (want wait or stop)", c.OnUsageLimit)
+		return fmt.Sprintf("on-usage-limit %q (want wait or stop)", c.OnUsageLimit)
+	}
+	return ""
+}
+
+// fillDefaults gives the zero fields of a checked Config their defaults.
+func (c *Config) fillDefaults(kind modeKind) {
+	if c.MaxIterations == 0 {
+		c.MaxIterations = kind.iterations
+	}
+	if c.Once || kind.single {
+		c.MaxIterations = 1
+	}
+	if c.ClaimMode == "" {
+		c.ClaimMode = ClaimLoop
+	}
+	if c.OnUsageLimit == "" {
+		c.OnUsageLimit = UsageLimitWait
 	}
 	if c.MaxWait == 0 {
 		c.MaxWait = DefaultMaxWait
@@ -283,27 +303,12 @@ func (c *Config) normalizeFor(mode Mode) (Strategy, error) {
 	if c.Sleep == nil {
 		c.Sleep = sleepCtx
 	}
-	if c.AgentID == "" {
-		id, err := NewAgentID()
-		if err != nil {
-			return nil, err
-		}
-		c.AgentID = id
-	}
 	if c.Session == "" {
 		c.Session = SessionName(c.Now())
 	}
 	if c.LogDir == "" {
 		c.LogDir = filepath.Join(c.Root, ".ralph", "logs")
 	}
-	if c.CustomStrategy != nil {
-		return c.CustomStrategy, nil
-	}
-	s, err := ParseStrategy(c.Strategy, c.Model)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	return s, nil
 }
 
 // NewAgentID returns "agent-" followed by 8 random hex digits.

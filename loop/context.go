@@ -328,30 +328,19 @@ func (r *run) agentsTest(ctx context.Context) (AgentsTest, error) {
 		}
 		return readAgentsTest(ctx, r.repo, r.cfg.Root)
 	}
-	if sh := r.cfg.Shared; sh != nil {
-		sh.agentsOnce.Do(func() { sh.agents, sh.agentsErr = read() })
-		return sh.agents, sh.agentsErr
-	}
-	return read()
+	return r.cfg.Shared.agentsTest(read)
 }
 
 // announceAgentsTest says, at the start of the run, which test command
 // the run took from AGENTS.md and where from (a build with workers says
 // it once).
 func (r *run) announceAgentsTest() {
-	if r.agents == nil {
+	if r.tests.agents == nil {
 		return
 	}
-	msg := r.agents.Announcement()
-	if msg == "" {
+	msg := r.tests.agents.Announcement()
+	if msg == "" || !r.cfg.Shared.first("agents-test") {
 		return
-	}
-	if sh := r.cfg.Shared; sh != nil {
-		said := true
-		sh.announceOnce.Do(func() { said = false })
-		if said {
-			return
-		}
 	}
 	r.note.notice(0, "%s", msg)
 }

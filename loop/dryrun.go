@@ -53,14 +53,11 @@ func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error
 	if store == nil {
 		return DryRunPlan{}, fmt.Errorf("%w: DryRun needs a store", ErrConfig)
 	}
-	strat, err := cfg.normalize()
+	kind, strat, err := cfg.normalize()
 	if err != nil {
 		return DryRunPlan{}, err
 	}
-	name := PromptBuild
-	if cfg.ClaimMode == ClaimAgent {
-		name = PromptPeek
-	}
+	name := kind.prompt
 	p, err := LoadPrompt(cfg.Root, name)
 	if err != nil {
 		return DryRunPlan{}, err
@@ -116,7 +113,7 @@ func DryRun(ctx context.Context, cfg Config, store TaskStore) (DryRunPlan, error
 	t := ready[0]
 	plan.TaskID, plan.Title = t.ID, t.Title
 	choice := ModelChoice{Iteration: 1}
-	if cfg.ClaimMode != ClaimAgent {
+	if kind.claims {
 		logs, err := store.Logs(ctx, t.ID)
 		if err != nil {
 			return plan, err

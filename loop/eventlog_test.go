@@ -131,7 +131,7 @@ func TestEventLogSharedWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared := loop.NewShared(4, 0, slog)
+	shared := loop.NewShared(slog)
 	// Each session waits until both workers hold a task, so that each
 	// worker runs exactly one.
 	var started sync.WaitGroup

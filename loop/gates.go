@@ -168,15 +168,8 @@ func (r *run) announceBlankedFilters(ctx context.Context) {
 			filters = append(filters, k)
 		}
 	}
-	if len(filters) == 0 {
+	if len(filters) == 0 || !r.cfg.Shared.first("blanked-filters") {
 		return
-	}
-	if sh := r.cfg.Shared; sh != nil {
-		said := true
-		sh.filtersOnce.Do(func() { said = false })
-		if said {
-			return
-		}
 	}
 	r.note.notice(0, "ralph's git does not run the filters this repository's own configuration defines (%s): files they would convert are committed as they are; a filter installed in your global configuration (git lfs install) does run", strings.Join(filters, ", "))
 }

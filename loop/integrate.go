@@ -15,11 +15,20 @@ func (r *run) dir() string {
 	return r.cfg.Root
 }
 
+// short is a commit's abbreviated name.
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
 // begin readies the workspace for the claimed task (ARCHITECTURE.md §5).
 // landed is set when the task's work is on the integration branch already:
 // begin has completed the task then, and the iteration is not counted. A
 // git failure releases the claim and stops the run (exit 5).
-func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []LogEntry) (landed bool, s *stop) {
+func (b *buildMode) begin(ctx context.Context, a attempt, ws Workspace, logs []LogEntry) (landed bool, s *stop) {
+	task := a.task
 	recorded := 0
 	for _, e := range logs {
 		if e.Kind == LogDone {
@@ -29,13 +38,13 @@ func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []
 	integrated, err := ws.Begin(ctx, task, recorded)
 	if nw, ok := ws.(Noticer); ok {
 		for _, msg := range nw.Notices() {
-			r.note.notice(n, "%s", msg)
+			b.note.notice(a.n, "%s", msg)
 		}
 	}
 	if err != nil {
-		r.releaseHeld(ctx, "the worker's tree could not be readied: "+firstLine(err.Error()))
+		b.releaseHeld(ctx, "the worker's tree could not be readied: "+firstLine(err.Error()))
 		if ctx.Err() != nil {
-			return false, r.checkCancel(ctx)
+			return false, b.checkCancel(ctx)
 		}
 		return false, stopWith(OutcomeGitFailed, "git: task %s: %v", task.ID, err)
 	}
@@ -43,22 +52,24 @@ func (r *run) begin(ctx context.Context, n int, ws Workspace, task Task, logs []
 		return false, nil
 	}
 	msg := "its work is on the integration branch already (a landing ralph recorded, made before a stop)"
-	r.note.notice(n, "task %s: %s; done", task.ID, msg)
-	if _, _, s, ok := r.commitMove(ctx, task, "done", "", func(ctx context.Context) error {
-		return r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: msg, By: r.by(task)})
+	b.note.notice(a.n, "task %s: %s; done", task.ID, msg)
+	// No iteration has begun for this claim: what the store says is
+	// numbered with the last one that did.
+	if v, ok := b.commitMove(ctx, b.iter.n, task, "done", "", func(ctx context.Context) error {
+		return b.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: msg, By: b.by(task)})
 	}); !ok {
-		return true, s
+		return true, v.stop
 	}
-	r.unhold()
+	b.unhold()
 	return true, nil
 }
 
 // integrate lands a done task's work on the integration branch before the
-// task is done in the store ("done means merged", ARCHITECTURE.md §5). A zero
-// status means it landed (or there was nothing to land). Work that cannot
-// land is task trouble; a claim that ended meanwhile is a lost claim; any
-// other failure is a git failure, which stops the run (exit 5).
-func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res RunResult) (IterationStatus, string, *stop) {
+// task is done in the store ("done means merged", ARCHITECTURE.md §5). A
+// zero verdict means it landed (or there was nothing to land). Work that
+// cannot land is task trouble; a claim that ended meanwhile is a lost
+// claim; any other failure is a git failure, which stops the run (exit 5).
+func (b *buildMode) integrate(ctx context.Context, n int, ws Workspace, task Task, res RunResult) verdict {
 	req := IntegrateRequest{
 		Task:    task,
 		Summary: summary(res.Text),
@@ -67,7 +78,7 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 		// revert of landed work (ARCHITECTURE.md §7).
 		Checkout: res.Checkout,
 		Current: func(ctx context.Context) error {
-			cur, err := r.store.Get(ctx, task.ID)
+			cur, err := b.store.Get(ctx, task.ID)
 			if err != nil {
 				return err
 			}
@@ -77,9 +88,9 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 			return nil
 		},
 	}
-	if r.testCmd != "" {
-		dir := r.dir()
-		req.Gate = func(ctx context.Context) error { return r.runTests(ctx, dir, r.testCmd) }
+	if cmd := b.tests.cmd; cmd != "" {
+		dir := b.dir()
+		req.Gate = func(ctx context.Context) error { return b.runTests(ctx, dir, cmd) }
 	}
 	got, err := ws.Integrate(ctx, req)
 	var ie *IntegrationError
@@ -87,58 +98,55 @@ func (r *run) integrate(ctx context.Context, n int, ws Workspace, task Task, res
 	case err == nil:
 		switch {
 		case got.Commit == "" && got.Replayed:
-			r.note.notice(n, "task %s: its changes are on the integration branch already (the replay onto the moved tip changed nothing): done, no commit", task.ID)
+			b.note.notice(n, "task %s: its changes are on the integration branch already (the replay onto the moved tip changed nothing): done, no commit", task.ID)
 		case got.Commit == "":
-			r.note.notice(n, "task %s changed nothing: done, no commit", task.ID)
+			b.note.notice(n, "task %s changed nothing: done, no commit", task.ID)
 		case got.Replayed:
-			r.note.notice(n, "task %s landed as %s, replayed onto the moved tip", task.ID, short(got.Commit))
+			b.note.notice(n, "task %s landed as %s, replayed onto the moved tip", task.ID, short(got.Commit))
 		default:
-			r.note.notice(n, "task %s landed as %s", task.ID, short(got.Commit))
+			b.note.notice(n, "task %s landed as %s", task.ID, short(got.Commit))
 		}
-		return "", "", nil
+		return verdict{}
 	case ctx.Err() != nil:
-		r.releaseHeld(ctx, ReasonLoopStopped)
-		return IterCancelled, "", r.checkCancel(ctx)
+		b.releaseHeld(ctx, ReasonLoopStopped)
+		return judged(IterCancelled, "", b.checkCancel(ctx))
 	case errors.As(err, &ie):
-		r.note.notice(n, "task %s could not land: %v", task.ID, ie)
-		return r.taskTrouble(ctx, task, IterIntegrationFailed, "integration: "+ie.Error())
+		b.note.notice(n, "task %s could not land: %v", task.ID, ie)
+		return b.taskTrouble(ctx, n, task, IterIntegrationFailed, "integration: "+ie.Error())
 	case errors.Is(err, ErrStaleClaim):
-		cur, gerr := r.store.Get(ctx, task.ID)
+		cur, gerr := b.store.Get(ctx, task.ID)
 		if gerr != nil {
-			return IterCancelled, "", r.storeErr(ctx, gerr)
+			return judged(IterCancelled, "", b.storeErr(ctx, gerr))
 		}
-		return r.claimLost(ctx, n, task, cur)
+		return b.claimLost(ctx, n, task, cur, false)
 	}
 	why := fmt.Sprintf("git: task %s: %v", task.ID, err)
-	r.releaseHeld(ctx, "integration failed: "+firstLine(err.Error()))
-	return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
+	b.releaseHeld(ctx, "integration failed: "+firstLine(err.Error()))
+	return judged(IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why))
 }
 
 // checkTree asks the workspace whether its tree is still its own after
-// the agent's session (TreeChecker). A zero status means it is; a tree
-// that was not is task trouble; a failure to look stops the run (exit 5).
-func (r *run) checkTree(ctx context.Context, n int, task Task, tc TreeChecker) (IterationStatus, string, *stop) {
+// the agent's session, when it can tell (TreeChecker). A zero verdict
+// means it is; a tree that was not is task trouble; a failure to look
+// stops the run (exit 5).
+func (b *buildMode) checkTree(ctx context.Context, n int, task Task) verdict {
+	tc, ok := b.cfg.Workspace.(TreeChecker)
+	if !ok {
+		return verdict{}
+	}
 	err := tc.CheckTree(ctx)
 	var ie *IntegrationError
 	switch {
 	case err == nil:
-		return "", "", nil
+		return verdict{}
 	case ctx.Err() != nil:
-		r.releaseHeld(ctx, ReasonLoopStopped)
-		return IterCancelled, "", r.checkCancel(ctx)
+		b.releaseHeld(ctx, ReasonLoopStopped)
+		return judged(IterCancelled, "", b.checkCancel(ctx))
 	case errors.As(err, &ie):
-		r.note.notice(n, "task %s: %v", task.ID, ie)
-		return r.taskTrouble(ctx, task, IterIntegrationFailed, "the worktree: "+ie.Error())
+		b.note.notice(n, "task %s: %v", task.ID, ie)
+		return b.taskTrouble(ctx, n, task, IterIntegrationFailed, "the worktree: "+ie.Error())
 	}
 	why := fmt.Sprintf("git: task %s: %v", task.ID, err)
-	r.releaseHeld(ctx, "the worktree could not be checked: "+firstLine(err.Error()))
-	return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
-}
-
-// short is a commit's abbreviated name.
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
+	b.releaseHeld(ctx, "the worktree could not be checked: "+firstLine(err.Error()))
+	return judged(IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why))
 }

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -90,19 +89,33 @@ func Run(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repor
 		return Report{Outcome: OutcomeError, Message: err.Error(), Remaining: -1}, err
 	}
 	auto := cfg.Session == ""
-	strat, err := cfg.normalize()
+	kind, strat, err := cfg.normalize()
 	if err != nil {
 		return Report{Outcome: OutcomeError, Message: err.Error(), Remaining: -1}, err
 	}
-	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto}
+	r := newRun(cfg, store, runner, strat, auto)
 	r.receipts, _ = store.(ReceiptStore)
+	r.mode = kind.start(r)
 	return r.exec(ctx)
 }
 
-// run is one Run. Its fields are owned by the goroutine calling Run; the
-// renewal goroutines read only cfg, store, the notifier (locked) and
-// renewal (locked), never what the loop writes as it goes (r.iter: a
-// notice of a failed renewal once read it, a data race).
+// newRun is the engine of a run of a checked cfg; its caller sets its mode.
+func newRun(cfg Config, store TaskStore, runner Runner, strat Strategy, auto bool) *run {
+	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto}
+	r.budget = cfg.Budget
+	if r.budget == nil {
+		r.budget = solo{maxIter: cfg.MaxIterations, maxCost: cfg.MaxCost, report: &r.report}
+	}
+	return r
+}
+
+// run is the engine of one Run, Plan or RunPrompt: it opens the logs,
+// renews the lease, takes iterations from the budget, waits out usage
+// limits, books iterations and releases what is held on the way out; its
+// mode does the rest (modes.go). Its fields are owned by the goroutine
+// calling Run; the renewal goroutines read only cfg, store, the notifier
+// (locked) and the lease (locked), never what the loop writes as it goes
+// (r.iter: a notice of a failed renewal once read it, a data race).
 type run struct {
 	cfg      Config
 	store    TaskStore
@@ -112,7 +125,13 @@ type run struct {
 	m        *machine
 	note     *notifier
 	prompts  map[string]*Prompt
-	testCmd  string
+	// mode is what the run's kind does (modes.go); budget is where it
+	// takes its iterations and cost from (budget.go).
+	mode   mode
+	budget Budget
+	// tests is the test gate: the command (none in plan and prompt mode)
+	// and, when it came from AGENTS.md, where from.
+	tests testGate
 
 	report  Report
 	history []Attempt
@@ -126,17 +145,9 @@ type run struct {
 	// waited sums usage-limit waits since the last session that was not
 	// stopped by a limit.
 	waited time.Duration
-	// pausedUntil is the end of the workers' shared usage-limit pause
-	// this worker last waited for (Shared).
+	// pausedUntil is the end of the last usage-limit pause of the runs
+	// sharing the budget that this run waited for.
 	pausedUntil time.Time
-	// held is the claim the loop holds (zero ID when none), with the
-	// generation its outcome is fenced by.
-	held Task
-	// limited is the verifier's usage-limited result, for the wait.
-	limited RunResult
-	// guard snapshots and restores the working tree around verifier
-	// sessions (nil without Verify).
-	guard *treeGuard
 	// repo is the git repository Root is in, found when the run began
 	// (nil, with repoErr, when it is in none): every git command of the
 	// run is built from it (package hostgit).
@@ -145,26 +156,20 @@ type run struct {
 	// head is where HEAD was when the last agent session began (the
 	// commit gate's check, headguard.go).
 	head headState
-	// agents is the AGENTS.md test command the run took (nil with
-	// Config.TestCmd, or no test gate), for its announcement.
-	agents *AgentsTest
 	// autoSession is set when the session name came from the clock.
 	autoSession bool
-	// gateDetail is the last gate failure with its output's tail: the
-	// release reason the next attempt's prompt shows.
-	gateDetail string
-	// waitingFor names the held tasks the loop last said it waits for.
-	waitingFor string
-	// recounting is set while claimLost counts a lost claim against its
-	// task, under a claim of its own.
-	recounting bool
-	// renewal renews the held claim's lease for as long as it is held.
-	renewal renewal
+	// lease is the claim the loop holds, which a goroutine renews.
+	lease lease
 	// iter is the iteration under way, for the store's own bookkeeping
-	// (IterationRecorder); plan and adhoc hold plan and prompt mode state.
-	iter  iterState
-	plan  planState
-	adhoc promptState
+	// (IterationRecorder).
+	iter iterState
+}
+
+// testGate is the test gate's command ("" for none) and, when the run took
+// it from AGENTS.md, where from (for its announcement).
+type testGate struct {
+	cmd    string
+	agents *AgentsTest
 }
 
 // stop ends the loop with an outcome.
@@ -195,15 +200,15 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		r.report.Outcome, r.report.Message = s.outcome, s.message
 		return r.report, s.err
 	}
-	var slog *SessionLog
-	if cfg.Shared != nil {
+	slog := r.cfg.Shared.log()
+	if slog != nil {
 		// A worker: the build's one session log, which the pool opened.
-		if cfg.SessionLog {
-			slog = cfg.Shared.log
+		if !cfg.SessionLog {
+			slog = nil
 		}
 	} else {
 		var err error
-		if slog, err = r.openLog(); err != nil {
+		if slog, err = openLog(&r.cfg, r.autoSession); err != nil {
 			r.report.Outcome, r.report.Message = OutcomeError, err.Error()
 			return r.report, err
 		}
@@ -238,16 +243,10 @@ func (r *run) exec(parent context.Context) (Report, error) {
 
 	stopRenew := r.renewHeld(ctx)
 	s := r.loop(ctx)
-	if cfg.Shared != nil {
-		cfg.Shared.stopped(s)
-	}
+	r.stopped(s)
 	stopRenew()
 	r.releaseAll(parent)
-	if r.guard != nil {
-		gctx, cancel := context.WithTimeout(context.WithoutCancel(parent), tidyTimeout)
-		r.guard.close(gctx, ctx.Err() == nil)
-		cancel()
-	}
+	r.mode.close(parent, ctx.Err() == nil)
 	r.finish(parent)
 	if perr := r.note.err(); perr != nil {
 		s = internal(perr)
@@ -262,7 +261,7 @@ func (r *run) exec(parent context.Context) (Report, error) {
 // maxSessionSeconds bounds the search for a free session name.
 const maxSessionSeconds = 3600
 
-// reserveSession makes the clock-made session name r.cfg.Session unique
+// reserveSession makes the clock-made session name cfg.Session unique
 // among the logs in LogDir and claims it atomically, so that two runs
 // started in the same second — in one process or two — never share or
 // overwrite a log. A name is taken when its session log or raw-log
@@ -272,12 +271,12 @@ const maxSessionSeconds = 3600
 // log itself, created with O_EXCL and returned open, when cfg.SessionLog
 // is set; else the raw-log directory, made with Mkdir (which fails if it
 // exists).
-func (r *run) reserveSession() (*os.File, error) {
-	dir := r.cfg.LogDir
+func reserveSession(cfg *Config) (*os.File, error) {
+	dir := cfg.LogDir
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	base := logBase(r.cfg.Root, dir)
+	base := logBase(cfg.Root, dir)
 	if err := makeLogDir(base, dir); err != nil {
 		return nil, fmt.Errorf("loop: session log: %w", err)
 	}
@@ -288,9 +287,9 @@ func (r *run) reserveSession() (*os.File, error) {
 		}
 		return err == nil, err
 	}
-	start, err := time.Parse(sessionLayout, r.cfg.Session)
+	start, err := time.Parse(sessionLayout, cfg.Session)
 	if err != nil {
-		return nil, fmt.Errorf("loop: session name %q: %w", r.cfg.Session, err)
+		return nil, fmt.Errorf("loop: session name %q: %w", cfg.Session, err)
 	}
 	for i := range maxSessionSeconds {
 		name := SessionName(start.Add(time.Duration(i) * time.Second))
@@ -304,7 +303,7 @@ func (r *run) reserveSession() (*os.File, error) {
 		if taken {
 			continue
 		}
-		if r.cfg.SessionLog {
+		if cfg.SessionLog {
 			f, err := safefile.Create(base, SessionLogPath(dir, name), 0o644)
 			if errors.Is(err, fs.ErrExist) {
 				continue // another run took it just now
@@ -312,7 +311,7 @@ func (r *run) reserveSession() (*os.File, error) {
 			if err != nil {
 				return nil, fmt.Errorf("loop: session log: %w", err)
 			}
-			r.cfg.Session = name
+			cfg.Session = name
 			return f, nil
 		}
 		err = safefile.Mkdir(base, filepath.Join(dir, name), 0o755)
@@ -322,15 +321,15 @@ func (r *run) reserveSession() (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loop: raw log directory: %w", err)
 		}
-		r.cfg.Session = name
+		cfg.Session = name
 		return nil, nil
 	}
-	return nil, fmt.Errorf("loop: session log: no free session name in the %d seconds after %s", maxSessionSeconds, r.cfg.Session)
+	return nil, fmt.Errorf("loop: session log: no free session name in the %d seconds after %s", maxSessionSeconds, cfg.Session)
 }
 
 // loop runs the checks and iterations; it returns why it stopped.
 func (r *run) loop(ctx context.Context) *stop {
-	if s := r.prepare(ctx); s != nil {
+	if s := r.prepareRun(ctx); s != nil {
 		return s
 	}
 	if s := r.fire(ctx, StateEventStart); s != nil {
@@ -343,21 +342,11 @@ func (r *run) loop(ctx context.Context) *stop {
 		if s := r.checkCancel(ctx); s != nil {
 			return s
 		}
-		if r.cfg.Shared == nil && r.cfg.MaxCost > 0 && r.report.CostUSD >= r.cfg.MaxCost {
-			return stopWith(OutcomeBudgetExhausted, "cost budget exhausted: spent $%.4f of $%.4f", r.report.CostUSD, r.cfg.MaxCost)
+		if s := r.takeSlot(ctx); s != nil {
+			return s
 		}
-		var s *stop
-		var counted bool
-		switch {
-		case r.cfg.Mode == ModePlan:
-			counted, s = r.planIteration(ctx)
-		case r.cfg.Mode == ModePrompt:
-			counted, s = r.promptIteration(ctx)
-		case r.cfg.ClaimMode == ClaimAgent:
-			counted, s = r.peekIteration(ctx)
-		default:
-			counted, s = r.iteration(ctx)
-		}
+		counted, s := r.mode.iteration(ctx)
+		r.budget.Give(counted)
 		if s != nil {
 			return s
 		}
@@ -367,7 +356,7 @@ func (r *run) loop(ctx context.Context) *stop {
 		if s := r.fire(ctx, StateEventIterate); s != nil {
 			return s
 		}
-		if s := r.exitChecks(ctx); s != nil {
+		if s := r.mode.exitChecks(ctx); s != nil {
 			return s
 		}
 		if s := r.fire(ctx, StateEventNext); s != nil {
@@ -380,20 +369,8 @@ func (r *run) loop(ctx context.Context) *stop {
 // command.
 func (r *run) load(ctx context.Context) *stop {
 	r.repo, r.repoErr = hostgit.Find(r.cfg.Root)
-	names := []string{PromptBuild}
-	switch {
-	case r.cfg.Mode == ModePlan:
-		names = []string{PromptPlan}
-	case r.cfg.Mode == ModePrompt:
-		names = []string{PromptAdHoc}
-	case r.cfg.ClaimMode == ClaimAgent:
-		names = []string{PromptPeek}
-	}
-	if r.cfg.Verify {
-		names = append(names, PromptVerify)
-	}
 	r.prompts = map[string]*Prompt{}
-	for _, n := range names {
+	for _, n := range r.mode.prompts() {
 		for _, name := range []string{n, SystemPromptName(n)} {
 			p, err := LoadPrompt(r.cfg.Root, name)
 			if err != nil {
@@ -405,20 +382,21 @@ func (r *run) load(ctx context.Context) *stop {
 	if r.cfg.Mode != ModeBuild {
 		return nil // plan and prompt mode have no test gate
 	}
-	r.testCmd = r.cfg.TestCmd
-	if r.testCmd == "" {
+	r.tests.cmd = r.cfg.TestCmd
+	if r.tests.cmd == "" {
 		at, err := r.agentsTest(ctx)
 		if err != nil {
 			return internal(err)
 		}
-		r.testCmd, r.agents = at.Command, &at
+		r.tests = testGate{cmd: at.Command, agents: &at}
 	}
 	return nil
 }
 
-// prepare checks the commit gate, makes the raw log directory and, with
-// Verify, prepares the verifier's tree guard, before the first iteration.
-func (r *run) prepare(ctx context.Context) *stop {
+// prepareRun checks the commit gate, makes the raw log directory and readies
+// the mode (with Verify, the verifier's tree guard), before the first
+// iteration.
+func (r *run) prepareRun(ctx context.Context) *stop {
 	if r.cfg.Commit {
 		if err := checkGitRepo(r.repo, r.repoErr, r.cfg.Root); err != nil {
 			return stopWith(OutcomeGitFailed, "%v", err)
@@ -430,25 +408,7 @@ func (r *run) prepare(ctx context.Context) *stop {
 			return internal(fmt.Errorf("loop: log directory: %w", err))
 		}
 	}
-	if r.cfg.Verify {
-		store := filepath.Join(r.cfg.Root, ".ralph", snapshotDir)
-		if r.cfg.Workspace != nil {
-			name := r.cfg.Worker
-			if name == "" {
-				name = "workspace"
-			}
-			store = filepath.Join(r.cfg.Root, ".ralph", "worktrees", name+".verify.git")
-		}
-		g, err := r.newGuard(ctx, store)
-		if err != nil {
-			if ctx.Err() != nil {
-				return r.checkCancel(ctx)
-			}
-			return internal(err)
-		}
-		r.guard = g
-	}
-	return nil
+	return r.mode.prepare(ctx)
 }
 
 func (r *run) checkCancel(ctx context.Context) *stop {
@@ -490,21 +450,16 @@ func (r *run) fireEnd(ctx context.Context) {
 	}
 }
 
-// exitChecks is step 9: the plan is resolved, or the iteration limit hit.
-func (r *run) exitChecks(ctx context.Context) *stop {
-	switch r.cfg.Mode {
-	case ModePlan:
-		return r.planExitChecks(ctx)
-	case ModePrompt:
-		return r.promptExit()
-	}
+// planChecks is step 9 of the modes that work the plan's tasks: the plan
+// is resolved, or the iteration limit hit. With tolerant (peek mode), a
+// store that cannot count is "tasks remain".
+func (r *run) planChecks(ctx context.Context, tolerant bool) *stop {
 	if s := r.finishedCheck(ctx); s != nil {
 		return s
 	}
 	c, err := r.store.Counts(ctx, r.cfg.Scope)
 	if err != nil {
-		if r.cfg.ClaimMode == ClaimAgent && ctx.Err() == nil {
-			// Peek mode: a status error counts as "tasks remain".
+		if tolerant && ctx.Err() == nil {
 			r.note.notice(r.report.Iterations, "plan status failed (tasks assumed to remain): %v", err)
 			return r.limitCheck(-1)
 		}
@@ -517,11 +472,7 @@ func (r *run) exitChecks(ctx context.Context) *stop {
 }
 
 func (r *run) limitCheck(remaining int) *stop {
-	if sh := r.cfg.Shared; sh != nil {
-		if !sh.limitReached() {
-			return nil
-		}
-	} else if r.report.Iterations < r.cfg.MaxIterations {
+	if !r.budget.Spent(r.report.Iterations) {
 		return nil
 	}
 	if remaining < 0 {
@@ -535,37 +486,6 @@ func completeStop(c Counts) *stop {
 		return stopWith(OutcomeCompleteWithFailures, "complete: %d done, %d failed", c.Done, c.Failed)
 	}
 	return stopWith(OutcomeComplete, "complete: all %d %s done", c.Done, plural(c.Done, "task", "tasks"))
-}
-
-// terminal is step 2: nothing could be claimed. With tasks in scope held
-// by other live agents, the loop waits for them and returns nil to try
-// again (waitForAgents); otherwise it says why it stops. token is the
-// store's change token from before the failed claim.
-func (r *run) terminal(ctx context.Context, token string) *stop {
-	c, err := r.store.Counts(ctx, r.cfg.Scope)
-	if err != nil {
-		return r.storeErr(ctx, err)
-	}
-	if c.InProgress > 0 {
-		return r.waitForAgents(ctx, token)
-	}
-	if c.Total() > 0 && !c.Resolved() {
-		// A task may have become ready between the failed claim and
-		// the counts (another agent's completion), or the claim may
-		// have passed over one another transaction held for a moment (a
-		// server's SKIP LOCKED claims): with one ready, look again.
-		ready, err := r.store.Ready(ctx, r.cfg.Scope, 1)
-		if err != nil {
-			return r.storeErr(ctx, err)
-		}
-		if len(ready) > 0 {
-			if err := r.cfg.Sleep(ctx, lookAgainAfter); err != nil {
-				return r.checkCancel(ctx)
-			}
-			return nil
-		}
-	}
-	return terminalStop(c)
 }
 
 // lookAgainAfter is how long a loop that saw a ready task it could not
@@ -618,83 +538,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// iteration runs one loop-claimed iteration (steps 1–8). counted is false
-// when a usage limit turned it into a wait.
-func (r *run) iteration(ctx context.Context) (counted bool, s *stop) {
-	n := r.report.Iterations + 1
-	if sh := r.cfg.Shared; sh != nil {
-		if s := sh.take(ctx, r); s != nil {
-			return false, s
-		}
-		defer func() { sh.give(counted) }()
-	}
-	token := r.changeToken(ctx)
-	task, err := r.claim(ctx, "")
-	if errors.Is(err, ErrNoReadyTask) {
-		return false, r.terminal(ctx, token)
-	}
-	if err != nil {
-		return false, r.storeErr(ctx, err)
-	}
-	if r.cfg.Shared != nil {
-		n = r.cfg.Shared.next()
-	}
-	logs, err := r.store.Logs(ctx, task.ID)
-	if err != nil {
-		return false, r.storeErr(ctx, err)
-	}
-	if ws := r.cfg.Workspace; ws != nil {
-		if landed, s := r.begin(ctx, n, ws, task, logs); landed || s != nil {
-			return false, s
-		}
-	}
-
-	data, err := buildContext(ctx, r.store, r.cfg.Root, task, r.cfg.MaxRetries, logs)
-	if err != nil {
-		return false, r.storeErr(ctx, err)
-	}
-	data.Mode, data.Iteration, data.AgentID, data.RalphBin = ModeBuild, n, r.cfg.AgentID, r.cfg.RalphBin
-	data.Root = r.dir()
-	sess, s := r.render(PromptBuild, data)
-	if s != nil {
-		return false, s
-	}
-	model, hinted := r.pickModel(ModelChoice{Iteration: n, Task: task, TaskLogs: logs, History: r.history})
-
-	r.beginIteration(ctx, n, task, model)
-	res, s := r.runAgent(ctx, n, model, sess, task)
-	if s != nil {
-		return false, s
-	}
-	if res.Class == ClassUsageLimit {
-		r.releaseHeld(ctx, "usage limit: waiting for reset")
-		r.endIteration(n, task, model, IterUsageLimit, "")
-		return false, r.usageLimit(ctx, res)
-	}
-	r.consumeHint(hinted)
-
-	status, why, s := r.handle(ctx, n, model, task, res)
-	if status == IterUsageLimit && s == nil {
-		r.endIteration(n, task, model, IterUsageLimit, why)
-		return false, r.usageLimit(ctx, r.limited)
-	}
-	r.waited = 0
-	r.countIteration(n, task, model, hinted, status, why)
-	return true, s
-}
-
-// claim claims task id (empty: the next ready task in scope) for the
-// agent this loop runs, and holds it.
-func (r *run) claim(ctx context.Context, id string) (Task, error) {
-	task, err := r.store.Claim(ctx, ClaimParams{TaskID: id, Scope: r.cfg.Scope, Agent: r.cfg.AgentID,
-		Lease: r.cfg.Lease, Holder: r.cfg.Holder, Mode: ClaimLoop})
-	if err == nil {
-		r.held = task
-		r.renewal.hold(task.ID, task.LeaseExpiresAt)
-	}
-	return task, err
 }
 
 // by is the loop as the actor of a move on its claim of task.
@@ -787,135 +630,10 @@ func (r *run) endIteration(n int, task Task, model string, status IterationStatu
 	}
 }
 
-// handle is steps 7–8 for a finished session of a loop-claimed task.
-func (r *run) handle(ctx context.Context, n int, model string, task Task, res RunResult) (IterationStatus, string, *stop) {
-	if res.Class == ClassCancelled || ctx.Err() != nil {
-		return IterCancelled, "", r.checkCancel(ctx)
-	}
-	if !res.OK() {
-		why := troubleText(res)
-		r.releaseHeld(ctx, "agent trouble: "+why)
-		return IterAgentTrouble, why, r.agentTrouble(res, why)
-	}
-
-	sig := sigil.Parse(res.Text)
-	if sig.NextModel != "" {
-		r.hint = sig.NextModel
-	}
-	status, why, s := r.handleTask(ctx, n, model, task, res, sig)
-	if s != nil {
-		return status, why, s
-	}
-	if sig.Failure {
-		return IterFailure, why, stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
-	}
-	if sig.Complete {
-		c, err := r.store.Counts(ctx, r.cfg.Scope)
-		if err == nil && !c.Resolved() {
-			r.note.notice(n, "agent said COMPLETE but %s; going on", remain(c.Open()+c.InProgress))
-		}
-	}
-	return status, why, nil
-}
-
-// handleTask applies the task sigil (or its absence) to the claimed task.
-func (r *run) handleTask(ctx context.Context, n int, model string, task Task, res RunResult, sig sigil.Result) (IterationStatus, string, *stop) {
-	// The claim may have ended during the session: released or recovered
-	// behind the loop's back, taken over, or moved by a person.
-	cur, err := r.store.Get(ctx, task.ID)
-	if err != nil {
-		return IterCancelled, "", r.storeErr(ctx, err)
-	}
-	if !holds(cur, task) {
-		return r.claimLost(ctx, n, task, cur)
-	}
-
-	switch {
-	case sig.TaskDone(task.ID) || r.markedDone(ctx, task.ID):
-		return r.taskDone(ctx, n, model, task, res)
-	case sig.TaskFailed(task.ID):
-		why := "agent reported the task failed: " + excerpt(res.Text, 300)
-		if st, w, s, ok := r.commitMove(ctx, task, "failed", res.Text, func(ctx context.Context) error {
-			return r.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: why, By: r.by(task)})
-		}); !ok {
-			return st, w, s
-		}
-		r.unhold()
-		return IterTaskFailed, why, nil
-	case sig.Failure:
-		// FAILURE without a verdict on the task: the task is not at fault.
-		r.releaseHeld(ctx, "the agent declared FAILURE")
-		return IterFailure, "", nil
-	case len(sig.Done)+len(sig.Failed) > 0:
-		why := fmt.Sprintf("wrong task id: expected %s, got %s", task.ID, strings.Join(append(append([]string{}, sig.Done...), sig.Failed...), ", "))
-		return r.taskTrouble(ctx, task, IterWrongID, why)
-	default:
-		return r.taskTrouble(ctx, task, IterNoSigil, "the agent ended without a task sigil")
-	}
-}
-
-// markedDone reports whether the agent marked task id done in the store's
-// own way (DoneMarker): a ticked progress-file box.
-func (r *run) markedDone(ctx context.Context, id string) bool {
-	m, ok := r.store.(DoneMarker)
-	if !ok {
-		return false
-	}
-	done, err := m.MarkedDone(ctx, id)
-	return err == nil && done
-}
-
 // holds reports whether cur, the task as the store has it now, is still
 // under the loop's claim held (same agent, same generation).
 func holds(cur, held Task) bool {
 	return cur.Status == StatusInProgress && cur.ClaimedBy == held.ClaimedBy && cur.Generation == held.Generation
-}
-
-// claimLost handles a session after which the loop's claim on task no
-// longer stands (cur is the task now). A claim lost silently is how a loop
-// spins: back to pending — released, or recovered, behind the
-// loop's back — is task trouble, counted against the task's breaker like a
-// missing sigil, with a reason that says who released it (the loop claims
-// the task again to count it, when it is still ready); held by another
-// claim, or done or failed by someone else, is noted, and the loop moves
-// on.
-func (r *run) claimLost(ctx context.Context, n int, task, cur Task) (IterationStatus, string, *stop) {
-	r.unhold()
-	who := lastMove(ctx, r.store, task.ID)
-	switch cur.Status {
-	case StatusPending:
-		why := "the claim was lost during the session: " + who
-		if r.recounting {
-			// The claim taken to count the trouble was lost too: count
-			// no further, so that this never goes round again.
-			r.note.notice(n, "task %s: %s", task.ID, why)
-			return IterClaimLost, why, nil
-		}
-		r.recounting = true
-		defer func() { r.recounting = false }()
-		again, err := r.claim(ctx, task.ID)
-		if err != nil {
-			if ctx.Err() != nil {
-				return IterCancelled, "", r.checkCancel(ctx)
-			}
-			r.note.notice(n, "task %s: %s; it could not be claimed again to count it: %v", task.ID, why, err)
-			return IterClaimLost, why, nil
-		}
-		r.note.notice(n, "task %s: %s", task.ID, why)
-		return r.taskTrouble(ctx, again, IterClaimLost, why)
-	case StatusDone:
-		r.note.notice(n, "task %s was done by someone else during the session (%s); leaving it as it is", task.ID, who)
-		return IterAlreadyClosed, "done by someone else: " + who, nil
-	case StatusFailed:
-		r.note.notice(n, "task %s was failed by someone else during the session (%s); leaving it as it is", task.ID, who)
-		return IterTaskFailed, "failed by someone else: " + who, nil
-	}
-	why := fmt.Sprintf("task %s is %s now", task.ID, cur.Status)
-	if cur.Status == StatusInProgress {
-		why = fmt.Sprintf("task %s is held by %s now (claim %d)", task.ID, cur.ClaimedBy, cur.Generation)
-	}
-	r.note.notice(n, "the claim was lost during the session: %s (%s); leaving it", why, who)
-	return IterClaimLost, why, nil
 }
 
 // lastMove describes the latest entry of a task's history that moved it
@@ -941,128 +659,14 @@ func lastMove(ctx context.Context, store TaskStore, id string) string {
 	return "no entry in its history says how"
 }
 
-// taskTrouble releases the task and counts a retry, or fails it when it
-// has run 1+MaxRetries times.
-func (r *run) taskTrouble(ctx context.Context, task Task, status IterationStatus, why string) (IterationStatus, string, *stop) {
-	if task.RetryCount >= r.cfg.MaxRetries {
-		reason := fmt.Sprintf("%s (after %d %s)", why, task.RetryCount+1, plural(task.RetryCount+1, "run", "runs"))
-		if st, w, s, ok := r.commitMove(ctx, task, "failed", "", func(ctx context.Context) error {
-			return r.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: reason, By: r.by(task)})
-		}); !ok {
-			return st, w, s
-		}
-		r.unhold()
-		return IterTaskFailed, reason, nil
-	}
-	if st, w, s, ok := r.commitMove(ctx, task, "back to pending for a retry", "", func(ctx context.Context) error {
-		return r.store.Retry(ctx, MoveParams{TaskID: task.ID, Message: why, By: r.by(task)})
-	}); !ok {
-		return st, w, s
-	}
-	r.unhold()
-	return status, why, nil
-}
-
-// taskDone verifies (if enabled), runs the gates and completes the task.
-func (r *run) taskDone(ctx context.Context, n int, model string, task Task, res RunResult) (IterationStatus, string, *stop) {
-	// Nothing runs in a tree the agent replaced (a link to the user's
-	// checkout): not the verifier, not the gates.
-	if tc, ok := r.cfg.Workspace.(TreeChecker); ok {
-		if status, why, s := r.checkTree(ctx, n, task, tc); status != "" {
-			return status, why, s
-		}
-	}
-	// Nothing is committed over a HEAD the agent moved away from where
-	// the session began.
-	if why, err := r.headMoved(ctx); err != nil || why != "" {
-		if err != nil {
-			if ctx.Err() != nil {
-				r.releaseHeld(ctx, ReasonLoopStopped)
-				return IterCancelled, "", r.checkCancel(ctx)
-			}
-			why = fmt.Sprintf("git: task %s: %v", task.ID, err)
-			r.releaseHeld(ctx, "HEAD could not be checked: "+firstLine(err.Error()))
-			return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why)
-		}
-		r.note.notice(n, "task %s: %s", task.ID, why)
-		return r.taskTrouble(ctx, task, IterHeadMoved, why)
-	}
-	if r.cfg.Verify {
-		end := r.note.phase(n, PhaseVerify, task)
-		v, why, s := r.verify(ctx, n, model, task, res.Text)
-		end(verdictStatus(ctx, v, s), why)
-		// The verifier may have replaced the tree (the guard restores
-		// nothing through a replaced one): asked again while the claim
-		// is still held, before the gates run there.
-		if tc, ok := r.cfg.Workspace.(TreeChecker); ok && s == nil && (v == verdictPass || v == verdictFail) {
-			if status, why, s := r.checkTree(ctx, n, task, tc); status != "" {
-				return status, why, s
-			}
-		}
-		switch {
-		case s != nil:
-			return IterAgentTrouble, why, s
-		case v == verdictUsageLimit:
-			return IterUsageLimit, why, nil
-		case v == verdictTrouble:
-			return IterAgentTrouble, why, nil
-		case v == verdictFail:
-			return r.taskTrouble(ctx, task, IterVerifyFailed, "verification failed: "+why)
-		}
-	}
-	var endGate func(IterationStatus, string)
-	if r.testCmd != "" || r.cfg.Commit {
-		endGate = r.note.phase(n, PhaseGate, task)
-	}
-	status, why, s := r.gates(ctx, n, task.Title)
-	if endGate != nil {
-		endGate(status, why)
-	}
-	if status != "" {
-		reason := r.gateDetail
-		if status == IterCancelled {
-			reason = ReasonLoopStopped
-		}
-		r.releaseHeld(ctx, reason)
-		return status, why, s
-	}
-	if ws := r.cfg.Workspace; ws != nil {
-		end := r.note.phase(n, PhaseIntegrate, task)
-		status, why, s := r.integrate(ctx, n, ws, task, res)
-		end(status, why)
-		if status != "" {
-			return status, why, s
-		}
-	}
-	if st, why, s, ok := r.commitMove(ctx, task, "done", res.Text, func(ctx context.Context) error {
-		return r.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: summary(res.Text), By: r.by(task)})
-	}); !ok {
-		return st, why, s
-	}
-	r.unhold()
-	return IterDone, "", nil
-}
-
-// gates runs the test and commit gates. A zero status means both passed
-// (or are off); otherwise it is the gate trouble, with a stop when no
-// retry is left.
-func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, string, *stop) {
-	trouble := func(st IterationStatus, o Outcome, err error) (IterationStatus, string, *stop) {
-		if ctx.Err() != nil {
-			return IterCancelled, "", r.checkCancel(ctx)
-		}
-		r.gateStreak++
-		why := firstLine(err.Error())
-		r.gateDetail = excerptLines(err.Error(), gateDetailLimit)
-		if r.gateStreak >= 1+r.cfg.MaxRetries {
-			return st, why, stopWith(o, "%s (%d %s in a row)", why, r.gateStreak, plural(r.gateStreak, "time", "times"))
-		}
-		return st, why, nil
-	}
-	if r.testCmd != "" {
-		if err := r.runTests(ctx, r.dir(), r.testCmd); err != nil {
+// gates runs the test gate (cmd, none when empty) and the commit gate. A
+// zero verdict means both passed (or are off); otherwise it is the gate
+// trouble, with a stop when no retry is left.
+func (r *run) gates(ctx context.Context, n int, title, cmd string) verdict {
+	if cmd != "" {
+		if err := r.runTests(ctx, r.dir(), cmd); err != nil {
 			r.note.notice(n, "%v", err)
-			return trouble(IterTestsFailed, OutcomeTestGateFailed, err)
+			return r.gateTrouble(ctx, IterTestsFailed, OutcomeTestGateFailed, err)
 		}
 	}
 	if r.cfg.Commit {
@@ -1072,7 +676,7 @@ func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, 
 				err = fmt.Errorf("%w: %s", ErrHeadMoved, why)
 			}
 			r.note.notice(n, "%v", err)
-			return trouble(IterGitFailed, OutcomeGitFailed, err)
+			return r.gateTrouble(ctx, IterGitFailed, OutcomeGitFailed, err)
 		}
 		if err := commitAll(ctx, r.repo, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title)); err != nil {
 			st := IterGitFailed
@@ -1080,90 +684,25 @@ func (r *run) gates(ctx context.Context, n int, title string) (IterationStatus, 
 				st = IterNoChange
 			}
 			r.note.notice(n, "%v", err)
-			return trouble(st, OutcomeGitFailed, err)
+			return r.gateTrouble(ctx, st, OutcomeGitFailed, err)
 		}
 	}
 	r.gateStreak = 0
-	return "", "", nil
+	return verdict{}
 }
 
-// verdictStatus is the status a verification ends with, for its
-// NotePhaseEnd: empty when it passed.
-func verdictStatus(ctx context.Context, v verdict, s *stop) IterationStatus {
-	switch {
-	case ctx.Err() != nil:
-		return IterCancelled
-	case s != nil, v == verdictTrouble:
-		return IterAgentTrouble
-	case v == verdictUsageLimit:
-		return IterUsageLimit
-	case v == verdictFail:
-		return IterVerifyFailed
+// gateTrouble counts gate trouble; the (1+MaxRetries)-th in a row stops
+// the run with o.
+func (r *run) gateTrouble(ctx context.Context, st IterationStatus, o Outcome, err error) verdict {
+	if ctx.Err() != nil {
+		return judged(IterCancelled, "", r.checkCancel(ctx))
 	}
-	return ""
-}
-
-// verdict is what a verifier session concluded.
-type verdict int
-
-const (
-	verdictPass       verdict = iota
-	verdictFail               // verify-fail, or no verdict at all
-	verdictTrouble            // the verifier session itself failed: agent trouble
-	verdictUsageLimit         // the verifier hit a usage limit: a wait
-)
-
-// verify runs the verifier session. On trouble or a usage limit it has
-// released the claim already.
-func (r *run) verify(ctx context.Context, n int, model string, task Task, agentText string) (verdict, string, *stop) {
-	data := PromptData{Mode: ModeVerify, Task: task, Iteration: n, AgentID: r.cfg.AgentID, Root: r.dir(), RalphBin: r.cfg.RalphBin, AgentText: agentText}
-	if task.ParentID != "" {
-		if p, err := r.store.Get(ctx, task.ParentID); err == nil {
-			data.Parent = &p
-		}
+	r.gateStreak++
+	v := verdict{status: st, why: firstLine(err.Error()), detail: excerptLines(err.Error(), gateDetailLimit)}
+	if r.gateStreak >= 1+r.cfg.MaxRetries {
+		v.stop = stopWith(o, "%s (%d %s in a row)", v.why, r.gateStreak, plural(r.gateStreak, "time", "times"))
 	}
-	sess, s := r.render(PromptVerify, data)
-	if s != nil {
-		return verdictTrouble, "", s
-	}
-	res, changed, s := r.runVerifier(ctx, n, model, sess, task)
-	if s != nil {
-		return verdictTrouble, "", s
-	}
-	switch {
-	case res.Class == ClassCancelled || ctx.Err() != nil:
-		return verdictTrouble, "", r.checkCancel(ctx)
-	case res.Class == ClassUsageLimit:
-		r.limited = res
-		r.releaseHeld(ctx, "usage limit: waiting for reset")
-		return verdictUsageLimit, "verifier hit the usage limit", nil
-	case !res.OK():
-		// The verifier could not judge: agent trouble, not the task's fault.
-		why := "verifier: " + troubleText(res)
-		r.releaseHeld(ctx, "agent trouble: "+why)
-		return verdictTrouble, why, r.agentTrouble(res, why)
-	}
-	sig := sigil.Parse(res.Text)
-	v, why, word := verdictFail, "", "fail"
-	switch {
-	case len(changed) > 0:
-		// Whatever it said: a verifier that wrote to the tree judged a
-		// tree that is not the one ralph keeps.
-		why = "the verifier changed files (restored): " + changeList(changed)
-	case sig.VerifyPass:
-		v, word = verdictPass, "pass"
-	case sig.VerifyFail:
-		why = sig.VerifyReason
-		if why == "" {
-			why = "no reason given"
-		}
-	default:
-		why = "the verifier gave no verdict"
-	}
-	if err := r.store.SetVerification(ctx, task.ID, word); err != nil {
-		return verdictTrouble, why, r.storeErr(ctx, err)
-	}
-	return v, why, nil
+	return v
 }
 
 // agentTrouble counts agent trouble; the (1+MaxRetries)-th in a row stops
@@ -1192,59 +731,6 @@ func (r *run) runAgent(ctx context.Context, n int, model string, sess session, t
 	r.head.checkout = res.Checkout
 	r.record(ctx, r.receipt(n, model, task, false, res, started))
 	return res, nil
-}
-
-// runVerifier runs the verifier session under the tree guard: the working
-// tree is snapshotted before it and compared after it, whatever the
-// session's end (crash, timeout, usage limit and cancellation included);
-// what the verifier changed is restored, logged on the task and returned.
-// Its receipt's verdict is "fail" when it changed anything. A tree that
-// could not be snapshotted (the verifier is then not run) or restored is
-// an internal error.
-func (r *run) runVerifier(ctx context.Context, n int, model string, sess session, task Task) (RunResult, []treeChange, *stop) {
-	before, err := r.guard.record(ctx)
-	if err != nil && ctx.Err() == nil {
-		// The snapshot store is a cache: a damaged one is rebuilt, once.
-		r.note.notice(n, "rebuilding the verifier's snapshot store: %v", err)
-		if err = r.guard.rebuild(ctx); err == nil {
-			before, err = r.guard.record(ctx)
-		}
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return RunResult{}, nil, r.checkCancel(ctx)
-		}
-		return RunResult{}, nil, internal(fmt.Errorf("%w: %v", ErrVerifySnapshot, err))
-	}
-	started := r.cfg.Now()
-	res, runErr := r.session(ctx, n, model, sess, task, true)
-	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
-	defer cancel()
-	changed, gerr := r.guard.checkAll(gctx, before)
-	if len(changed) > 0 {
-		msg := "the verifier changed files (restored): " + changeList(changed)
-		if gerr != nil {
-			msg = "the verifier changed files: " + changeList(changed)
-		}
-		r.note.notice(n, "%s; its verdict does not count", msg)
-		if err := r.store.AddLog(gctx, task.ID, LogVerify, msg); err != nil && gerr == nil {
-			gerr = fmt.Errorf("loop: task %s: log: %w", task.ID, err)
-		}
-	}
-	if runErr == nil {
-		rc := r.receipt(n, model, task, true, res, started)
-		if len(changed) > 0 && rc.Verdict != "" {
-			rc.Verdict = "fail"
-		}
-		r.record(ctx, rc)
-	}
-	switch {
-	case gerr != nil:
-		return res, changed, internal(gerr)
-	case runErr != nil:
-		return res, changed, r.runnerErr(ctx, runErr)
-	}
-	return res, changed, nil
 }
 
 // tidyTimeout bounds the tidying of the verifier's snapshot store when a
@@ -1291,11 +777,6 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		}
 		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, RawLogName(r.cfg.Worker, n, verifier, agent))
 		req.LogRoot = logBase(r.cfg.Root, r.cfg.LogDir)
-	}
-	if task.ID == "" && r.cfg.ClaimMode == ClaimAgent && r.cfg.Mode == ModeBuild {
-		// Peek mode: the claims the agent makes in the session.
-		stopRenew := r.renewAgentClaims(ctx, n)
-		defer stopRenew()
 	}
 	runner := r.runner
 	if verifier && r.cfg.Verifier != nil {
@@ -1349,9 +830,7 @@ func (r *run) record(ctx context.Context, rc Receipt) {
 	}
 	r.report.Receipts = append(r.report.Receipts, rc)
 	r.report.CostUSD += rc.CostUSD
-	if r.cfg.Shared != nil {
-		r.cfg.Shared.addCost(rc.CostUSD)
-	}
+	r.budget.Spend(rc.CostUSD)
 	if r.receipts != nil {
 		if err := r.receipts.RecordReceipt(context.WithoutCancel(ctx), rc); err != nil {
 			r.note.notice(rc.Iteration, "could not record the receipt: %v", err)
@@ -1399,104 +878,6 @@ func (r *run) env(n int, taskID string) []string {
 	return env
 }
 
-// renewAgentClaims renews, every third of the lease, every claim this
-// agent holds (peek mode: the agent claims in its session), until stop is
-// called.
-func (r *run) renewAgentClaims(ctx context.Context, n int) (stop func()) {
-	return r.every(ctx, func(ctx context.Context) {
-		for _, id := range r.agentTasks(ctx) {
-			if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err != nil && ctx.Err() == nil {
-				r.note.notice(n, "could not renew the lease on %s: %v", id, err)
-			}
-		}
-	})
-}
-
-// renewHeld renews, every third of the lease, the claim the loop holds
-// (r.renewal), for the whole run: from the claim until its outcome is
-// recorded — through the agent's session, verification, the gates and the
-// retries of a durable outcome (ARCHITECTURE.md §2.2).
-func (r *run) renewHeld(ctx context.Context) (stop func()) {
-	return r.every(ctx, func(ctx context.Context) {
-		id, _, n := r.renewal.get()
-		if id == "" {
-			return
-		}
-		if err := r.store.RenewLease(ctx, id, r.cfg.AgentID, r.cfg.Lease); err == nil {
-			r.renewal.renewed(id, r.cfg.Now().Add(r.cfg.Lease))
-		} else if ctx.Err() == nil {
-			r.note.notice(n, "could not renew the lease on %s: %v", id, err)
-		}
-	})
-}
-
-// every runs f every third of the lease until stop is called.
-func (r *run) every(ctx context.Context, f func(context.Context)) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(max(r.cfg.Lease/3, minRenewInterval))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				f(ctx)
-			}
-		}
-	})
-	return func() {
-		cancel()
-		wg.Wait()
-	}
-}
-
-// renewal is the claim the loop holds, shared with the goroutine that
-// renews its lease: all that goroutine knows of the run's state besides
-// cfg and store, which nobody writes while it runs.
-type renewal struct {
-	mu    sync.Mutex
-	id    string
-	until time.Time // when the lease runs out unless renewed again
-	iter  int       // the iteration under way, for notices
-}
-
-func (w *renewal) hold(id string, until time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.id, w.until = id, until
-}
-
-// begin notes that iteration n began.
-func (w *renewal) begin(n int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.iter = n
-}
-
-func (w *renewal) get() (id string, until time.Time, iter int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.id, w.until, w.iter
-}
-
-// renewed records a renewal of claim id, unless the loop let it go since.
-func (w *renewal) renewed(id string, until time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.id == id {
-		w.until = until
-	}
-}
-
-// unhold forgets the claim the loop held: released, or its outcome
-// recorded.
-func (r *run) unhold() {
-	r.held = Task{}
-	r.renewal.hold("", time.Time{})
-}
-
 // agentTasks lists the ids of the tasks this agent holds, anywhere.
 func (r *run) agentTasks(ctx context.Context) []string {
 	active, err := r.store.Active(ctx, Scope{})
@@ -1531,17 +912,11 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 	if wait > r.cfg.MaxWait || r.waited+wait > r.cfg.MaxWait {
 		return &stop{outcome: OutcomeUsageLimit, message: msg, resetsAt: reset}
 	}
-	if r.cfg.Shared != nil {
-		r.cfg.Shared.pauseUntil(now.Add(wait))
-		r.pausedUntil = now.Add(wait)
-	}
+	r.budget.Pause(now.Add(wait))
+	r.pausedUntil = now.Add(wait)
 	r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: now.Add(wait), Wait: wait, Message: msg})
-	sleep := r.cfg.Sleep
-	if sh := r.cfg.Shared; sh != nil {
-		// Another worker's stop ends the wait.
-		sleep = func(ctx context.Context, d time.Duration) error { return sh.sleep(ctx, r.cfg.Sleep, d) }
-	}
-	if err := sleep(ctx, wait); err != nil {
+	// Another worker's stop ends the wait.
+	if err := r.sleep(ctx, wait); err != nil {
 		return r.checkCancel(ctx)
 	}
 	r.waited += wait
@@ -1550,11 +925,10 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 
 // releaseHeld releases the loop's claim, if any.
 func (r *run) releaseHeld(ctx context.Context, reason string) {
-	if r.held.ID == "" {
+	task := r.lease.drop()
+	if task.ID == "" {
 		return
 	}
-	task := r.held
-	r.unhold()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := r.store.Release(rctx, MoveParams{TaskID: task.ID, Message: reason, By: r.by(task)}); err != nil {

@@ -32,9 +32,85 @@ func PromptConfig(root string) Config {
 	return c
 }
 
-// checkOtherMode checks the fields that plan and prompt mode do not take.
-// It returns the problem, or "".
-func (c *Config) checkOtherMode() string {
+// mode is what differs between the kinds of run: build (the loop claims
+// each task), peek (the agent claims), plan and prompt. The engine (run)
+// opens the logs, renews the lease, waits out usage limits, books
+// iterations and releases what is held on the way out; a mode renders its
+// prompts, runs its next attempt and judges it, and says when the run
+// ends. Each mode's state is its own: no mode reads another's.
+type mode interface {
+	// prompts names the templates the mode renders (system prompts
+	// aside), its own first.
+	prompts() []string
+	// prepare readies the mode before the first iteration.
+	prepare(ctx context.Context) *stop
+	// iteration runs one attempt and judges it; counted is false when a
+	// usage limit turned it into a wait (the same iteration again).
+	iteration(ctx context.Context) (counted bool, s *stop)
+	// exitChecks is step 9 after a counted iteration: a stop ends the run.
+	exitChecks(ctx context.Context) *stop
+	// close ends the mode's work when the run ends (clean: not cancelled).
+	close(ctx context.Context, clean bool)
+}
+
+// modeKind is a mode before it runs: what it takes of a Config and what
+// its run begins with. modeOf is the one place a Config's mode is decided.
+type modeKind struct {
+	// prompt is the template its sessions render.
+	prompt string
+	// iterations is MaxIterations when the Config leaves it 0; single
+	// runs one session whatever the Config says.
+	iterations int
+	single     bool
+	// claims: the loop claims each iteration's task (build mode), so the
+	// model strategy sees the task.
+	claims bool
+	// check checks the Config fields the mode takes beyond those every
+	// mode reads: "" or the problem.
+	check func(c *Config) string
+	// start makes the mode's run (nil for plan and prompt mode, whose
+	// entry points make it with what they were given).
+	start func(r *run) mode
+}
+
+// modeOf is c's mode: plan and prompt by c.Mode, build by the claim mode
+// (ClaimAgent is peek mode).
+func modeOf(c *Config) modeKind {
+	switch {
+	case c.Mode == ModePlan:
+		return modeKind{prompt: PromptPlan, iterations: DefaultPlanIterations, check: checkTaskless}
+	case c.Mode == ModePrompt:
+		return modeKind{prompt: PromptAdHoc, iterations: 1, single: true, check: checkTaskless}
+	case c.ClaimMode == ClaimAgent:
+		return modeKind{prompt: PromptPeek, iterations: DefaultMaxIterations, check: checkPeek,
+			start: func(r *run) mode { return &peekMode{run: r} }}
+	}
+	return modeKind{prompt: PromptBuild, iterations: DefaultMaxIterations, claims: true, check: checkBuild,
+		start: func(r *run) mode { return &buildMode{run: r} }}
+}
+
+// checkBuild checks the fields build mode alone takes.
+func checkBuild(c *Config) string {
+	if c.Workspace != nil && c.Commit {
+		return "a workspace's work is committed by its integration: the commit gate is not used with one"
+	}
+	return ""
+}
+
+// checkPeek checks peek mode's Config: the agent claims, so there are no
+// workers and no verifier.
+func checkPeek(c *Config) string {
+	switch {
+	case c.Workspace != nil || c.Shared != nil || c.Budget != nil:
+		return "peek mode (claim mode agent) cannot run with workers: each worker's loop claims its task"
+	case c.Verify:
+		return "verify needs the loop to claim (claim mode loop): in peek mode the agent claims and closes tasks itself"
+	}
+	return ""
+}
+
+// checkTaskless checks the fields that plan and prompt mode do not take.
+func checkTaskless(c *Config) string {
 	switch {
 	case c.ClaimMode == ClaimAgent:
 		return string(c.Mode) + " mode: the agent claims no task (claim mode agent is for build only)"
@@ -49,6 +125,13 @@ func (c *Config) checkOtherMode() string {
 	}
 	return ""
 }
+
+// taskless is what plan and prompt mode share: nothing to ready before the
+// first session and nothing to close.
+type taskless struct{}
+
+func (taskless) prepare(context.Context) *stop { return nil }
+func (taskless) close(context.Context, bool)   {}
 
 // modeConfig sets cfg.Mode to mode when it is empty or DefaultConfig's
 // ModeBuild, so that Plan and RunPrompt accept a Config made from

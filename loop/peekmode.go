@@ -8,9 +8,24 @@ import (
 	"github.com/ralph-dev/ralph/sigil"
 )
 
-// peekIteration is one iteration of peek mode (ClaimAgent): the agent gets
-// the peek and claims inside its session through `$RALPH_BIN task claim`.
-func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
+// peekMode is build mode with the agent claiming (ClaimAgent): each
+// iteration shows the agent what it may claim (the peek), and it claims
+// and closes tasks inside its session through `$RALPH_BIN task`; the loop
+// renews the leases of what it holds meanwhile, and fails what it left
+// in progress.
+type peekMode struct {
+	*run
+}
+
+func (p *peekMode) prompts() []string                    { return []string{PromptPeek} }
+func (p *peekMode) prepare(context.Context) *stop        { return nil }
+func (p *peekMode) close(context.Context, bool)          {}
+func (p *peekMode) exitChecks(ctx context.Context) *stop { return p.planChecks(ctx, true) }
+
+// iteration is one iteration of peek mode: the agent gets the peek and
+// claims inside its session through `$RALPH_BIN task claim`.
+func (p *peekMode) iteration(ctx context.Context) (counted bool, s *stop) {
+	r := p.run
 	n := r.report.Iterations + 1
 	claimable, err := r.store.Ready(ctx, r.cfg.Scope, PeekLimit)
 	var active []Task
@@ -48,7 +63,10 @@ func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
 	}
 	model, hinted := r.pickModel(ModelChoice{Iteration: n, History: r.history})
 	r.beginIteration(ctx, n, Task{}, model)
+	// The claims the agent makes in the session are renewed meanwhile.
+	stopRenew := r.renewAgentClaims(ctx, n)
 	res, s := r.runAgent(ctx, n, model, sess, Task{})
+	stopRenew()
 	if s != nil {
 		return false, s
 	}
@@ -63,23 +81,26 @@ func (r *run) peekIteration(ctx context.Context) (counted bool, s *stop) {
 	r.waited = 0
 	r.consumeHint(hinted)
 
-	status, why, s := r.handlePeek(ctx, n, res, claimable)
-	r.countIteration(n, Task{}, model, hinted, status, why)
-	return true, s
+	v := p.handle(ctx, n, res, claimable)
+	r.countIteration(n, Task{}, model, hinted, v.status, v.why)
+	return true, v.stop
 }
 
-func (r *run) handlePeek(ctx context.Context, n int, res RunResult, claimable []Task) (IterationStatus, string, *stop) {
+// handle judges a finished peek session: agent trouble, tasks the agent
+// left in progress, FAILURE, the gates.
+func (p *peekMode) handle(ctx context.Context, n int, res RunResult, claimable []Task) verdict {
+	r := p.run
 	if !res.OK() {
 		// Agent trouble never fails a task: what the agent holds goes back.
 		why := troubleText(res)
 		r.releaseAgent(ctx, "agent trouble: "+why)
-		return IterAgentTrouble, why, r.agentTrouble(res, why)
+		return judged(IterAgentTrouble, why, r.agentTrouble(res, why))
 	}
 	status, why := IterSessionOK, ""
 	if left := r.agentTasks(ctx); len(left) > 0 {
 		for _, id := range left {
 			if err := r.store.Fail(ctx, MoveParams{TaskID: id, Message: ReasonSessionExited, By: Actor{Agent: r.cfg.AgentID, Loop: true}}); err != nil {
-				return IterSessionLeft, why, r.storeErr(ctx, err)
+				return judged(IterSessionLeft, why, r.storeErr(ctx, err))
 			}
 		}
 		status, why = IterSessionLeft, ReasonSessionExited+": "+strings.Join(left, ", ")
@@ -89,22 +110,22 @@ func (r *run) handlePeek(ctx context.Context, n int, res RunResult, claimable []
 		r.hint = sig.NextModel
 	}
 	if sig.Failure {
-		return IterFailure, why, stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
+		return judged(IterFailure, why, stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200)))
 	}
-	if r.testCmd != "" || r.cfg.Commit {
-		if st, gwhy, s := r.gates(ctx, n, r.doneTitles(ctx, claimable)); st != "" {
-			return st, gwhy, s
+	if r.tests.cmd != "" || r.cfg.Commit {
+		if v := r.gates(ctx, n, p.doneTitles(ctx, claimable), r.tests.cmd); v.decided() {
+			return v
 		}
 	}
-	return status, why, nil
+	return judged(status, why, nil)
 }
 
 // doneTitles names, for the commit message, the shown tasks that are done
 // now ("peek session" when none is).
-func (r *run) doneTitles(ctx context.Context, shown []Task) string {
+func (p *peekMode) doneTitles(ctx context.Context, shown []Task) string {
 	var titles []string
 	for _, t := range shown {
-		if cur, err := r.store.Get(ctx, t.ID); err == nil && cur.Status == StatusDone {
+		if cur, err := p.store.Get(ctx, t.ID); err == nil && cur.Status == StatusDone {
 			titles = append(titles, cur.Title)
 		}
 	}

@@ -17,6 +17,14 @@ const SpecsDir = "specs"
 // NoSpecsHint says where specs go; plan mode's no-specs message ends with it.
 const NoSpecsHint = "write specs in specs/*.md, or give a feature one with 'ralph feature add NAME --spec FILE'"
 
+// planMode is plan mode: each session gets the specs and adds tasks to
+// the plan, until it says COMPLETE.
+type planMode struct {
+	*run
+	taskless
+	planState
+}
+
 // planState is what plan mode keeps between iterations.
 type planState struct {
 	specs   []SpecFile
@@ -61,7 +69,7 @@ func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repo
 	}
 	modeConfig(&cfg, ModePlan)
 	auto := cfg.Session == ""
-	strat, err := cfg.normalizeFor(ModePlan)
+	_, strat, err := cfg.normalizeFor(ModePlan)
 	if err != nil {
 		return fail(err)
 	}
@@ -85,8 +93,9 @@ func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repo
 		}
 		st.beforeAll = all.Total()
 	}
-	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto, plan: st}
+	r := newRun(cfg, store, runner, strat, auto)
 	r.receipts, _ = store.(ReceiptStore)
+	r.mode = &planMode{run: r, planState: st}
 	return r.exec(ctx)
 }
 
@@ -230,15 +239,18 @@ func relSlash(root, path string) string {
 	return path
 }
 
-// planIteration is one session of the plan loop. counted is false when a
+func (p *planMode) prompts() []string { return []string{PromptPlan} }
+
+// iteration is one session of the plan loop. counted is false when a
 // usage limit turned it into a wait.
-func (r *run) planIteration(ctx context.Context) (counted bool, s *stop) {
+func (p *planMode) iteration(ctx context.Context) (counted bool, s *stop) {
+	r := p.run
 	n := r.report.Iterations + 1
 	data, err := r.sessionData(ModePlan, n)
 	if err != nil {
 		return false, internal(err)
 	}
-	data.Specs, data.Feature = r.plan.specs, r.plan.feature
+	data.Specs, data.Feature = p.specs, p.feature
 	sess, s := r.render(PromptPlan, data)
 	if s != nil {
 		return false, s
@@ -250,52 +262,47 @@ func (r *run) planIteration(ctx context.Context) (counted bool, s *stop) {
 	res := *got
 	r.consumeHint(hinted)
 
-	status, why, s := r.handlePlan(ctx, n, res)
-	r.countIteration(n, Task{}, model, hinted, status, why)
-	return true, s
+	v := p.handle(ctx, n, res)
+	r.countIteration(n, Task{}, model, hinted, v.status, v.why)
+	return true, v.stop
 }
 
-// handlePlan reads a finished plan session: agent trouble, FAILURE, the
+// handle judges a finished plan session: agent trouble, FAILURE, the
 // commit gate, COMPLETE.
-func (r *run) handlePlan(ctx context.Context, n int, res RunResult) (IterationStatus, string, *stop) {
-	r.plan.complete = false
+func (p *planMode) handle(ctx context.Context, n int, res RunResult) verdict {
+	r := p.run
+	p.complete = false
 	if !res.OK() {
 		why := troubleText(res)
-		return IterAgentTrouble, why, r.agentTrouble(res, why)
+		return judged(IterAgentTrouble, why, r.agentTrouble(res, why))
 	}
 	sig := sigil.Parse(res.Text)
 	if sig.NextModel != "" {
 		r.hint = sig.NextModel
 	}
 	if sig.Failure {
-		return IterFailure, "", stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
+		return judged(IterFailure, "", stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200)))
 	}
 	if r.cfg.Commit {
-		if _, err := r.commitChanges(ctx, n, r.planTitle()); err != nil {
-			if ctx.Err() != nil {
-				return IterCancelled, "", r.checkCancel(ctx)
+		if _, err := r.commitChanges(ctx, n, p.title()); err != nil {
+			if ctx.Err() == nil {
+				r.note.notice(n, "%v", err)
 			}
-			r.note.notice(n, "%v", err)
-			r.gateStreak++
-			why := firstLine(err.Error())
-			if r.gateStreak >= 1+r.cfg.MaxRetries {
-				return IterGitFailed, why, stopWith(OutcomeGitFailed, "%s (%d %s in a row)", why, r.gateStreak, plural(r.gateStreak, "time", "times"))
-			}
-			return IterGitFailed, why, nil
+			return r.gateTrouble(ctx, IterGitFailed, OutcomeGitFailed, err)
 		}
 		r.gateStreak = 0
 	}
-	r.plan.complete = sig.Complete
-	return IterSessionOK, "", nil
+	p.complete = sig.Complete
+	return judged(IterSessionOK, "", nil)
 }
 
-// planTitle names a plan iteration in its commit message.
-func (r *run) planTitle() string {
-	if r.plan.feature != nil {
-		return "plan feature " + r.plan.feature.Name
+// title names a plan iteration in its commit message.
+func (p *planMode) title() string {
+	if p.feature != nil {
+		return "plan feature " + p.feature.Name
 	}
-	names := make([]string, len(r.plan.specs))
-	for i, s := range r.plan.specs {
+	names := make([]string, len(p.specs))
+	for i, s := range p.specs {
 		names[i] = s.Path
 		if s.Feature != "" {
 			names[i] = "feature " + s.Feature
@@ -311,8 +318,9 @@ func (r *run) planTitle() string {
 // planExitChecks ends the plan loop on COMPLETE or at the iteration limit.
 // Either way, a scope that is still empty is nothing to do (exit 2): the
 // build that follows would find no plan.
-func (r *run) planExitChecks(ctx context.Context) *stop {
-	if !r.plan.complete && r.report.Iterations < r.cfg.MaxIterations {
+func (p *planMode) exitChecks(ctx context.Context) *stop {
+	r := p.run
+	if !p.complete && r.report.Iterations < r.cfg.MaxIterations {
 		return nil
 	}
 	c, err := r.store.Counts(ctx, r.cfg.Scope)
@@ -320,20 +328,20 @@ func (r *run) planExitChecks(ctx context.Context) *stop {
 		return r.storeErr(ctx, err)
 	}
 	total := c.Total()
-	added := total - r.plan.before
+	added := total - p.before
 	planned := fmt.Sprintf("%d %s in the plan (%d added)", total, plural(total, "task", "tasks"), added)
 	empty := "the plan is empty"
-	if total == 0 && r.plan.feature != nil {
-		empty = "feature " + r.plan.feature.Name + " has no task"
-		if all, err := r.store.Counts(ctx, Scope{}); err == nil && all.Total() > r.plan.beforeAll {
-			n := all.Total() - r.plan.beforeAll
-			empty += fmt.Sprintf(" (%d %s added without --feature %s)", n, plural(n, "task was", "tasks were"), r.plan.feature.Name)
+	if total == 0 && p.feature != nil {
+		empty = "feature " + p.feature.Name + " has no task"
+		if all, err := r.store.Counts(ctx, Scope{}); err == nil && all.Total() > p.beforeAll {
+			n := all.Total() - p.beforeAll
+			empty += fmt.Sprintf(" (%d %s added without --feature %s)", n, plural(n, "task was", "tasks were"), p.feature.Name)
 		}
 	}
 	switch {
-	case r.plan.complete && total == 0:
+	case p.complete && total == 0:
 		return stopWith(OutcomeNoPlan, "the agent said planning is complete, but %s", empty)
-	case r.plan.complete:
+	case p.complete:
 		return stopWith(OutcomeComplete, "planning complete: %s", planned)
 	case total == 0:
 		return stopWith(OutcomeNoPlan, "iteration limit reached (%d) and %s", r.cfg.MaxIterations, strings.Replace(empty, "is empty", "is still empty", 1))

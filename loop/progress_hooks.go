@@ -67,7 +67,7 @@ type iterState struct {
 // Observer.
 func (r *run) beginIteration(ctx context.Context, n int, task Task, model string) {
 	r.iter = iterState{n: n, started: r.cfg.Now(), cost: r.report.CostUSD, doneBefore: -1}
-	r.renewal.begin(n)
+	r.lease.begin(n)
 	if _, ok := r.store.(IterationRecorder); ok {
 		if c, err := r.store.Counts(ctx, r.cfg.Scope); err == nil {
 			r.iter.doneBefore = c.Done

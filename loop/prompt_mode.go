@@ -25,8 +25,10 @@ type PromptParams struct {
 	Receipts ReceiptStore
 }
 
-// promptState is prompt mode's run state.
-type promptState struct {
+// promptMode is prompt mode: one session of an ad-hoc prompt.
+type promptMode struct {
+	*run
+	taskless
 	text, title string
 	// end is the outcome the single session led to.
 	end *stop
@@ -71,7 +73,7 @@ func RunPrompt(ctx context.Context, cfg Config, p PromptParams, runner Runner) (
 	}
 	modeConfig(&cfg, ModePrompt)
 	auto := cfg.Session == ""
-	strat, err := cfg.normalizeFor(ModePrompt)
+	_, strat, err := cfg.normalizeFor(ModePrompt)
 	if err != nil {
 		return fail(err)
 	}
@@ -79,20 +81,24 @@ func RunPrompt(ctx context.Context, cfg Config, p PromptParams, runner Runner) (
 	if title == "" {
 		title = commitTitle(p.Text, "ad-hoc prompt")
 	}
-	r := &run{cfg: cfg, store: noTasks{}, runner: runner, strategy: strat, m: newMachine(), autoSession: auto,
-		receipts: p.Receipts, adhoc: promptState{text: p.Text, title: title}}
+	r := newRun(cfg, noTasks{}, runner, strat, auto)
+	r.receipts = p.Receipts
+	r.mode = &promptMode{run: r, text: p.Text, title: title}
 	return r.exec(ctx)
 }
 
-// promptIteration is the single session of prompt mode. counted is false
-// when a usage limit turned it into a wait (the prompt then runs again).
-func (r *run) promptIteration(ctx context.Context) (counted bool, s *stop) {
+func (p *promptMode) prompts() []string { return []string{PromptAdHoc} }
+
+// iteration is the single session of prompt mode. counted is false when a
+// usage limit turned it into a wait (the prompt then runs again).
+func (p *promptMode) iteration(ctx context.Context) (counted bool, s *stop) {
+	r := p.run
 	n := r.report.Iterations + 1
 	data, err := r.sessionData(ModePrompt, n)
 	if err != nil {
 		return false, internal(err)
 	}
-	data.Prompt = r.adhoc.text
+	data.Prompt = p.text
 	sess, s := r.render(PromptAdHoc, data)
 	if s != nil {
 		return false, s
@@ -107,39 +113,39 @@ func (r *run) promptIteration(ctx context.Context) (counted bool, s *stop) {
 	switch {
 	case !res.OK():
 		status, why = IterAgentTrouble, troubleText(res)
-		r.adhoc.end = stopWith(OutcomeAgentFailed, "agent failed: %s", why)
+		p.end = stopWith(OutcomeAgentFailed, "agent failed: %s", why)
 	case sigil.Parse(res.Text).Failure:
 		// The agent gave up: nothing it left is committed.
 		status, why = IterFailure, "the agent declared FAILURE"
-		r.adhoc.end = stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
+		p.end = stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
 	case r.cfg.Commit:
-		committed, err := r.commitChanges(ctx, n, r.adhoc.title)
+		committed, err := r.commitChanges(ctx, n, p.title)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			status, r.adhoc.end = IterCancelled, r.checkCancel(ctx)
+			status, p.end = IterCancelled, r.checkCancel(ctx)
 		case err != nil:
 			status, why = IterGitFailed, firstLine(err.Error())
 			r.note.notice(n, "%v", err)
-			r.adhoc.end = stopWith(OutcomeGitFailed, "%s", why)
+			p.end = stopWith(OutcomeGitFailed, "%s", why)
 		case committed:
-			r.adhoc.end = stopWith(OutcomeComplete, "prompt run finished; changes committed")
+			p.end = stopWith(OutcomeComplete, "prompt run finished; changes committed")
 		default:
 			r.note.notice(n, "the prompt run changed nothing; nothing to commit")
-			r.adhoc.end = stopWith(OutcomeComplete, "prompt run finished; nothing changed, nothing committed")
+			p.end = stopWith(OutcomeComplete, "prompt run finished; nothing changed, nothing committed")
 		}
 	default:
-		r.adhoc.end = stopWith(OutcomeComplete, "prompt run finished")
+		p.end = stopWith(OutcomeComplete, "prompt run finished")
 	}
 	r.countIteration(n, Task{}, model, hinted, status, why)
 	return true, nil
 }
 
-// promptExit ends prompt mode after its one session.
-func (r *run) promptExit() *stop {
-	if r.adhoc.end == nil {
+// exitChecks ends prompt mode after its one session.
+func (p *promptMode) exitChecks(context.Context) *stop {
+	if p.end == nil {
 		return internal(errors.New("loop: prompt mode ended without an outcome"))
 	}
-	return r.adhoc.end
+	return p.end
 }
 
 // noTasks is the TaskStore of prompt mode: there is no plan. Reads find

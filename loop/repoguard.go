@@ -462,8 +462,8 @@ func (g *repoGuard) restoreRefs(ctx context.Context, was, now map[string]string)
 // ownRefs is what a run's verifier guard leaves to others: nothing for a
 // run of its own; for a worker, what its Workspace owns (RefOwner), or
 // ralph's own branches.
-func (r *run) ownRefs() func(string) bool {
-	ws := r.cfg.Workspace
+func (b *buildMode) ownRefs() func(string) bool {
+	ws := b.cfg.Workspace
 	if ws == nil {
 		return nil
 	}

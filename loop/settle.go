@@ -14,57 +14,6 @@ const (
 	settleMaxWait   = 2 * time.Second
 )
 
-// settle makes move, an outcome of the loop's claim on task, durable
-// (ARCHITECTURE.md §4): a transient store error (the
-// database locked by another process, a full disk, an I/O error) is retried
-// with backoff for as long as the claim's lease (as it stood at the first
-// failure) lives, and the lease is renewed between tries, so that another
-// loop does not take the task over while its finished work waits to be
-// recorded. The store's refusals (a
-// lost claim, an illegal move) and the end of ctx are returned at once.
-// The first transient error is said once, as a notice.
-func (r *run) settle(ctx context.Context, task Task, what string, move func(context.Context) error) error {
-	until := r.leaseUntil(task)
-	wait := settleFirstWait
-	for said := false; ; said = true {
-		err := move(ctx)
-		if err == nil || !transient(err) || ctx.Err() != nil {
-			return err
-		}
-		now := r.cfg.Now()
-		if !now.Add(wait).Before(until) {
-			return err
-		}
-		if !said {
-			r.note.notice(r.iter.n, "could not record that task %s %s yet (%v); retrying while its claim lasts (until %s)",
-				task.ID, what, err, until.Format(time.RFC3339))
-		}
-		if err := r.cfg.Sleep(ctx, wait); err != nil {
-			return err
-		}
-		wait = min(2*wait, settleMaxWait)
-		// Renewed, the claim stays the loop's while it tries; the tries
-		// still end with the lease they started under, so that a store
-		// that renews but never records cannot hold the run forever.
-		if r.store.RenewLease(ctx, task.ID, r.cfg.AgentID, r.cfg.Lease) == nil {
-			r.renewal.renewed(task.ID, r.cfg.Now().Add(r.cfg.Lease))
-		}
-	}
-}
-
-// leaseUntil is when the loop's claim on task lapses unless renewed: the
-// last renewal's lease, else the claim's.
-func (r *run) leaseUntil(task Task) time.Time {
-	until := task.LeaseExpiresAt
-	if id, renewed, _ := r.renewal.get(); id == task.ID && renewed.After(until) {
-		until = renewed
-	}
-	if until.IsZero() {
-		until = r.cfg.Now().Add(r.cfg.Lease)
-	}
-	return until
-}
-
 // transient reports whether a store error may pass if the move is tried
 // again: the store says so, with an error in its chain whose Temporary
 // method returns true (a locked database, a full disk; see TaskStore).
@@ -75,25 +24,81 @@ func transient(err error) bool {
 	return errors.As(err, &t) && t.Temporary() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
+// settle makes move, an outcome of the loop's claim on task, durable
+// (ARCHITECTURE.md §4): a transient store error (the
+// database locked by another process, a full disk, an I/O error) is retried
+// with backoff for as long as the claim's lease (as it stood at the first
+// failure) lives, and the lease is renewed between tries, so that another
+// loop does not take the task over while its finished work waits to be
+// recorded. The store's refusals (a
+// lost claim, an illegal move) and the end of ctx are returned at once.
+// The first transient error is said once, as a notice.
+func (b *buildMode) settle(ctx context.Context, task Task, what string, move func(context.Context) error) error {
+	until := b.leaseUntil(task)
+	wait := settleFirstWait
+	for said := false; ; said = true {
+		err := move(ctx)
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		now := b.cfg.Now()
+		if !now.Add(wait).Before(until) {
+			return err
+		}
+		if !said {
+			b.note.notice(b.iter.n, "could not record that task %s %s yet (%v); retrying while its claim lasts (until %s)",
+				task.ID, what, err, until.Format(time.RFC3339))
+		}
+		if err := b.cfg.Sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, settleMaxWait)
+		// Renewed, the claim stays the loop's while it tries; the tries
+		// still end with the lease they started under, so that a store
+		// that renews but never records cannot hold the run forever.
+		if b.store.RenewLease(ctx, task.ID, b.cfg.AgentID, b.cfg.Lease) == nil {
+			b.lease.renewed(task.ID, b.cfg.Now().Add(b.cfg.Lease))
+		}
+	}
+}
+
+// leaseUntil is when the loop's claim on task lapses unless renewed: the
+// last renewal's lease, else the claim's.
+func (b *buildMode) leaseUntil(task Task) time.Time {
+	until := task.LeaseExpiresAt
+	if id, renewed, _ := b.lease.get(); id == task.ID && renewed.After(until) {
+		until = renewed
+	}
+	if until.IsZero() {
+		until = b.cfg.Now().Add(b.cfg.Lease)
+	}
+	return until
+}
+
 // commitMove makes move, an outcome of the loop's claim on task, durably
 // (settle) and ends the iteration when it cannot: a claim lost meanwhile
 // goes the way of claimLost; a store that stays unwritable stops the run
 // (exit 1) with a message naming the task and the outcome, and the
 // session log keeps the agent's final text, agentText. what says the
-// outcome ("done", "failed", …). ok reports that the move was made.
-func (r *run) commitMove(ctx context.Context, task Task, what, agentText string, move func(context.Context) error) (status IterationStatus, why string, s *stop, ok bool) {
-	err := r.settle(ctx, task, what, move)
+// outcome ("done", "failed", …). ok reports that the move was made; when
+// it was not, the verdict ends the iteration.
+func (b *buildMode) commitMove(ctx context.Context, n int, task Task, what, agentText string, move func(context.Context) error) (v verdict, ok bool) {
+	return b.commit(ctx, n, task, what, agentText, false, move)
+}
+
+// commit is commitMove; recount is claimLost's.
+func (b *buildMode) commit(ctx context.Context, n int, task Task, what, agentText string, recount bool, move func(context.Context) error) (v verdict, ok bool) {
+	err := b.settle(ctx, task, what, move)
 	if err == nil {
-		return "", "", nil, true
+		return verdict{}, true
 	}
 	if ctx.Err() != nil {
-		return IterCancelled, "", r.checkCancel(ctx), false
+		return judged(IterCancelled, "", b.checkCancel(ctx)), false
 	}
 	var te *TransitionError
 	if errors.Is(err, ErrStaleClaim) || errors.Is(err, ErrNotHolder) || errors.As(err, &te) {
-		if cur, gerr := r.store.Get(ctx, task.ID); gerr == nil && !holds(cur, task) {
-			status, why, s = r.claimLost(ctx, r.iter.n, task, cur)
-			return status, why, s, false
+		if cur, gerr := b.store.Get(ctx, task.ID); gerr == nil && !holds(cur, task) {
+			return b.claimLost(ctx, n, task, cur, recount), false
 		}
 	}
 	err = fmt.Errorf("loop: could not record that task %s is %s: %w", task.ID, what, err)
@@ -101,6 +106,6 @@ func (r *run) commitMove(ctx context.Context, task Task, what, agentText string,
 	if agentText != "" {
 		msg += "; the agent's final text is kept in the session log"
 	}
-	r.note.send(Note{Kind: NoteNotice, Iteration: r.iter.n, Message: msg, Text: agentText})
-	return IterNotRecorded, msg, &stop{outcome: OutcomeError, message: msg, err: err}, false
+	b.note.send(Note{Kind: NoteNotice, Iteration: n, Message: msg, Text: agentText})
+	return judged(IterNotRecorded, msg, &stop{outcome: OutcomeError, message: msg, err: err}), false
 }

@@ -1,213 +1,62 @@
 package loop
 
 import (
-	"context"
 	"sync"
-	"time"
 )
 
-// Shared is what the workers of one parallel build share
-// (ARCHITECTURE.md §5): the iteration budget and the iteration numbers, the
-// cost, a usage-limit pause, the session log, and the first stop. Each
-// worker is a Run whose Config.Shared points at the same Shared; what one
-// worker owns — its claim, its trouble streaks, its model hint, its
-// workspace — stays in its run.
-//
-// Iterations are numbered across the workers in the order their claims
-// succeed. MaxIterations counts the iterations of all workers together: a
-// worker takes a slot before it claims, and when every slot is taken or
-// spent it ends (the iterations in flight finish). The first stop of a
-// worker that ends the run — exit codes 1, 3, 4, 5, 7, 9 and 10 — makes
-// every other worker end before its next claim, with that stop.
+// Shared is what the workers of one parallel build read and write once
+// for all (ARCHITECTURE.md §5), beside the Budget they share: the session
+// log, the AGENTS.md test command, and the notices a run says at its
+// start. Each worker is a Run whose Config.Shared points at the same
+// Shared; nil is a run's own. What one worker owns — its claim, its
+// trouble streaks, its model hint, its workspace — stays in its run.
 type Shared struct {
-	mu       sync.Mutex
-	maxIter  int
-	maxCost  float64
-	inFlight int // slots taken by iterations under way
-	counted  int // iterations that ran to their end
-	number   int // the last iteration number handed out
-	cost     float64
-	pause    time.Time // no claims before then: a usage limit
-	first    *stop
-	// done is closed with the first stop that ends the run: it wakes the
-	// workers waiting for a usage limit's reset.
-	done chan struct{}
-	log  *SessionLog
-	// The AGENTS.md test command, read once for every worker, and said
-	// once (ReadAgentsTest).
-	agentsOnce   sync.Once
-	agents       AgentsTest
-	agentsErr    error
-	announceOnce sync.Once
-	// filtersOnce: the repository's filters that do not run, said once.
-	filtersOnce sync.Once
+	slog *SessionLog
+	// The AGENTS.md test command, read once for every worker
+	// (ReadAgentsTest).
+	agentsOnce sync.Once
+	agents     AgentsTest
+	agentsErr  error
+	mu         sync.Mutex
+	said       map[string]bool // the notices said once (first)
 }
 
-// NewShared returns the state shared by the workers of one build, with
-// its budget: maxIterations iterations in all (0: DefaultMaxIterations)
-// and maxCost USD (0: none). log, if not nil, is the one session log they
-// write, each line naming its worker.
-func NewShared(maxIterations int, maxCost float64, log *SessionLog) *Shared {
-	if maxIterations <= 0 {
-		maxIterations = DefaultMaxIterations
-	}
-	return &Shared{maxIter: maxIterations, maxCost: maxCost, log: log, done: make(chan struct{})}
+// NewShared returns what the workers of one build share. log, if not
+// nil, is the one session log they write, each line naming its worker.
+func NewShared(log *SessionLog) *Shared {
+	return &Shared{slog: log, said: map[string]bool{}}
 }
 
-// Iterations returns how many iterations the workers ran to their end.
-func (s *Shared) Iterations() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counted
-}
-
-// CostUSD returns what the workers' sessions cost.
-func (s *Shared) CostUSD() float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cost
-}
-
-// take takes an iteration slot, after any usage-limit pause. It returns
-// the stop that ends the worker instead: another worker's stop, the cost
-// budget, the iteration budget.
-func (s *Shared) take(ctx context.Context, r *run) *stop {
-	for {
-		s.mu.Lock()
-		switch {
-		case s.first != nil:
-			f := *s.first
-			s.mu.Unlock()
-			f.err = nil
-			f.message = "stopped with another worker: " + f.message
-			return &f
-		case s.maxCost > 0 && s.cost >= s.maxCost:
-			cost := s.cost
-			s.mu.Unlock()
-			return stopWith(OutcomeBudgetExhausted, "cost budget exhausted: spent $%.4f of $%.4f", cost, s.maxCost)
-		case s.counted+s.inFlight >= s.maxIter:
-			n := s.counted
-			s.mu.Unlock()
-			return stopWith(OutcomeLimitReached, "iteration limit reached (%d of %d run or under way)", n, s.maxIter)
-		}
-		until := s.pause
-		if wait := until.Sub(r.cfg.Now()); wait > 0 && until.After(r.pausedUntil) {
-			s.mu.Unlock()
-			r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: until, Wait: wait,
-				Message: "usage limit reached by another worker; waiting for the reset"})
-			if err := s.sleep(ctx, r.cfg.Sleep, wait); err != nil {
-				return r.checkCancel(ctx)
-			}
-			r.pausedUntil = until // waited for this pause (or the run ended): not again
-			continue
-		}
-		s.inFlight++
-		s.mu.Unlock()
+// log is the session log the workers share (nil: the run opens its own).
+func (s *Shared) log() *SessionLog {
+	if s == nil {
 		return nil
 	}
+	return s.slog
 }
 
-// next numbers an iteration whose claim succeeded.
-func (s *Shared) next() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.number++
-	return s.number
-}
-
-// give gives back the slot take took; counted says the iteration ran to
-// its end.
-func (s *Shared) give(counted bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inFlight--
-	if counted {
-		s.counted++
+// agentsTest is read(), done once for the workers.
+func (s *Shared) agentsTest(read func() (AgentsTest, error)) (AgentsTest, error) {
+	if s == nil {
+		return read()
 	}
+	s.agentsOnce.Do(func() { s.agents, s.agentsErr = read() })
+	return s.agents, s.agentsErr
 }
 
-// limitReached reports whether the iteration budget is spent.
-func (s *Shared) limitReached() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counted >= s.maxIter
-}
-
-func (s *Shared) addCost(usd float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cost += usd
-}
-
-// pauseUntil makes every worker wait for a usage limit's reset.
-func (s *Shared) pauseUntil(t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t.After(s.pause) {
-		s.pause = t
-	}
-}
-
-// stopped records a worker's stop; the first that ends the run is kept.
-func (s *Shared) stopped(st *stop) {
-	if st == nil || !endsRun(st.outcome) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.first == nil {
-		c := *st
-		s.first = &c
-		close(s.done)
-	}
-}
-
-// ended reports whether a stop ended the run.
-func (s *Shared) ended() bool {
-	select {
-	case <-s.done:
+// first reports whether what is said for the first time by the workers
+// (always, for a run of its own).
+func (s *Shared) first(what string) bool {
+	if s == nil {
 		return true
-	default:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.said[what] {
 		return false
 	}
-}
-
-// sleep is sleep(ctx, d), cut short by the first stop that ends the run;
-// its error is ctx's only.
-func (s *Shared) sleep(ctx context.Context, sleep func(context.Context, time.Duration) error, d time.Duration) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	sleep(wctx, d)
-	return ctx.Err()
-}
-
-// First returns the outcome and message of the first stop that ended the
-// run, ok false when none did.
-func (s *Shared) First() (o Outcome, message string, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.first == nil {
-		return "", "", false
-	}
-	return s.first.outcome, s.first.message, true
-}
-
-// endsRun reports whether a worker's stop ends the whole run
-// (ARCHITECTURE.md §5: exit codes 1, 3, 4, 5, 7, 9, 10).
-func endsRun(o Outcome) bool {
-	switch o {
-	case OutcomeError, OutcomeTestGateFailed, OutcomeAgentFailed, OutcomeGitFailed,
-		OutcomeFailure, OutcomeBudgetExhausted, OutcomeUsageLimit:
-		return true
-	}
-	return false
+	s.said[what] = true
+	return true
 }
 
 // OpenSession names the session of a build whose workers share it, and
@@ -216,23 +65,23 @@ func endsRun(o Outcome) bool {
 // that two builds started in the same second never share logs). log is nil
 // when cfg.SessionLog is off; the caller closes it.
 func OpenSession(cfg Config) (session string, log *SessionLog, err error) {
-	r := &run{cfg: cfg, autoSession: cfg.Session == ""}
-	if _, err := r.cfg.normalize(); err != nil {
+	auto := cfg.Session == ""
+	if _, _, err := cfg.normalize(); err != nil {
 		return "", nil, err
 	}
-	log, err = r.openLog()
-	return r.cfg.Session, log, err
+	log, err = openLog(&cfg, auto)
+	return cfg.Session, log, err
 }
 
-// openLog opens the run's session log (nil when cfg.SessionLog is off): a
-// session named from the clock is first reserved (reserveSession, which
-// sets r.cfg.Session), one named by the caller is used as it is.
-func (r *run) openLog() (*SessionLog, error) {
-	cfg := r.cfg
+// openLog opens the session log of a run with cfg (nil when cfg.SessionLog
+// is off): a session named from the clock (auto) is first reserved
+// (reserveSession, which sets cfg.Session), one named by the caller is
+// used as it is.
+func openLog(cfg *Config, auto bool) (*SessionLog, error) {
 	var log *SessionLog
 	switch {
-	case r.autoSession && (cfg.SessionLog || cfg.RawLogs):
-		f, err := r.reserveSession()
+	case auto && (cfg.SessionLog || cfg.RawLogs):
+		f, err := reserveSession(cfg)
 		if err != nil || f == nil {
 			return nil, err
 		}
@@ -249,20 +98,13 @@ func (r *run) openLog() (*SessionLog, error) {
 	// The event log goes with the session log. It failing to open is no
 	// reason to stop a run (its write errors are not either): the error is
 	// kept and Close returns it.
-	ev, err := openEventLog(logBase(r.cfg.Root, r.cfg.LogDir), EventLogPath(r.cfg.LogDir, r.cfg.Session))
+	ev, err := openEventLog(logBase(cfg.Root, cfg.LogDir), EventLogPath(cfg.LogDir, cfg.Session))
 	if err != nil {
 		ev = &EventLog{err: err}
 	}
-	ev.Holder = r.cfg.Holder
+	ev.Holder = cfg.Holder
 	log.events = ev
 	return log, nil
-}
-
-// Stop ends the run from outside a worker's loop (a worker that could not
-// start: a failing --setup): the workers end before their next claim with
-// this outcome, if it is the first stop that ends the run.
-func (s *Shared) Stop(o Outcome, message string) {
-	s.stopped(stopWith(o, "%s", message))
 }
 
 // CheckConfig returns the error Run would return for cfg's configuration,
@@ -270,6 +112,6 @@ func (s *Shared) Stop(o Outcome, message string) {
 // they do anything else (the parallel pool records the plan's integration
 // branch before its workers run).
 func CheckConfig(cfg Config) error {
-	_, err := cfg.normalize()
+	_, _, err := cfg.normalize()
 	return err
 }

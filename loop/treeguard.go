@@ -822,29 +822,29 @@ func isPrintable(s string) bool {
 // in: Root's (nil when there is none), or a worker's linked working tree,
 // found from the repository's common directory (never from the tree's own
 // .git file) — an error when the tree is no such thing.
-func (r *run) treeRepo() (*hostgit.Repo, error) {
-	if r.repo == nil || r.cfg.Workspace == nil {
-		return r.repo, nil
+func (b *buildMode) treeRepo() (*hostgit.Repo, error) {
+	if b.repo == nil || b.cfg.Workspace == nil {
+		return b.repo, nil
 	}
-	return r.repo.Linked(r.dir())
+	return b.repo.Linked(b.dir())
 }
 
 // newGuard prepares the verifier's guards of the run's tree: the tree
 // guard with its private store at store, and the repository guard.
-func (r *run) newGuard(ctx context.Context, store string) (*treeGuard, error) {
-	repo, err := r.treeRepo()
+func (b *buildMode) newGuard(ctx context.Context, store string) (*treeGuard, error) {
+	repo, err := b.treeRepo()
 	if err != nil {
 		return nil, fmt.Errorf("loop: verify: %w", err)
 	}
-	g, err := newTreeGuardIn(ctx, treeGuardParams{Root: r.dir(), Project: r.cfg.Root, Dir: store, AgentID: r.cfg.AgentID, Proj: repo})
+	g, err := newTreeGuardIn(ctx, treeGuardParams{Root: b.dir(), Project: b.cfg.Root, Dir: store, AgentID: b.cfg.AgentID, Proj: repo})
 	if err != nil {
 		return nil, err
 	}
-	g.meta = &repoGuard{repo: repo, root: r.cfg.Root, own: r.ownRefs()}
-	if r.cfg.Workspace != nil {
+	g.meta = &repoGuard{repo: repo, root: b.cfg.Root, own: b.ownRefs()}
+	if b.cfg.Workspace != nil {
 		// A worker's tree may be made again during the run (with another
 		// admin directory): it is looked up again for each verification.
-		g.locate = r.treeRepo
+		g.locate = b.treeRepo
 	}
 	return g, nil
 }

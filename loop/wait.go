@@ -28,8 +28,8 @@ const holderCheckEvery = time.Second
 
 // changeToken takes the token a wait starts from, before the store is
 // read; "" when the store is no ChangeWatcher or cannot say.
-func (r *run) changeToken(ctx context.Context) string {
-	w, ok := r.store.(ChangeWatcher)
+func (b *buildMode) changeToken(ctx context.Context) string {
+	w, ok := b.store.(ChangeWatcher)
 	if !ok {
 		return ""
 	}
@@ -38,69 +38,6 @@ func (r *run) changeToken(ctx context.Context) string {
 		return ""
 	}
 	return tok
-}
-
-// waitForAgents is step 2 when nothing in scope is ready but tasks in it
-// are held by other agents (ARCHITECTURE.md §3.1): the
-// loop waits for them instead of stopping as blocked, says which tasks and
-// holders it waits for (again only when that changes), and returns nil
-// once work may have become ready: the store changed (since token was
-// taken, before the failed claim), a claim's lease ran out, or a holder
-// process on this host died (its claim is recovered by the next store
-// call). Cancelling ctx ends the wait and the run.
-func (r *run) waitForAgents(ctx context.Context, token string) *stop {
-	active, err := r.store.Active(ctx, r.cfg.Scope)
-	if err != nil {
-		return r.storeErr(ctx, err)
-	}
-	if slices.ContainsFunc(active, func(t Task) bool { return t.ClaimedBy == r.cfg.AgentID }) {
-		// Claims its own agent made beside the task the loop gave it: the
-		// loop holds nothing now, so they are nobody's work.
-		r.releaseAgent(ctx, "claimed by the agent beside the task its loop gave it")
-		return nil
-	}
-	if len(active) == 0 {
-		return nil // they finished meanwhile: look again
-	}
-	if key := waitKey(active); key != r.waitingFor {
-		r.waitingFor = key
-		r.note.send(Note{Kind: NoteWaitAgents, Iteration: r.report.Iterations + 1, Held: active,
-			Message: "nothing is ready; waiting for " + describeHeld(active)})
-	}
-	watcher, _ := r.store.(ChangeWatcher)
-	for {
-		if sh := r.cfg.Shared; sh != nil && sh.ended() {
-			return nil // another worker's stop ends this one: take says so
-		}
-		d := holderCheckEvery
-		if next := earliestLease(active); !next.IsZero() {
-			d = min(d, max(next.Sub(r.cfg.Now()), minRenewInterval))
-		}
-		var changed bool
-		if watcher != nil && token != "" {
-			changed, err = watcher.WaitChange(ctx, token, d)
-		} else {
-			changed, err = true, r.cfg.Sleep(ctx, d)
-		}
-		if err != nil || ctx.Err() != nil {
-			if ctx.Err() == nil {
-				return r.storeErr(ctx, err)
-			}
-			return r.checkCancel(ctx)
-		}
-		if changed || leaseRanOut(active, r.cfg.Now()) || holderDied(active) {
-			return nil
-		}
-		// A token can miss a change: a file's times have the clock's
-		// coarse tick, and two writes within one tick that leave the WAL's
-		// size as it was look like none (two machines finishing at once
-		// left a loop waiting for a task done long since). The held
-		// tasks themselves say, one read a wait.
-		now, err := r.store.Active(ctx, r.cfg.Scope)
-		if err != nil || waitKey(now) != waitKey(active) {
-			return nil
-		}
-	}
 }
 
 // waitKey names what a loop waits for: the tasks and their holders.
@@ -157,4 +94,67 @@ func leaseRanOut(active []Task, now time.Time) bool {
 
 func holderDied(active []Task) bool {
 	return slices.ContainsFunc(active, func(t Task) bool { return t.Holder.Liveness() == HolderGone })
+}
+
+// waitForAgents is step 2 when nothing in scope is ready but tasks in it
+// are held by other agents (ARCHITECTURE.md §3.1): the
+// loop waits for them instead of stopping as blocked, says which tasks and
+// holders it waits for (again only when that changes), and returns nil
+// once work may have become ready: the store changed (since token was
+// taken, before the failed claim), a claim's lease ran out, or a holder
+// process on this host died (its claim is recovered by the next store
+// call). Cancelling ctx ends the wait and the run.
+func (b *buildMode) waitForAgents(ctx context.Context, token string) *stop {
+	active, err := b.store.Active(ctx, b.cfg.Scope)
+	if err != nil {
+		return b.storeErr(ctx, err)
+	}
+	if slices.ContainsFunc(active, func(t Task) bool { return t.ClaimedBy == b.cfg.AgentID }) {
+		// Claims its own agent made beside the task the loop gave it: the
+		// loop holds nothing now, so they are nobody's work.
+		b.releaseAgent(ctx, "claimed by the agent beside the task its loop gave it")
+		return nil
+	}
+	if len(active) == 0 {
+		return nil // they finished meanwhile: look again
+	}
+	if key := waitKey(active); key != b.waitingFor {
+		b.waitingFor = key
+		b.note.send(Note{Kind: NoteWaitAgents, Iteration: b.report.Iterations + 1, Held: active,
+			Message: "nothing is ready; waiting for " + describeHeld(active)})
+	}
+	watcher, _ := b.store.(ChangeWatcher)
+	for {
+		if b.budgetEnded() {
+			return nil // another worker's stop ends this one: take says so
+		}
+		d := holderCheckEvery
+		if next := earliestLease(active); !next.IsZero() {
+			d = min(d, max(next.Sub(b.cfg.Now()), minRenewInterval))
+		}
+		var changed bool
+		if watcher != nil && token != "" {
+			changed, err = watcher.WaitChange(ctx, token, d)
+		} else {
+			changed, err = true, b.cfg.Sleep(ctx, d)
+		}
+		if err != nil || ctx.Err() != nil {
+			if ctx.Err() == nil {
+				return b.storeErr(ctx, err)
+			}
+			return b.checkCancel(ctx)
+		}
+		if changed || leaseRanOut(active, b.cfg.Now()) || holderDied(active) {
+			return nil
+		}
+		// A token can miss a change: a file's times have the clock's
+		// coarse tick, and two writes within one tick that leave the WAL's
+		// size as it was look like none (two machines finishing at once
+		// left a loop waiting for a task done long since). The held
+		// tasks themselves say, one read a wait.
+		now, err := b.store.Active(ctx, b.cfg.Scope)
+		if err != nil || waitKey(now) != waitKey(active) {
+			return nil
+		}
+	}
 }

@@ -317,7 +317,8 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if base.Once {
 		maxIter = 1
 	}
-	shared := loop.NewShared(maxIter, base.MaxCost, slog)
+	shared := loop.NewShared(slog)
+	budget := newBudget(maxIter, base.MaxCost)
 
 	wtDir := cfg.WorktreeDir
 	if wtDir == "" {
@@ -364,6 +365,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		wcfg.AgentID = base.AgentID + "-" + ws.worker
 		wcfg.Workspace = ws
 		wcfg.Shared = shared
+		wcfg.Budget = budget
 		wg.Go(func() {
 			if cfg.Setup != "" {
 				if err := setupWorker(ctx, wcfg, ws, cfg.Setup); err != nil {
@@ -371,7 +373,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 					if ctx.Err() != nil {
 						o = loop.OutcomeCancelled
 					}
-					shared.Stop(o, err.Error())
+					budget.stop(o, err.Error())
 					reports[k] = loop.Report{Outcome: o, Message: err.Error(), Remaining: -1}
 					return
 				}
@@ -396,12 +398,12 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 			errs = append(errs, fmt.Errorf("%s: keeping its tree's work: %w", ws.worker, err))
 		}
 	}
-	if _, _, ok := shared.First(); !ok && ctx.Err() == nil {
+	if _, ok := budget.firstStop(); !ok && ctx.Err() == nil {
 		// A run that would end complete looks at the branch once more:
 		// one moved, rewound or deleted after its last landing is not.
 		var te *TipError
 		if err := guard.verify(kctx); errors.As(err, &te) {
-			shared.Stop(loop.OutcomeGitFailed, err.Error())
+			budget.stop(loop.OutcomeGitFailed, err.Error())
 		} else if err != nil {
 			errs = append(errs, err)
 		}
@@ -418,7 +420,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		rep.Warnings = append(rep.Warnings, branchesMoved(branches, now, into)...)
 	}
 	rep.Workers = reports
-	rep.Report = combine(rep.Report, reports, shared, ctx.Err() != nil)
+	rep.Report = combine(rep.Report, reports, budget, ctx.Err() != nil)
 	if c, err := store.Counts(kctx, base.Scope); err == nil {
 		rep.Counts, rep.Remaining = c, c.Open()+c.InProgress
 	}
@@ -433,7 +435,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 // combine makes the run's report from the workers': the first stop that
 // ended the run, else cancellation, else the plan's end as the workers saw
 // it (complete, with failures, the iteration limit, blocked, no plan).
-func combine(rep loop.Report, ws []loop.Report, shared *loop.Shared, cancelled bool) loop.Report {
+func combine(rep loop.Report, ws []loop.Report, budget *budget, cancelled bool) loop.Report {
 	for _, w := range ws {
 		rep.Iterations += w.Iterations
 		rep.Successes += w.Successes
@@ -444,8 +446,8 @@ func combine(rep loop.Report, ws []loop.Report, shared *loop.Shared, cancelled b
 			rep.ResetsAt = w.ResetsAt
 		}
 	}
-	if o, msg, ok := shared.First(); ok {
-		rep.Outcome, rep.Message = o, msg
+	if first, ok := budget.firstStop(); ok {
+		rep.Outcome, rep.Message = first.Outcome, first.Message
 		return rep
 	}
 	if cancelled {

@@ -261,7 +261,7 @@ func TestObserverWorkers(t *testing.T) {
 	if err := store.Add(tasks...); err != nil {
 		t.Fatal(err)
 	}
-	shared := loop.NewShared(0, 0, nil)
+	shared := loop.NewShared(nil)
 	runner := looptest.NewFakeRunner(t).Always(func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
 		return looptest.Result("<task-done>" + envOf(req, "RALPH_TASK_ID") + "</task-done>"), nil
 	})

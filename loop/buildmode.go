@@ -1,0 +1,600 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/ralph-dev/ralph/sigil"
+)
+
+// buildMode is build mode with the loop claiming (ClaimLoop): each
+// iteration claims the next ready task, runs the agent on it, judges the
+// session by its sigils, and applies the verdict durably — through the
+// verifier, the gates and, with a Workspace, the integration.
+type buildMode struct {
+	*run
+	// guard snapshots and restores the working tree around verifier
+	// sessions (nil without Verify).
+	guard *treeGuard
+	// waitingFor names the held tasks the loop last said it waits for.
+	waitingFor string
+}
+
+// attempt is one iteration's work on a claimed task: its number, the task
+// as claimed (its generation fences the outcome), the model and whether a
+// hint chose it.
+type attempt struct {
+	n      int
+	task   Task
+	model  string
+	hinted bool
+}
+
+// verdict is how an iteration, or a step of it, ended: the status the
+// session log and receipts show, the reason, and the stop that ends the
+// run (nil: the loop goes on). The zero verdict means the step passed and
+// the iteration goes on.
+type verdict struct {
+	status IterationStatus
+	why    string
+	stop   *stop
+	// detail is a gate failure with its output's tail: the reason the
+	// claim is released with, which the next attempt's prompt shows.
+	detail string
+	// limited is the verifier's usage-limited result: the iteration is a
+	// wait for its reset, not counted.
+	limited *RunResult
+}
+
+// decided reports whether v ends the iteration.
+func (v verdict) decided() bool { return v.status != "" }
+
+// judged is the verdict of a status, its reason and the stop, if any.
+func judged(status IterationStatus, why string, s *stop) verdict {
+	return verdict{status: status, why: why, stop: s}
+}
+
+func (b *buildMode) prompts() []string {
+	if b.cfg.Verify {
+		return []string{PromptBuild, PromptVerify}
+	}
+	return []string{PromptBuild}
+}
+
+// prepare readies the verifier's tree guard, with Verify.
+func (b *buildMode) prepare(ctx context.Context) *stop {
+	if !b.cfg.Verify {
+		return nil
+	}
+	store := filepath.Join(b.cfg.Root, ".ralph", snapshotDir)
+	if b.cfg.Workspace != nil {
+		name := b.cfg.Worker
+		if name == "" {
+			name = "workspace"
+		}
+		store = filepath.Join(b.cfg.Root, ".ralph", "worktrees", name+".verify.git")
+	}
+	g, err := b.newGuard(ctx, store)
+	if err != nil {
+		if ctx.Err() != nil {
+			return b.checkCancel(ctx)
+		}
+		return internal(err)
+	}
+	b.guard = g
+	return nil
+}
+
+// close tidies the verifier's snapshot store.
+func (b *buildMode) close(ctx context.Context, clean bool) {
+	if b.guard == nil {
+		return
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tidyTimeout)
+	defer cancel()
+	b.guard.close(gctx, clean)
+}
+
+// exitChecks ends the run when the plan is resolved or the iteration
+// limit is reached.
+func (b *buildMode) exitChecks(ctx context.Context) *stop {
+	return b.planChecks(ctx, false)
+}
+
+// terminal is step 2: nothing could be claimed. With tasks in scope held
+// by other live agents, the loop waits for them and returns nil to try
+// again (waitForAgents); otherwise it says why it stops. token is the
+// store's change token from before the failed claim.
+func (b *buildMode) terminal(ctx context.Context, token string) *stop {
+	c, err := b.store.Counts(ctx, b.cfg.Scope)
+	if err != nil {
+		return b.storeErr(ctx, err)
+	}
+	if c.InProgress > 0 {
+		return b.waitForAgents(ctx, token)
+	}
+	if c.Total() > 0 && !c.Resolved() {
+		// A task may have become ready between the failed claim and
+		// the counts (another agent's completion), or the claim may
+		// have passed over one another transaction held for a moment (a
+		// server's SKIP LOCKED claims): with one ready, look again.
+		ready, err := b.store.Ready(ctx, b.cfg.Scope, 1)
+		if err != nil {
+			return b.storeErr(ctx, err)
+		}
+		if len(ready) > 0 {
+			if err := b.cfg.Sleep(ctx, lookAgainAfter); err != nil {
+				return b.checkCancel(ctx)
+			}
+			return nil
+		}
+	}
+	return terminalStop(c)
+}
+
+// iteration runs one loop-claimed iteration (steps 1–8). counted is false
+// when a usage limit turned it into a wait.
+func (b *buildMode) iteration(ctx context.Context) (counted bool, s *stop) {
+	token := b.changeToken(ctx)
+	task, err := b.claim(ctx, "")
+	if errors.Is(err, ErrNoReadyTask) {
+		return false, b.terminal(ctx, token)
+	}
+	if err != nil {
+		return false, b.storeErr(ctx, err)
+	}
+	a := attempt{n: b.budget.Number(b.report.Iterations + 1), task: task}
+	logs, err := b.store.Logs(ctx, task.ID)
+	if err != nil {
+		return false, b.storeErr(ctx, err)
+	}
+	if ws := b.cfg.Workspace; ws != nil {
+		if landed, s := b.begin(ctx, a, ws, logs); landed || s != nil {
+			return false, s
+		}
+	}
+
+	data, err := buildContext(ctx, b.store, b.cfg.Root, task, b.cfg.MaxRetries, logs)
+	if err != nil {
+		return false, b.storeErr(ctx, err)
+	}
+	data.Mode, data.Iteration, data.AgentID, data.RalphBin = ModeBuild, a.n, b.cfg.AgentID, b.cfg.RalphBin
+	data.Root = b.dir()
+	sess, s := b.render(PromptBuild, data)
+	if s != nil {
+		return false, s
+	}
+	a.model, a.hinted = b.pickModel(ModelChoice{Iteration: a.n, Task: task, TaskLogs: logs, History: b.history})
+
+	b.beginIteration(ctx, a.n, task, a.model)
+	res, s := b.runAgent(ctx, a.n, a.model, sess, task)
+	if s != nil {
+		return false, s
+	}
+	if res.Class == ClassUsageLimit {
+		b.releaseHeld(ctx, "usage limit: waiting for reset")
+		b.endIteration(a.n, task, a.model, IterUsageLimit, "")
+		return false, b.usageLimit(ctx, res)
+	}
+	b.consumeHint(a.hinted)
+
+	v := b.handle(ctx, a, res)
+	if v.limited != nil && v.stop == nil {
+		b.endIteration(a.n, task, a.model, IterUsageLimit, v.why)
+		return false, b.usageLimit(ctx, *v.limited)
+	}
+	b.waited = 0
+	b.countIteration(a.n, task, a.model, a.hinted, v.status, v.why)
+	return true, v.stop
+}
+
+// claim claims task id (empty: the next ready task in scope) for the
+// agent this loop runs, and holds it.
+func (b *buildMode) claim(ctx context.Context, id string) (Task, error) {
+	task, err := b.store.Claim(ctx, ClaimParams{TaskID: id, Scope: b.cfg.Scope, Agent: b.cfg.AgentID,
+		Lease: b.cfg.Lease, Holder: b.cfg.Holder, Mode: ClaimLoop})
+	if err == nil {
+		b.lease.hold(task)
+	}
+	return task, err
+}
+
+// handle is steps 7–8 for a finished session of a loop-claimed task.
+func (b *buildMode) handle(ctx context.Context, a attempt, res RunResult) verdict {
+	if res.Class == ClassCancelled || ctx.Err() != nil {
+		return judged(IterCancelled, "", b.checkCancel(ctx))
+	}
+	if !res.OK() {
+		why := troubleText(res)
+		b.releaseHeld(ctx, "agent trouble: "+why)
+		return judged(IterAgentTrouble, why, b.agentTrouble(res, why))
+	}
+
+	sig := sigil.Parse(res.Text)
+	if sig.NextModel != "" {
+		b.hint = sig.NextModel
+	}
+	v := b.handleTask(ctx, a, res, sig)
+	if v.stop != nil {
+		return v
+	}
+	if sig.Failure {
+		v.status, v.stop = IterFailure, stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200))
+		return v
+	}
+	if sig.Complete {
+		c, err := b.store.Counts(ctx, b.cfg.Scope)
+		if err == nil && !c.Resolved() {
+			b.note.notice(a.n, "agent said COMPLETE but %s; going on", remain(c.Open()+c.InProgress))
+		}
+	}
+	return v
+}
+
+// handleTask applies the task sigil (or its absence) to the claimed task.
+func (b *buildMode) handleTask(ctx context.Context, a attempt, res RunResult, sig sigil.Result) verdict {
+	task := a.task
+	// The claim may have ended during the session: released or recovered
+	// behind the loop's back, taken over, or moved by a person.
+	cur, err := b.store.Get(ctx, task.ID)
+	if err != nil {
+		return judged(IterCancelled, "", b.storeErr(ctx, err))
+	}
+	if !holds(cur, task) {
+		return b.claimLost(ctx, a.n, task, cur, false)
+	}
+
+	switch {
+	case sig.TaskDone(task.ID) || b.markedDone(ctx, task.ID):
+		return b.taskDone(ctx, a, res)
+	case sig.TaskFailed(task.ID):
+		why := "agent reported the task failed: " + excerpt(res.Text, 300)
+		if v, ok := b.commitMove(ctx, a.n, task, "failed", res.Text, func(ctx context.Context) error {
+			return b.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: why, By: b.by(task)})
+		}); !ok {
+			return v
+		}
+		b.unhold()
+		return judged(IterTaskFailed, why, nil)
+	case sig.Failure:
+		// FAILURE without a verdict on the task: the task is not at fault.
+		b.releaseHeld(ctx, "the agent declared FAILURE")
+		return judged(IterFailure, "", nil)
+	case len(sig.Done)+len(sig.Failed) > 0:
+		why := fmt.Sprintf("wrong task id: expected %s, got %s", task.ID, strings.Join(append(append([]string{}, sig.Done...), sig.Failed...), ", "))
+		return b.taskTrouble(ctx, a.n, task, IterWrongID, why)
+	default:
+		return b.taskTrouble(ctx, a.n, task, IterNoSigil, "the agent ended without a task sigil")
+	}
+}
+
+// markedDone reports whether the agent marked task id done in the store's
+// own way (DoneMarker): a ticked progress-file box.
+func (b *buildMode) markedDone(ctx context.Context, id string) bool {
+	m, ok := b.store.(DoneMarker)
+	if !ok {
+		return false
+	}
+	done, err := m.MarkedDone(ctx, id)
+	return err == nil && done
+}
+
+// claimLost handles a session after which the loop's claim on task no
+// longer stands (cur is the task now). A claim lost silently is how a loop
+// spins: back to pending — released, or recovered, behind the
+// loop's back — is task trouble, counted against the task's breaker like a
+// missing sigil, with a reason that says who released it (the loop claims
+// the task again to count it, when it is still ready); held by another
+// claim, or done or failed by someone else, is noted, and the loop moves
+// on. recount is set when the claim lost was the one taken to count an
+// earlier loss: that is not counted again, so that this never goes round.
+func (b *buildMode) claimLost(ctx context.Context, n int, task, cur Task, recount bool) verdict {
+	b.unhold()
+	who := lastMove(ctx, b.store, task.ID)
+	switch cur.Status {
+	case StatusPending:
+		why := "the claim was lost during the session: " + who
+		if recount {
+			b.note.notice(n, "task %s: %s", task.ID, why)
+			return judged(IterClaimLost, why, nil)
+		}
+		again, err := b.claim(ctx, task.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return judged(IterCancelled, "", b.checkCancel(ctx))
+			}
+			b.note.notice(n, "task %s: %s; it could not be claimed again to count it: %v", task.ID, why, err)
+			return judged(IterClaimLost, why, nil)
+		}
+		b.note.notice(n, "task %s: %s", task.ID, why)
+		return b.recount(ctx, n, again, why)
+	case StatusDone:
+		b.note.notice(n, "task %s was done by someone else during the session (%s); leaving it as it is", task.ID, who)
+		return judged(IterAlreadyClosed, "done by someone else: "+who, nil)
+	case StatusFailed:
+		b.note.notice(n, "task %s was failed by someone else during the session (%s); leaving it as it is", task.ID, who)
+		return judged(IterTaskFailed, "failed by someone else: "+who, nil)
+	}
+	why := fmt.Sprintf("task %s is %s now", task.ID, cur.Status)
+	if cur.Status == StatusInProgress {
+		why = fmt.Sprintf("task %s is held by %s now (claim %d)", task.ID, cur.ClaimedBy, cur.Generation)
+	}
+	b.note.notice(n, "the claim was lost during the session: %s (%s); leaving it", why, who)
+	return judged(IterClaimLost, why, nil)
+}
+
+// taskTrouble releases the task and counts a retry, or fails it when it
+// has run 1+MaxRetries times.
+func (b *buildMode) taskTrouble(ctx context.Context, n int, task Task, status IterationStatus, why string) verdict {
+	return b.trouble(ctx, n, task, status, why, false)
+}
+
+// recount is taskTrouble under the claim taken to count a lost one: if
+// that claim is lost too, it is not counted again.
+func (b *buildMode) recount(ctx context.Context, n int, task Task, why string) verdict {
+	return b.trouble(ctx, n, task, IterClaimLost, why, true)
+}
+
+func (b *buildMode) trouble(ctx context.Context, n int, task Task, status IterationStatus, why string, recount bool) verdict {
+	if task.RetryCount >= b.cfg.MaxRetries {
+		reason := fmt.Sprintf("%s (after %d %s)", why, task.RetryCount+1, plural(task.RetryCount+1, "run", "runs"))
+		if v, ok := b.commit(ctx, n, task, "failed", "", recount, func(ctx context.Context) error {
+			return b.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: reason, By: b.by(task)})
+		}); !ok {
+			return v
+		}
+		b.unhold()
+		return judged(IterTaskFailed, reason, nil)
+	}
+	if v, ok := b.commit(ctx, n, task, "back to pending for a retry", "", recount, func(ctx context.Context) error {
+		return b.store.Retry(ctx, MoveParams{TaskID: task.ID, Message: why, By: b.by(task)})
+	}); !ok {
+		return v
+	}
+	b.unhold()
+	return judged(status, why, nil)
+}
+
+// taskDone verifies (if enabled), runs the gates and completes the task.
+func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verdict {
+	task := a.task
+	// Nothing runs in a tree the agent replaced (a link to the user's
+	// checkout): not the verifier, not the gates.
+	if v := b.checkTree(ctx, a.n, task); v.decided() {
+		return v
+	}
+	// Nothing is committed over a HEAD the agent moved away from where
+	// the session began.
+	if v := b.checkHead(ctx, a.n, task); v.decided() {
+		return v
+	}
+	if b.cfg.Verify {
+		if v := b.verified(ctx, a, res.Text); v.decided() {
+			return v
+		}
+	}
+	var endGate func(IterationStatus, string)
+	if b.tests.cmd != "" || b.cfg.Commit {
+		endGate = b.note.phase(a.n, PhaseGate, task)
+	}
+	v := b.gates(ctx, a.n, task.Title, b.tests.cmd)
+	if endGate != nil {
+		endGate(v.status, v.why)
+	}
+	if v.decided() {
+		reason := v.detail
+		if v.status == IterCancelled {
+			reason = ReasonLoopStopped
+		}
+		b.releaseHeld(ctx, reason)
+		return v
+	}
+	if ws := b.cfg.Workspace; ws != nil {
+		end := b.note.phase(a.n, PhaseIntegrate, task)
+		v := b.integrate(ctx, a.n, ws, task, res)
+		end(v.status, v.why)
+		if v.decided() {
+			return v
+		}
+	}
+	if v, ok := b.commitMove(ctx, a.n, task, "done", res.Text, func(ctx context.Context) error {
+		return b.store.Complete(ctx, MoveParams{TaskID: task.ID, Message: summary(res.Text), By: b.by(task)})
+	}); !ok {
+		return v
+	}
+	b.unhold()
+	return judged(IterDone, "", nil)
+}
+
+// checkHead is the commit gate's check before anything runs on a done
+// task: a HEAD the agent moved off where the session began is task
+// trouble; git failing to tell stops the run.
+func (b *buildMode) checkHead(ctx context.Context, n int, task Task) verdict {
+	why, err := b.headMoved(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		b.releaseHeld(ctx, ReasonLoopStopped)
+		return judged(IterCancelled, "", b.checkCancel(ctx))
+	case err != nil:
+		why = fmt.Sprintf("git: task %s: %v", task.ID, err)
+		b.releaseHeld(ctx, "HEAD could not be checked: "+firstLine(err.Error()))
+		return judged(IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why))
+	case why != "":
+		b.note.notice(n, "task %s: %s", task.ID, why)
+		return b.taskTrouble(ctx, n, task, IterHeadMoved, why)
+	}
+	return verdict{}
+}
+
+// verified is the verification of a done task, as a verdict on the
+// iteration: zero when the verifier passed it.
+func (b *buildMode) verified(ctx context.Context, a attempt, agentText string) verdict {
+	end := b.note.phase(a.n, PhaseVerify, a.task)
+	j := b.verify(ctx, a, agentText)
+	end(j.status(ctx), j.why)
+	// The verifier may have replaced the tree (the guard restores
+	// nothing through a replaced one): asked again while the claim
+	// is still held, before the gates run there.
+	if j.stop == nil && (j.result == judgedPass || j.result == judgedFail) {
+		if v := b.checkTree(ctx, a.n, a.task); v.decided() {
+			return v
+		}
+	}
+	switch {
+	case j.stop != nil:
+		return judged(IterAgentTrouble, j.why, j.stop)
+	case j.result == judgedUsageLimit:
+		return verdict{status: IterUsageLimit, why: j.why, limited: j.limited}
+	case j.result == judgedTrouble:
+		return judged(IterAgentTrouble, j.why, nil)
+	case j.result == judgedFail:
+		return b.taskTrouble(ctx, a.n, a.task, IterVerifyFailed, "verification failed: "+j.why)
+	}
+	return verdict{}
+}
+
+// judgement is what a verifier session concluded.
+type judgement struct {
+	result judgedAs
+	why    string
+	stop   *stop
+	// limited is the session's result when it met a usage limit.
+	limited *RunResult
+}
+
+// judgedAs is a verifier's conclusion.
+type judgedAs int
+
+const (
+	judgedPass       judgedAs = iota
+	judgedFail                // verify-fail, or no verdict at all
+	judgedTrouble             // the verifier session itself failed: agent trouble
+	judgedUsageLimit          // the verifier hit a usage limit: a wait
+)
+
+// status is the status a verification ends with, for its NotePhaseEnd:
+// empty when it passed.
+func (j judgement) status(ctx context.Context) IterationStatus {
+	switch {
+	case ctx.Err() != nil:
+		return IterCancelled
+	case j.stop != nil, j.result == judgedTrouble:
+		return IterAgentTrouble
+	case j.result == judgedUsageLimit:
+		return IterUsageLimit
+	case j.result == judgedFail:
+		return IterVerifyFailed
+	}
+	return ""
+}
+
+// verify runs the verifier session. On trouble or a usage limit it has
+// released the claim already.
+func (b *buildMode) verify(ctx context.Context, a attempt, agentText string) judgement {
+	task := a.task
+	trouble := func(why string, s *stop) judgement { return judgement{result: judgedTrouble, why: why, stop: s} }
+	data := PromptData{Mode: ModeVerify, Task: task, Iteration: a.n, AgentID: b.cfg.AgentID, Root: b.dir(), RalphBin: b.cfg.RalphBin, AgentText: agentText}
+	if task.ParentID != "" {
+		if p, err := b.store.Get(ctx, task.ParentID); err == nil {
+			data.Parent = &p
+		}
+	}
+	sess, s := b.render(PromptVerify, data)
+	if s != nil {
+		return trouble("", s)
+	}
+	res, changed, s := b.runVerifier(ctx, a, sess)
+	if s != nil {
+		return trouble("", s)
+	}
+	switch {
+	case res.Class == ClassCancelled || ctx.Err() != nil:
+		return trouble("", b.checkCancel(ctx))
+	case res.Class == ClassUsageLimit:
+		b.releaseHeld(ctx, "usage limit: waiting for reset")
+		return judgement{result: judgedUsageLimit, why: "verifier hit the usage limit", limited: &res}
+	case !res.OK():
+		// The verifier could not judge: agent trouble, not the task's fault.
+		why := "verifier: " + troubleText(res)
+		b.releaseHeld(ctx, "agent trouble: "+why)
+		return trouble(why, b.agentTrouble(res, why))
+	}
+	sig := sigil.Parse(res.Text)
+	j, word := judgement{result: judgedFail}, "fail"
+	switch {
+	case len(changed) > 0:
+		// Whatever it said: a verifier that wrote to the tree judged a
+		// tree that is not the one ralph keeps.
+		j.why = "the verifier changed files (restored): " + changeList(changed)
+	case sig.VerifyPass:
+		j.result, word = judgedPass, "pass"
+	case sig.VerifyFail:
+		j.why = sig.VerifyReason
+		if j.why == "" {
+			j.why = "no reason given"
+		}
+	default:
+		j.why = "the verifier gave no verdict"
+	}
+	if err := b.store.SetVerification(ctx, task.ID, word); err != nil {
+		return trouble(j.why, b.storeErr(ctx, err))
+	}
+	return j
+}
+
+// runVerifier runs the verifier session under the tree guard: the working
+// tree is snapshotted before it and compared after it, whatever the
+// session's end (crash, timeout, usage limit and cancellation included);
+// what the verifier changed is restored, logged on the task and returned.
+// Its receipt's verdict is "fail" when it changed anything. A tree that
+// could not be snapshotted (the verifier is then not run) or restored is
+// an internal error.
+func (b *buildMode) runVerifier(ctx context.Context, a attempt, sess session) (RunResult, []treeChange, *stop) {
+	n, model, task := a.n, a.model, a.task
+	before, err := b.guard.record(ctx)
+	if err != nil && ctx.Err() == nil {
+		// The snapshot store is a cache: a damaged one is rebuilt, once.
+		b.note.notice(n, "rebuilding the verifier's snapshot store: %v", err)
+		if err = b.guard.rebuild(ctx); err == nil {
+			before, err = b.guard.record(ctx)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return RunResult{}, nil, b.checkCancel(ctx)
+		}
+		return RunResult{}, nil, internal(fmt.Errorf("%w: %v", ErrVerifySnapshot, err))
+	}
+	started := b.cfg.Now()
+	res, runErr := b.session(ctx, n, model, sess, task, true)
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	defer cancel()
+	changed, gerr := b.guard.checkAll(gctx, before)
+	if len(changed) > 0 {
+		msg := "the verifier changed files (restored): " + changeList(changed)
+		if gerr != nil {
+			msg = "the verifier changed files: " + changeList(changed)
+		}
+		b.note.notice(n, "%s; its verdict does not count", msg)
+		if err := b.store.AddLog(gctx, task.ID, LogVerify, msg); err != nil && gerr == nil {
+			gerr = fmt.Errorf("loop: task %s: log: %w", task.ID, err)
+		}
+	}
+	if runErr == nil {
+		rc := b.receipt(n, model, task, true, res, started)
+		if len(changed) > 0 && rc.Verdict != "" {
+			rc.Verdict = "fail"
+		}
+		b.record(ctx, rc)
+	}
+	switch {
+	case gerr != nil:
+		return res, changed, internal(gerr)
+	case runErr != nil:
+		return res, changed, b.runnerErr(ctx, runErr)
+	}
+	return res, changed, nil
+}
