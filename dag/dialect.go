@@ -47,10 +47,13 @@ type dialect interface {
 	// failed with err (ctx still live); ok is what it returns committed.
 	// committing says the outcome is unknown (see Store.retrying).
 	commitFailed(ctx context.Context, t *txn, err, ok error) (committing bool, rerr error)
-	// retrying runs try, a read or a write transaction, again while the
-	// database says it certainly changed nothing and may succeed later (a
-	// server that restarted); once where there is no such thing.
-	retrying(ctx context.Context, try func() (committing bool, err error)) error
+	// retryable reports whether a read or a write transaction that failed
+	// with err certainly changed nothing and may succeed if run again (a
+	// server that restarted; committing: err came from the COMMIT); never
+	// on SQLite, whose busy handler does the waiting. (Store.retrying
+	// runs the tries: a closure handed to an interface method escapes,
+	// and every read and write would allocate it.)
+	retryable(err error, committing bool) bool
 
 	// isUnique reports whether err is a violation of a unique constraint.
 	isUnique(err error) bool

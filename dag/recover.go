@@ -150,7 +150,7 @@ func (s *Store) Recover(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var ids []string
-	err := s.d.retrying(ctx, func() (committing bool, err error) {
+	err := s.retrying(ctx, func() (committing bool, err error) {
 		ids = nil
 		// Nothing to recover (the usual case): no write lock, no
 		// transaction.

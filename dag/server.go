@@ -116,6 +116,7 @@ func OpenServer(ctx context.Context, srv Server, opts ServerOptions) (*Store, er
 	s := &Store{Now: opts.Now, db: srv.DB(), path: srv.Name(), busy: busy,
 		connector: srv.Connector(), wlock: newWriteLock("")}
 	s.d = serverDialect{s: s, srv: srv, retryFor: retry}
+	s.retryFor = retry
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -230,22 +231,9 @@ func (d serverDialect) begin(ctx context.Context, o txOpts) (t *txn, end func(),
 	}, nil
 }
 
-// retrying runs try again, with backoff, for up to retryFor, while the
-// server says (Server.Retryable: committing says the error came from the
-// commit) that it changed nothing and may take it later.
-func (d serverDialect) retrying(ctx context.Context, try func() (committing bool, err error)) error {
-	deadline := time.Now().Add(d.retryFor)
-	wait := serverBackoff
-	for {
-		committing, err := try()
-		if err == nil || ctx.Err() != nil || !d.srv.Retryable(err, committing) || time.Now().Add(wait).After(deadline) {
-			return err
-		}
-		if serr := sleepCtx(ctx, wait); serr != nil {
-			return serr
-		}
-		wait = min(2*wait, serverBackoffMax)
-	}
+// retryable: Server.Retryable.
+func (d serverDialect) retryable(err error, committing bool) bool {
+	return d.srv.Retryable(err, committing)
 }
 
 // commitFailed: a COMMIT whose answer was lost with the connection (or

@@ -41,10 +41,7 @@ func (d sqliteDialect) commitFailed(_ context.Context, _ *txn, err, _ error) (bo
 	return true, d.err(err)
 }
 
-func (sqliteDialect) retrying(_ context.Context, try func() (bool, error)) error {
-	_, err := try()
-	return err
-}
+func (sqliteDialect) retryable(error, bool) bool { return false }
 
 func (sqliteDialect) isUnique(err error) bool {
 	var se *sqlite.Error

@@ -142,6 +142,9 @@ type Store struct {
 	// d is the driver of the database the plan lives in: sqliteDialect
 	// for a file, serverDialect for a Server (OpenServer).
 	d dialect
+	// retryFor is how long a read or write the database could not take
+	// is retried (dialect.retryable); zero on SQLite.
+	retryFor time.Duration
 }
 
 // Options tune Open.
@@ -712,7 +715,7 @@ type txOpts struct {
 // sent, a restart, a deadlock) runs again with backoff for up to
 // ServerOptions.RetryFor; fn must be safe to run again.
 func (s *Store) writeTx(ctx context.Context, o txOpts, fn func(t *txn) error) error {
-	return s.d.retrying(ctx, func() (bool, error) { return s.writeOnce(ctx, o, fn) })
+	return s.retrying(ctx, func() (bool, error) { return s.writeOnce(ctx, o, fn) })
 }
 
 // writeOnce is one try of writeTx; committing says the error came from
@@ -804,9 +807,28 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 
 // retryRead runs a read; on a server, one the server could not serve (a
 // restart, a lost connection) runs again with backoff for up to
-// ServerOptions.RetryFor (dialect.retrying).
+// ServerOptions.RetryFor.
 func (s *Store) retryRead(ctx context.Context, try func() error) error {
-	return s.d.retrying(ctx, func() (bool, error) { return false, try() })
+	return s.retrying(ctx, func() (bool, error) { return false, try() })
+}
+
+// retrying runs try, a read or a write transaction; one the database
+// could not take (dialect.retryable: committing says the error came from
+// the commit) runs again with backoff for up to the store's retryFor. On
+// SQLite it runs once.
+func (s *Store) retrying(ctx context.Context, try func() (committing bool, err error)) error {
+	deadline := time.Now().Add(s.retryFor)
+	wait := serverBackoff
+	for {
+		committing, err := try()
+		if err == nil || ctx.Err() != nil || !s.d.retryable(err, committing) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		if serr := sleepCtx(ctx, wait); serr != nil {
+			return serr
+		}
+		wait = min(2*wait, serverBackoffMax)
+	}
 }
 
 // beforeRead recovers expired and orphaned claims for a read, if there are
