@@ -24,9 +24,9 @@ type wconn struct {
 	// unckpt says it has committed since.
 	ckptAt time.Time
 	unckpt bool
-	// rebind, on a server's connection, turns the package's queries
-	// into the server's dialect (Server.Rebind); nil for SQLite.
-	rebind func(string) string
+	// d is the store's driver: its rebind turns the package's queries
+	// into the database's dialect.
+	d dialect
 }
 
 // wstmt is a prepared statement of the writer's connection; busy while
@@ -50,11 +50,7 @@ func (w *wconn) prepare(ctx context.Context, q string) (st driver.Stmt, done fun
 		ws.busy = true
 		return ws.st, func() { ws.busy = false }, nil
 	}
-	pq := q
-	if w.rebind != nil {
-		pq = w.rebind(q)
-	}
-	st, err = w.c.(driver.ConnPrepareContext).PrepareContext(ctx, pq)
+	st, err = w.c.(driver.ConnPrepareContext).PrepareContext(ctx, w.d.rebind(q))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,11 +78,8 @@ func (w *wconn) exec(ctx context.Context, q string, args ...any) (driver.Result,
 
 // pragma runs PRAGMA p on the connection, outside the statement cache:
 // flag pragmas change how statements compile, and SQLite expires the
-// prepared ones.
+// prepared ones. SQLite's driver alone calls it.
 func (w *wconn) pragma(ctx context.Context, p string) error {
-	if w.rebind != nil {
-		return nil // a server has no pragmas
-	}
 	_, err := w.c.(driver.ExecerContext).ExecContext(ctx, "PRAGMA "+p, nil)
 	return err
 }

@@ -96,15 +96,38 @@
 //
 // # On a database server
 //
-// OpenServer runs the same rules over a Server (package dag/postgres):
-// the queries are written once, in SQLite's dialect, and Server.Rebind
-// turns each into the server's when it is prepared. A write transaction
+// OpenServer runs the same rules over a Server (package dag/postgres).
+// A write transaction
 // there takes the plan's lock on the server (Server.LockPlan) where SQLite
 // takes BEGIN IMMEDIATE, and locks the rows it reads to move; the claim of
 // the first ready task runs without the plan lock, taking its row with
 // FOR UPDATE SKIP LOCKED. A server's connection runs one query at a time,
 // so listing reads each task's blockers in its row. Writes and reads the
 // server could not take are retried with backoff (ServerOptions.RetryFor).
+//
+// # Drivers and dialects
+//
+// The rules run on a driver, in the shape of River's riverdriver: a Store
+// holds one from the moment it is made — SQLite's (this package) for a
+// file, a server's over the Server package dag/postgres implements — and
+// asks it, never "is there a server?", for what differs: how a write
+// transaction begins and takes the plan's lock, the clauses that lock
+// rows, what an error means and whether it may be retried, the outcome
+// of a lost COMMIT, change notification, the import's tuning, the few
+// queries whose text differs (a recursive query, the listing's filter and
+// blockers).
+//
+// The rules' other queries are written once, in SQLite's dialect, and the
+// driver turns each into its own when it is prepared (Server.Rebind: "?N"
+// parameters become "$N", SQLite's index hints and "OR FAIL" go, a few
+// names change — package dag/postgres lists them all). This rewriter is
+// kept, rather than a copy of every query per dialect as River's drivers
+// have: the queries are the graph rules, inline with the Go that reads
+// and writes by them, and two copies of each would drift; the rewriting
+// is a handful of fixed, mechanical changes, and anything a query needs
+// beyond them is a method of the driver. Both stores run
+// looptest.TestTaskStore, which exercises every query of the rules, so a
+// query the rewriter gets wrong fails the suite on PostgreSQL.
 //
 // # Readiness is kept on write
 //

@@ -24,7 +24,7 @@ var (
 // transaction left open does.
 func CheckpointBusy(t testing.TB, s *Store) bool {
 	t.Helper()
-	if s.srv != nil {
+	if s.Server() != nil {
 		t.Fatal("CheckpointBusy: a store on a server has no checkpoints")
 	}
 	var busy, frames, done int

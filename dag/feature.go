@@ -195,8 +195,8 @@ var ErrNoFeatureFiles = errors.New("dag: feature files live in the project, not 
 // FeatureFiles returns the feature files a Store on a server keeps, by
 // path. Errors: ErrNoFeatureFiles on SQLite.
 func (s *Store) FeatureFiles(ctx context.Context) (map[string]FeatureFile, error) {
-	if s.srv == nil {
-		return nil, ErrNoFeatureFiles
+	if err := s.d.featureFiles(); err != nil {
+		return nil, err
 	}
 	out := map[string]FeatureFile{}
 	err := s.read(ctx, func(t *txn) error {
@@ -222,8 +222,8 @@ func (s *Store) FeatureFiles(ctx context.Context) (map[string]FeatureFile, error
 // PutFeatureFile stores a feature file's content. Errors:
 // ErrNoFeatureFiles on SQLite.
 func (s *Store) PutFeatureFile(ctx context.Context, path, content string) error {
-	if s.srv == nil {
-		return ErrNoFeatureFiles
+	if err := s.d.featureFiles(); err != nil {
+		return err
 	}
 	return s.write(ctx, func(t *txn) error {
 		_, err := t.exec(`INSERT INTO feature_files (path, content, updated_at) VALUES (?1, ?2, ?3)

@@ -216,12 +216,8 @@ func (t *txn) countDep(blocked, blocker string, blockerStatus loop.Status, delta
 // waits for its blockers and for its children (a parent is done only when
 // they are), so a child blocked by its own ancestor is a cycle too.
 func (t *txn) reaches(from, to string) (bool, error) {
-	q := reachesQuery
-	if t.s.srv != nil {
-		q = reachesQueryServer
-	}
 	var n int
-	err := t.row(q, from, to).Scan(&n)
+	err := t.row(t.s.d.reachesQuery(), from, to).Scan(&n)
 	return n > 0, err
 }
 

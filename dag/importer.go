@@ -13,9 +13,6 @@ import (
 	"strings"
 	"sync"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -560,30 +557,13 @@ func (im *importer) order() {
 // existing tasks, and looks for cycles through them.
 func (im *importer) write() error {
 	t := im.t
-	// The per-row work SQLite does for every insert is cut to what the
-	// import needs, for this transaction only. Checks: CHECK (status IN
-	// (…)) builds its list anew for each row, a third of a bulk insert's
-	// time; the first pass has made every check the constraints make.
-	if err := t.w.pragma(t.ctx, "ignore_check_constraints = ON"); err != nil {
-		return err
-	}
-	defer t.w.pragma(context.Background(), "ignore_check_constraints = OFF")
-	// A larger page cache (16 MB): the indexes of a large plan, written in
-	// no particular order, outgrow SQLite's 2 MB and went to the log and
-	// back page by page. (Each page costs about twice its size: the
-	// allocator rounds a page and its header up.)
-	if err := t.w.pragma(t.ctx, "cache_size = -16384"); err != nil {
-		return err
-	}
-	defer t.w.pragma(context.Background(), "cache_size = -2000")
-	// The count of tasks by status is kept by a trigger, run for each row
-	// (and making SQLite journal each statement): it is dropped for the
-	// import, the counts added once at the end, and the trigger created
-	// again as it was — all in this transaction.
-	restore, err := im.dropCountTrigger()
+	// The driver cuts the per-row work of the inserts to what the import
+	// needs, for this transaction only (sqliteDialect.tuneImport).
+	undo, restore, err := t.s.d.tuneImport(im)
 	if err != nil {
 		return err
 	}
+	defer undo()
 	// OR FAIL: on an error, rows already inserted by the statement stay;
 	// the whole transaction is rolled back then anyway.
 	// Binding a text costs an allocation and a copy: the status is bound
@@ -597,19 +577,13 @@ func (im *importer) write() error {
 	deps := newBulkInsert(t, `INSERT OR FAIL INTO deps (blocked_id, blocker_id) VALUES `, `(?, ?)`, 2, 256)
 	var batch []int32 // the tasks in tasks' pending rows
 	flushTasks := func() error {
-		// On a server a failed statement ends the transaction's use: a
-		// savepoint keeps it for the look-up of the duplicate id.
-		server := t.s.srv != nil && len(batch) > 0
-		if server {
-			if _, err := t.exec("SAVEPOINT import_tasks"); err != nil {
-				return err
-			}
-		}
-		err := tasks.flush()
-		if err != nil && server {
-			if _, rerr := t.exec("ROLLBACK TO SAVEPOINT import_tasks"); rerr != nil {
-				return errors.Join(err, rerr)
-			}
+		// The transaction must survive a failed insert for the look-up
+		// of the duplicate id (dialect.guardStatement).
+		var err error
+		if len(batch) > 0 {
+			err = t.s.d.guardStatement(t, tasks.flush)
+		} else {
+			err = tasks.flush()
 		}
 		if err != nil {
 			err = im.duplicate(batch, err)
@@ -725,9 +699,7 @@ func (im *importer) write() error {
 // error naming the first of them whose id is already a task (the batch's
 // ids are distinct: the first pass saw to that).
 func (im *importer) duplicate(batch []int32, err error) error {
-	var se *sqlite.Error
-	sqliteUnique := errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
-	if !sqliteUnique && (im.t.s.srv == nil || !im.t.s.srv.IsUnique(err)) {
+	if !im.t.s.d.isUnique(err) {
 		return err
 	}
 	for _, i := range batch {
@@ -744,13 +716,11 @@ func (im *importer) duplicate(batch []int32, err error) error {
 
 // dropCountTrigger drops the trigger that counts tasks by status as they
 // are inserted and returns what puts it back, with the counts of the
-// batch added: the trigger's own SQL, read from the schema.
+// batch added: the trigger's own SQL, read from the schema. SQLite's
+// driver calls it (sqliteDialect.tuneImport); a server's trigger counts
+// as rows come and stays.
 func (im *importer) dropCountTrigger() (restore func() error, err error) {
 	t := im.t
-	if t.s.srv != nil {
-		// A server's trigger counts as rows come: it stays.
-		return func() error { return nil }, nil
-	}
 	var q string
 	err = t.row(`SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'tasks_count_insert'`).Scan(&q)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -42,7 +42,7 @@ func (s *Store) RecordLanding(ctx context.Context, l loop.Landing) error {
 	if l.Commit == l.Parent {
 		return fmt.Errorf("dag: landing of %s on %s for task %s: the commit is its own parent (the branch would not move: nothing lands)", l.Commit, l.Branch, l.TaskID)
 	}
-	return s.writeTx(ctx, false, "", func(t *txn) error {
+	return s.writeNoTask(ctx, func(t *txn) error {
 		old, ok, err := t.landing(l.Branch, l.Commit)
 		if err != nil {
 			return err
@@ -62,7 +62,7 @@ func (s *Store) RecordLanding(ctx context.Context, l loop.Landing) error {
 
 // ConfirmLanding implements loop.LandingStore.
 func (s *Store) ConfirmLanding(ctx context.Context, branch, commit string) error {
-	return s.writeTx(ctx, false, "", func(t *txn) error {
+	return s.writeNoTask(ctx, func(t *txn) error {
 		l, ok, err := t.landing(branch, commit)
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func (s *Store) ConfirmLanding(ctx context.Context, branch, commit string) error
 
 // VoidLanding implements loop.LandingStore.
 func (s *Store) VoidLanding(ctx context.Context, branch, commit string) error {
-	return s.writeTx(ctx, false, "", func(t *txn) error {
+	return s.writeNoTask(ctx, func(t *txn) error {
 		l, ok, err := t.landing(branch, commit)
 		if err != nil {
 			return err
@@ -173,7 +173,7 @@ func (s *Store) MoveBranchTip(ctx context.Context, branch, old, new string) (str
 		return "", fmt.Errorf("dag: branch tip %q of %q: both are required", new, branch)
 	}
 	var now string
-	err := s.writeTx(ctx, false, "", func(t *txn) error {
+	err := s.writeNoTask(ctx, func(t *txn) error {
 		tip, err := t.branchTip(branch)
 		if err != nil {
 			return err

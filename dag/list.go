@@ -69,20 +69,7 @@ func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func
 	if limit == 0 {
 		limit = math.MaxInt64
 	}
-	// The filter is left out when there is none: on every row of a plan
-	// it costs more than it seems. (Unused parameters are still bound:
-	// SQLite numbers parameters up to the highest it sees.)
-	filter := "t.seq > ?4"
-	if p.Status != "" {
-		filter += " AND t.status = ?1"
-	}
-	if p.Feature != "" {
-		filter += " AND t.feature = ?2"
-	}
-	if c.rebind != nil {
-		// A server wants a type for every parameter it is given.
-		filter = "t.seq > ?4 AND (?1 = '' OR t.status = ?1) AND (?2 = '' OR t.feature = ?2)"
-	}
+	filter := c.d.listFilter(p.Status != "", p.Feature != "")
 	args := []any{string(p.Status), p.Feature, limit, after}
 	if p.Shape != nil {
 		var sh ListShape
@@ -96,13 +83,9 @@ func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func
 			return err, nil
 		}
 	}
-	cols := listCols
-	if c.rebind != nil {
-		// A server's connection runs one query at a time: the blockers
-		// come in the task's row, as a JSON array.
-		cols += `, CASE WHEN blocker_count > 0 THEN
-			(SELECT json_agg(d.blocker_id ORDER BY d.seq) FROM deps d WHERE d.blocked_id = t.id) END`
-	}
+	// The driver may add the blockers to the row (a server's connection
+	// runs one query at a time); else a second cursor reads them.
+	cols := listCols + c.d.listBlockers()
 	rows, err := c.query(ctx, `SELECT `+cols+` FROM tasks t WHERE `+filter+` ORDER BY seq LIMIT ?3`, args...)
 	if err != nil {
 		return nil, err

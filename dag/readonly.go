@@ -27,6 +27,7 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options, cause err
 		busy = DefaultBusyTimeout
 	}
 	s := &Store{Now: opts.Now, path: path, busy: busy, readOnly: cause, wlock: &writeLock{sem: make(chan struct{}, 1)}}
+	s.d = sqliteDialect{s}
 	if s.Now == nil {
 		s.Now = time.Now
 	}

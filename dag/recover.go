@@ -150,32 +150,32 @@ func (s *Store) Recover(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var ids []string
-	err := s.retrying(ctx, func() (err error, committing bool) {
+	err := s.retrying(ctx, func() (committing bool, err error) {
 		ids = nil
 		// Nothing to recover (the usual case): no write lock, no
 		// transaction.
 		if need, err := s.needsRecovery(ctx); err != nil || !need {
-			return err, false
+			return false, err
 		}
-		t, end, err := s.begin(ctx)
+		t, end, err := s.begin(ctx, txOpts{})
 		if err != nil {
-			return err, false
+			return false, err
 		}
 		defer end()
 		found, err := t.recover()
 		if err != nil {
-			return s.dbErr(err), false
+			return false, s.dbErr(err)
 		}
-		if err := t.txID(); err != nil {
-			return s.dbErr(err), false
+		if err := s.d.beforeCommit(t); err != nil {
+			return false, s.dbErr(err)
 		}
 		if err := t.commit(); err != nil {
-			if err, committing = s.commitFailed(ctx, t, err, nil); err != nil {
-				return err, committing
+			if committing, err = s.commitFailed(ctx, t, err, nil); err != nil {
+				return committing, err
 			}
 		}
 		ids = found
-		return nil, false
+		return false, nil
 	})
 	if err != nil {
 		return nil, err

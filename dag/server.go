@@ -113,8 +113,10 @@ func OpenServer(ctx context.Context, srv Server, opts ServerOptions) (*Store, er
 	if retry <= 0 {
 		retry = DefaultServerRetry
 	}
-	s := &Store{Now: opts.Now, db: srv.DB(), path: srv.Name(), busy: busy, srv: srv, retryFor: retry,
+	s := &Store{Now: opts.Now, db: srv.DB(), path: srv.Name(), busy: busy,
 		connector: srv.Connector(), wlock: newWriteLock("")}
+	s.d = serverDialect{s: s, srv: srv, retryFor: retry}
+	s.retryFor = retry
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -130,7 +132,7 @@ func OpenServer(ctx context.Context, srv Server, opts ServerOptions) (*Store, er
 
 // Server returns the server the Store keeps its plan on, nil for a
 // SQLite file.
-func (s *Store) Server() Server { return s.srv }
+func (s *Store) Server() Server { return s.d.server() }
 
 // serverBackoff is the first wait before a write the server could not
 // take runs again; each wait doubles, up to serverBackoffMax.
@@ -138,3 +140,175 @@ const (
 	serverBackoff    = 50 * time.Millisecond
 	serverBackoffMax = 2 * time.Second
 )
+
+// serverDialect is the driver of a plan on a Server: the rules' generic
+// part of every server (the plan's lock, retries with backoff, the
+// outcome of a lost COMMIT), over the statements, dialect and error
+// mapping the Server supplies (package dag/postgres).
+type serverDialect struct {
+	s   *Store
+	srv Server
+	// retryFor is how long a write the server could not take is retried.
+	retryFor time.Duration
+}
+
+var _ dialect = serverDialect{}
+
+func (d serverDialect) rebind(q string) string  { return d.srv.Rebind(q) }
+func (d serverDialect) forUpdate() string       { return d.srv.ForUpdate() }
+func (d serverDialect) skipLocked() string      { return d.srv.ClaimSkipLocked() }
+func (d serverDialect) isUnique(err error) bool { return d.srv.IsUnique(err) }
+func (d serverDialect) featureFiles() error     { return nil }
+func (d serverDialect) server() Server          { return d.srv }
+func (d serverDialect) close() error            { return d.srv.Close() }
+
+func (d serverDialect) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	return d.srv.Err(err)
+}
+
+// lock takes the plan's write lock, whose statement returns the
+// transaction's id too (see Server).
+func (d serverDialect) lock(t *txn) error {
+	if err := t.row(d.srv.LockPlan()).Scan(&t.xid); err != nil {
+		return err
+	}
+	t.locked = true
+	return nil
+}
+
+// beforeCommit asks the id of the write transaction about to commit
+// (see commitFailed), unless the plan's lock said it.
+func (d serverDialect) beforeCommit(t *txn) error {
+	if t.xid != "" {
+		return nil
+	}
+	return t.row(d.srv.TxID()).Scan(&t.xid)
+}
+
+// begin starts a write transaction on a server's connection, holding the
+// plan's write lock unless o.unlocked (see Server). A connection that
+// fails is closed; the next transaction opens another.
+func (d serverDialect) begin(ctx context.Context, o txOpts) (t *txn, end func(), err error) {
+	s := d.s
+	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.openWriter(ctx); err != nil {
+		release(nil)
+		return nil, nil, err
+	}
+	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
+	drop := func() {
+		s.w.close()
+		s.w = nil
+		release(nil)
+	}
+	if _, err := t.exec("BEGIN"); err != nil {
+		drop()
+		return nil, nil, d.err(err)
+	}
+	if !o.unlocked {
+		if err := t.lock(); err != nil {
+			s.w.exec(context.Background(), "ROLLBACK")
+			drop()
+			return nil, nil, d.err(err)
+		}
+	}
+	return t, func() {
+		if t.committed {
+			release(nil)
+			return
+		}
+		if _, err := s.w.exec(context.Background(), "ROLLBACK"); err != nil {
+			drop()
+			return
+		}
+		release(nil)
+	}, nil
+}
+
+// retryable: Server.Retryable.
+func (d serverDialect) retryable(err error, committing bool) bool {
+	return d.srv.Retryable(err, committing)
+}
+
+// commitFailed: a COMMIT whose answer was lost with the connection (or
+// came after the commit, with the news that the server is shutting
+// down) may have committed: the server is asked (Server.Committed).
+// Committed, the write returns ok, as if the answer had come; rolled
+// back, it may run again; when the server cannot tell, err comes back as
+// it is, committing.
+func (d serverDialect) commitFailed(ctx context.Context, t *txn, err, ok error) (bool, error) {
+	if t.xid == "" || d.srv.Retryable(err, true) {
+		return true, d.err(err)
+	}
+	deadline := time.Now().Add(d.retryFor)
+	wait := serverBackoff
+	for {
+		committed, known, qerr := d.srv.Committed(ctx, t.xid)
+		switch {
+		case qerr == nil && known && committed:
+			return false, ok
+		case qerr == nil && known:
+			return false, d.err(err)
+		case ctx.Err() != nil || time.Now().Add(wait).After(deadline):
+			return true, d.err(err)
+		}
+		if serr := sleepCtx(ctx, wait); serr != nil {
+			return true, serr
+		}
+		wait = min(2*wait, serverBackoffMax)
+	}
+}
+
+// reachesQuery: PostgreSQL allows a recursive query one recursive term
+// (see reachesQueryServer).
+func (serverDialect) reachesQuery() string { return reachesQueryServer }
+
+// listFilter binds every parameter in a condition: a server wants a type
+// for every parameter it is given.
+func (serverDialect) listFilter(_, _ bool) string {
+	return "t.seq > ?4 AND (?1 = '' OR t.status = ?1) AND (?2 = '' OR t.feature = ?2)"
+}
+
+// listBlockers: a server's connection runs one query at a time, so the
+// blockers come in the task's row, as a JSON array.
+func (serverDialect) listBlockers() string {
+	return `, CASE WHEN blocker_count > 0 THEN
+			(SELECT json_agg(d.blocker_id ORDER BY d.seq) FROM deps d WHERE d.blocked_id = t.id) END`
+}
+
+// tuneImport: a server's count trigger counts as rows come, and it has
+// no pragmas: nothing to tune.
+func (serverDialect) tuneImport(*importer) (undo func(), restore func() error, err error) {
+	return func() {}, func() error { return nil }, nil
+}
+
+// guardStatement: on a server a failed statement ends the transaction's
+// use: a savepoint keeps it.
+func (serverDialect) guardStatement(t *txn, stmt func() error) error {
+	if _, err := t.exec("SAVEPOINT guarded"); err != nil {
+		return err
+	}
+	err := stmt()
+	if err != nil {
+		if _, rerr := t.exec("ROLLBACK TO SAVEPOINT guarded"); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+func (d serverDialect) changeToken(ctx context.Context) (string, error) {
+	return d.srv.ChangeToken(ctx)
+}
+
+func (d serverDialect) waitChange(ctx context.Context, token string, dur time.Duration) (bool, error) {
+	return d.srv.WaitChange(ctx, token, dur)
+}
+
+func (d serverDialect) viewChanges() loop.ChangeWatcher { return d.srv.ViewChanges() }

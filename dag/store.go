@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -140,9 +139,11 @@ type Store struct {
 	w         *wconn
 	connector driver.Connector
 
-	// srv is the server the plan lives on (OpenServer); nil for a SQLite
-	// file. retryFor is how long a write it could not take is retried.
-	srv      Server
+	// d is the driver of the database the plan lives in: sqliteDialect
+	// for a file, serverDialect for a Server (OpenServer).
+	d dialect
+	// retryFor is how long a read or write the database could not take
+	// is retried (dialect.retryable); zero on SQLite.
 	retryFor time.Duration
 }
 
@@ -229,6 +230,7 @@ func openRW(ctx context.Context, abs, path string, opts Options, create bool) (*
 		mode = "rw"
 	}
 	s := &Store{Now: opts.Now, db: nil, path: path, busy: busy, create: create}
+	s.d = sqliteDialect{s}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -344,7 +346,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil || version == len(ms) {
 		return err
 	}
-	t, end, err := s.begin(ctx)
+	t, end, err := s.begin(ctx, txOpts{})
 	if err != nil {
 		return err
 	}
@@ -423,12 +425,7 @@ func (s *Store) Close() error {
 	werr := s.closeWriter()
 	<-s.wlock.sem
 	s.wlock.close()
-	var err error
-	if s.srv != nil {
-		err = s.srv.Close()
-	} else {
-		err = s.db.Close()
-	}
+	err := s.d.close()
 	if werr != nil {
 		return werr
 	}
@@ -457,7 +454,7 @@ func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := s.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, s.rebind(q))
+	st, err := s.db.PrepareContext(ctx, s.d.rebind(q))
 	if err != nil {
 		return nil, err
 	}
@@ -472,41 +469,9 @@ func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 // a server, the server's Name.
 func (s *Store) Path() string { return s.path }
 
-// rebind turns a query of the graph rules into the server's dialect.
-func (s *Store) rebind(q string) string {
-	if s.srv == nil {
-		return q
-	}
-	return s.srv.Rebind(q)
-}
-
-// dbErr turns SQLite's busy, corrupt and not-a-database errors into the
-// package's errors, naming the file. Other errors pass through.
-func (s *Store) dbErr(err error) error {
-	if s.srv != nil && err != nil {
-		return s.srv.Err(err)
-	}
-	var se *sqlite.Error
-	if err == nil || !errors.As(err, &se) {
-		return err
-	}
-	switch se.Code() & 0xff {
-	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return s.lockedErr()
-	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-		return fmt.Errorf("%w: %s is corrupt or not a database (%v)", ErrNotADatabase, s.path, err)
-	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
-		// SQLite's codes ("disk I/O error (4874)") mean nothing to a user:
-		// say what keeps the file from being written, when that is it.
-		if why := writeTrouble(filepath.Dir(s.path)); why != "" {
-			return temporary{fmt.Errorf("%w: %s: %s", ErrUnwritable, s.path, why)}
-		}
-		if code := se.Code() & 0xff; code == sqlite3.SQLITE_FULL || code == sqlite3.SQLITE_IOERR {
-			return temporary{fmt.Errorf("dag: %s: %w", s.path, err)}
-		}
-	}
-	return fmt.Errorf("dag: %s: %w", s.path, err)
-}
+// dbErr turns the database's errors into the package's, naming the plan
+// (dialect.err).
+func (s *Store) dbErr(err error) error { return s.d.err(err) }
 
 func (s *Store) now() int64 { return s.Now().UnixNano() }
 
@@ -532,44 +497,40 @@ type txn struct {
 	recovered, orphansDone bool
 	// actor is who makes the transaction's moves, for the history.
 	actor string
-	// locked: on a server, the transaction holds the plan's write lock
-	// (Server.LockPlan). A SQLite write transaction always does.
+	// locked: the write transaction holds the plan's write lock
+	// (Server.LockPlan). A SQLite write transaction does from its BEGIN.
 	locked bool
 	// xid: on a server, the transaction's id, asked before its COMMIT
 	// or returned by the plan's lock.
 	xid string
 }
 
-// lock takes the plan's write lock on a server, once per transaction;
-// SQLite's write transactions hold their lock from BEGIN IMMEDIATE.
+// lock takes the plan's write lock, once per write transaction (see
+// dialect.lock); SQLite's write transactions hold their lock from BEGIN
+// IMMEDIATE.
 func (t *txn) lock() error {
-	if t.locked || t.w == nil || t.s.srv == nil {
+	if t.locked || t.w == nil {
 		return nil
 	}
-	// The statement returns the transaction's id too (see Server).
-	if err := t.row(t.s.srv.LockPlan()).Scan(&t.xid); err != nil {
-		return err
-	}
-	t.locked = true
-	return nil
+	return t.s.d.lock(t)
 }
 
-// skipLocked is the clause with which a claim on a server takes the
-// first ready row no other transaction holds.
+// skipLocked is the clause with which a claim takes the first ready row
+// no other transaction holds (dialect.skipLocked).
 func (t *txn) skipLocked() string {
-	if t.w == nil || t.s.srv == nil {
+	if t.w == nil {
 		return ""
 	}
-	return t.s.srv.ClaimSkipLocked()
+	return t.s.d.skipLocked()
 }
 
 // forUpdate is the clause that locks the rows a query of a write
-// transaction reads, on a server; SQLite's writer holds the database.
+// transaction reads (dialect.forUpdate).
 func (t *txn) forUpdate() string {
-	if t.w == nil || t.s.srv == nil {
+	if t.w == nil {
 		return ""
 	}
-	return t.s.srv.ForUpdate()
+	return t.s.d.forUpdate()
 }
 
 // prep returns q prepared for this read transaction, from the store's
@@ -613,88 +574,19 @@ func (t *txn) row(q string, args ...any) scanner {
 	if err != nil {
 		// A *sql.Row cannot be built with an error; let the transaction
 		// report it.
-		return t.tx.QueryRowContext(t.ctx, t.s.rebind(q), args...)
+		return t.tx.QueryRowContext(t.ctx, t.s.d.rebind(q), args...)
 	}
 	return st.QueryRowContext(t.ctx, args...)
 }
 
-// begin takes the write lock and starts an immediate transaction on the
-// writer's connection; end rolls it back if it was not committed and
+// begin takes the write lock and starts a write transaction as o says
+// (dialect.begin); end rolls it back if it was not committed and
 // releases the lock.
-func (s *Store) begin(ctx context.Context) (t *txn, end func(), err error) {
-	return s.beginWith(ctx, false)
-}
-
-// beginWith is begin; with bulk, the transaction is a bulk load that
-// checks every reference itself (see importer): foreign keys are off on
-// the writer's connection for it, and its statement journals (the undo
-// log of one statement within the transaction, which SQLite keeps for
-// every statement that inserts many rows) stay in memory instead of
-// going to a temporary file a page at a time. Both are set back after it.
-func (s *Store) beginWith(ctx context.Context, bulk bool) (t *txn, end func(), err error) {
+func (s *Store) begin(ctx context.Context, o txOpts) (t *txn, end func(), err error) {
 	if s.readOnly != nil {
 		return nil, nil, s.readOnly
 	}
-	if s.srv != nil {
-		return s.beginServer(ctx, true)
-	}
-	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := s.openWriter(ctx); err != nil {
-		release(nil)
-		return nil, nil, err
-	}
-	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s, locked: true}
-	// unbulk sets the connection back after the transaction; one that
-	// cannot be is closed (the next write opens one as the DSN says).
-	unbulk := func() {
-		if !bulk {
-			return
-		}
-		for _, p := range []string{"foreign_keys = ON", "temp_store = DEFAULT"} {
-			if s.w.pragma(context.Background(), p) != nil {
-				s.w.close()
-				s.w = nil
-				return
-			}
-		}
-	}
-	if bulk {
-		// No-ops inside a transaction, or read when one begins.
-		for _, p := range []string{"foreign_keys = OFF", "temp_store = MEMORY"} {
-			if err := s.w.pragma(ctx, p); err != nil {
-				unbulk()
-				release(nil)
-				return nil, nil, s.dbErr(err)
-			}
-		}
-	}
-	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
-		unbulk()
-		release(nil)
-		return nil, nil, s.dbErr(err)
-	}
-	return t, func() {
-		if !t.committed {
-			// The context may have ended: roll back regardless.
-			s.w.exec(context.Background(), "ROLLBACK")
-			unbulk()
-			release(nil)
-			return
-		}
-		if unbulk(); s.w == nil {
-			release(nil)
-			return
-		}
-		s.w.unckpt = true
-		if time.Since(s.w.ckptAt) < checkpointEvery {
-			release(nil)
-			return
-		}
-		release(s.w.checkpoint)
-	}, nil
+	return s.d.begin(ctx, o)
 }
 
 // openWriter opens the writer's connection if it is not open: the first
@@ -707,53 +599,8 @@ func (s *Store) openWriter(ctx context.Context) error {
 	if err != nil {
 		return s.dbErr(err)
 	}
-	s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now()}
-	if s.srv != nil {
-		s.w.rebind = s.srv.Rebind
-	}
+	s.w = &wconn{c: c, stmts: map[string]*wstmt{}, ckptAt: time.Now(), d: s.d}
 	return nil
-}
-
-// beginServer starts a write transaction on a server's connection,
-// holding the plan's write lock when lock is set (see Server). A
-// connection that fails is closed; the next transaction opens another.
-func (s *Store) beginServer(ctx context.Context, lock bool) (t *txn, end func(), err error) {
-	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := s.openWriter(ctx); err != nil {
-		release(nil)
-		return nil, nil, err
-	}
-	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}
-	drop := func() {
-		s.w.close()
-		s.w = nil
-		release(nil)
-	}
-	if _, err := t.exec("BEGIN"); err != nil {
-		drop()
-		return nil, nil, s.dbErr(err)
-	}
-	if lock {
-		if err := t.lock(); err != nil {
-			s.w.exec(context.Background(), "ROLLBACK")
-			drop()
-			return nil, nil, s.dbErr(err)
-		}
-	}
-	return t, func() {
-		if t.committed {
-			release(nil)
-			return
-		}
-		if _, err := s.w.exec(context.Background(), "ROLLBACK"); err != nil {
-			drop()
-			return
-		}
-		release(nil)
-	}, nil
 }
 
 // checkpointEvery is how often a store that writes checkpoints the WAL.
@@ -781,15 +628,6 @@ func (w *wconn) checkpoint() {
 	}
 }
 
-// txID asks, on a server, the id of the write transaction about to
-// commit (see commitFailed).
-func (t *txn) txID() error {
-	if t.s.srv == nil || t.w == nil || t.xid != "" {
-		return nil // SQLite, a read, or the plan's lock said it
-	}
-	return t.row(t.s.srv.TxID()).Scan(&t.xid)
-}
-
 // commit commits a write transaction.
 func (t *txn) commit() error {
 	if _, err := t.exec("COMMIT"); err != nil {
@@ -811,164 +649,124 @@ type temporary struct{ error }
 func (temporary) Temporary() bool { return true }
 func (e temporary) Unwrap() error { return e.error }
 
-// write runs fn in one BEGIN IMMEDIATE transaction, after returning expired
-// claims to pending. On any error nothing is changed (but for a
-// *keptError: see checkMove).
+// write runs fn in one write transaction, after returning expired claims
+// to pending. On any error nothing is changed (but for a *keptError: see
+// checkMove).
 func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
-	return s.writeTx(ctx, true, "", fn)
+	return s.writeTx(ctx, txOpts{}, fn)
 }
 
 // writeAs is write for moves made by actor, whom the history names.
 func (s *Store) writeAs(ctx context.Context, actor string, fn func(t *txn) error) error {
-	return s.writeTx(ctx, true, actor, fn)
+	return s.writeTx(ctx, txOpts{actor: actor}, fn)
 }
 
-// writeGuarded is write for fn that recovers expired claims itself, before
-// anything else it does: it calls t.ensureRecovered, or makes its first
-// statement change nothing unless t.leaseGuard holds and calls
-// t.ensureRecovered when it changed nothing. That spares the claims and
-// completions of a busy plan one statement each.
+// writeGuarded is writeAs for fn that recovers expired claims itself,
+// before anything else it does (txOpts.leasesLater): it calls
+// t.ensureRecovered, or makes its first statement change nothing unless
+// t.leaseGuard holds and calls t.ensureRecovered when it changed nothing.
+// That spares the claims and completions of a busy plan one statement
+// each.
 func (s *Store) writeGuarded(ctx context.Context, actor string, fn func(t *txn) error) error {
-	return s.writeTx(ctx, false, actor, fn)
+	return s.writeTx(ctx, txOpts{actor: actor, leasesLater: true}, fn)
 }
 
 // writeClaim is writeGuarded for a claim: on a server it runs without
-// the plan's write lock until fn takes it (see Server).
+// the plan's write lock until fn takes it (txOpts.unlocked).
 func (s *Store) writeClaim(ctx context.Context, actor string, fn func(t *txn) error) error {
-	return s.writeTxWith(ctx, txOpts{actor: actor, unlocked: true}, fn)
+	return s.writeTx(ctx, txOpts{actor: actor, leasesLater: true, unlocked: true}, fn)
 }
 
-func (s *Store) writeTx(ctx context.Context, recover bool, actor string, fn func(t *txn) error) error {
-	return s.writeTxWith(ctx, txOpts{recover: recover, actor: actor}, fn)
+// writeNoTask is write for fn that reads and moves no task (landings,
+// branch tips, settings): it skips the look for expired claims
+// (txOpts.leasesLater).
+func (s *Store) writeNoTask(ctx context.Context, fn func(t *txn) error) error {
+	return s.writeTx(ctx, txOpts{leasesLater: true}, fn)
 }
 
 // writeBulk is write for a bulk load that checks every reference itself
-// (see beginWith).
+// (txOpts.bulk).
 func (s *Store) writeBulk(ctx context.Context, fn func(t *txn) error) error {
-	return s.writeTxWith(ctx, txOpts{recover: true, bulk: true}, fn)
+	return s.writeTx(ctx, txOpts{bulk: true}, fn)
 }
 
-// txOpts say how a write transaction runs: recover (claims first), bulk
-// (see beginWith), actor (whom the history names), unlocked (on a
-// server, without the plan's write lock: fn takes it, t.lock, before it
-// reads anything it then writes; see Server).
+// txOpts say how a write transaction runs; the zero value is a plain
+// write, which recovers expired and orphaned claims first and names no
+// actor.
 type txOpts struct {
-	recover, bulk, unlocked bool
-	actor                   string
+	// actor is whom the history names as the mover.
+	actor string
+	// leasesLater: the transaction does not first return the claims
+	// whose lease expired to pending (it still does those whose holder
+	// is gone): fn does it itself (writeGuarded) or touches no task
+	// (writeNoTask).
+	leasesLater bool
+	// bulk: a bulk load that checks every reference itself (see
+	// sqliteDialect.begin and importer).
+	bulk bool
+	// unlocked: on a server, the transaction runs without the plan's
+	// write lock: fn takes it (t.lock) before it reads anything it then
+	// writes (see Server).
+	unlocked bool
 }
 
-// writeTxWith runs fn in one write transaction. On a server, a
-// transaction the server could not take (its connection lost before the
-// commit was sent, a restart, a deadlock) runs again with backoff for up
-// to the store's retryFor; fn must be safe to run again.
-func (s *Store) writeTxWith(ctx context.Context, o txOpts, fn func(t *txn) error) error {
-	return s.retrying(ctx, func() (error, bool) { return s.writeOnce(ctx, o, fn) })
+// writeTx runs fn in one write transaction. On a server, a transaction
+// the server could not take (its connection lost before the commit was
+// sent, a restart, a deadlock) runs again with backoff for up to
+// ServerOptions.RetryFor; fn must be safe to run again.
+func (s *Store) writeTx(ctx context.Context, o txOpts, fn func(t *txn) error) error {
+	return s.retrying(ctx, func() (bool, error) { return s.writeOnce(ctx, o, fn) })
 }
 
-// retrying runs try, a read or a write transaction; on a server, one
-// the server could not take (Server.Retryable: committing says the error
-// came from the commit) runs again with backoff for up to the store's
-// retryFor. On SQLite it runs once.
-func (s *Store) retrying(ctx context.Context, try func() (err error, committing bool)) error {
-	if s.srv == nil {
-		err, _ := try()
-		return err
-	}
-	deadline := time.Now().Add(s.retryFor)
-	wait := serverBackoff
-	for {
-		err, committing := try()
-		if err == nil || ctx.Err() != nil || !s.srv.Retryable(err, committing) || time.Now().Add(wait).After(deadline) {
-			return err
-		}
-		if serr := sleepCtx(ctx, wait); serr != nil {
-			return serr
-		}
-		wait = min(2*wait, serverBackoffMax)
-	}
-}
-
-// writeOnce is one try of writeTxWith; committing says the error came
-// from the commit (whose outcome a lost connection leaves unknown).
-func (s *Store) writeOnce(ctx context.Context, o txOpts, fn func(t *txn) error) (err error, committing bool) {
+// writeOnce is one try of writeTx; committing says the error came from
+// the commit (whose outcome a lost connection leaves unknown).
+func (s *Store) writeOnce(ctx context.Context, o txOpts, fn func(t *txn) error) (committing bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err, false
+		return false, err
 	}
-	if s.readOnly != nil {
-		return s.readOnly, false
-	}
-	var t *txn
-	var end func()
-	if s.srv != nil {
-		t, end, err = s.beginServer(ctx, !o.unlocked)
-	} else {
-		t, end, err = s.beginWith(ctx, o.bulk)
-	}
+	t, end, err := s.begin(ctx, o)
 	if err != nil {
-		return err, false
+		return false, err
 	}
 	defer end()
 	t.actor = o.actor
-	if o.recover {
+	if !o.leasesLater {
 		if err := t.ensureRecovered(); err != nil {
-			return s.dbErr(err), false
+			return false, s.dbErr(err)
 		}
 	} else if _, err := t.recoverOrphans(); err != nil {
-		return s.dbErr(err), false
+		return false, s.dbErr(err)
 	}
 	// ok is what the write returns once committed: nil, or a refusal
 	// whose log entry is kept.
 	var ok error
 	if err := fn(t); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err(), false
+			return false, ctx.Err()
 		}
 		var kept *keptError
 		if !errors.As(err, &kept) {
-			return s.dbErr(err), false
+			return false, s.dbErr(err)
 		}
 		ok = kept.err
 	}
-	if err := t.txID(); err != nil {
-		return s.dbErr(err), false
+	if err := s.d.beforeCommit(t); err != nil {
+		return false, s.dbErr(err)
 	}
 	if err := t.commit(); err != nil {
 		return s.commitFailed(ctx, t, err, ok)
 	}
-	return ok, false
+	return false, ok
 }
 
 // commitFailed is what a write transaction returns when its COMMIT
-// failed with err; ok is what it returns committed. On a server, a
-// COMMIT whose answer was lost with the connection (or came after the
-// commit, with the news that the server is shutting down) may have
-// committed: the server is asked (Server.Committed). Committed, the
-// write returns ok, as if the answer had come; rolled back, it may run
-// again; when the server cannot tell, err comes back as it is, committing.
-func (s *Store) commitFailed(ctx context.Context, t *txn, err, ok error) (error, bool) {
+// failed with err; ok is what it returns committed; committing says its
+// outcome is unknown (dialect.commitFailed).
+func (s *Store) commitFailed(ctx context.Context, t *txn, err, ok error) (committing bool, rerr error) {
 	if ctx.Err() != nil {
-		return ctx.Err(), true
+		return true, ctx.Err()
 	}
-	if s.srv == nil || t.xid == "" || s.srv.Retryable(err, true) {
-		return s.dbErr(err), true
-	}
-	deadline := time.Now().Add(s.retryFor)
-	wait := serverBackoff
-	for {
-		committed, known, qerr := s.srv.Committed(ctx, t.xid)
-		switch {
-		case qerr == nil && known && committed:
-			return ok, false
-		case qerr == nil && known:
-			return s.dbErr(err), false
-		case ctx.Err() != nil || time.Now().Add(wait).After(deadline):
-			return s.dbErr(err), true
-		}
-		if serr := sleepCtx(ctx, wait); serr != nil {
-			return serr, true
-		}
-		wait = min(2*wait, serverBackoffMax)
-	}
+	return s.d.commitFailed(ctx, t, err, ok)
 }
 
 // sleepCtx waits d, or until ctx ends (its error).
@@ -1008,10 +806,29 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 }
 
 // retryRead runs a read; on a server, one the server could not serve (a
-// restart, a lost connection) runs again with backoff for up to the
-// store's retryFor.
+// restart, a lost connection) runs again with backoff for up to
+// ServerOptions.RetryFor.
 func (s *Store) retryRead(ctx context.Context, try func() error) error {
-	return s.retrying(ctx, func() (error, bool) { return try(), false })
+	return s.retrying(ctx, func() (bool, error) { return false, try() })
+}
+
+// retrying runs try, a read or a write transaction; one the database
+// could not take (dialect.retryable: committing says the error came from
+// the commit) runs again with backoff for up to the store's retryFor. On
+// SQLite it runs once.
+func (s *Store) retrying(ctx context.Context, try func() (committing bool, err error)) error {
+	deadline := time.Now().Add(s.retryFor)
+	wait := serverBackoff
+	for {
+		committing, err := try()
+		if err == nil || ctx.Err() != nil || !s.d.retryable(err, committing) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		if serr := sleepCtx(ctx, wait); serr != nil {
+			return serr
+		}
+		wait = min(2*wait, serverBackoffMax)
+	}
 }
 
 // beforeRead recovers expired and orphaned claims for a read, if there are
@@ -1053,10 +870,7 @@ func (s *Store) readRawOnce(ctx context.Context, fn func(c *wconn) error) error 
 	}
 	defer conn.Close()
 	err = conn.Raw(func(dc any) error {
-		c := &wconn{c: dc.(driver.Conn), stmts: map[string]*wstmt{}}
-		if s.srv != nil {
-			c.rebind = s.srv.Rebind
-		}
+		c := &wconn{c: dc.(driver.Conn), stmts: map[string]*wstmt{}, d: s.d}
 		defer func() {
 			for _, st := range c.stmts {
 				st.st.Close()

@@ -76,7 +76,7 @@ func dump(t testing.TB, s *Store) []string {
 // check.
 func checkCounts(t testing.TB, s *Store) {
 	t.Helper()
-	if s.srv == nil {
+	if s.Server() == nil {
 		if rows, err := s.db.Query("PRAGMA foreign_key_check"); err != nil {
 			t.Fatal(err)
 		} else {
@@ -548,7 +548,7 @@ func TestReadDoesNotWaitToRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer locker.Close()
-	_, end, err := locker.begin(t.Context())
+	_, end, err := locker.begin(t.Context(), txOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package dag
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -11,56 +9,22 @@ import (
 
 var _ loop.ChangeWatcher = (*Store)(nil)
 
-// watchEvery is how often WaitChange looks at the database's files.
+// watchEvery is how often WaitChange looks at a SQLite database's files.
 const watchEvery = 50 * time.Millisecond
 
-// ChangeToken implements loop.ChangeWatcher without a query: the size and
-// modification time of the database file and of its write-ahead log, one
-// of which every commit, by any process, changes.
+// ChangeToken implements loop.ChangeWatcher. On a SQLite file it costs no
+// query: the size and modification time of the database file and of its
+// write-ahead log, one of which every commit, by any process, changes. On
+// a server it is the server's (Server's loop.ChangeWatcher).
 func (s *Store) ChangeToken(ctx context.Context) (string, error) {
-	if s.srv != nil {
-		return s.srv.ChangeToken(ctx)
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	return s.fileState(), nil
+	return s.d.changeToken(ctx)
 }
 
-func (s *Store) fileState() string {
-	state := ""
-	for _, p := range []string{s.path, s.path + "-wal"} {
-		if fi, err := os.Stat(p); err == nil {
-			state += fmt.Sprintf("%d.%d;", fi.Size(), fi.ModTime().UnixNano())
-		} else {
-			state += "-;"
-		}
-	}
-	return state
-}
-
-// WaitChange implements loop.ChangeWatcher: it looks at the files every
-// watchEvery (two stat calls; the database itself is not read).
+// WaitChange implements loop.ChangeWatcher: on a SQLite file it looks at
+// the files every watchEvery (two stat calls; the database itself is not
+// read); on a server it waits for the server's word.
 func (s *Store) WaitChange(ctx context.Context, token string, d time.Duration) (bool, error) {
-	if s.srv != nil {
-		return s.srv.WaitChange(ctx, token, d)
-	}
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(watchEvery)
-	defer tick.Stop()
-	for {
-		if s.fileState() != token {
-			return true, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-deadline.C:
-			return false, nil
-		case <-tick.C:
-		}
-	}
+	return s.d.waitChange(ctx, token, d)
 }
 
 // ViewChanges returns what a viewer of a plan on a server watches: the
@@ -70,8 +34,5 @@ func (s *Store) WaitChange(ctx context.Context, token string, d time.Duration) (
 // file, whose every commit, claims included, moves the file ChangeToken
 // reads.
 func (s *Store) ViewChanges() loop.ChangeWatcher {
-	if s.srv == nil {
-		return nil
-	}
-	return s.srv.ViewChanges()
+	return s.d.viewChanges()
 }

@@ -90,6 +90,7 @@ func runApp(ctx context.Context, app *cli.App, args []string, stderr io.Writer) 
 		fmt.Fprintln(stderr, "ralph: interrupted")
 		return exitInterrupted
 	}
+	err = storeError(err)
 	if msg := oneLine(err.Error()); msg != "" {
 		// stderr is the app's own, not escaping: the message quotes
 		// what it was given (ids, titles, lines of an import file).

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ralph-dev/ralph/broker"
+	"github.com/ralph-dev/ralph/dag/postgres"
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/parallel"
 )
@@ -108,4 +109,34 @@ func reword(err, lib error, words string) error {
 		return err
 	}
 	return &worded{msg: strings.TrimSuffix(msg, lib.Error()) + words, err: err}
+}
+
+// storeError is err with the PostgreSQL store's errors that a command of
+// the CLI answers in the CLI's words: the command that makes a missing
+// plan or its tables (ralph init --db URL), the flag that names another
+// plan (--plan NAME). Every error runApp prints passes through it.
+func storeError(err error) error {
+	var noPlan *postgres.NoPlanError
+	var other *postgres.OtherRepositoryError
+	var missing *postgres.MissingTablesError
+	switch {
+	case errors.As(err, &noPlan):
+		return rewordIn(err, noPlan, fmt.Sprintf("%v; 'ralph init --db URL --plan %s' makes it", noPlan, noPlan.Plan))
+	case errors.As(err, &other):
+		return rewordIn(err, other, fmt.Sprintf("%v: %s was made for the repository whose root commit is %s; this one's is %s (another plan name, --plan NAME, keeps them apart)",
+			postgres.ErrOtherRepository, other.Plan, other.Recorded, other.Ours))
+	case errors.As(err, &missing):
+		return rewordIn(err, missing, fmt.Sprintf("%v; 'ralph init --db URL' makes them", missing))
+	}
+	return err
+}
+
+// rewordIn is reword for a library error wherever its message stands in
+// err's: the first occurrence is replaced by words.
+func rewordIn(err, lib error, words string) error {
+	msg := err.Error()
+	if !strings.Contains(msg, lib.Error()) {
+		return err
+	}
+	return &worded{msg: strings.Replace(msg, lib.Error(), words, 1), err: err}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ralph-dev/ralph/dag/postgres"
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/parallel"
 )
@@ -151,5 +152,47 @@ func TestBrokerRefusalInFlagWords(t *testing.T) {
 		if r.code != exitError || r.stderr != tc.want {
 			t.Errorf("%v: exit %d, stderr\n%s\nwant exit %d, stderr\n%s", tc.cmd, r.code, r.stderr, exitError, tc.want)
 		}
+	}
+}
+
+// TestStoreErrorWords: the PostgreSQL store's errors that call for a
+// command or a flag read, on stderr, exactly as they did when the library
+// wrote the CLI's words itself (the old format strings, below), with the
+// chain kept; elsewhere in a message (after a "ralph: " of the CLI's, say)
+// they are worded in place.
+func TestStoreErrorWords(t *testing.T) {
+	const (
+		server = "postgres://ralph@db.example/ralph"
+		where  = "plan app on " + server
+		rootA  = "0123456789ab"
+		rootB  = "ba9876543210"
+	)
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no plan", &postgres.NoPlanError{Server: server, Plan: "app"},
+			fmt.Sprintf("%v: %s has no ralph plan %q; 'ralph init --db URL --plan %s' makes it", postgres.ErrNoPlan, server, "app", "app")},
+		{"other repository", fmt.Errorf("open: %w", &postgres.OtherRepositoryError{Plan: where, Recorded: rootA, Ours: rootB}),
+			fmt.Sprintf("open: %v: %s was made for the repository whose root commit is %s; this one's is %s (another plan name, --plan NAME, keeps them apart)",
+				postgres.ErrOtherRepository, where, rootA, rootB)},
+		{"missing tables", &codedError{code: exitError, err: fmt.Errorf("%w (while listing)", &postgres.MissingTablesError{Plan: where, Detail: `relation "tasks" does not exist`})},
+			fmt.Sprintf("postgres: %s: the plan's tables are missing (%s); 'ralph init --db URL' makes them (while listing)", where, `relation "tasks" does not exist`)},
+	} {
+		got := storeError(c.err)
+		if got.Error() != c.want {
+			t.Errorf("%s: storeError = %q\nwant %q", c.name, got, c.want)
+		}
+		if !errors.Is(got, c.err) {
+			t.Errorf("%s: storeError lost the chain: %v", c.name, got)
+		}
+	}
+	var ce *codedError
+	if err := storeError(&codedError{code: exitNothing, err: &postgres.NoPlanError{Plan: "x"}}); !errors.As(err, &ce) || ce.code != exitNothing {
+		t.Errorf("storeError lost the exit code: %v", err)
+	}
+	if err := errors.New("postgres: something else"); storeError(err) != err {
+		t.Errorf("storeError changed an error it has no words for")
 	}
 }

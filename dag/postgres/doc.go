@@ -3,8 +3,16 @@
 // rules — status machine, auto-transitions, readiness counters, the ready
 // order, cycle refusal, claims, leases, holders, generations, recoveries,
 // history, features, receipts — are package dag's, run over the dag.Server
-// this package implements, and the conformance suite
+// this package implements (PostgreSQL's driver: its statements, its
+// dialect, what its errors mean), and the conformance suite
 // (looptest.TestTaskStore) and the CLI's tests run against both stores.
+// dag's queries are written in SQLite's dialect; Rebind rewrites each (see
+// rebind, and dag's package doc, "Drivers and dialects", for why).
+//
+// Errors speak of this package's API, never of the CLI's commands or
+// flags: *NoPlanError (Config.Create makes the plan),
+// *OtherRepositoryError (another plan name keeps two repositories apart),
+// *MissingTablesError; the CLI words them with its commands.
 //
 // # Decisions
 //

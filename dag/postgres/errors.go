@@ -31,6 +31,53 @@ const (
 	classInsufficientRsrc = "53"
 )
 
+// NoPlanError is ErrNoPlan naming the database and the plan: Open with
+// Config.Create makes the plan. The CLI words it with the command that
+// does (ralph init --db URL --plan NAME).
+type NoPlanError struct {
+	// Server is the database, its URL without a password (Redact).
+	Server string
+	// Plan is the plan's name.
+	Plan string
+}
+
+func (e *NoPlanError) Error() string {
+	return fmt.Sprintf("%v: %s has no ralph plan %q", ErrNoPlan, e.Server, e.Plan)
+}
+
+func (e *NoPlanError) Unwrap() error { return ErrNoPlan }
+
+// OtherRepositoryError is ErrOtherRepository: the plan was made for the
+// repository whose root commit is Recorded, and the one opening it has
+// Ours (each shortened to 12 digits). A plan of another name keeps the
+// two apart.
+type OtherRepositoryError struct {
+	// Plan names the plan and the server ("plan app on postgres://…").
+	Plan string
+	// Recorded and Ours are the root commits.
+	Recorded, Ours string
+}
+
+func (e *OtherRepositoryError) Error() string {
+	return fmt.Sprintf("%v: %s was made for the repository whose root commit is %s; this one's is %s (another plan name keeps them apart)",
+		ErrOtherRepository, e.Plan, e.Recorded, e.Ours)
+}
+
+func (e *OtherRepositoryError) Unwrap() error { return ErrOtherRepository }
+
+// MissingTablesError: the plan's tables are not in its schema (dropped
+// by hand). Detail is the server's message. The CLI words it with the
+// command that makes them (ralph init --db URL).
+type MissingTablesError struct {
+	// Plan names the plan and the server ("plan app on postgres://…").
+	Plan   string
+	Detail string
+}
+
+func (e *MissingTablesError) Error() string {
+	return fmt.Sprintf("postgres: %s: the plan's tables are missing (%s)", e.Plan, e.Detail)
+}
+
 // temporary marks an error that may pass if the call is made again: the
 // loop retries the outcome of finished work on those (loop.TaskStore).
 type temporary struct{ error }
@@ -96,7 +143,7 @@ func (s *server) Err(err error) error {
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe) && pe.Code == codeUndefinedTable:
-		return fmt.Errorf("postgres: %s: the plan's tables are missing (%s); 'ralph init --db URL' makes them", s.name, pe.Message)
+		return &MissingTablesError{Plan: s.name, Detail: pe.Message}
 	case errors.As(err, &pe) && (pe.Code == codeDeadlock || pe.Code == codeSerialization):
 		return temporary{fmt.Errorf("postgres: %s: %w", s.name, err)}
 	case isConnectionTrouble(err):

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -202,14 +203,16 @@ func registryExists(t testing.TB, raw string) bool {
 }
 
 // TestOpenNoPlan: a database without ralph's schema, and one without the
-// plan asked for, are ErrNoPlan telling to run `ralph init --db`; opening
+// plan asked for, are a *NoPlanError (ErrNoPlan) naming the plan and the
+// server, in the library's words (the CLI adds its command); opening
 // changes neither.
 func TestOpenNoPlan(t *testing.T) {
 	raw := pgtest.URL(t)
 	_, err := postgres.Open(t.Context(), postgres.Config{URL: raw, Plan: "app"})
-	if !errors.Is(err, postgres.ErrNoPlan) || !strings.Contains(err.Error(), "ralph init --db") ||
-		!strings.Contains(err.Error(), `"app"`) {
-		t.Errorf("Open in a database without ralph's schema: %v, want ErrNoPlan naming the plan and 'ralph init --db'", err)
+	var np *postgres.NoPlanError
+	if !errors.Is(err, postgres.ErrNoPlan) || !errors.As(err, &np) || np.Plan != "app" || np.Server != postgres.Redact(raw) ||
+		!strings.Contains(err.Error(), `"app"`) || strings.Contains(err.Error(), "ralph init") {
+		t.Errorf("Open in a database without ralph's schema: %v, want a *NoPlanError naming the plan, not a command", err)
 	}
 	if registryExists(t, raw) {
 		t.Errorf("Open without Create made ralph's registry")
@@ -227,8 +230,8 @@ func TestOpenNoPlan(t *testing.T) {
 	}
 	before := dumpDB(t, raw)
 	_, err = postgres.Open(t.Context(), postgres.Config{URL: raw, Plan: "app"})
-	if !errors.Is(err, postgres.ErrNoPlan) || !strings.Contains(err.Error(), "ralph init --db") {
-		t.Errorf("Open of a missing plan among others: %v, want ErrNoPlan", err)
+	if !errors.As(err, &np) || np.Plan != "app" {
+		t.Errorf("Open of a missing plan among others: %v, want a *NoPlanError", err)
 	}
 	if diff := cmp.Diff(before, dumpDB(t, raw)); diff != "" {
 		t.Errorf("Open of a missing plan changed the database (-before +after):\n%s", diff)
@@ -391,9 +394,11 @@ func TestManyPlans(t *testing.T) {
 
 	// The root commit.
 	_, err = open("web", rootB, false)
-	if !errors.Is(err, postgres.ErrOtherRepository) || !strings.Contains(err.Error(), rootA[:12]) ||
-		!strings.Contains(err.Error(), rootB[:12]) || !strings.Contains(err.Error(), "--plan") {
-		t.Errorf("Open of web from repository B: %v, want ErrOtherRepository naming both root commits and --plan", err)
+	var other *postgres.OtherRepositoryError
+	if !errors.Is(err, postgres.ErrOtherRepository) || !errors.As(err, &other) || other.Recorded != rootA[:12] ||
+		other.Ours != rootB[:12] || !strings.Contains(err.Error(), rootA[:12]) || !strings.Contains(err.Error(), rootB[:12]) ||
+		strings.Contains(err.Error(), "--plan") {
+		t.Errorf("Open of web from repository B: %v, want an *OtherRepositoryError naming both root commits, not a flag", err)
 	}
 	if _, err := open("web", rootB, true); !errors.Is(err, postgres.ErrOtherRepository) {
 		t.Errorf("Open of web from repository B with Create: %v, want ErrOtherRepository", err)
@@ -432,4 +437,46 @@ func TestManyPlans(t *testing.T) {
 	if diff := cmp.Diff([]string{"web " + rootA, "api " + rootB, "loose " + rootB}, got); diff != "" {
 		t.Errorf("plans (-want +got):\n%s", diff)
 	}
+}
+
+// TestMissingTables: a plan whose tables were dropped by hand answers
+// every call with a *MissingTablesError naming the plan, in the library's
+// words (the CLI adds the command that makes them).
+func TestMissingTables(t *testing.T) {
+	raw := pgtest.URL(t)
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: raw, Plan: "gone", Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(t.Context(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), `DROP TABLE ralph_plan_`+strconv.Itoa(planID(t, raw, "gone"))+`.tasks CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Get(t.Context(), "t-1")
+	var missing *postgres.MissingTablesError
+	if !errors.As(err, &missing) || missing.Plan != s.Path() || missing.Detail == "" ||
+		!strings.Contains(err.Error(), "the plan's tables are missing") || strings.Contains(err.Error(), "ralph init") {
+		t.Errorf("Get on a plan without its tables: %v, want a *MissingTablesError naming the plan, not a command", err)
+	}
+}
+
+// planID is the id of the plan name in raw's registry.
+func planID(t testing.TB, raw, name string) int {
+	t.Helper()
+	plans, err := postgres.Plans(t.Context(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plans {
+		if p.Name == name {
+			return p.ID
+		}
+	}
+	t.Fatalf("no plan %s", name)
+	return 0
 }

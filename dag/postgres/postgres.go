@@ -26,10 +26,11 @@ import (
 // errors.Is. Open also returns dag.ErrSchemaTooNew.
 var (
 	// ErrNoPlan: the database has no plan of that name (or no ralph
-	// schema at all): `ralph init --db URL --plan NAME` makes one.
+	// schema at all): Open with Config.Create makes one. The error is a
+	// *NoPlanError.
 	ErrNoPlan = errors.New("postgres: no such plan in the database")
 	// ErrOtherRepository: the plan was made for a repository with another
-	// root commit.
+	// root commit. The error is an *OtherRepositoryError.
 	ErrOtherRepository = errors.New("postgres: the plan belongs to another repository")
 	// ErrConnect: the server could not be reached, or refused the user.
 	ErrConnect = errors.New("postgres: cannot connect")
@@ -257,8 +258,7 @@ func preparePlan(ctx context.Context, conn *pgx.Conn, cfg Config, where string) 
 		return Plan{}, fmt.Errorf("postgres: %s: %w", where, err)
 	}
 	if !found && !cfg.Create {
-		return Plan{}, fmt.Errorf("%w: %s has no ralph plan %q; 'ralph init --db URL --plan %s' makes it",
-			ErrNoPlan, Redact(cfg.URL), cfg.Plan, cfg.Plan)
+		return Plan{}, &NoPlanError{Server: Redact(cfg.URL), Plan: cfg.Plan}
 	}
 	if found && plan.SchemaVersion > len(ms) {
 		return Plan{}, fmt.Errorf("%w: %s has schema version %d, this ralph knows up to %d; upgrade ralph",
@@ -274,8 +274,7 @@ func preparePlan(ctx context.Context, conn *pgx.Conn, cfg Config, where string) 
 		// Read-only: nothing is made, claimed or migrated.
 		switch {
 		case !found:
-			return Plan{}, fmt.Errorf("%w: %s has no ralph plan %q; 'ralph init --db URL --plan %s' makes it",
-				ErrNoPlan, Redact(cfg.URL), cfg.Plan, cfg.Plan)
+			return Plan{}, &NoPlanError{Server: Redact(cfg.URL), Plan: cfg.Plan}
 		case plan.SchemaVersion != len(ms):
 			return Plan{}, fmt.Errorf("postgres: %s has schema version %d; this ralph needs %d and does not migrate a plan opened read-only: any other ralph command (ralph status) migrates it",
 				where, plan.SchemaVersion, len(ms))
@@ -297,8 +296,7 @@ func preparePlan(ctx context.Context, conn *pgx.Conn, cfg Config, where string) 
 		}
 		if !found {
 			if !cfg.Create {
-				return fmt.Errorf("%w: %s has no ralph plan %q; 'ralph init --db URL --plan %s' makes it",
-					ErrNoPlan, Redact(cfg.URL), cfg.Plan, cfg.Plan)
+				return &NoPlanError{Server: Redact(cfg.URL), Plan: cfg.Plan}
 			}
 			if err := tx.QueryRow(ctx, `INSERT INTO ralph.plans (name, root_commit) VALUES ($1, $2)
 				RETURNING id, name, root_commit, schema_version, created_at`, cfg.Plan, cfg.RootCommit).
@@ -347,8 +345,7 @@ func preparePlan(ctx context.Context, conn *pgx.Conn, cfg Config, where string) 
 }
 
 func otherRepo(where, recorded, ours string) error {
-	return fmt.Errorf("%w: %s was made for the repository whose root commit is %s; this one's is %s (another plan name, --plan NAME, keeps them apart)",
-		ErrOtherRepository, where, short(recorded), short(ours))
+	return &OtherRepositoryError{Plan: where, Recorded: short(recorded), Ours: short(ours)}
 }
 
 func short(commit string) string {
