@@ -70,6 +70,15 @@ type Note struct {
 	// Text is the agent's final text, when a notice is about an outcome
 	// that could not be recorded: the session log keeps it whole.
 	Text string
+	// Unpriced is set on the notice, sent once a run with MaxCost, that a
+	// session reported no cost and no price is known for its model, so
+	// that MaxCost cannot count it: the session's receipt. A program that
+	// sets MaxCost from its own option can word the notice with it.
+	Unpriced *Receipt
+	// AgentsTest is set on the notice at the start of a run that names
+	// the test command taken from AGENTS.md (its Message is
+	// AgentsTest.Announcement()).
+	AgentsTest *AgentsTest
 	// Phase is the phase a NotePhaseStart or NotePhaseEnd note is about.
 	// On NotePhaseEnd, Status is empty when the phase passed, else the
 	// status the iteration ends with because of it (IterVerifyFailed,
