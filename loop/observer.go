@@ -27,6 +27,15 @@ const (
 
 // Phase names a step of a build iteration after the agent's session, which
 // the loop reports with a NotePhaseStart and a NotePhaseEnd note.
+//
+// After a build agent's session that reported its task done, the steps
+// that decide whether it is done are each reported so: PhaseVerify
+// around the verifier (with Verify), PhaseGate around the test and commit
+// gates (when either is on) and PhaseIntegrate around landing the work
+// (with a Workspace). Observers that time steps (traces) need both ends;
+// the end's Status is empty when the phase passed. The agent's own
+// session is not a phase: its receipt (StartedAt, Duration) times it. A
+// phase a step before it stopped is not reported at all.
 type Phase string
 
 // The phases of a build iteration, in the order they run.
