@@ -14,7 +14,11 @@ import (
 // Config.Loop.Commit); this file words the ones a flag sets as the
 // command line knows them (--into, --commit), telling them apart with
 // errors.Is and errors.As. The worded error wraps the library's, so the
-// chain is kept.
+// chain is kept. The loop's notices and closing messages speak of its
+// fields too (Config.Commit, MaxCost, TestCmd, Scope.Feature): notices
+// carry what they are about (loop.Note.Unpriced, Note.AgentsTest), which
+// noticeWords words; a Report carries text only, which reportWords
+// words by the library's own text.
 
 // worded is a library error under the CLI's words.
 type worded struct {
