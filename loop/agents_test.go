@@ -114,9 +114,14 @@ func TestUnknownCostUnderBudget(t *testing.T) {
 	for _, n := range rec.kind(loop.NoteNotice) {
 		if strings.Contains(n.Message, "no price is known") {
 			said = append(said, n.Message)
+			// What the notice is about, for a program to word it with
+			// its own name for MaxCost.
+			if n.Unpriced == nil || n.Unpriced.Agent != "opencode" || n.Unpriced.Model != "local/qwen" {
+				t.Errorf("notice's Unpriced = %+v, want the session's receipt", n.Unpriced)
+			}
 		}
 	}
-	want := []string{`opencode reported no cost and no price is known for model "local/qwen": --max-cost cannot count its sessions`}
+	want := []string{`opencode reported no cost and no price is known for model "local/qwen": MaxCost cannot count its sessions`}
 	if diff := cmp.Diff(want, said); diff != "" {
 		t.Errorf("notices (-want +got):\n%s", diff)
 	}

@@ -171,6 +171,9 @@ func readAgentsTest(ctx context.Context, repo *hostgit.Repo, root string) (Agent
 // Announcement is what a run says of the test command it took from
 // AGENTS.md: the command and the commit it was read from, and an
 // uncommitted command that is not run. "" when there is nothing to say.
+// The run sends it as a notice whose Note.AgentsTest is at, so that a
+// program can word the advice for an uncommitted command (set
+// Config.TestCmd) in its own terms.
 func (at AgentsTest) Announcement() string {
 	var parts []string
 	switch {
@@ -180,7 +183,7 @@ func (at AgentsTest) Announcement() string {
 		parts = append(parts, fmt.Sprintf("test gate: %q, from AGENTS.md (read once, when the run began: the project is no git repository)", at.Command))
 	}
 	if at.Uncommitted != "" {
-		parts = append(parts, fmt.Sprintf("AGENTS.md in the working tree names the test command %q, which is not committed: it is not run (commit it, or pass --test-cmd)", at.Uncommitted))
+		parts = append(parts, fmt.Sprintf("AGENTS.md in the working tree names the test command %q, which is not committed: it is not run (commit it, or set Config.TestCmd)", at.Uncommitted))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -342,5 +345,6 @@ func (r *run) announceAgentsTest() {
 	if msg == "" || !r.cfg.Shared.first("agents-test") {
 		return
 	}
-	r.note.notice(0, "%s", msg)
+	at := *r.tests.agents
+	r.note.send(Note{Kind: NoteNotice, Message: msg, AgentsTest: &at})
 }

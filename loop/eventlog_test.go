@@ -70,6 +70,28 @@ func TestEventLogSingleRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := readEvents(t, loop.EventLogPath(filepath.Join(cfg.Root, ".ralph", "logs"), rep.Session))
+	want := []string{"iteration_start", "agent_event/tool_use", "agent_event/text", "receipt", "iteration_end", "session_end"}
+	if diff := cmp.Diff(want, eventKinds(t, lines, rep.Session)); diff != "" {
+		t.Fatalf("kinds (-want +got):\n%s", diff)
+	}
+	if got := lines[0].Task; got == nil || *got != (loop.EventTask{ID: "a", Title: "Add login"}) {
+		t.Errorf("iteration_start task = %+v", got)
+	}
+	checkEventHolder(t, cfg, lines)
+	checkEventLimits(t, lines[1].Event, lines[2].Event)
+	r := lines[3].Receipt
+	if r == nil || r.TaskID != "a" || r.CostUSD != 0.25 || r.Turns != 4 || r.Model != "claude-sonnet-4-5" {
+		t.Errorf("receipt = %+v", r)
+	}
+	if rp := lines[5].Report; rp == nil || rp.Outcome != string(loop.OutcomeComplete) || rp.Iterations != 1 {
+		t.Errorf("report = %+v", rp)
+	}
+}
+
+// eventKinds is the kind of each line ("agent_event/text" for an agent's
+// event), checking that every line carries a UTC time and session.
+func eventKinds(t *testing.T, lines []loop.EventLine, session string) []string {
+	t.Helper()
 	var kinds []string
 	for _, l := range lines {
 		k := string(l.Kind)
@@ -80,19 +102,18 @@ func TestEventLogSingleRun(t *testing.T) {
 		if l.At.Location() != time.UTC || l.At.IsZero() {
 			t.Errorf("%s: at %v, want a UTC time", k, l.At)
 		}
-		if l.Session != rep.Session {
-			t.Errorf("%s: session %q, want %q", k, l.Session, rep.Session)
+		if l.Session != session {
+			t.Errorf("%s: session %q, want %q", k, l.Session, session)
 		}
 	}
-	want := []string{"iteration_start", "agent_event/tool_use", "agent_event/text", "receipt", "iteration_end", "session_end"}
-	if diff := cmp.Diff(want, kinds); diff != "" {
-		t.Fatalf("kinds (-want +got):\n%s", diff)
-	}
-	if got := lines[0].Task; got == nil || *got != (loop.EventTask{ID: "a", Title: "Add login"}) {
-		t.Errorf("iteration_start task = %+v", got)
-	}
-	// The build's process, so that a reader can tell a dead build from a
-	// quiet one.
+	return kinds
+}
+
+// checkEventHolder checks that the first line, an iteration_start, names
+// the build's process, so that a reader can tell a dead build from a quiet
+// one, and that the agent event after it does not repeat it.
+func checkEventHolder(t *testing.T, cfg loop.Config, lines []loop.EventLine) {
+	t.Helper()
 	holder := cfg.Holder
 	if holder.IsZero() {
 		holder = loop.ThisProcess()
@@ -103,20 +124,20 @@ func TestEventLogSingleRun(t *testing.T) {
 	if got := lines[1].Holder; got != "" {
 		t.Errorf("agent_event holder = %q, want it only on iteration_start", got)
 	}
-	in := lines[1].Event.Input
+}
+
+// checkEventLimits checks that a long tool input and a long text were cut
+// to EventInputLimit and EventTextLimit bytes, on a rune boundary, ending
+// in "…".
+func checkEventLimits(t *testing.T, tool, text *loop.EventDetail) {
+	t.Helper()
+	in := tool.Input
 	if len(in) > loop.EventInputLimit || !strings.HasPrefix(in, "go test xxx") || !strings.HasSuffix(in, "…") {
 		t.Errorf("tool input %d bytes %q, want at most %d ending in …", len(in), in, loop.EventInputLimit)
 	}
-	text := lines[2].Event.Text
-	if len(text) > loop.EventTextLimit || !utf8.ValidString(text) || !strings.HasSuffix(text, "…") {
-		t.Errorf("text %d bytes (valid UTF-8: %v), want at most %d ending in …", len(text), utf8.ValidString(text), loop.EventTextLimit)
-	}
-	r := lines[3].Receipt
-	if r == nil || r.TaskID != "a" || r.CostUSD != 0.25 || r.Turns != 4 || r.Model != "claude-sonnet-4-5" {
-		t.Errorf("receipt = %+v", r)
-	}
-	if rp := lines[5].Report; rp == nil || rp.Outcome != string(loop.OutcomeComplete) || rp.Iterations != 1 {
-		t.Errorf("report = %+v", rp)
+	txt := text.Text
+	if len(txt) > loop.EventTextLimit || !utf8.ValidString(txt) || !strings.HasSuffix(txt, "…") {
+		t.Errorf("text %d bytes (valid UTF-8: %v), want at most %d ending in …", len(txt), utf8.ValidString(txt), loop.EventTextLimit)
 	}
 }
 

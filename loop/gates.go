@@ -20,7 +20,11 @@ var (
 	ErrTestsFailed    = errors.New("loop: test gate failed")
 	ErrGit            = errors.New("loop: git gate failed")
 	ErrNothingChanged = errors.New("loop: git gate: the iteration changed nothing")
-	ErrNotGitRepo     = errors.New("loop: --commit needs a git repository")
+	// ErrNotGitRepo: Config.Commit is set in a project that is no git
+	// repository; the run stops before its first iteration
+	// (OutcomeGitFailed), its Report.Message starting with this error's
+	// text.
+	ErrNotGitRepo = errors.New("loop: Config.Commit needs a git repository")
 	// ErrHeadMoved: the agent moved HEAD (or its private checkout's)
 	// off the commit its session began on, so that the commit gate would
 	// commit over a dropped commit or land a revert; nothing is committed.

@@ -826,7 +826,7 @@ func (r *run) record(ctx context.Context, rc Receipt) {
 		if agent == "" {
 			agent = "the agent"
 		}
-		r.note.notice(rc.Iteration, "%s reported no cost and no price is known for model %q: --max-cost cannot count its sessions", agent, rc.Model)
+		r.note.send(Note{Kind: NoteNotice, Iteration: rc.Iteration, Message: fmt.Sprintf("%s reported no cost and no price is known for model %q: MaxCost cannot count its sessions", agent, rc.Model), Unpriced: &rc})
 	}
 	r.report.Receipts = append(r.report.Receipts, rc)
 	r.report.CostUSD += rc.CostUSD

@@ -7,7 +7,13 @@ import (
 	"github.com/looplab/fsm"
 )
 
-// State is a state of the build loop's machine.
+// State is a state of the build loop's machine (States, StateEvents,
+// Diagram): starting → running → iteration_complete → running …, ending
+// in done (Complete, CompleteWithFailures, LimitReached:
+// Outcome.Succeeded) or failed (every other outcome). Every transition is
+// a NoteTransition. The goroutine calling Run owns the machine; events
+// are fired with a context detached from cancellation (looplab/fsm wedges
+// on a cancelled one) and the loop checks ctx itself between steps.
 type State string
 
 // The states of the build loop. A run starts in StateStarting and ends in

@@ -27,6 +27,15 @@ const (
 
 // Phase names a step of a build iteration after the agent's session, which
 // the loop reports with a NotePhaseStart and a NotePhaseEnd note.
+//
+// After a build agent's session that reported its task done, the steps
+// that decide whether it is done are each reported so: PhaseVerify
+// around the verifier (with Verify), PhaseGate around the test and commit
+// gates (when either is on) and PhaseIntegrate around landing the work
+// (with a Workspace). Observers that time steps (traces) need both ends;
+// the end's Status is empty when the phase passed. The agent's own
+// session is not a phase: its receipt (StartedAt, Duration) times it. A
+// phase a step before it stopped is not reported at all.
 type Phase string
 
 // The phases of a build iteration, in the order they run.
@@ -70,6 +79,15 @@ type Note struct {
 	// Text is the agent's final text, when a notice is about an outcome
 	// that could not be recorded: the session log keeps it whole.
 	Text string
+	// Unpriced is set on the notice, sent once a run with MaxCost, that a
+	// session reported no cost and no price is known for its model, so
+	// that MaxCost cannot count it: the session's receipt. A program that
+	// sets MaxCost from its own option can word the notice with it.
+	Unpriced *Receipt
+	// AgentsTest is set on the notice at the start of a run that names
+	// the test command taken from AGENTS.md (its Message is
+	// AgentsTest.Announcement()).
+	AgentsTest *AgentsTest
 	// Phase is the phase a NotePhaseStart or NotePhaseEnd note is about.
 	// On NotePhaseEnd, Status is empty when the phase passed, else the
 	// status the iteration ends with because of it (IterVerifyFailed,

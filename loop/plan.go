@@ -14,8 +14,27 @@ import (
 // SpecsDir is where plan mode looks for specs: <root>/specs/*.md.
 const SpecsDir = "specs"
 
-// NoSpecsHint says where specs go; plan mode's no-specs message ends with it.
-const NoSpecsHint = "write specs in specs/*.md, or give a feature one with 'ralph feature add NAME --spec FILE'"
+// NoSpecsHint says where specs go; a NoSpecsError's message ends with it.
+const NoSpecsHint = "write specs in specs/*.md, or write a feature's spec file"
+
+// NoSpecsError is the error of PlanSpecs when there is nothing to plan
+// from; it wraps ErrNoSpecs. Missing says what is missing: "no specs in
+// /p/specs", with the features whose spec is still to be written ("…,
+// and feature billing has no spec yet (specs/billing.md)"), or "feature
+// billing has no spec yet (specs/billing.md)". Its message is ErrNoSpecs,
+// Missing and NoSpecsHint; a program with its own way to give a feature
+// a spec says so after Missing instead (the CLI names `ralph feature
+// add`).
+type NoSpecsError struct {
+	Missing string
+}
+
+func (e *NoSpecsError) Error() string {
+	return fmt.Sprintf("%v: %s; %s", ErrNoSpecs, e.Missing, NoSpecsHint)
+}
+
+// Unwrap returns ErrNoSpecs.
+func (e *NoSpecsError) Unwrap() error { return ErrNoSpecs }
 
 // planMode is plan mode: each session gets the specs and adds tasks to
 // the plan, until it says COMPLETE.
@@ -110,7 +129,7 @@ var ErrNoSpecs = errors.New("loop: nothing to plan")
 // is listed once, as the feature's). With a feature, that feature (store
 // must be a FeatureStore that knows it) and its spec file. A feature's
 // spec that is blank, missing or exactly FeatureSpecStub does not count.
-// No spec at all is an error wrapping ErrNoSpecs that says where specs go
+// No spec at all is a *NoSpecsError that says where specs go
 // (and which features still have none); an unknown feature is the store's
 // ErrFeatureNotFound. Plan calls it first; a CLI can call it before it
 // looks for the agent, so that "nothing to plan" comes first.
@@ -136,7 +155,7 @@ func PlanSpecs(ctx context.Context, root, feature string, store TaskStore) ([]Sp
 		return nil, fc, err
 	}
 	if !ok {
-		return nil, fc, fmt.Errorf("%w: feature %s has no spec yet (%s); %s", ErrNoSpecs, feature, relSlash(root, f.SpecPath), NoSpecsHint)
+		return nil, fc, &NoSpecsError{Missing: fmt.Sprintf("feature %s has no spec yet (%s)", feature, relSlash(root, f.SpecPath))}
 	}
 	return []SpecFile{spec}, fc, nil
 }
@@ -185,7 +204,7 @@ func wholePlanSpecs(ctx context.Context, root string, store TaskStore) ([]SpecFi
 		msg += fmt.Sprintf(", and %s %s %s no spec yet (%s)", plural(n, "feature", "features"),
 			strings.Join(names, ", "), plural(n, "has", "have"), strings.Join(paths, ", "))
 	}
-	return nil, fmt.Errorf("%w: %s; %s", ErrNoSpecs, msg, NoSpecsHint)
+	return nil, &NoSpecsError{Missing: msg}
 }
 
 // featureSpec is feature f's spec, labelled with f and its plan notes, and
@@ -335,7 +354,7 @@ func (p *planMode) exitChecks(ctx context.Context) *stop {
 		empty = "feature " + p.feature.Name + " has no task"
 		if all, err := r.store.Counts(ctx, Scope{}); err == nil && all.Total() > p.beforeAll {
 			n := all.Total() - p.beforeAll
-			empty += fmt.Sprintf(" (%d %s added without --feature %s)", n, plural(n, "task was", "tasks were"), p.feature.Name)
+			empty += fmt.Sprintf(" (%d %s added outside feature %s)", n, plural(n, "task was", "tasks were"), p.feature.Name)
 		}
 	}
 	switch {

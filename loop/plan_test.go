@@ -161,7 +161,7 @@ func TestPlanWithoutSpecs(t *testing.T) {
 			if rep.Outcome != loop.OutcomeNoPlan || rep.ExitCode() != 2 {
 				t.Errorf("outcome %s exit %d, want no_plan 2", rep.Outcome, rep.ExitCode())
 			}
-			for _, want := range append([]string{"specs/*.md", "ralph feature add NAME --spec FILE"}, tt.msg...) {
+			for _, want := range append([]string{"specs/*.md", loop.NoSpecsHint}, tt.msg...) {
 				if !strings.Contains(rep.Message, want) {
 					t.Errorf("message %q does not say %q", rep.Message, want)
 				}
@@ -230,8 +230,9 @@ func TestPlanSpecs(t *testing.T) {
 			addFeatures(t, store, tt.features...)
 			specs, _, err := loop.PlanSpecs(t.Context(), root, tt.scope, store)
 			if tt.want == nil {
-				if !errors.Is(err, loop.ErrNoSpecs) {
-					t.Fatalf("specs %v, err %v; want ErrNoSpecs", specs, err)
+				var ns *loop.NoSpecsError
+				if !errors.Is(err, loop.ErrNoSpecs) || !errors.As(err, &ns) || ns.Missing == "" {
+					t.Fatalf("specs %v, err %v; want a *NoSpecsError saying what is missing", specs, err)
 				}
 				return
 			}
@@ -674,9 +675,9 @@ func TestPlanFeatureForgotten(t *testing.T) {
 		want     string
 	}{
 		{"COMPLETE", 0, []string{"stray|" + complete},
-			"the agent said planning is complete, but feature billing has no task (1 task was added without --feature billing)"},
+			"the agent said planning is complete, but feature billing has no task (1 task was added outside feature billing)"},
 		{"the limit", 2, []string{"s1|", "s2|"},
-			"iteration limit reached (2) and feature billing has no task (2 tasks were added without --feature billing)"},
+			"iteration limit reached (2) and feature billing has no task (2 tasks were added outside feature billing)"},
 		{"nothing added at all", 1, []string{"|"},
 			"iteration limit reached (1) and feature billing has no task"},
 	}

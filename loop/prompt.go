@@ -50,8 +50,41 @@ func PromptNames() []string {
 
 // PromptData is what prompt templates see. Override templates may use any
 // field; naming one that does not exist is an error when the template is
-// loaded, not halfway through a run. The package doc's "Prompt templates"
-// section lists which fields each mode fills.
+// loaded, not halfway through a run.
+//
+// Every template gets a PromptData; a mode's system prompt gets the same
+// one as its user prompt. What each mode fills:
+//
+//	variable                 build  verify  peek  plan  prompt
+//	.Mode                    build  verify  build plan  prompt
+//	.Iteration .AgentID      yes    yes     yes   yes   yes (1)
+//	.Root .RalphBin          yes    yes     yes   yes   yes
+//	.Task (.ID .Title        yes    yes     -     -     -
+//	  .Description .Priority
+//	  .RetryCount …)
+//	.Parent (a *Task)        yes    yes     -     -     -
+//	.Blockers (.Task         yes    -       -     -     -
+//	  .Summary)
+//	.Retry (.Count           yes    -       -     -     -
+//	  .MaxRetries .Reason)
+//	.Feature (.Name .Spec    yes    -       -     yes   -
+//	  .Plan)
+//	.Specs (.Path .Content   -      -       -     yes   -
+//	  .Feature .Plan)
+//	.Skills (.Name           yes    -       -     yes   yes
+//	  .Description .Path)
+//	.Peek                    -      -       yes   -     -
+//	.AgentText               -      yes     -     -     -
+//	.Prompt                  -      -       -     -     yes
+//
+// The spec and plan of a task's feature are .Feature.Spec and
+// .Feature.Plan (contents, empty when the file is missing); in plan mode
+// the specs being planned are .Specs (a feature's spec has .Feature, its
+// name, and .Plan, its plan notes), and .Feature is set with
+// Scope.Feature.
+// A field a mode does not fill is its zero value (nil pointers and empty
+// lists are false in {{if}} and {{with}}). A variable PromptData does not
+// have is an error naming it when the override is loaded.
 type PromptData struct {
 	// Mode is the run's mode: build, verify, plan or prompt (peek mode's
 	// sessions are build).

@@ -20,7 +20,7 @@ import (
 	"github.com/ralph-dev/ralph/safefile"
 )
 
-// Errors of the verifier's tree guard (see the package doc, "Verification").
+// Errors of the verifier's tree guard (ARCHITECTURE.md §3.6, "Verification").
 var (
 	// ErrVerifyNeedsGit: Verify is on but no git binary is on PATH. The
 	// run stops before its first iteration: a verifier whose writes

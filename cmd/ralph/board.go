@@ -94,7 +94,7 @@ func (b *board) Observe(n loop.Note) {
 		row.event = "waiting for other agents"
 		b.log(n.Worker, oneLine(n.Message))
 	case loop.NoteNotice:
-		b.log(n.Worker, "note: "+oneLine(n.Message))
+		b.log(n.Worker, "note: "+oneLine(noticeWords(n)))
 	}
 }
 

@@ -266,7 +266,7 @@ func build(c *cli.Context, cfg appConfig) error {
 			fmt.Fprintf(cfg.stdout, "session log: %s\n", p.rel(path))
 		}
 	}
-	return outcomeError(rep.Outcome, rep.ExitCode(), rep.Message, progressFile != "", cfg.stdout)
+	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep, ""), progressFile != "", cfg.stdout)
 }
 
 // buildParallel runs the worker pool and prints its end: the session log,
@@ -313,7 +313,7 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config,
 	default:
 		fmt.Fprintf(cfg.stdout, "integration branch: %s · merge it with: git merge %s\n", rep.Into, rep.Into)
 	}
-	return outcomeError(rep.Outcome, rep.ExitCode(), rep.Message, false, cfg.stdout)
+	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep.Report, ""), false, cfg.stdout)
 }
 
 // outcomeError prints the closing line of a run or a dry run and returns the
@@ -579,7 +579,7 @@ func (v *buildView) Observe(n loop.Note) {
 	case loop.NoteWaitAgents:
 		fmt.Fprintln(v.w, oneLine(n.Message))
 	case loop.NoteNotice:
-		v.warn("%s", oneLine(n.Message))
+		v.warn("%s", oneLine(noticeWords(n)))
 	}
 }
 

@@ -15,7 +15,11 @@ import (
 // Config.Loop.Commit); this file words the ones a flag sets as the
 // command line knows them (--into, --commit), telling them apart with
 // errors.Is and errors.As. The worded error wraps the library's, so the
-// chain is kept.
+// chain is kept. The loop's notices and closing messages speak of its
+// fields too (Config.Commit, MaxCost, TestCmd, Scope.Feature): notices
+// carry what they are about (loop.Note.Unpriced, Note.AgentsTest), which
+// noticeWords words; a Report carries text only, which reportWords
+// words by the library's own text.
 
 // worded is a library error under the CLI's words.
 type worded struct {
@@ -139,4 +143,70 @@ func rewordIn(err, lib error, words string) error {
 		return err
 	}
 	return &worded{msg: strings.Replace(msg, lib.Error(), words, 1), err: err}
+}
+
+// noSpecsHint is where specs go, in the CLI's words: loop.NoSpecsHint
+// with the command that gives a feature its spec.
+const noSpecsHint = "write specs in specs/*.md, or give a feature one with 'ralph feature add NAME --spec FILE'"
+
+// noSpecsError is err, a loop.ErrNoSpecs error, with the CLI's hint in
+// place of the library's.
+func noSpecsError(err error) error {
+	var ns *loop.NoSpecsError
+	if !errors.As(err, &ns) {
+		return err
+	}
+	return reword(err, ns, fmt.Sprintf("%v: %s; %s", loop.ErrNoSpecs, ns.Missing, noSpecsHint))
+}
+
+// noticeWords is a notice's text in the CLI's words: the notices that
+// carry what they are about (loop.Note.Unpriced, Note.AgentsTest) name
+// the flag that sets the field they speak of.
+func noticeWords(n loop.Note) string {
+	switch {
+	case n.Unpriced != nil:
+		agent := n.Unpriced.Agent
+		if agent == "" {
+			agent = "the agent"
+		}
+		return fmt.Sprintf("%s reported no cost and no price is known for model %q: --max-cost cannot count its sessions", agent, n.Unpriced.Model)
+	case n.AgentsTest != nil:
+		at := *n.AgentsTest
+		uncommitted := at.Uncommitted
+		at.Uncommitted = ""
+		var parts []string
+		if s := at.Announcement(); s != "" {
+			parts = append(parts, s)
+		}
+		if uncommitted != "" {
+			parts = append(parts, fmt.Sprintf("AGENTS.md in the working tree names the test command %q, which is not committed: it is not run (commit it, or pass --test-cmd)", uncommitted))
+		}
+		return strings.Join(parts, "; ")
+	}
+	return n.Message
+}
+
+// reportWords is a run's closing message in the CLI's words. A Report
+// carries why the run stopped as text only, so the two reasons that speak
+// of a field a flag sets are found by the library's own text:
+// loop.ErrNotGitRepo's (Config.Commit: --commit) at the start, and plan
+// mode's count of tasks added outside the feature it planned (--feature,
+// given as feature). A no-specs report (specs gone between the CLI's
+// look and the run's) gets the CLI's hint.
+func reportWords(rep loop.Report, feature string) string {
+	msg := rep.Message
+	switch rep.Outcome {
+	case loop.OutcomeGitFailed:
+		if rest, ok := strings.CutPrefix(msg, loop.ErrNotGitRepo.Error()); ok {
+			return "--commit needs a git repository" + rest
+		}
+	case loop.OutcomeNoPlan:
+		if rest, ok := strings.CutSuffix(msg, "; "+loop.NoSpecsHint); ok && strings.HasPrefix(msg, strings.TrimPrefix(loop.ErrNoSpecs.Error(), "loop: ")) {
+			return rest + "; " + noSpecsHint
+		}
+		if feature != "" {
+			return strings.Replace(msg, " added outside feature "+feature+")", " added without --feature "+feature+")", 1)
+		}
+	}
+	return msg
 }

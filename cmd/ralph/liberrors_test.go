@@ -196,3 +196,62 @@ func TestStoreErrorWords(t *testing.T) {
 		t.Errorf("storeError changed an error it has no words for")
 	}
 }
+
+// TestLoopTextsInFlagWords: the loop's notices, no-specs error and
+// closing messages that speak of a field a flag sets (Config.Commit,
+// MaxCost, TestCmd, Scope.Feature, a feature's spec) are printed as the
+// CLI printed them before the library spoke of its own fields, byte for
+// byte; the others pass as they are.
+func TestLoopTextsInFlagWords(t *testing.T) {
+	unpriced := loop.Receipt{Agent: "opencode", Model: "local/qwen"}
+	at := loop.AgentsTest{Command: "go test ./...", Commit: "0123456789abcdef", Uncommitted: "make test"}
+	notices := []struct {
+		note loop.Note
+		want string
+	}{
+		{loop.Note{Kind: loop.NoteNotice, Message: "lib", Unpriced: &unpriced},
+			`opencode reported no cost and no price is known for model "local/qwen": --max-cost cannot count its sessions`},
+		{loop.Note{Kind: loop.NoteNotice, Message: "lib", Unpriced: &loop.Receipt{Model: "m"}},
+			`the agent reported no cost and no price is known for model "m": --max-cost cannot count its sessions`},
+		{loop.Note{Kind: loop.NoteNotice, Message: at.Announcement(), AgentsTest: &at},
+			`test gate: "go test ./...", from AGENTS.md at commit 0123456789ab (read when the run began; edits to AGENTS.md during the run are not used); ` +
+				`AGENTS.md in the working tree names the test command "make test", which is not committed: it is not run (commit it, or pass --test-cmd)`},
+		{loop.Note{Kind: loop.NoteNotice, AgentsTest: &loop.AgentsTest{Command: "go test ./...", Commit: "abc"}},
+			`test gate: "go test ./...", from AGENTS.md at commit abc (read when the run began; edits to AGENTS.md during the run are not used)`},
+		{loop.Note{Kind: loop.NoteNotice, AgentsTest: &loop.AgentsTest{Uncommitted: "make test"}},
+			`AGENTS.md in the working tree names the test command "make test", which is not committed: it is not run (commit it, or pass --test-cmd)`},
+		{loop.Note{Kind: loop.NoteNotice, Message: "released task a"}, "released task a"},
+	}
+	for _, tc := range notices {
+		if got := noticeWords(tc.note); got != tc.want {
+			t.Errorf("noticeWords(%q) =\n%s\nwant\n%s", tc.note.Message, got, tc.want)
+		}
+	}
+
+	reports := []struct {
+		rep     loop.Report
+		feature string
+		want    string
+	}{
+		{loop.Report{Outcome: loop.OutcomeGitFailed, Message: loop.ErrNotGitRepo.Error() + " (/p): not a git repository"}, "",
+			"--commit needs a git repository (/p): not a git repository"},
+		{loop.Report{Outcome: loop.OutcomeNoPlan, Message: "iteration limit reached (2) and feature billing has no task (2 tasks were added outside feature billing)"}, "billing",
+			"iteration limit reached (2) and feature billing has no task (2 tasks were added without --feature billing)"},
+		{loop.Report{Outcome: loop.OutcomeNoPlan, Message: strings.TrimPrefix((&loop.NoSpecsError{Missing: "no specs in /p/specs"}).Error(), "loop: ")}, "",
+			"nothing to plan: no specs in /p/specs; write specs in specs/*.md, or give a feature one with 'ralph feature add NAME --spec FILE'"},
+		{loop.Report{Outcome: loop.OutcomeGitFailed, Message: "git gate failed: git commit: exit status 1"}, "",
+			"git gate failed: git commit: exit status 1"},
+	}
+	for _, tc := range reports {
+		if got := reportWords(tc.rep, tc.feature); got != tc.want {
+			t.Errorf("reportWords(%q) =\n%s\nwant\n%s", tc.rep.Message, got, tc.want)
+		}
+	}
+
+	lib := &loop.NoSpecsError{Missing: "feature billing has no spec yet (billing.md)"}
+	err := noSpecsError(lib)
+	want := "loop: nothing to plan: feature billing has no spec yet (billing.md); write specs in specs/*.md, or give a feature one with 'ralph feature add NAME --spec FILE'"
+	if err.Error() != want || !errors.Is(err, loop.ErrNoSpecs) {
+		t.Errorf("noSpecsError = %q (ErrNoSpecs in its chain: %v), want %q", err, errors.Is(err, loop.ErrNoSpecs), want)
+	}
+}

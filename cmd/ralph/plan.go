@@ -134,7 +134,7 @@ func plan(c *cli.Context, cfg appConfig) error {
 	}()
 	if _, _, err := loop.PlanSpecs(c.Context, p.root, feature, st); err != nil {
 		if errors.Is(err, loop.ErrNoSpecs) {
-			return &codedError{code: exitNothing, err: err}
+			return &codedError{code: exitNothing, err: noSpecsError(err)}
 		}
 		return err
 	}
@@ -161,7 +161,7 @@ func plan(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
-	return closing(rep, cfg.stdout)
+	return closing(rep, reportWords(rep, feature), cfg.stdout)
 }
 
 // modeView is the build view with the iteration header of plan and prompt
@@ -191,13 +191,13 @@ func printSessionLog(w io.Writer, p project, logDir, session string) {
 	}
 }
 
-// closing prints the run's last line and returns the error carrying its
-// exit code: exit 0 is a line on stdout, anything else "ralph: <message>"
-// on stderr.
-func closing(rep loop.Report, stdout io.Writer) error {
+// closing prints the run's last line, msg (rep.Message in the CLI's
+// words), and returns the error carrying its exit code: exit 0 is a line
+// on stdout, anything else "ralph: <message>" on stderr.
+func closing(rep loop.Report, msg string, stdout io.Writer) error {
 	if rep.ExitCode() == exitOK {
-		fmt.Fprintln(stdout, rep.Message)
+		fmt.Fprintln(stdout, msg)
 		return nil
 	}
-	return &codedError{code: rep.ExitCode(), err: errors.New(rep.Message)}
+	return &codedError{code: rep.ExitCode(), err: errors.New(msg)}
 }

@@ -147,49 +147,74 @@ func (s *MemStore) Add(tasks ...loop.Task) error {
 	return s.addLocked(now, tasks)
 }
 
-// addLocked is Add with s.mu held.
+// addLocked is Add with s.mu held: the tasks are prepared one by one,
+// their references and cycles checked against the store and each other,
+// and only then stored and linked, so that a refused batch changes nothing.
 func (s *MemStore) addLocked(now time.Time, tasks []loop.Task) error {
 	batch := make(map[string]*loop.Task, len(tasks))
 	prepared := make([]loop.Task, len(tasks))
 	for i, t := range tasks {
-		t.BlockedBy = slices.Clone(t.BlockedBy)
-		if t.ID == "" {
-			return fmt.Errorf("looptest: add task %d (%q): empty id", i+1, t.Title)
-		}
-		if _, ok := s.tasks[t.ID]; ok {
-			return fmt.Errorf("looptest: add task %s: id already exists", t.ID)
-		}
-		if _, ok := batch[t.ID]; ok {
-			return fmt.Errorf("looptest: add task %s: id given twice", t.ID)
-		}
-		if t.Status == "" {
-			t.Status = loop.StatusPending
-		}
-		if !t.Status.Valid() {
-			return fmt.Errorf("looptest: add task %s: unknown status %q", t.ID, t.Status)
-		}
-		if t.Status == loop.StatusInProgress {
-			if t.ClaimedBy == "" {
-				return fmt.Errorf("looptest: add task %s: in_progress needs ClaimedBy", t.ID)
-			}
-			if t.ClaimedAt.IsZero() {
-				t.ClaimedAt = now
-			}
-			if t.LeaseExpiresAt.IsZero() {
-				t.LeaseExpiresAt = t.ClaimedAt.Add(loop.DefaultLease)
-			}
-		} else {
-			clearClaim(&t)
-		}
-		if t.CreatedAt.IsZero() {
-			t.CreatedAt = now
-		}
-		if t.UpdatedAt.IsZero() {
-			t.UpdatedAt = t.CreatedAt
+		if err := s.prepareAdd(now, i, &t, batch); err != nil {
+			return err
 		}
 		prepared[i] = t
 		batch[t.ID] = &prepared[i]
 	}
+	if err := s.checkAddRefs(prepared, batch); err != nil {
+		return err
+	}
+	if err := s.checkAddCycles(prepared, batch); err != nil {
+		return err
+	}
+	s.linkAdded(prepared)
+	return nil
+}
+
+// prepareAdd checks the i-th task of an Add (0-based) on its own — its id
+// new to the store and to batch, its status known, a claim where it is
+// in_progress — and fills the defaults Add documents.
+func (s *MemStore) prepareAdd(now time.Time, i int, t *loop.Task, batch map[string]*loop.Task) error {
+	t.BlockedBy = slices.Clone(t.BlockedBy)
+	if t.ID == "" {
+		return fmt.Errorf("looptest: add task %d (%q): empty id", i+1, t.Title)
+	}
+	if _, ok := s.tasks[t.ID]; ok {
+		return fmt.Errorf("looptest: add task %s: id already exists", t.ID)
+	}
+	if _, ok := batch[t.ID]; ok {
+		return fmt.Errorf("looptest: add task %s: id given twice", t.ID)
+	}
+	if t.Status == "" {
+		t.Status = loop.StatusPending
+	}
+	if !t.Status.Valid() {
+		return fmt.Errorf("looptest: add task %s: unknown status %q", t.ID, t.Status)
+	}
+	if t.Status == loop.StatusInProgress {
+		if t.ClaimedBy == "" {
+			return fmt.Errorf("looptest: add task %s: in_progress needs ClaimedBy", t.ID)
+		}
+		if t.ClaimedAt.IsZero() {
+			t.ClaimedAt = now
+		}
+		if t.LeaseExpiresAt.IsZero() {
+			t.LeaseExpiresAt = t.ClaimedAt.Add(loop.DefaultLease)
+		}
+	} else {
+		clearClaim(t)
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = t.CreatedAt
+	}
+	return nil
+}
+
+// checkAddRefs checks that every parent and blocker of the prepared tasks
+// is in the store or in the batch, and that no task blocks itself.
+func (s *MemStore) checkAddRefs(prepared []loop.Task, batch map[string]*loop.Task) error {
 	exists := func(id string) bool {
 		_, old := s.tasks[id]
 		_, fresh := batch[id]
@@ -208,8 +233,13 @@ func (s *MemStore) addLocked(now time.Time, tasks []loop.Task) error {
 			}
 		}
 	}
-	// Old tasks cannot point at new ones, so any cycle passes through the
-	// batch: walk parents and blockers from the new tasks.
+	return nil
+}
+
+// checkAddCycles refuses a batch whose parents and blockers would close a
+// cycle. Old tasks cannot point at new ones, so any cycle passes through
+// the batch: it walks parents and blockers from the new tasks.
+func (s *MemStore) checkAddCycles(prepared []loop.Task, batch map[string]*loop.Task) error {
 	edges := func(id string, visit func(string) bool) bool {
 		t, ok := batch[id]
 		if !ok {
@@ -232,7 +262,12 @@ func (s *MemStore) addLocked(now time.Time, tasks []loop.Task) error {
 	if path := findCycle(starts, edges); path != nil {
 		return fmt.Errorf("looptest: add task %s: parents and blockers form a cycle %v", path[0], path)
 	}
+	return nil
+}
 
+// linkAdded stores the checked tasks in order and links each to its
+// parent and blockers.
+func (s *MemStore) linkAdded(prepared []loop.Task) {
 	for _, t := range prepared {
 		s.seq++
 		mt := &memTask{task: t, seq: s.seq}
@@ -253,7 +288,6 @@ func (s *MemStore) addLocked(now time.Time, tasks []loop.Task) error {
 	}
 	s.indexAdded(s.order[len(s.order)-len(prepared):])
 	s.bumpLocked()
-	return nil
 }
 
 // AddDependency makes blocked wait for blocker, like `ralph task dep add`.
