@@ -236,11 +236,8 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if abs, err := filepath.Abs(base.Root); err == nil {
 		base.Root = abs
 	}
-	if base.Commit {
-		return fail(loop.OutcomeError, ErrCommitWithWorkers)
-	}
-	if base.ClaimMode == loop.ClaimAgent {
-		return fail(loop.OutcomeError, ErrPeekWithWorkers)
+	if err := CheckLoop(base); err != nil {
+		return fail(loop.OutcomeError, err)
 	}
 	// Everything that can refuse the run is checked before the plan's
 	// integration branch is recorded.

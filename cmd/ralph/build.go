@@ -219,16 +219,9 @@ func build(c *cli.Context, cfg appConfig) error {
 	}
 	lc.Observer = view
 
-	workers := c.Int("workers")
-	if !c.IsSet("workers") && progressFile == "" {
-		// A plan that has an integration branch is built in worktrees,
-		// whoever builds it (ARCHITECTURE.md §5).
-		if ss, ok := store.(loop.SettingStore); ok {
-			if _, ok, err := ss.PlanSetting(c.Context, parallel.SettingInto); err == nil && ok {
-				workers = 1
-			}
-		}
-	}
+	// A plan that has an integration branch is built in worktrees,
+	// whoever builds it: package parallel decides.
+	workers := parallel.Workers(c.Context, store, c.Int("workers"))
 	if c.IsSet("remote") && workers == 0 {
 		return usage("--remote goes with --workers (or a plan that has an integration branch): only the integration branch lives on the remote")
 	}
@@ -236,7 +229,7 @@ func build(c *cli.Context, cfg appConfig) error {
 		return usage("--accept-tip goes with --workers (or a plan that has an integration branch): it accepts the integration branch's tip")
 	}
 	if workers > 0 {
-		if lc.Commit || lc.ClaimMode == loop.ClaimAgent {
+		if parallel.CheckLoop(lc) != nil {
 			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
 		}
 		view.workers = true
