@@ -351,13 +351,13 @@ func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile strin
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := syncFeatureFiles(c.Context, st, p); err != nil {
+	if err := st.SyncFeatureFiles(c.Context, p.root); err != nil {
 		st.Close()
 		return nil, nil, err
 	}
 	return st, func() {
 		// What the agents wrote into the feature files goes to the plan.
-		if err := syncFeatureFiles(context.WithoutCancel(c.Context), st, p); err != nil {
+		if err := st.SyncFeatureFiles(context.WithoutCancel(c.Context), p.root); err != nil {
 			fmt.Fprintf(cfg.stderr, "ralph: feature files not stored with the plan: %v\n", err)
 		}
 		st.Close()
