@@ -89,39 +89,69 @@ func buildAgents(c *cli.Context, cfg appConfig) (agent, verifier chosenAgent, er
 	return agent, verifier, nil
 }
 
+// buildUsage is a usage error of ralph build.
+func buildUsage(format string, a ...any) error {
+	return &usageError{cmd: "ralph build", err: fmt.Errorf(format, a...)}
+}
+
+// checkBuildFlags refuses the flags of ralph build that do not go
+// together, before anything is opened.
+func checkBuildFlags(c *cli.Context) error {
+	feature, taskID, progressFile := strings.TrimSpace(c.String("feature")), strings.TrimSpace(c.String("task")), c.String("progress")
+	switch {
+	case feature != "" && taskID != "":
+		return buildUsage("--feature and --task cannot be used together")
+	case progressFile != "" && feature != "":
+		return buildUsage("--feature needs the task database; a progress file has no features")
+	case progressFile != "" && c.String("claim") == string(loop.ClaimAgent):
+		return buildUsage("--claim agent needs the task database (the agent claims with 'ralph task claim'), not --progress")
+	}
+	if err := checkWorkerFlags(c, progressFile != ""); err != nil {
+		return err
+	}
+	switch {
+	case c.IsSet("remote") && strings.TrimSpace(c.String("remote")) == "":
+		return buildUsage("--remote needs the name of a git remote (git remote -v lists them)")
+	case c.IsSet("verify-agent-cli") && !c.Bool("verify"):
+		return buildUsage("--verify-agent-cli goes with --verify")
+	case c.IsSet("remote") && progressFile != "":
+		return buildUsage("--remote goes with --workers, and needs the task database, not --progress")
+	}
+	return nil
+}
+
+// checkWorkerFlags refuses --workers with what workers do not take, and
+// the flags of workers without --workers.
+func checkWorkerFlags(c *cli.Context, progressMode bool) error {
+	if !c.IsSet("workers") {
+		if c.IsSet("into") || c.IsSet("setup") {
+			return buildUsage("--into and --setup go with --workers")
+		}
+		return nil
+	}
+	switch {
+	case c.Int("workers") < 1:
+		return buildUsage("--workers %d: want 1 or more", c.Int("workers"))
+	case progressMode:
+		return buildUsage("--workers needs the task database, not --progress")
+	}
+	lc := loop.Config{Commit: c.Bool("commit"), ClaimMode: loop.ClaimMode(c.String("claim"))}
+	if err := parallel.CheckLoop(lc); err != nil {
+		return workersError(err, false)
+	}
+	return nil
+}
+
 // build is the action of `ralph build`.
 func build(c *cli.Context, cfg appConfig) error {
 	if _, err := args(c, 0, 0, ""); err != nil {
 		return err
 	}
-	usage := func(format string, a ...any) error {
-		return &usageError{cmd: "ralph build", err: fmt.Errorf(format, a...)}
+	if err := checkBuildFlags(c); err != nil {
+		return err
 	}
+	usage := buildUsage
 	feature, taskID, progressFile := strings.TrimSpace(c.String("feature")), strings.TrimSpace(c.String("task")), c.String("progress")
-	switch {
-	case feature != "" && taskID != "":
-		return usage("--feature and --task cannot be used together")
-	case progressFile != "" && feature != "":
-		return usage("--feature needs the task database; a progress file has no features")
-	case progressFile != "" && c.String("claim") == string(loop.ClaimAgent):
-		return usage("--claim agent needs the task database (the agent claims with 'ralph task claim'), not --progress")
-	case c.IsSet("workers") && c.Int("workers") < 1:
-		return usage("--workers %d: want 1 or more", c.Int("workers"))
-	case c.IsSet("workers") && progressFile != "":
-		return usage("--workers needs the task database, not --progress")
-	case c.IsSet("workers") && c.String("claim") == string(loop.ClaimAgent):
-		return usage("--workers does not go with --claim agent: each worker's loop claims its task, so that its worktree can start from the integration branch")
-	case c.IsSet("workers") && c.Bool("commit"):
-		return usage("--workers does not go with --commit: each finished task is committed as it is merged into the integration branch")
-	case (c.IsSet("into") || c.IsSet("setup")) && !c.IsSet("workers"):
-		return usage("--into and --setup go with --workers")
-	case c.IsSet("remote") && strings.TrimSpace(c.String("remote")) == "":
-		return usage("--remote needs the name of a git remote (git remote -v lists them)")
-	case c.IsSet("verify-agent-cli") && !c.Bool("verify"):
-		return usage("--verify-agent-cli goes with --verify")
-	case c.IsSet("remote") && progressFile != "":
-		return usage("--remote goes with --workers, and needs the task database, not --progress")
-	}
 
 	p, err := projectRoot(c)
 	if err != nil {
@@ -229,8 +259,8 @@ func build(c *cli.Context, cfg appConfig) error {
 		return usage("--accept-tip goes with --workers (or a plan that has an integration branch): it accepts the integration branch's tip")
 	}
 	if workers > 0 {
-		if parallel.CheckLoop(lc) != nil {
-			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
+		if err := parallel.CheckLoop(lc); err != nil {
+			return workersError(err, !c.IsSet("workers"))
 		}
 		view.workers = true
 		if claude.IsTerminal(rawOut(cfg.stdout)) {

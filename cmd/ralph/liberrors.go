@@ -69,6 +69,25 @@ func flagWords(err error) (msg string, ok bool) {
 	return "", false
 }
 
+// workersError is the usage error of ralph build for a refusal of
+// parallel.CheckLoop (ErrPeekWithWorkers, ErrCommitWithWorkers) before the
+// workers start, in the flags' words: planned says the workers come from
+// the plan's integration branch, not from --workers.
+func workersError(err error, planned bool) error {
+	var msg string
+	switch {
+	case planned:
+		msg = "this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that"
+	case errors.Is(err, parallel.ErrPeekWithWorkers):
+		msg = "--workers does not go with --claim agent: each worker's loop claims its task, so that its worktree can start from the integration branch"
+	case errors.Is(err, parallel.ErrCommitWithWorkers):
+		msg = "--workers does not go with --commit: each finished task is committed as it is merged into the integration branch"
+	default:
+		return configError("ralph build", err)
+	}
+	return &usageError{cmd: "ralph build", err: &worded{msg: msg, err: err}}
+}
+
 // intoError is the error of ralph build for a parallel.ErrInto,
 // ErrNoSettings or ErrNoLandings error (exit 1, no usage hint), in the
 // CLI's words.
