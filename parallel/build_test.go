@@ -106,3 +106,23 @@ func TestCheckLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestWordsRemote: a remote that cannot be used stops the build before
+// anything runs, named as Config's field, or in the caller's Words.
+func TestWordsRemote(t *testing.T) {
+	root := gitRepo(t)
+	for _, tc := range []struct {
+		words Words
+		want  string
+	}{
+		{Words{}, `Config.Remote: `},
+		{Words{Remote: "--remote"}, `--remote: `},
+	} {
+		cfg := loop.DefaultConfig(root)
+		cfg.SessionLog, cfg.RawLogs = false, false
+		rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 1, Remote: "upstream", Words: tc.words}, newStore(t, task("a")), doneIn(map[string]string{}))
+		if err != nil || rep.Outcome != loop.OutcomeGitFailed || !strings.HasPrefix(rep.Message, tc.want) || !strings.Contains(rep.Message, `"upstream"`) {
+			t.Errorf("Run with remote upstream, words %+v = %v, %v, %q; want exit 5, %q…", tc.words, rep.Outcome, err, rep.Message, tc.want)
+		}
+	}
+}

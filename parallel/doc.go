@@ -292,4 +292,11 @@
 //   - ErrNoSettings, ErrNoLandings: the store cannot record the plan's
 //     integration branch, or its landings.
 //   - Any other loop.ErrConfig: loop.CheckConfig's.
+//
+// Texts that reach the caller as words, not as an error it could tell
+// apart — a stop's Report.Message (a *TipError's advice, a remote that
+// cannot be used), a task's log entry (a tip accepted), a warning (branches
+// an agent moved) — name Config's fields, or what Config.Words names them:
+// cmd/ralph passes its flags (ralph build --accept-tip, --remote,
+// --sandbox), so its output reads as it always has.
 package parallel

@@ -270,7 +270,7 @@ func build(c *cli.Context, cfg appConfig) error {
 		defer stopTraces()
 		lc.Observer = withTraces(view, traces)
 		pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
-			Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}}
+			Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}, Words: buildWords}
 		return buildParallel(c, cfg, p, pc, store, runner, traces)
 	}
 	traces, stopTraces := startTraces(c, cfg, 0)

@@ -25,6 +25,11 @@ type worded struct {
 func (e *worded) Error() string { return e.msg }
 func (e *worded) Unwrap() error { return e.err }
 
+// buildWords are ralph build's words for what package parallel's texts
+// refer to where no error reaches the CLI to be worded (a stop's
+// message, a task's log entry, a warning): its flags.
+var buildWords = parallel.Words{AcceptTip: "ralph build --accept-tip", Remote: "--remote", Sandbox: "--sandbox"}
+
 // configError is the error of `ralph <cmd>` for a loop.ErrConfig error:
 // a usage error in the flags' words.
 func configError(cmd string, err error) error {
