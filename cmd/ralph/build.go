@@ -601,6 +601,11 @@ func (v *buildView) Observe(n loop.Note) {
 		s.Observe(n)
 		return
 	}
+	v.print(n)
+}
+
+// print prints note n in v, a run's view or a worker's.
+func (v *buildView) print(n loop.Note) {
 	switch n.Kind {
 	case loop.NoteTransition:
 		if n.Event == loop.StateEventStart && v.logDir != "" {
@@ -615,17 +620,8 @@ func (v *buildView) Observe(n loop.Note) {
 	case loop.NoteAgentEvent:
 		v.view.Event(n.AgentEvent)
 	case loop.NoteReceipt:
-		if r := n.Receipt; r != nil {
-			if r.Mode == string(loop.ModeVerify) {
-				fmt.Fprintf(v.w, "-- verifier: %s\n", orDash(r.Verdict))
-			}
-			res := receiptResult(*r)
-			v.mu.Lock()
-			if v.last != nil {
-				res, v.last = *v.last, nil
-			}
-			v.mu.Unlock()
-			v.view.Footer(res)
+		if n.Receipt != nil {
+			v.footer(*n.Receipt)
 		}
 	case loop.NoteIterationEnd:
 		if n.Status == loop.IterUsageLimit {
@@ -643,6 +639,22 @@ func (v *buildView) Observe(n loop.Note) {
 	case loop.NoteNotice:
 		v.warn("%s", oneLine(n.Message))
 	}
+}
+
+// footer prints the footer of the session whose receipt is r: the
+// session's own result, when tap has it, else one rebuilt from r; a
+// verifier's verdict first.
+func (v *buildView) footer(r loop.Receipt) {
+	if r.Mode == string(loop.ModeVerify) {
+		fmt.Fprintf(v.w, "-- verifier: %s\n", orDash(r.Verdict))
+	}
+	res := receiptResult(r)
+	v.mu.Lock()
+	if v.last != nil {
+		res, v.last = *v.last, nil
+	}
+	v.mu.Unlock()
+	v.view.Footer(res)
 }
 
 // envValue returns the value of key in a KEY=VALUE list.
