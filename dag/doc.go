@@ -104,6 +104,11 @@
 // FOR UPDATE SKIP LOCKED. A server's connection runs one query at a time,
 // so listing reads each task's blockers in its row. Writes and reads the
 // server could not take are retried with backoff (ServerOptions.RetryFor).
+// A plan on a server keeps its features' spec and plan files too
+// (FeatureFiles), so that every machine reads the same: SyncFeatureFiles
+// brings a project's copies and the stored ones together, the newer
+// winning, following no link; ralph runs it around every command that
+// lets an agent read or write them.
 //
 // # Drivers and dialects
 //

@@ -174,9 +174,14 @@
 //     changes it makes to tracked files are undone when an attempt begins.
 //     A failing setup is gate trouble: tried 1+MaxRetries times, then the
 //     run stops with exit 3.
-//   - A build without --workers of a plan that has an integration branch
-//     runs as one worker (w1): once a plan integrates into a branch, every
-//     build of it does.
+//   - A build that asks for no workers (ralph build without --workers,
+//     Build with Config.Workers 0) of a plan that has an integration
+//     branch runs as one worker (w1): once a plan integrates into a
+//     branch, every build of it does. Workers holds that rule, and Build
+//     applies it: Run in worktrees for such a plan, one loop.Run in the
+//     checkout for any other, so a program embedding the library builds
+//     a plan as ralph build does. CheckLoop is the rule that workers
+//     take neither peek mode nor Loop.Commit, which Run checks first.
 //   - Git on the host runs no code an agent planted (ARCHITECTURE.md §7): every
 //     command ExecGit runs is built by package hostgit, with GIT_DIR,
 //     GIT_COMMON_DIR and GIT_WORK_TREE fixed — the repository found from
@@ -287,4 +292,11 @@
 //   - ErrNoSettings, ErrNoLandings: the store cannot record the plan's
 //     integration branch, or its landings.
 //   - Any other loop.ErrConfig: loop.CheckConfig's.
+//
+// Texts that reach the caller as words, not as an error it could tell
+// apart — a stop's Report.Message (a *TipError's advice, a remote that
+// cannot be used), a task's log entry (a tip accepted), a warning (branches
+// an agent moved) — name Config's fields, or what Config.Words names them:
+// cmd/ralph passes its flags (ralph build --accept-tip, --remote,
+// --sandbox), so its output reads as it always has.
 package parallel

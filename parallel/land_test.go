@@ -112,7 +112,7 @@ func TestForgedTrailerIsNotALanding(t *testing.T) {
 	forged := forge(g, "Task b\n\nRalph-Task: b\nRalph-Generation: 1\n", map[string]string{"b.txt": "forged"})
 
 	rep := mustRun(t, poolConfig(t, g, 1), store, run, loop.OutcomeGitFailed)
-	for _, want := range []string{short(forged), "Ralph-Task trailers name b", "ralph build --accept-tip"} {
+	for _, want := range []string{short(forged), "Ralph-Task trailers name b", "run a build with Config.AcceptTip"} {
 		if !strings.Contains(rep.Message, want) {
 			t.Errorf("the stop does not say %q:\n%s", want, rep.Message)
 		}
@@ -155,7 +155,7 @@ func TestRewoundBranchStops(t *testing.T) {
 	g.mu.Unlock()
 
 	rep := mustRun(t, poolConfig(t, g, 1), store, run, loop.OutcomeGitFailed)
-	if !strings.Contains(rep.Message, "the work of b is missing") || !strings.Contains(rep.Message, "--accept-tip") {
+	if !strings.Contains(rep.Message, "the work of b is missing") || !strings.Contains(rep.Message, "run a build with Config.AcceptTip") {
 		t.Errorf("the stop does not name b and the way on:\n%s", rep.Message)
 	}
 	if got := ran(); len(got) != 2 {
@@ -165,13 +165,14 @@ func TestRewoundBranchStops(t *testing.T) {
 	cfg = poolConfig(t, g, 1)
 	cfg.AcceptTip = true
 	cfg.AcceptedBy = loop.Actor{Person: "user-alice"}
+	cfg.Words = Words{AcceptTip: "ralph build --accept-tip"} // the log says it in the caller's words
 	rep = mustRun(t, cfg, store, run, loop.OutcomeComplete)
 	if !cmp.Equal(rep.Reopened, []string{"b"}) {
 		t.Errorf("reopened %v; want b", rep.Reopened)
 	}
 	logs, _ := store.Logs(t.Context(), "b")
 	if i := slices.IndexFunc(logs, func(e loop.LogEntry) bool { return e.Kind == loop.LogReopen }); i < 0 || logs[i].Actor != "user-alice" ||
-		!strings.Contains(logs[i].Message, "--accept-tip") {
+		!strings.Contains(logs[i].Message, "which ralph build --accept-tip accepted") {
 		t.Errorf("b's history has no reopen by user-alice: %+v", logs)
 	}
 	if got := ran(); !cmp.Equal(got, []string{"a", "b", "b", "c"}) {
@@ -514,9 +515,12 @@ func TestBranchesMovedAreReported(t *testing.T) {
 		g.write(dir, "a.txt", "a")
 		return nil
 	})
-	rep := mustRun(t, poolConfig(t, g, 1), store, run, loop.OutcomeComplete)
+	cfg := poolConfig(t, g, 1)
+	cfg.Words.Sandbox = "--sandbox" // the caller's words
+	rep := mustRun(t, cfg, store, run, loop.OutcomeComplete)
 	all := strings.Join(rep.Warnings, "\n")
-	for _, want := range []string{"branch main moved during the run", "branch feature was deleted", "ralph did not do that", "--sandbox"} {
+	for _, want := range []string{"branch main moved during the run", "branch feature was deleted", "ralph did not do that",
+		"without --sandbox an agent runs as you and can write any branch (--sandbox keeps the repository's refs out of its reach)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings lack %q:\n%s", want, all)
 		}
@@ -541,13 +545,13 @@ func TestTipErrorSays(t *testing.T) {
 	}{
 		{"moved", TipError{Branch: "ralph/integration", Tip: tip, Expected: last, Foreign: []string{tip}, Forged: []string{"t-2"}, Missing: []string{"t-3"}},
 			[]string{"is at 111111111111, not where ralph last put it (222222222222)", "commits ralph did not make are on it: 111111111111",
-				"trailers name t-2", "the work of t-3 is missing", "To accept 111111111111 as the branch's tip (t-3 back to pending), run ralph build --accept-tip",
+				"trailers name t-2", "the work of t-3 is missing", "To accept 111111111111 as the branch's tip (t-3 back to pending), run a build with Config.AcceptTip",
 				"git update-ref refs/heads/ralph/integration " + last}},
 		{"deleted", TipError{Branch: "ralph/integration", Expected: last, Missing: []string{"t-1", "t-2"}},
 			[]string{"was deleted (ralph last put it at 222222222222)", "the work of t-1, t-2 is missing", "making the branch again from HEAD (t-1, t-2 back to pending)",
-				"ralph build --accept-tip", "git branch ralph/integration " + last}},
-		{"on a remote", TipError{Branch: "ralph/integration", Remote: "origin", Tip: tip, Expected: last},
-			[]string{"ralph/integration on origin is at 111111111111", "ralph build --accept-tip", "put it back on origin at " + last}},
+				"run a build with Config.AcceptTip", "git branch ralph/integration " + last}},
+		{"on a remote, in the caller's words", TipError{Branch: "ralph/integration", Remote: "origin", Tip: tip, Expected: last, Accept: "ralph build --accept-tip"},
+			[]string{"ralph/integration on origin is at 111111111111", "To accept 111111111111 as the branch's tip, run ralph build --accept-tip; ", "put it back on origin at " + last}},
 	} {
 		got := tc.err.Error()
 		for _, w := range tc.want {

@@ -55,6 +55,42 @@ type Config struct {
 	AcceptTip bool
 	// AcceptedBy is the person who accepts (zero: "user").
 	AcceptedBy loop.Actor
+	// Words name, in the caller's terms, what Run's texts for people
+	// refer to (zero: Config's fields).
+	Words Words
+}
+
+// Words name, in a caller's terms, what Run's texts for people refer to
+// where no error reaches the caller to be worded: a stop's message, a
+// task's log entry, a warning in the Report. A command line names its
+// flags (cmd/ralph: "ralph build --accept-tip", "--remote",
+// "--sandbox"); an empty field names Config's field.
+type Words struct {
+	// AcceptTip names a build that accepts the integration branch's tip
+	// (Config.AcceptTip), as in "to accept it, run <AcceptTip>" and
+	// "which <AcceptTip> accepted". Empty: "a build with Config.AcceptTip".
+	AcceptTip string
+	// Remote names Config.Remote, before what went wrong with the remote.
+	// Empty: "Config.Remote".
+	Remote string
+	// Sandbox names what keeps an agent from the repository's refs, as in
+	// "without <Sandbox> an agent runs as you". Empty:
+	// "Loop.Commands.Sandbox".
+	Sandbox string
+}
+
+// or is w with each empty field Config's field's name.
+func (w Words) or() Words {
+	if w.AcceptTip == "" {
+		w.AcceptTip = "a build with Config.AcceptTip"
+	}
+	if w.Remote == "" {
+		w.Remote = "Config.Remote"
+	}
+	if w.Sandbox == "" {
+		w.Sandbox = "Loop.Commands.Sandbox"
+	}
+	return w
 }
 
 // Report is a parallel build's report: the run's as one (outcome, counts,
@@ -81,7 +117,7 @@ type Report struct {
 
 // branchesMoved describes the branches of before that now moved or went,
 // but for ralph's own (ralph/…) and the integration branch into.
-func branchesMoved(before, now map[string]string, into string) []string {
+func branchesMoved(before, now map[string]string, into string, words Words) []string {
 	var out []string
 	for _, ref := range slices.Sorted(maps.Keys(before)) {
 		name := strings.TrimPrefix(ref, heads)
@@ -96,7 +132,7 @@ func branchesMoved(before, now map[string]string, into string) []string {
 		}
 	}
 	if len(out) > 0 {
-		out = append(out, "ralph did not do that: it writes only its own ralph/… branches and the integration branch. If you did not either, an agent did: without --sandbox an agent runs as you and can write any branch (--sandbox keeps the repository's refs out of its reach)")
+		out = append(out, fmt.Sprintf("ralph did not do that: it writes only its own ralph/… branches and the integration branch. If you did not either, an agent did: without %s an agent runs as you and can write any branch (%s keeps the repository's refs out of its reach)", words.Sandbox, words.Sandbox))
 	}
 	return out
 }
@@ -229,18 +265,15 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if cfg.Workers < 1 {
 		return fail(loop.OutcomeError, fmt.Errorf("%w: workers %d: want at least 1", loop.ErrConfig, cfg.Workers))
 	}
-	base := cfg.Loop
+	base, words := cfg.Loop, cfg.Words.or()
 	if base.Root == "" {
 		return fail(loop.OutcomeError, fmt.Errorf("%w: root directory is required", loop.ErrConfig))
 	}
 	if abs, err := filepath.Abs(base.Root); err == nil {
 		base.Root = abs
 	}
-	if base.Commit {
-		return fail(loop.OutcomeError, ErrCommitWithWorkers)
-	}
-	if base.ClaimMode == loop.ClaimAgent {
-		return fail(loop.OutcomeError, ErrPeekWithWorkers)
+	if err := CheckLoop(base); err != nil {
+		return fail(loop.OutcomeError, err)
 	}
 	// Everything that can refuse the run is checked before the plan's
 	// integration branch is recorded.
@@ -260,7 +293,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	}
 	if cfg.Remote != "" {
 		if err := g.CheckRemote(ctx, cfg.Remote); err != nil {
-			return fail(loop.OutcomeGitFailed, fmt.Errorf("--remote: %w", err))
+			return fail(loop.OutcomeGitFailed, fmt.Errorf("%s: %w", words.Remote, err))
 		}
 	}
 	settings, ok := store.(loop.SettingStore)
@@ -271,7 +304,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if !ok {
 		return fail(loop.OutcomeError, ErrNoLandings)
 	}
-	guard := &tipGuard{git: g, store: landings, remote: cfg.Remote}
+	guard := &tipGuard{git: g, store: landings, remote: cfg.Remote, acceptWord: words.AcceptTip}
 	into, since, err := integrationBranch(ctx, g, settings, cfg.Into, cfg.Remote, guard)
 	if err != nil {
 		if errors.Is(err, ErrInto) || errors.Is(err, loop.ErrConfig) {
@@ -417,7 +450,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		}
 	}
 	if now, err := g.Branches(kctx); err == nil {
-		rep.Warnings = append(rep.Warnings, branchesMoved(branches, now, into)...)
+		rep.Warnings = append(rep.Warnings, branchesMoved(branches, now, into, words)...)
 	}
 	rep.Workers = reports
 	rep.Report = combine(rep.Report, reports, budget, ctx.Err() != nil)

@@ -30,6 +30,9 @@ type TipError struct {
 	// Missing are the tasks whose landed work the branch (or, deleted,
 	// HEAD, which it would be made again from) no longer holds.
 	Missing []string
+	// Accept names a build that accepts the tip, as the message advises
+	// it (Config.Words.AcceptTip; "": "a build with Config.AcceptTip").
+	Accept string
 }
 
 func (e *TipError) Error() string {
@@ -60,7 +63,7 @@ func (e *TipError) Error() string {
 	if len(e.Missing) > 0 {
 		fmt.Fprintf(&b, " (%s back to pending)", strings.Join(e.Missing, ", "))
 	}
-	b.WriteString(", run ralph build --accept-tip")
+	b.WriteString(", run " + acceptName(e.Accept))
 	switch {
 	case e.Remote != "":
 		fmt.Fprintf(&b, "; or put it back on %s at %s", e.Remote, e.Expected)
@@ -100,7 +103,17 @@ type tipGuard struct {
 	// since is the commit the branch was at when the plan adopted it:
 	// the landings are after it ("": the whole history).
 	since string
+	// acceptWord names a build that accepts the tip (Words.AcceptTip; "":
+	// Config's field's).
+	acceptWord string
 }
+
+// acceptName is g.acceptWord, or Config's field's name.
+func (g *tipGuard) acceptName() string { return acceptName(g.acceptWord) }
+
+// acceptName is accept, or, empty, Config's field's name for a build that
+// accepts the tip.
+func acceptName(accept string) string { return Words{AcceptTip: accept}.or().AcceptTip }
 
 // branch is the key of the branch in the store: its short name.
 func (g *tipGuard) branch() string { return strings.TrimPrefix(g.into, heads) }
@@ -199,7 +212,7 @@ func (g *tipGuard) walk(ctx context.Context, tip, last string) (chain []loop.Lan
 // where ralph last put it that ralph did not make, the task ids their
 // trailers name, and the tasks whose landed work it lacks.
 func (g *tipGuard) tipError(ctx context.Context, tip, last string) error {
-	e := &TipError{Branch: g.branch(), Remote: g.remote, Tip: tip, Expected: last}
+	e := &TipError{Branch: g.branch(), Remote: g.remote, Accept: g.acceptWord, Tip: tip, Expected: last}
 	if tip != "" {
 		cs, err := g.git.Commits(ctx, last, tip)
 		if err != nil {
@@ -290,7 +303,7 @@ func (g *tipGuard) accept(ctx context.Context, tip string, by loop.Actor) ([]str
 	if g.remote != "" {
 		name += " on " + g.remote
 	}
-	reason := fmt.Sprintf("its work is not on %s at %s, which ralph build --accept-tip accepted", name, short(tip))
+	reason := fmt.Sprintf("its work is not on %s at %s, which %s accepted", name, short(tip), g.acceptName())
 	return g.store.AcceptTip(ctx, loop.AcceptTipParams{Branch: g.branch(), Tip: tip, Drop: drop, Reason: reason, By: by})
 }
 
@@ -342,7 +355,7 @@ func (g *tipGuard) remake(ctx context.Context, last string, recorded, accept boo
 			return "", err
 		}
 		if len(missing) > 0 {
-			return "", &TipError{Branch: g.branch(), Remote: g.remote, Expected: last, Missing: missing}
+			return "", &TipError{Branch: g.branch(), Remote: g.remote, Accept: g.acceptWord, Expected: last, Missing: missing}
 		}
 	}
 	err = g.create(ctx, head)
@@ -412,5 +425,5 @@ func (g *tipGuard) verify(ctx context.Context) error {
 	if err != nil || len(missing) == 0 {
 		return err
 	}
-	return &TipError{Branch: g.branch(), Remote: g.remote, Expected: last, Missing: missing}
+	return &TipError{Branch: g.branch(), Remote: g.remote, Accept: g.acceptWord, Expected: last, Missing: missing}
 }

@@ -111,7 +111,7 @@ func attackForgedLanding(t *testing.T, db string) {
 		t.Fatalf("build with the forging agent: exit %d, want 5 (the integration finds the moved tip)\n%s", code, out)
 	}
 	forged := p.git("rev-parse", "ralph/integration")
-	for _, want := range []string{forged[:12], "Ralph-Task trailers name t-2", "ralph build --accept-tip"} {
+	for _, want := range []string{forged[:12], "Ralph-Task trailers name t-2", ", run ralph build --accept-tip; or put it back: git update-ref refs/heads/ralph/integration "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the stop does not say %q:\n%s", want, out)
 		}
@@ -167,7 +167,8 @@ echo "work of {task}" > "{task}.txt"`, Text: "Done. <task-done>{task}</task-done
 	if code != 0 {
 		t.Fatalf("build: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"branch main moved during the run", "branch feature was deleted", "ralph did not do that", "--sandbox"} {
+	for _, want := range []string{"branch main moved during the run", "branch feature was deleted",
+		"ralph did not do that: it writes only its own ralph/… branches and the integration branch. If you did not either, an agent did: without --sandbox an agent runs as you and can write any branch (--sandbox keeps the repository's refs out of its reach)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the end does not say %q:\n%s", want, out)
 		}

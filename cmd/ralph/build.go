@@ -20,7 +20,6 @@ import (
 	"github.com/ralph-dev/ralph/dag/progress"
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/parallel"
-	"github.com/ralph-dev/ralph/telemetry"
 )
 
 // buildCommand is `ralph build`: the build loop of ARCHITECTURE.md §3 over
@@ -89,46 +88,110 @@ func buildAgents(c *cli.Context, cfg appConfig) (agent, verifier chosenAgent, er
 	return agent, verifier, nil
 }
 
-// build is the action of `ralph build`.
+// buildUsage is a usage error of ralph build.
+func buildUsage(format string, a ...any) error {
+	return &usageError{cmd: "ralph build", err: fmt.Errorf(format, a...)}
+}
+
+// checkBuildFlags refuses the flags of ralph build that do not go
+// together, before anything is opened.
+func checkBuildFlags(c *cli.Context) error {
+	feature, taskID, progressFile := strings.TrimSpace(c.String("feature")), strings.TrimSpace(c.String("task")), c.String("progress")
+	switch {
+	case feature != "" && taskID != "":
+		return buildUsage("--feature and --task cannot be used together")
+	case progressFile != "" && feature != "":
+		return buildUsage("--feature needs the task database; a progress file has no features")
+	case progressFile != "" && c.String("claim") == string(loop.ClaimAgent):
+		return buildUsage("--claim agent needs the task database (the agent claims with 'ralph task claim'), not --progress")
+	}
+	if err := checkWorkerFlags(c, progressFile != ""); err != nil {
+		return err
+	}
+	switch {
+	case c.IsSet("remote") && strings.TrimSpace(c.String("remote")) == "":
+		return buildUsage("--remote needs the name of a git remote (git remote -v lists them)")
+	case c.IsSet("verify-agent-cli") && !c.Bool("verify"):
+		return buildUsage("--verify-agent-cli goes with --verify")
+	case c.IsSet("remote") && progressFile != "":
+		return buildUsage("--remote goes with --workers, and needs the task database, not --progress")
+	}
+	return nil
+}
+
+// checkWorkerFlags refuses --workers with what workers do not take, and
+// the flags of workers without --workers.
+func checkWorkerFlags(c *cli.Context, progressMode bool) error {
+	if !c.IsSet("workers") {
+		if c.IsSet("into") || c.IsSet("setup") {
+			return buildUsage("--into and --setup go with --workers")
+		}
+		return nil
+	}
+	switch {
+	case c.Int("workers") < 1:
+		return buildUsage("--workers %d: want 1 or more", c.Int("workers"))
+	case progressMode:
+		return buildUsage("--workers needs the task database, not --progress")
+	}
+	lc := loop.Config{Commit: c.Bool("commit"), ClaimMode: loop.ClaimMode(c.String("claim"))}
+	if err := parallel.CheckLoop(lc); err != nil {
+		return workersError(err, false)
+	}
+	return nil
+}
+
+// build is the action of `ralph build`: flags → loop.Config, the plan
+// opened, the runners chosen, then one loop (buildSolo) or the workers
+// (buildParallel), as package parallel decides, and the run printed.
 func build(c *cli.Context, cfg appConfig) error {
 	if _, err := args(c, 0, 0, ""); err != nil {
 		return err
 	}
-	usage := func(format string, a ...any) error {
-		return &usageError{cmd: "ralph build", err: fmt.Errorf(format, a...)}
+	if err := checkBuildFlags(c); err != nil {
+		return err
 	}
-	feature, taskID, progressFile := strings.TrimSpace(c.String("feature")), strings.TrimSpace(c.String("task")), c.String("progress")
-	switch {
-	case feature != "" && taskID != "":
-		return usage("--feature and --task cannot be used together")
-	case progressFile != "" && feature != "":
-		return usage("--feature needs the task database; a progress file has no features")
-	case progressFile != "" && c.String("claim") == string(loop.ClaimAgent):
-		return usage("--claim agent needs the task database (the agent claims with 'ralph task claim'), not --progress")
-	case c.IsSet("workers") && c.Int("workers") < 1:
-		return usage("--workers %d: want 1 or more", c.Int("workers"))
-	case c.IsSet("workers") && progressFile != "":
-		return usage("--workers needs the task database, not --progress")
-	case c.IsSet("workers") && c.String("claim") == string(loop.ClaimAgent):
-		return usage("--workers does not go with --claim agent: each worker's loop claims its task, so that its worktree can start from the integration branch")
-	case c.IsSet("workers") && c.Bool("commit"):
-		return usage("--workers does not go with --commit: each finished task is committed as it is merged into the integration branch")
-	case (c.IsSet("into") || c.IsSet("setup")) && !c.IsSet("workers"):
-		return usage("--into and --setup go with --workers")
-	case c.IsSet("remote") && strings.TrimSpace(c.String("remote")) == "":
-		return usage("--remote needs the name of a git remote (git remote -v lists them)")
-	case c.IsSet("verify-agent-cli") && !c.Bool("verify"):
-		return usage("--verify-agent-cli goes with --verify")
-	case c.IsSet("remote") && progressFile != "":
-		return usage("--remote goes with --workers, and needs the task database, not --progress")
-	}
-
 	p, err := projectRoot(c)
 	if err != nil {
 		return err
 	}
+	lc := buildConfig(c, cfg, p)
+	store, closeStore, err := openBuildStore(c, cfg, p, c.String("progress"))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	if err := checkScope(c.Context, store, lc.Scope); err != nil {
+		return err
+	}
+	if c.Bool("dry-run") {
+		return dryRun(c.Context, cfg, lc, store)
+	}
+	// The agents must exist before anything is claimed.
+	agent, verifier, err := buildAgents(c, cfg)
+	if err != nil {
+		return agentsMissing(c, cfg, lc, store, err)
+	}
+	runner, view, err := buildRunners(c, cfg, p, &lc, store, agent, verifier)
+	if err != nil {
+		return err
+	}
+	// A plan that has an integration branch is built in worktrees,
+	// whoever builds it: package parallel decides.
+	workers := parallel.Workers(c.Context, store, c.Int("workers"))
+	if err := checkWorkers(c, lc, workers); err != nil {
+		return err
+	}
+	if workers > 0 {
+		return buildParallel(c, cfg, p, lc, workers, store, runner, view)
+	}
+	return buildSolo(c, cfg, p, lc, store, runner, view)
+}
+
+// buildConfig is the loop.Config the flags of ralph build ask for.
+func buildConfig(c *cli.Context, cfg appConfig, p project) loop.Config {
 	lc := loop.DefaultConfig(p.root)
-	lc.Scope = loop.Scope{Feature: feature, TaskID: taskID}
+	lc.Scope = loop.Scope{Feature: strings.TrimSpace(c.String("feature")), TaskID: strings.TrimSpace(c.String("task"))}
 	lc.MaxIterations = c.Int("max-iterations")
 	lc.Once = c.Bool("once")
 	lc.Model = strings.TrimSpace(c.String("model"))
@@ -143,62 +206,47 @@ func build(c *cli.Context, cfg appConfig) error {
 	// Timeouts, usage limits, logs and the agent's environment (the plan
 	// on a server included), as plan and prompt set them.
 	agentConfig(c, cfg, p, &lc)
+	return lc
+}
 
-	store, closeStore, err := openBuildStore(c, cfg, p, progressFile)
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-	// A scope that names nothing is bad input: said before the run writes
-	// any log.
-	if feature != "" {
+// checkScope refuses a scope that names nothing: bad input, said before
+// the run writes any log.
+func checkScope(ctx context.Context, store loop.TaskStore, scope loop.Scope) error {
+	if scope.Feature != "" {
 		if fstore, ok := store.(loop.FeatureStore); ok {
-			if _, err := fstore.Feature(c.Context, feature); err != nil {
+			if _, err := fstore.Feature(ctx, scope.Feature); err != nil {
 				return err
 			}
 		}
 	}
-	if taskID != "" {
-		if _, err := store.Get(c.Context, taskID); err != nil {
+	if scope.TaskID != "" {
+		if _, err := store.Get(ctx, scope.TaskID); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	if c.Bool("dry-run") {
-		return dryRun(c.Context, cfg, lc, store)
-	}
-
-	// The agents must exist before anything is claimed.
-	agent, verifier, err := buildAgents(c, cfg)
-	var uerr *usageError
-	if errors.As(err, &uerr) {
-		return err
-	}
-	if err != nil {
-		// A run with nothing to do needs no agent: an empty, finished or
-		// blocked plan says so (exit 2, 0, 6) rather than "agent not found".
-		if plan, derr := loop.DryRun(c.Context, lc, store); derr == nil && plan.Outcome != "" {
-			return outcomeError(plan.Outcome, plan.ExitCode(), plan.Message, progressFile != "", cfg.stdout)
-		}
-		return err
-	}
+// buildRunners sets in lc what the agents need (RALPH_BIN, the sandbox,
+// the verifier's runner); it returns the work agent's runner and the view
+// that prints the run, which every session's result passes through.
+func buildRunners(c *cli.Context, cfg appConfig, p project, lc *loop.Config, store loop.TaskStore, agent, verifier chosenAgent) (loop.Runner, *buildView, error) {
+	var err error
 	if lc.RalphBin, err = ralphBin(); err != nil {
 		if lc.ClaimMode == loop.ClaimAgent {
-			return fmt.Errorf("peek mode needs the path of the ralph binary for the agent: %w", err)
+			return nil, nil, fmt.Errorf("peek mode needs the path of the ralph binary for the agent: %w", err)
 		}
 		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
 	}
-
 	if agent.name == "claude" || (lc.Verify && verifier.name == "claude") {
 		apiKeyNotice(cfg, lc.UseAPIKey)
 	}
-
 	sweepLeftovers(c.Context, cfg)
 	// With --sandbox, what agents and gates may write is decided here,
 	// once, before any of them runs (ARCHITECTURE.md §7).
 	box, err := agent.boundary(p.root)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	lc.Commands = &agentproc.Commands{Sandbox: box}
 	runner := agent.newRunner(box)
@@ -213,43 +261,49 @@ func build(c *cli.Context, cfg appConfig) error {
 			view.warn("the agent's updated progress file was not written: %v", err)
 		}}
 	}
-	runner = view.tap(runner)
 	if lc.Verifier != nil {
 		lc.Verifier = view.tap(lc.Verifier)
 	}
 	lc.Observer = view
+	return view.tap(runner), view, nil
+}
 
-	workers := c.Int("workers")
-	if !c.IsSet("workers") && progressFile == "" {
-		// A plan that has an integration branch is built in worktrees,
-		// whoever builds it (ARCHITECTURE.md §5).
-		if ss, ok := store.(loop.SettingStore); ok {
-			if _, ok, err := ss.PlanSetting(c.Context, parallel.SettingInto); err == nil && ok {
-				workers = 1
-			}
+// agentsMissing is the end of a build whose agents buildAgents did not
+// find (err): a run with nothing to do needs no agent, so an empty,
+// finished or blocked plan says so (exit 2, 0, 6) rather than "agent not
+// found"; a usage error stays one.
+func agentsMissing(c *cli.Context, cfg appConfig, lc loop.Config, store loop.TaskStore, err error) error {
+	var uerr *usageError
+	if errors.As(err, &uerr) {
+		return err
+	}
+	if plan, derr := loop.DryRun(c.Context, lc, store); derr == nil && plan.Outcome != "" {
+		_, progressMode := store.(progress.Recorder)
+		return outcomeError(plan.Outcome, plan.ExitCode(), plan.Message, progressMode, cfg.stdout)
+	}
+	return err
+}
+
+// checkWorkers refuses the flags that need workers when the build has
+// none, and what workers do not take when it has some (from the plan's
+// integration branch: --workers was checked before).
+func checkWorkers(c *cli.Context, lc loop.Config, workers int) error {
+	switch {
+	case c.IsSet("remote") && workers == 0:
+		return buildUsage("--remote goes with --workers (or a plan that has an integration branch): only the integration branch lives on the remote")
+	case c.Bool("accept-tip") && workers == 0:
+		return buildUsage("--accept-tip goes with --workers (or a plan that has an integration branch): it accepts the integration branch's tip")
+	case workers > 0:
+		if err := parallel.CheckLoop(lc); err != nil {
+			return workersError(err, !c.IsSet("workers"))
 		}
 	}
-	if c.IsSet("remote") && workers == 0 {
-		return usage("--remote goes with --workers (or a plan that has an integration branch): only the integration branch lives on the remote")
-	}
-	if c.Bool("accept-tip") && workers == 0 {
-		return usage("--accept-tip goes with --workers (or a plan that has an integration branch): it accepts the integration branch's tip")
-	}
-	if workers > 0 {
-		if lc.Commit || lc.ClaimMode == loop.ClaimAgent {
-			return usage("this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that")
-		}
-		view.workers = true
-		if claude.IsTerminal(rawOut(cfg.stdout)) {
-			view.board = newBoard(rawOut(cfg.stdout), cfg.now, cfg.getenv)
-		}
-		traces, stopTraces := startTraces(c, cfg, workers)
-		defer stopTraces()
-		lc.Observer = withTraces(view, traces)
-		pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
-			Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}}
-		return buildParallel(c, cfg, p, pc, store, runner, traces)
-	}
+	return nil
+}
+
+// buildSolo runs one loop in the checkout and prints its end: the
+// session log, the outcome.
+func buildSolo(c *cli.Context, cfg appConfig, p project, lc loop.Config, store loop.TaskStore, runner loop.Runner, view *buildView) error {
 	traces, stopTraces := startTraces(c, cfg, 0)
 	defer stopTraces()
 	lc.Observer = withTraces(view, traces)
@@ -260,20 +314,25 @@ func build(c *cli.Context, cfg appConfig) error {
 		}
 		return err
 	}
-	if rep.Session != "" {
-		// Named only if the run got as far as writing it.
-		if path := loop.SessionLogPath(lc.LogDir, rep.Session); fileExists(path) {
-			fmt.Fprintf(cfg.stdout, "session log: %s\n", p.rel(path))
-		}
-	}
-	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep, ""), progressFile != "", cfg.stdout)
+	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
+	_, progressMode := store.(progress.Recorder)
+	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep, ""), progressMode, cfg.stdout)
 }
 
-// buildParallel runs the worker pool and prints its end: the session log,
-// the integration branch and how to merge it, the outcome. traces, when
-// not nil, gets the run's own session_end (the workers send theirs), which
-// ends the run span.
-func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config, store loop.TaskStore, runner loop.Runner, traces *telemetry.Observer) error {
+// buildParallel runs the worker pool, the view showing each worker (a
+// board on a terminal), and prints its end (printParallel). The traces
+// get the run's own session_end (the workers send theirs), which ends
+// the run span.
+func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, workers int, store loop.TaskStore, runner loop.Runner, view *buildView) error {
+	view.workers = true
+	if claude.IsTerminal(rawOut(cfg.stdout)) {
+		view.board = newBoard(rawOut(cfg.stdout), cfg.now, cfg.getenv)
+	}
+	traces, stopTraces := startTraces(c, cfg, workers)
+	defer stopTraces()
+	lc.Observer = withTraces(view, traces)
+	pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
+		Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}, Words: buildWords}
 	rep, err := parallel.Run(c.Context, pc, store, runner)
 	if traces != nil {
 		total := rep.Report
@@ -290,11 +349,14 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, pc parallel.Config,
 		}
 		fmt.Fprintf(cfg.stderr, "ralph: warning: %v\n", err)
 	}
-	if rep.Session != "" {
-		if path := loop.SessionLogPath(pc.Loop.LogDir, rep.Session); fileExists(path) {
-			fmt.Fprintf(cfg.stdout, "session log: %s\n", p.rel(path))
-		}
-	}
+	return printParallel(cfg, p, lc.LogDir, rep)
+}
+
+// printParallel prints the end of a parallel build: the session log, the
+// warnings, an accepted tip, the integration branch and how to merge it,
+// the outcome.
+func printParallel(cfg appConfig, p project, logDir string, rep parallel.Report) error {
+	printSessionLog(cfg.stdout, p, logDir, rep.Session)
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(cfg.stderr, "ralph: warning: %s\n", w)
 	}
@@ -358,13 +420,13 @@ func openBuildStore(c *cli.Context, cfg appConfig, p project, progressFile strin
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := syncFeatureFiles(c.Context, st, p); err != nil {
+	if err := st.SyncFeatureFiles(c.Context, p.root); err != nil {
 		st.Close()
 		return nil, nil, err
 	}
 	return st, func() {
 		// What the agents wrote into the feature files goes to the plan.
-		if err := syncFeatureFiles(context.WithoutCancel(c.Context), st, p); err != nil {
+		if err := st.SyncFeatureFiles(context.WithoutCancel(c.Context), p.root); err != nil {
 			fmt.Fprintf(cfg.stderr, "ralph: feature files not stored with the plan: %v\n", err)
 		}
 		st.Close()
@@ -539,6 +601,11 @@ func (v *buildView) Observe(n loop.Note) {
 		s.Observe(n)
 		return
 	}
+	v.print(n)
+}
+
+// print prints note n in v, a run's view or a worker's.
+func (v *buildView) print(n loop.Note) {
 	switch n.Kind {
 	case loop.NoteTransition:
 		if n.Event == loop.StateEventStart && v.logDir != "" {
@@ -553,17 +620,8 @@ func (v *buildView) Observe(n loop.Note) {
 	case loop.NoteAgentEvent:
 		v.view.Event(n.AgentEvent)
 	case loop.NoteReceipt:
-		if r := n.Receipt; r != nil {
-			if r.Mode == string(loop.ModeVerify) {
-				fmt.Fprintf(v.w, "-- verifier: %s\n", orDash(r.Verdict))
-			}
-			res := receiptResult(*r)
-			v.mu.Lock()
-			if v.last != nil {
-				res, v.last = *v.last, nil
-			}
-			v.mu.Unlock()
-			v.view.Footer(res)
+		if n.Receipt != nil {
+			v.footer(*n.Receipt)
 		}
 	case loop.NoteIterationEnd:
 		if n.Status == loop.IterUsageLimit {
@@ -581,6 +639,22 @@ func (v *buildView) Observe(n loop.Note) {
 	case loop.NoteNotice:
 		v.warn("%s", oneLine(noticeWords(n)))
 	}
+}
+
+// footer prints the footer of the session whose receipt is r: the
+// session's own result, when tap has it, else one rebuilt from r; a
+// verifier's verdict first.
+func (v *buildView) footer(r loop.Receipt) {
+	if r.Mode == string(loop.ModeVerify) {
+		fmt.Fprintf(v.w, "-- verifier: %s\n", orDash(r.Verdict))
+	}
+	res := receiptResult(r)
+	v.mu.Lock()
+	if v.last != nil {
+		res, v.last = *v.last, nil
+	}
+	v.mu.Unlock()
+	v.view.Footer(res)
 }
 
 // envValue returns the value of key in a KEY=VALUE list.

@@ -80,6 +80,26 @@ func models(calls []agentCall) []string {
 
 const done = "Done. <task-done>{task}</task-done>"
 
+// outcomeCheck checks a case of TestBuildOutcomes after its build.
+type outcomeCheck func(t *testing.T, h *harness, r result, calls []agentCall)
+
+// buildOutcome is a case of TestBuildOutcomes.
+type buildOutcome struct {
+	name  string
+	tasks int // a chain of this many tasks
+	setup func(t *testing.T, h *harness)
+	steps []agentStep
+	args  []string
+	// agent replaces the fake agent's path when set; "-" passes the
+	// fake agent in $RALPH_CLAUDE, "env:PATH" passes PATH there.
+	agent string
+	code  int
+	// out and errOut must appear in stdout and stderr.
+	out, errOut string
+	want        map[string]loop.Status
+	check       outcomeCheck
+}
+
 // TestBuildOutcomes runs `ralph build` against the scripted agent for each
 // outcome (README, "Exit codes") and checks the exit code, the message, the
 // plan afterwards and what the agent was asked.
@@ -89,99 +109,26 @@ const done = "Done. <task-done>{task}</task-done>"
 // at once race. Only TestBinaryBuildSignal, which runs ralph as a process,
 // is parallel.
 func TestBuildOutcomes(t *testing.T) {
-	type check func(t *testing.T, h *harness, r result, calls []agentCall)
-	tests := []struct {
-		name  string
-		tasks int // a chain of this many tasks
-		setup func(t *testing.T, h *harness)
-		steps []agentStep
-		args  []string
-		// agent replaces the fake agent's path when set; "-" passes the
-		// fake agent in $RALPH_CLAUDE, "env:PATH" passes PATH there.
-		agent string
-		code  int
-		// out and errOut must appear in stdout and stderr.
-		out, errOut string
-		want        map[string]loop.Status
-		check       check
-	}{
+	tests := []buildOutcome{
 		{
 			name: "happy chain", tasks: 3, steps: []agentStep{{Text: done, Cost: 0.01}},
 			code: 0, out: "complete: all 3 tasks done",
-			want: map[string]loop.Status{"t-1": "done", "t-2": "done", "t-3": "done"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				if diff := cmp.Diff([]string{"t-1", "t-2", "t-3"}, taskIDs(calls)); diff != "" {
-					t.Errorf("tasks run (-want +got):\n%s", diff)
-				}
-				self, _ := os.Executable()
-				agentID := calls[0].Env["RALPH_AGENT_ID"]
-				if !regexp.MustCompile(`^agent-[0-9a-f]{8}$`).MatchString(agentID) {
-					t.Errorf("RALPH_AGENT_ID = %q", agentID)
-				}
-				for i, c := range calls {
-					want := map[string]string{"RALPH_AGENT_ID": agentID, "RALPH_BIN": self, "RALPH_DIR": h.dir,
-						"RALPH_ITERATION": string(rune('1' + i)), "RALPH_TASK_ID": taskIDs(calls)[i],
-						"RALPH_HOLDER": loop.ThisProcess().String()}
-					if h.db != "" {
-						// The agent's own ralph calls reach the plan on the server.
-						want["RALPH_DB"], want["RALPH_PLAN"] = h.db, h.plan
-					}
-					// Each session's processes carry a marker of their own
-					// (agentproc's RALPH_RUN), by which all of them are reaped.
-					if run := c.Env["RALPH_RUN"]; run != "" && (i == 0 || run != calls[i-1].Env["RALPH_RUN"]) {
-						want["RALPH_RUN"] = run
-					}
-					if diff := cmp.Diff(want, c.Env); diff != "" {
-						t.Errorf("session %d environment (-want +got):\n%s", i+1, diff)
-					}
-					if !slices.Contains(c.Args, "--dangerously-skip-permissions") || modelArg(c.Args) != "sonnet" || !slices.Contains(c.Args, "--append-system-prompt-file") {
-						t.Errorf("session %d args %q", i+1, c.Args)
-					}
-					// ralph's protocol comes as the system prompt; the task in the user prompt.
-					for _, want := range []string{"<task-done>ID</task-done>", `"$RALPH_BIN" task`, "One task per session"} {
-						if !strings.Contains(c.System, want) {
-							t.Errorf("session %d system prompt lacks %q:\n%s", i+1, want, c.System)
-						}
-					}
-					if want := taskIDs(calls)[i] + ": Task "; !strings.Contains(c.Prompt, want) {
-						t.Errorf("session %d user prompt lacks %q:\n%s", i+1, want, c.Prompt)
-					}
-				}
-				if !strings.Contains(r.stdout, "== iteration 2 · t-2 Task B · model sonnet") {
-					t.Errorf("no iteration header in the view:\n%s", r.stdout)
-				}
-				// The raw stream of every iteration is kept.
-				logs, _ := filepath.Glob(filepath.Join(h.dir, ".ralph", "logs", "session-*", "iter-*.ndjson"))
-				if len(logs) != 3 {
-					t.Errorf("raw logs %q, want 3", logs)
-				}
-			},
+			want:  map[string]loop.Status{"t-1": "done", "t-2": "done", "t-3": "done"},
+			check: checkOutcomeHappyChain,
 		},
 		{
 			name: "no sigil is retried then failed", tasks: 1, steps: []agentStep{{Text: "I worked on it."}},
 			args: []string{"--max-retries", "1"},
 			code: 8, errOut: "ralph: complete: 0 done, 1 failed",
-			want: map[string]loop.Status{"t-1": "failed"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				if len(calls) != 2 {
-					t.Errorf("%d sessions, want 2 (1 + --max-retries)", len(calls))
-				}
-				if !strings.Contains(calls[1].Prompt, "without a task sigil") {
-					t.Errorf("the retry's prompt does not say why:\n%s", calls[1].Prompt)
-				}
-			},
+			want:  map[string]loop.Status{"t-1": "failed"},
+			check: checkOutcomeNoSigilIsRetriedThenFailed,
 		},
 		{
 			name: "wrong id", tasks: 1, steps: []agentStep{{Text: "<task-done>t-99</task-done>"}},
 			args: []string{"--max-retries", "0"},
 			code: 8, errOut: "1 failed",
-			want: map[string]loop.Status{"t-1": "failed"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				logs := h.dump().Logs["t-1"]
-				if last := logs[len(logs)-1]; !strings.Contains(last.Message, "wrong task id: expected t-1, got t-99") {
-					t.Errorf("last log %+v", last)
-				}
-			},
+			want:  map[string]loop.Status{"t-1": "failed"},
+			check: checkOutcomeWrongId,
 		},
 		{
 			name: "task failed with dependents is blocked", tasks: 2, steps: []agentStep{{Text: "Cannot. <task-failed>{task}</task-failed>"}},
@@ -197,18 +144,7 @@ func TestBuildOutcomes(t *testing.T) {
 			name: "agent crashes beyond retries", tasks: 1, steps: []agentStep{{Crash: true}},
 			args: []string{"--max-retries", "1"},
 			code: 4, want: map[string]loop.Status{"t-1": "pending"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				if len(calls) != 2 {
-					t.Errorf("%d sessions, want 2", len(calls))
-				}
-				if got := h.dump().Tasks[0].RetryCount; got != 0 {
-					t.Errorf("agent trouble counted %d retries on the task", got)
-				}
-				// The footer has the session's own account, not only its class.
-				if want := "crashed (exit code 3, no result line): fake agent: crashing as scripted"; !strings.Contains(r.stdout, want) {
-					t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
-				}
-			},
+			check: checkOutcomeAgentCrashesBeyondRetries,
 		},
 		{
 			name: "hang past --timeout", tasks: 1, steps: []agentStep{{Hang: true}},
@@ -227,15 +163,8 @@ func TestBuildOutcomes(t *testing.T) {
 			name: "usage limit wait", tasks: 1, steps: []agentStep{{UsageLimit: 1}, {Text: done}},
 			args: []string{"--once"},
 			code: 0, out: "usage limit reached; waiting until ",
-			want: map[string]loop.Status{"t-1": "done"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				if len(calls) != 2 || h.dump().Tasks[0].RetryCount != 0 {
-					t.Errorf("%d sessions, task %+v; want 2 sessions and no retry", len(calls), h.dump().Tasks[0])
-				}
-				if !strings.Contains(r.stdout, "complete: all 1 task done") {
-					t.Errorf("stdout:\n%s", r.stdout)
-				}
-			},
+			want:  map[string]loop.Status{"t-1": "done"},
+			check: checkOutcomeUsageLimitWait,
 		},
 		{
 			name: "usage limit beyond --max-wait", tasks: 1, steps: []agentStep{{UsageLimit: time.Now().Add(3 * time.Hour).Unix()}},
@@ -260,55 +189,23 @@ func TestBuildOutcomes(t *testing.T) {
 			steps: []agentStep{{Text: done}, {Text: "<verify-fail>no tests for it</verify-fail>"}, {Text: done}, {Text: "<verify-pass/>"}},
 			args:  []string{"--verify"},
 			code:  0, out: "-- verifier: fail",
-			want: map[string]loop.Status{"t-1": "done"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				if len(calls) != 4 {
-					t.Fatalf("%d sessions, want 4", len(calls))
-				}
-				for _, i := range []int{1, 3} {
-					if !slices.Contains(calls[i].Args, "--allowedTools=Bash,Read,Glob,Grep") {
-						t.Errorf("verifier %d args %q", i, calls[i].Args)
-					}
-				}
-				if !strings.Contains(calls[2].Prompt, "no tests for it") {
-					t.Errorf("the retry's prompt lacks the verifier's reason:\n%s", calls[2].Prompt)
-				}
-				if got := h.dump().Tasks[0]; got.RetryCount != 1 || got.VerificationStatus != "pass" {
-					t.Errorf("task %+v", got)
-				}
-			},
+			want:  map[string]loop.Status{"t-1": "done"},
+			check: checkOutcomeVerifyFailsThenPasses,
 		},
 		{
 			name: "next-model hint", tasks: 3,
 			steps: []agentStep{{Text: done + " <next-model>opus</next-model>"}, {Text: done}},
 			args:  []string{"--model", "haiku"},
 			code:  0,
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				if diff := cmp.Diff([]string{"haiku", "opus", "haiku"}, models(calls)); diff != "" {
-					t.Errorf("--model per session (-want +got):\n%s", diff)
-				}
-			},
+			check: checkOutcomeNextModelHint,
 		},
 		{
 			name: "peek mode", tasks: 2,
 			steps: []agentStep{{Sh: `id=$("$RALPH_BIN" task claim) && "$RALPH_BIN" task done "$id" --summary "did $id"`, Text: "Claimed and finished a task."}},
 			args:  []string{"--claim", "agent"},
 			code:  0, out: "complete: all 2 tasks done",
-			want: map[string]loop.Status{"t-1": "done", "t-2": "done"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				if len(calls) != 2 {
-					t.Fatalf("%d sessions, want 2", len(calls))
-				}
-				if !strings.HasPrefix(calls[0].Prompt, "/ralph-build") || !strings.Contains(calls[0].Prompt, "t-1") {
-					t.Errorf("peek prompt:\n%s", calls[0].Prompt)
-				}
-				if id := calls[0].Env["RALPH_TASK_ID"]; id != "" {
-					t.Errorf("RALPH_TASK_ID = %q in peek mode", id)
-				}
-				if logs := h.dump().Logs["t-2"]; logs[len(logs)-1].Message != "did t-2" {
-					t.Errorf("t-2 log %+v", logs)
-				}
-			},
+			want:  map[string]loop.Status{"t-1": "done", "t-2": "done"},
+			check: checkOutcomePeekMode,
 		},
 		{
 			name: "peek mode fails what the session left", tasks: 1,
@@ -316,12 +213,7 @@ func TestBuildOutcomes(t *testing.T) {
 			args:  []string{"--claim", "agent"},
 			code:  8,
 			want:  map[string]loop.Status{"t-1": "failed"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				logs := h.dump().Logs["t-1"]
-				if last := logs[len(logs)-1]; last.Message != loop.ReasonSessionExited {
-					t.Errorf("last log %+v", last)
-				}
-			},
+			check: checkOutcomePeekModeFailsWhatTheSessionLeft,
 		},
 		{
 			name: "test gate", tasks: 1, steps: []agentStep{{Text: done}},
@@ -333,44 +225,16 @@ func TestBuildOutcomes(t *testing.T) {
 			name: "commit outside a git repository", tasks: 1, steps: []agentStep{{Text: done}},
 			args: []string{"--commit"},
 			code: 5, errOut: "git",
-			want: map[string]loop.Status{"t-1": "pending"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				if len(calls) != 0 {
-					t.Errorf("%d sessions ran; want none", len(calls))
-				}
-			},
+			want:  map[string]loop.Status{"t-1": "pending"},
+			check: checkOutcomeCommitOutsideAGitRepository,
 		},
 		{
 			name: "commit in a git repository", tasks: 2, steps: []agentStep{{Sh: "echo work > {task}.txt", Text: done}},
-			setup: func(t *testing.T, h *harness) {
-				for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
-					cmd := exec.CommandContext(t.Context(), "git", args...)
-					cmd.Dir = h.dir
-					if out, err := cmd.CombinedOutput(); err != nil {
-						t.Fatalf("git %s: %v\n%s", args, err, out)
-					}
-				}
-			},
-			args: []string{"--commit"},
-			code: 0,
-			want: map[string]loop.Status{"t-1": "done", "t-2": "done"},
-			check: func(t *testing.T, h *harness, r result, calls []agentCall) {
-				cmd := exec.CommandContext(t.Context(), "git", "log", "--format=%s")
-				cmd.Dir = h.dir
-				out, err := cmd.Output()
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := "build: iteration 2 - Task B\nbuild: iteration 1 - Task A\n"
-				if diff := cmp.Diff(want, string(out)); diff != "" {
-					t.Errorf("git log (-want +got):\n%s", diff)
-				}
-				cmd = exec.CommandContext(t.Context(), "git", "ls-files", ".ralph")
-				cmd.Dir = h.dir
-				if out, _ := cmd.Output(); len(out) != 0 {
-					t.Errorf(".ralph was committed: %s", out)
-				}
-			},
+			setup: setupOutcomeCommitInAGitRepository,
+			args:  []string{"--commit"},
+			code:  0,
+			want:  map[string]loop.Status{"t-1": "done", "t-2": "done"},
+			check: checkOutcomeCommitInAGitRepository,
 		},
 		{
 			name: "max cost", tasks: 3, steps: []agentStep{{Text: done, Cost: 0.6}},
@@ -406,22 +270,15 @@ func TestBuildOutcomes(t *testing.T) {
 		},
 		{
 			name: "finished plan without an agent", tasks: 1, agent: "/nonexistent/claude",
-			setup: func(t *testing.T, h *harness) {
-				h.ok("task", "claim", "t-1", "--agent", "someone")
-				h.ok("task", "done", "t-1")
-			},
-			code: 0, out: "complete",
+			setup: setupOutcomeFinishedPlanWithoutAnAgent,
+			code:  0, out: "complete",
 			want: map[string]loop.Status{"t-1": "done"},
 		},
 		{
 			name: "feature scope", tasks: 1, steps: []agentStep{{Text: done}},
-			setup: func(t *testing.T, h *harness) {
-				h.ok("feature", "add", "web")
-				h.add("Web page", "--feature", "web")
-				h.add("Web style", "--feature", "web")
-			},
-			args: []string{"--feature", "web"},
-			code: 0, out: "complete: all 2 tasks done",
+			setup: setupOutcomeFeatureScope,
+			args:  []string{"--feature", "web"},
+			code:  0, out: "complete: all 2 tasks done",
 			want: map[string]loop.Status{"t-1": "pending", "t-2": "done", "t-3": "done"},
 		},
 		{
@@ -433,47 +290,51 @@ func TestBuildOutcomes(t *testing.T) {
 	}
 	base := initHarness(t)
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := base.clone(t)
-			h.chain(tc.tasks)
-			if tc.setup != nil {
-				tc.setup(t, h)
-			}
-			steps := tc.steps
-			if steps == nil {
-				steps = []agentStep{{Text: done}}
-			}
-			agent, script := fakeAgentPath(t, steps...)
-			switch {
-			case tc.agent == "-":
-				h.env["RALPH_CLAUDE"], agent = agent, ""
-			case strings.HasPrefix(tc.agent, "env:"):
-				h.env["RALPH_CLAUDE"], agent = strings.TrimPrefix(tc.agent, "env:"), ""
-			case tc.agent != "":
-				agent = tc.agent
-			}
-			r := h.build(t.Context(), agent, tc.args...)
-			if r.code != tc.code || !strings.Contains(r.stdout, tc.out) || !strings.Contains(r.stderr, tc.errOut) {
-				t.Fatalf("exit %d, want %d (stdout should have %q, stderr %q)\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, tc.out, tc.errOut, r.stdout, r.stderr)
-			}
-			if tc.want != nil {
-				if diff := cmp.Diff(tc.want, h.statuses()); diff != "" {
-					t.Errorf("statuses (-want +got):\n%s", diff)
-				}
-			}
-			for _, task := range h.dump().Tasks {
-				if task.Status == loop.StatusInProgress {
-					t.Errorf("task %s left in_progress", task.ID)
-				}
-			}
-			calls := agentCalls(t, script)
-			if tc.steps == nil && len(calls) > 0 {
-				t.Errorf("%d agent sessions ran; want none", len(calls))
-			}
-			if tc.check != nil {
-				tc.check(t, h, r, calls)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, base) })
+	}
+}
+
+// run builds the case in a clone of base and checks the exit code, the
+// output, the statuses, that no task is left in_progress, and tc.check.
+func (tc buildOutcome) run(t *testing.T, base *harness) {
+	h := base.clone(t)
+	h.chain(tc.tasks)
+	if tc.setup != nil {
+		tc.setup(t, h)
+	}
+	steps := tc.steps
+	if steps == nil {
+		steps = []agentStep{{Text: done}}
+	}
+	agent, script := fakeAgentPath(t, steps...)
+	switch {
+	case tc.agent == "-":
+		h.env["RALPH_CLAUDE"], agent = agent, ""
+	case strings.HasPrefix(tc.agent, "env:"):
+		h.env["RALPH_CLAUDE"], agent = strings.TrimPrefix(tc.agent, "env:"), ""
+	case tc.agent != "":
+		agent = tc.agent
+	}
+	r := h.build(t.Context(), agent, tc.args...)
+	if r.code != tc.code || !strings.Contains(r.stdout, tc.out) || !strings.Contains(r.stderr, tc.errOut) {
+		t.Fatalf("exit %d, want %d (stdout should have %q, stderr %q)\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, tc.out, tc.errOut, r.stdout, r.stderr)
+	}
+	if tc.want != nil {
+		if diff := cmp.Diff(tc.want, h.statuses()); diff != "" {
+			t.Errorf("statuses (-want +got):\n%s", diff)
+		}
+	}
+	for _, task := range h.dump().Tasks {
+		if task.Status == loop.StatusInProgress {
+			t.Errorf("task %s left in_progress", task.ID)
+		}
+	}
+	calls := agentCalls(t, script)
+	if tc.steps == nil && len(calls) > 0 {
+		t.Errorf("%d agent sessions ran; want none", len(calls))
+	}
+	if tc.check != nil {
+		tc.check(t, h, r, calls)
 	}
 }
 
@@ -1009,4 +870,194 @@ func TestBuildProgressFileAgentTicks(t *testing.T) {
 	if strings.Contains(got, "already_closed") {
 		t.Errorf("Iteration Log says already_closed:\n%s", got)
 	}
+}
+
+// checkOutcomeHappyChain is the check of TestBuildOutcomes's case "happy chain".
+func checkOutcomeHappyChain(t *testing.T, h *harness, r result, calls []agentCall) {
+	if diff := cmp.Diff([]string{"t-1", "t-2", "t-3"}, taskIDs(calls)); diff != "" {
+		t.Errorf("tasks run (-want +got):\n%s", diff)
+	}
+	self, _ := os.Executable()
+	agentID := calls[0].Env["RALPH_AGENT_ID"]
+	if !regexp.MustCompile(`^agent-[0-9a-f]{8}$`).MatchString(agentID) {
+		t.Errorf("RALPH_AGENT_ID = %q", agentID)
+	}
+	for i, c := range calls {
+		want := map[string]string{"RALPH_AGENT_ID": agentID, "RALPH_BIN": self, "RALPH_DIR": h.dir,
+			"RALPH_ITERATION": string(rune('1' + i)), "RALPH_TASK_ID": taskIDs(calls)[i],
+			"RALPH_HOLDER": loop.ThisProcess().String()}
+		if h.db != "" {
+			// The agent's own ralph calls reach the plan on the server.
+			want["RALPH_DB"], want["RALPH_PLAN"] = h.db, h.plan
+		}
+		// Each session's processes carry a marker of their own
+		// (agentproc's RALPH_RUN), by which all of them are reaped.
+		if run := c.Env["RALPH_RUN"]; run != "" && (i == 0 || run != calls[i-1].Env["RALPH_RUN"]) {
+			want["RALPH_RUN"] = run
+		}
+		if diff := cmp.Diff(want, c.Env); diff != "" {
+			t.Errorf("session %d environment (-want +got):\n%s", i+1, diff)
+		}
+		if !slices.Contains(c.Args, "--dangerously-skip-permissions") || modelArg(c.Args) != "sonnet" || !slices.Contains(c.Args, "--append-system-prompt-file") {
+			t.Errorf("session %d args %q", i+1, c.Args)
+		}
+		// ralph's protocol comes as the system prompt; the task in the user prompt.
+		for _, want := range []string{"<task-done>ID</task-done>", `"$RALPH_BIN" task`, "One task per session"} {
+			if !strings.Contains(c.System, want) {
+				t.Errorf("session %d system prompt lacks %q:\n%s", i+1, want, c.System)
+			}
+		}
+		if want := taskIDs(calls)[i] + ": Task "; !strings.Contains(c.Prompt, want) {
+			t.Errorf("session %d user prompt lacks %q:\n%s", i+1, want, c.Prompt)
+		}
+	}
+	if !strings.Contains(r.stdout, "== iteration 2 · t-2 Task B · model sonnet") {
+		t.Errorf("no iteration header in the view:\n%s", r.stdout)
+	}
+	// The raw stream of every iteration is kept.
+	logs, _ := filepath.Glob(filepath.Join(h.dir, ".ralph", "logs", "session-*", "iter-*.ndjson"))
+	if len(logs) != 3 {
+		t.Errorf("raw logs %q, want 3", logs)
+	}
+}
+
+// checkOutcomeNoSigilIsRetriedThenFailed is the check of TestBuildOutcomes's case "no sigil is retried then failed".
+func checkOutcomeNoSigilIsRetriedThenFailed(t *testing.T, h *harness, r result, calls []agentCall) {
+	if len(calls) != 2 {
+		t.Errorf("%d sessions, want 2 (1 + --max-retries)", len(calls))
+	}
+	if !strings.Contains(calls[1].Prompt, "without a task sigil") {
+		t.Errorf("the retry's prompt does not say why:\n%s", calls[1].Prompt)
+	}
+}
+
+// checkOutcomeWrongId is the check of TestBuildOutcomes's case "wrong id".
+func checkOutcomeWrongId(t *testing.T, h *harness, r result, calls []agentCall) {
+	logs := h.dump().Logs["t-1"]
+	if last := logs[len(logs)-1]; !strings.Contains(last.Message, "wrong task id: expected t-1, got t-99") {
+		t.Errorf("last log %+v", last)
+	}
+}
+
+// checkOutcomeAgentCrashesBeyondRetries is the check of TestBuildOutcomes's case "agent crashes beyond retries".
+func checkOutcomeAgentCrashesBeyondRetries(t *testing.T, h *harness, r result, calls []agentCall) {
+	if len(calls) != 2 {
+		t.Errorf("%d sessions, want 2", len(calls))
+	}
+	if got := h.dump().Tasks[0].RetryCount; got != 0 {
+		t.Errorf("agent trouble counted %d retries on the task", got)
+	}
+	// The footer has the session's own account, not only its class.
+	if want := "crashed (exit code 3, no result line): fake agent: crashing as scripted"; !strings.Contains(r.stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	}
+}
+
+// checkOutcomeUsageLimitWait is the check of TestBuildOutcomes's case "usage limit wait".
+func checkOutcomeUsageLimitWait(t *testing.T, h *harness, r result, calls []agentCall) {
+	if len(calls) != 2 || h.dump().Tasks[0].RetryCount != 0 {
+		t.Errorf("%d sessions, task %+v; want 2 sessions and no retry", len(calls), h.dump().Tasks[0])
+	}
+	if !strings.Contains(r.stdout, "complete: all 1 task done") {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+}
+
+// checkOutcomeVerifyFailsThenPasses is the check of TestBuildOutcomes's case "verify fails then passes".
+func checkOutcomeVerifyFailsThenPasses(t *testing.T, h *harness, r result, calls []agentCall) {
+	if len(calls) != 4 {
+		t.Fatalf("%d sessions, want 4", len(calls))
+	}
+	for _, i := range []int{1, 3} {
+		if !slices.Contains(calls[i].Args, "--allowedTools=Bash,Read,Glob,Grep") {
+			t.Errorf("verifier %d args %q", i, calls[i].Args)
+		}
+	}
+	if !strings.Contains(calls[2].Prompt, "no tests for it") {
+		t.Errorf("the retry's prompt lacks the verifier's reason:\n%s", calls[2].Prompt)
+	}
+	if got := h.dump().Tasks[0]; got.RetryCount != 1 || got.VerificationStatus != "pass" {
+		t.Errorf("task %+v", got)
+	}
+}
+
+// checkOutcomeNextModelHint is the check of TestBuildOutcomes's case "next-model hint".
+func checkOutcomeNextModelHint(t *testing.T, h *harness, r result, calls []agentCall) {
+	if diff := cmp.Diff([]string{"haiku", "opus", "haiku"}, models(calls)); diff != "" {
+		t.Errorf("--model per session (-want +got):\n%s", diff)
+	}
+}
+
+// checkOutcomePeekMode is the check of TestBuildOutcomes's case "peek mode".
+func checkOutcomePeekMode(t *testing.T, h *harness, r result, calls []agentCall) {
+	if len(calls) != 2 {
+		t.Fatalf("%d sessions, want 2", len(calls))
+	}
+	if !strings.HasPrefix(calls[0].Prompt, "/ralph-build") || !strings.Contains(calls[0].Prompt, "t-1") {
+		t.Errorf("peek prompt:\n%s", calls[0].Prompt)
+	}
+	if id := calls[0].Env["RALPH_TASK_ID"]; id != "" {
+		t.Errorf("RALPH_TASK_ID = %q in peek mode", id)
+	}
+	if logs := h.dump().Logs["t-2"]; logs[len(logs)-1].Message != "did t-2" {
+		t.Errorf("t-2 log %+v", logs)
+	}
+}
+
+// checkOutcomePeekModeFailsWhatTheSessionLeft is the check of TestBuildOutcomes's case "peek mode fails what the session left".
+func checkOutcomePeekModeFailsWhatTheSessionLeft(t *testing.T, h *harness, r result, calls []agentCall) {
+	logs := h.dump().Logs["t-1"]
+	if last := logs[len(logs)-1]; last.Message != loop.ReasonSessionExited {
+		t.Errorf("last log %+v", last)
+	}
+}
+
+// checkOutcomeCommitOutsideAGitRepository is the check of TestBuildOutcomes's case "commit outside a git repository".
+func checkOutcomeCommitOutsideAGitRepository(t *testing.T, h *harness, r result, calls []agentCall) {
+	if len(calls) != 0 {
+		t.Errorf("%d sessions ran; want none", len(calls))
+	}
+}
+
+// checkOutcomeCommitInAGitRepository is the check of TestBuildOutcomes's case "commit in a git repository".
+func checkOutcomeCommitInAGitRepository(t *testing.T, h *harness, r result, calls []agentCall) {
+	cmd := exec.CommandContext(t.Context(), "git", "log", "--format=%s")
+	cmd.Dir = h.dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "build: iteration 2 - Task B\nbuild: iteration 1 - Task A\n"
+	if diff := cmp.Diff(want, string(out)); diff != "" {
+		t.Errorf("git log (-want +got):\n%s", diff)
+	}
+	cmd = exec.CommandContext(t.Context(), "git", "ls-files", ".ralph")
+	cmd.Dir = h.dir
+	if out, _ := cmd.Output(); len(out) != 0 {
+		t.Errorf(".ralph was committed: %s", out)
+	}
+}
+
+// setupOutcomeCommitInAGitRepository is the setup of TestBuildOutcomes's case "commit in a git repository".
+func setupOutcomeCommitInAGitRepository(t *testing.T, h *harness) {
+	for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		cmd := exec.CommandContext(t.Context(), "git", args...)
+		cmd.Dir = h.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// setupOutcomeFinishedPlanWithoutAnAgent is the setup of TestBuildOutcomes's case "finished plan without an agent".
+func setupOutcomeFinishedPlanWithoutAnAgent(t *testing.T, h *harness) {
+	h.ok("task", "claim", "t-1", "--agent", "someone")
+	h.ok("task", "done", "t-1")
+}
+
+// setupOutcomeFeatureScope is the setup of TestBuildOutcomes's case "feature scope".
+func setupOutcomeFeatureScope(t *testing.T, h *harness) {
+	h.ok("feature", "add", "web")
+	h.add("Web page", "--feature", "web")
+	h.add("Web style", "--feature", "web")
 }

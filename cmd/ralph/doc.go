@@ -13,7 +13,9 @@
 // ("loop: ", "dag: ") are dropped from the message, and the library errors
 // that speak of a field a flag sets (parallel.IntoError: Config.Into) are
 // worded with the flag (--into), found with errors.Is and errors.As and
-// kept in the chain (liberrors.go). Only run maps errors
+// kept in the chain (liberrors.go); the texts of package parallel that
+// reach the CLI only as words name the flags because ralph build hands it
+// its words (parallel.Config.Words, liberrors.go). Only run maps errors
 // to exit codes: urfave/cli's exit handler is disabled, and every command
 // reports a bad flag as a one-line usage error instead of printing its
 // help.

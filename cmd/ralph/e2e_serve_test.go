@@ -354,6 +354,51 @@ func liveChange(t *testing.T, ctx context.Context, cond string, change func()) (
 // task show` does, its receipts, and links to its raw streams that serve
 // the stream. Its dependent's page shows it as a blocker with its summary.
 func TestServeTaskPage(t *testing.T) {
+	e, show, receipts := taskPagePlan(t)
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	ctx := openPage(t, s.url+"#/task/lex")
+	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#task')?.dataset.id === 'lex' && document.querySelectorAll('#history li[data-kind]').length > 0`)
+	checkTaskPageHistory(t, ctx, show)
+	text := func(sel string) string {
+		return servetest.Eval[string](t, ctx, `document.querySelector(`+strconv.Quote(sel)+`)?.textContent ?? '(missing)'`)
+	}
+	if got := text("#task .title"); !strings.Contains(got, "Write the lexer") {
+		t.Errorf("title %q", got)
+	}
+	if got := text("#task .description"); !strings.Contains(got, "Tokens for every literal") {
+		t.Errorf("description %q", got)
+	}
+	if got := text("#task .status"); !strings.Contains(got, "done") {
+		t.Errorf("status %q", got)
+	}
+	if n := servetest.Eval[int](t, ctx, `document.querySelectorAll('#receipts tbody tr').length`); n != receipts {
+		t.Errorf("%d receipt rows, want %d", n, receipts)
+	}
+	links := servetest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#raw-logs a[href^="/logs/"]')].map(a => a.getAttribute('href'))`)
+	if len(links) != 2 {
+		t.Errorf("raw-log links %q, want one per session of lex (2)", links)
+	}
+	servetest.Screenshot(t, ctx, "task page")
+	if len(links) > 0 {
+		checkRawLogLink(t, ctx, links[0])
+	}
+
+	// The dependent's page: its blocker, with the summary it left.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/task/parse'`)); err != nil {
+		t.Fatal(err)
+	}
+	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#task')?.dataset.id === 'parse' && !!document.querySelector('#blockers li[data-id="lex"]')`)
+	summary := show.Logs[len(show.Logs)-1].Message // the done entry's
+	if got := text(`#blockers li[data-id="lex"]`); !strings.Contains(got, "Write the lexer") || !strings.Contains(got, "done") || !strings.Contains(got, summary) {
+		t.Errorf("the blocker reads %q, want its title, status and summary %q", got, summary)
+	}
+}
+
+// taskPagePlan builds the plan TestServeTaskPage opens: lex, claimed,
+// sent back with no verdict, claimed again and done, with two receipts,
+// and parse, blocked by it. It returns lex's ralph task show and its
+// receipts.
+func taskPagePlan(t *testing.T) (*e2e, taskShowJSON, int) {
 	e := newProject(t, nil)
 	e.ok("task", "add", "Write the lexer", "--id", "lex", "-d", "Tokens for every literal of the grammar.")
 	e.ok("task", "add", "Write the parser", "--id", "parse", "--blocked-by", "lex")
@@ -386,11 +431,18 @@ func TestServeTaskPage(t *testing.T) {
 	if receipts != 2 {
 		t.Fatalf("%d receipts for lex, want 2: %+v", receipts, status.Receipts)
 	}
+	return e, show, receipts
+}
 
-	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
-	ctx := openPage(t, s.url+"#/task/lex")
-	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#task')?.dataset.id === 'lex' && document.querySelectorAll('#history li[data-kind]').length > 0`)
-
+// checkTaskPageHistory checks that the page lists the history as show,
+// ralph task show's, does: the same kinds in order, each entry with its
+// actor and message.
+func checkTaskPageHistory(t *testing.T, ctx context.Context, show taskShowJSON) {
+	t.Helper()
+	var kinds []string
+	for _, l := range show.Logs {
+		kinds = append(kinds, l.Kind)
+	}
 	type entry struct{ Kind, Text string }
 	got := servetest.Eval[[]entry](t, ctx, `[...document.querySelectorAll('#history li[data-kind]')].map(li => ({Kind: li.dataset.kind, Text: li.textContent}))`)
 	var gotKinds []string
@@ -405,48 +457,21 @@ func TestServeTaskPage(t *testing.T) {
 	if diff := cmp.Diff(kinds, gotKinds); diff != "" {
 		t.Errorf("history (-ralph task show +page):\n%s", diff)
 	}
-	text := func(sel string) string {
-		return servetest.Eval[string](t, ctx, `document.querySelector(`+strconv.Quote(sel)+`)?.textContent ?? '(missing)'`)
-	}
-	if got := text("#task .title"); !strings.Contains(got, "Write the lexer") {
-		t.Errorf("title %q", got)
-	}
-	if got := text("#task .description"); !strings.Contains(got, "Tokens for every literal") {
-		t.Errorf("description %q", got)
-	}
-	if got := text("#task .status"); !strings.Contains(got, "done") {
-		t.Errorf("status %q", got)
-	}
-	if n := servetest.Eval[int](t, ctx, `document.querySelectorAll('#receipts tbody tr').length`); n != receipts {
-		t.Errorf("%d receipt rows, want %d", n, receipts)
-	}
-	links := servetest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#raw-logs a[href^="/logs/"]')].map(a => a.getAttribute('href'))`)
-	if len(links) != 2 {
-		t.Errorf("raw-log links %q, want one per session of lex (2)", links)
-	}
-	servetest.Screenshot(t, ctx, "task page")
-	if len(links) > 0 {
-		// What a click fetches: the raw stream of the agent, as text.
-		type fetched struct {
-			Status int
-			Type   string
-			Body   string
-		}
-		f := servetest.Eval[fetched](t, ctx, `fetch(`+strconv.Quote(links[0])+`).then(async r => ({Status: r.status, Type: r.headers.get('content-type'), Body: await r.text()}))`,
-			chromedp.EvalAwaitPromise)
-		if f.Status != 200 || !strings.HasPrefix(f.Type, "text/plain") || !strings.Contains(f.Body, `"type":"system"`) || !strings.Contains(f.Body, `"type":"result"`) {
-			t.Errorf("GET %s: %d %s, want 200 text/plain with the agent's stream:\n%.600s", links[0], f.Status, f.Type, f.Body)
-		}
-	}
+}
 
-	// The dependent's page: its blocker, with the summary it left.
-	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#/task/parse'`)); err != nil {
-		t.Fatal(err)
+// checkRawLogLink checks what a click on the raw-log link fetches: the
+// raw stream of the agent, as text.
+func checkRawLogLink(t *testing.T, ctx context.Context, link string) {
+	t.Helper()
+	type fetched struct {
+		Status int
+		Type   string
+		Body   string
 	}
-	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#task')?.dataset.id === 'parse' && !!document.querySelector('#blockers li[data-id="lex"]')`)
-	summary := show.Logs[len(show.Logs)-1].Message // the done entry's
-	if got := text(`#blockers li[data-id="lex"]`); !strings.Contains(got, "Write the lexer") || !strings.Contains(got, "done") || !strings.Contains(got, summary) {
-		t.Errorf("the blocker reads %q, want its title, status and summary %q", got, summary)
+	f := servetest.Eval[fetched](t, ctx, `fetch(`+strconv.Quote(link)+`).then(async r => ({Status: r.status, Type: r.headers.get('content-type'), Body: await r.text()}))`,
+		chromedp.EvalAwaitPromise)
+	if f.Status != 200 || !strings.HasPrefix(f.Type, "text/plain") || !strings.Contains(f.Body, `"type":"system"`) || !strings.Contains(f.Body, `"type":"result"`) {
+		t.Errorf("GET %s: %d %s, want 200 text/plain with the agent's stream:\n%.600s", link, f.Status, f.Type, f.Body)
 	}
 }
 

@@ -110,6 +110,21 @@ func fakeAgent(script string, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return fail(err)
 	}
+	n, err := recordCall(script, args, prompt)
+	if err != nil {
+		return fail(err)
+	}
+	if len(s.Steps) == 0 {
+		return fail(fmt.Errorf("%s: no steps", script))
+	}
+	return playStep(s.Steps[min(n, len(s.Steps)-1)], n, args, stdout, stderr)
+}
+
+// recordCall appends the session's call to <script>.calls and returns how
+// many sessions came before it. A sandboxed agent cannot write beside its
+// script: nothing is recorded, and the session plays the step of its
+// iteration.
+func recordCall(script string, args []string, prompt []byte) (int, error) {
 	calls := script + ".calls"
 	prev, _ := os.ReadFile(calls)
 	n := strings.Count(string(prev), "\n")
@@ -122,35 +137,33 @@ func fakeAgent(script string, args []string, stdin io.Reader, stdout, stderr io.
 	var system []byte
 	for i, a := range args {
 		if (a == "--append-system-prompt-file" || a == "--system-prompt-file") && i+1 < len(args) {
+			var err error
 			if system, err = os.ReadFile(args[i+1]); err != nil {
-				return fail(err)
+				return 0, err
 			}
 		}
 	}
 	line, _ := json.Marshal(agentCall{Args: args, Env: env, Prompt: string(prompt), System: string(system)})
 	f, err := os.OpenFile(calls, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if errors.Is(err, syscall.EROFS) {
-		// A sandboxed agent cannot write beside its script: nothing is
-		// recorded, and the session plays the step of its iteration.
 		if it, err := strconv.Atoi(os.Getenv("RALPH_ITERATION")); err == nil && it > 0 {
 			n = it - 1
 		}
-	} else {
-		if err != nil {
-			return fail(err)
-		}
-		_, err = f.Write(append(line, '\n'))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fail(err)
-		}
+		return n, nil
 	}
-	if len(s.Steps) == 0 {
-		return fail(fmt.Errorf("%s: no steps", script))
+	if err != nil {
+		return 0, err
 	}
-	step := s.Steps[min(n, len(s.Steps)-1)]
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// playStep speaks session n's step as Claude Code's stream-json and
+// returns the agent's exit code.
+func playStep(step agentStep, n int, args []string, stdout, stderr io.Writer) int {
 	task := os.Getenv("RALPH_TASK_ID")
 	expand := func(t string) string { return strings.ReplaceAll(t, "{task}", task) }
 

@@ -113,7 +113,7 @@ func featureAdd(cfg appConfig) storeAction {
 			undo()
 			return err
 		}
-		if err := syncFeatureFiles(c.Context, st, p); err != nil {
+		if err := st.SyncFeatureFiles(c.Context, p.root); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(cfg.stdout, "%s\n%s\n", p.rel(files[0].path), p.rel(files[1].path))

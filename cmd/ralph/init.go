@@ -55,55 +55,23 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 	} else if !fi.IsDir() {
 		return fmt.Errorf("project root %s is not a directory", p.root)
 	}
-
 	settingsPath := filepath.Join(p.root, ".claude", "settings.json")
 	settings, hook, err := mergedSettings(settingsPath)
 	if err != nil {
 		return err
 	}
-	// An existing database is opened (and migrated) before anything is
-	// created, so that one which is corrupt, foreign or newer than this
-	// ralph stops init with nothing changed.
 	d, err := resolveDB(c, p)
 	if err != nil {
 		return err
 	}
-	dbExists := fileExists(p.dbPath())
-	if d.server() {
-		// The plan on the server is made (or found, and checked to be
-		// this repository's) before anything is created here.
-		st, err := openServerStore(c, cfg, p, d, true)
-		if err != nil {
-			return err
-		}
-		if err := st.Close(); err != nil {
-			return err
-		}
-		dbExists = true // no SQLite file for a plan on a server
-	} else if dbExists {
-		if err := openAndClose(c, cfg, p.dbPath()); err != nil {
-			return err
-		}
+	dbExists, err := openExistingPlan(c, cfg, p, d)
+	if err != nil {
+		return err
 	}
-
-	var created []string
-	for _, d := range append([]string{""}, projectDirs...) {
-		dir := filepath.Join(p.ralph, d)
-		if fileExists(dir) {
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		created = append(created, "created "+p.rel(dir)+"/")
+	created, err := makeProjectDirs(c, cfg, p, dbExists)
+	if err != nil {
+		return err
 	}
-	if !dbExists {
-		if err := openAndClose(c, cfg, p.dbPath()); err != nil {
-			return err
-		}
-		created = append(created, "created "+p.rel(p.dbPath()))
-	}
-
 	if d.server() {
 		changed, err := rememberDB(p, d)
 		if err != nil {
@@ -113,28 +81,11 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 			created = append(created, fmt.Sprintf("plan %s on %s (remembered in %s)", d.plan, postgres.Redact(d.url), p.rel(p.dbFilePath())))
 		}
 	}
-
-	cmdPath := filepath.Join(p.root, ".claude", "commands", "ralph-build.md")
-	if !fileExists(cmdPath) {
-		if err := writeFileAtomic(cmdPath, ralphBuildCommand, 0o644); err != nil {
-			return err
-		}
-		created = append(created, "created "+p.rel(cmdPath))
+	more, err := installClaudeFiles(p, settingsPath, settings, hook)
+	if err != nil {
+		return err
 	}
-	if settings != nil {
-		what := "created " + p.rel(settingsPath) + " (SessionEnd hook)"
-		switch {
-		case hook == hookReplaced:
-			what = "replaced an earlier ralph's SessionEnd hook in " + p.rel(settingsPath)
-		case fileExists(settingsPath):
-			what = "added the SessionEnd hook to " + p.rel(settingsPath)
-		}
-		if err := writeFileAtomic(settingsPath, settings, 0o644); err != nil {
-			return err
-		}
-		created = append(created, what)
-	}
-
+	created = append(created, more...)
 	if len(created) == 0 {
 		_, err := fmt.Fprintf(cfg.stdout, "ralph is already set up in %s\n", p.root)
 		return err
@@ -145,6 +96,77 @@ func initProject(c *cli.Context, cfg appConfig, p project) error {
 		}
 	}
 	return nil
+}
+
+// openExistingPlan opens (and migrates) the plan that exists already,
+// before anything is created, so that one which is corrupt, foreign or
+// newer than this ralph stops init with nothing changed: on a server,
+// the plan is made (or found, and checked to be this repository's)
+// there. It reports whether the project has a plan now (a plan on a
+// server needs no SQLite file).
+func openExistingPlan(c *cli.Context, cfg appConfig, p project, d dbTarget) (bool, error) {
+	if d.server() {
+		st, err := openServerStore(c, cfg, p, d, true)
+		if err != nil {
+			return false, err
+		}
+		return true, st.Close()
+	}
+	if !fileExists(p.dbPath()) {
+		return false, nil
+	}
+	return true, openAndClose(c, cfg, p.dbPath())
+}
+
+// makeProjectDirs makes .ralph/ and its directories, and the SQLite
+// database unless dbExists, and says what it created.
+func makeProjectDirs(c *cli.Context, cfg appConfig, p project, dbExists bool) ([]string, error) {
+	var created []string
+	for _, d := range append([]string{""}, projectDirs...) {
+		dir := filepath.Join(p.ralph, d)
+		if fileExists(dir) {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		created = append(created, "created "+p.rel(dir)+"/")
+	}
+	if !dbExists {
+		if err := openAndClose(c, cfg, p.dbPath()); err != nil {
+			return nil, err
+		}
+		created = append(created, "created "+p.rel(p.dbPath()))
+	}
+	return created, nil
+}
+
+// installClaudeFiles writes the /ralph-build slash command, if missing,
+// and settings (ralph's SessionEnd hook merged in, nil: there already)
+// to settingsPath, and says what it did.
+func installClaudeFiles(p project, settingsPath string, settings []byte, hook hookChange) ([]string, error) {
+	var created []string
+	cmdPath := filepath.Join(p.root, ".claude", "commands", "ralph-build.md")
+	if !fileExists(cmdPath) {
+		if err := writeFileAtomic(cmdPath, ralphBuildCommand, 0o644); err != nil {
+			return nil, err
+		}
+		created = append(created, "created "+p.rel(cmdPath))
+	}
+	if settings == nil {
+		return created, nil
+	}
+	what := "created " + p.rel(settingsPath) + " (SessionEnd hook)"
+	switch {
+	case hook == hookReplaced:
+		what = "replaced an earlier ralph's SessionEnd hook in " + p.rel(settingsPath)
+	case fileExists(settingsPath):
+		what = "added the SessionEnd hook to " + p.rel(settingsPath)
+	}
+	if err := writeFileAtomic(settingsPath, settings, 0o644); err != nil {
+		return nil, err
+	}
+	return append(created, what), nil
 }
 
 // mergedSettings returns the content .claude/settings.json should have with

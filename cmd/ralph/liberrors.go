@@ -30,6 +30,11 @@ type worded struct {
 func (e *worded) Error() string { return e.msg }
 func (e *worded) Unwrap() error { return e.err }
 
+// buildWords are ralph build's words for what package parallel's texts
+// refer to where no error reaches the CLI to be worded (a stop's
+// message, a task's log entry, a warning): its flags.
+var buildWords = parallel.Words{AcceptTip: "ralph build --accept-tip", Remote: "--remote", Sandbox: "--sandbox"}
+
 // configError is the error of `ralph <cmd>` for a loop.ErrConfig error:
 // a usage error in the flags' words.
 func configError(cmd string, err error) error {
@@ -72,6 +77,25 @@ func flagWords(err error) (msg string, ok bool) {
 		return invalid + "peek mode (--claim agent) does not go with workers: each worker's loop claims its task, so that its tree can begin from the integration tip", true
 	}
 	return "", false
+}
+
+// workersError is the usage error of ralph build for a refusal of
+// parallel.CheckLoop (ErrPeekWithWorkers, ErrCommitWithWorkers) before the
+// workers start, in the flags' words: planned says the workers come from
+// the plan's integration branch, not from --workers.
+func workersError(err error, planned bool) error {
+	var msg string
+	switch {
+	case planned:
+		msg = "this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that"
+	case errors.Is(err, parallel.ErrPeekWithWorkers):
+		msg = "--workers does not go with --claim agent: each worker's loop claims its task, so that its worktree can start from the integration branch"
+	case errors.Is(err, parallel.ErrCommitWithWorkers):
+		msg = "--workers does not go with --commit: each finished task is committed as it is merged into the integration branch"
+	default:
+		return configError("ralph build", err)
+	}
+	return &usageError{cmd: "ralph build", err: &worded{msg: msg, err: err}}
 }
 
 // intoError is the error of ralph build for a parallel.ErrInto,

@@ -255,3 +255,35 @@ func TestLoopTextsInFlagWords(t *testing.T) {
 		t.Errorf("noSpecsError = %q (ErrNoSpecs in its chain: %v), want %q", err, errors.Is(err, loop.ErrNoSpecs), want)
 	}
 }
+
+// TestBuildWorkersRefuseCommitAndPeek: the rule that workers take neither
+// --commit nor --claim agent is parallel.CheckLoop's, worded by ralph
+// build byte for byte as before, whether the workers are asked for
+// (--workers) or come from the plan's integration branch.
+func TestBuildWorkersRefuseCommitAndPeek(t *testing.T) {
+	h := initHarness(t)
+	h.add("x")
+	agent, _ := fakeAgentPath(t)
+	const (
+		peek    = "ralph: --workers does not go with --claim agent: each worker's loop claims its task, so that its worktree can start from the integration branch (see 'ralph build --help')\n"
+		commit  = "ralph: --workers does not go with --commit: each finished task is committed as it is merged into the integration branch (see 'ralph build --help')\n"
+		planned = "ralph: this plan is built in worktrees (it has an integration branch): --commit and --claim agent do not go with that (see 'ralph build --help')\n"
+	)
+	check := func(want string, args ...string) {
+		t.Helper()
+		r := h.run(append([]string{"build", "--claude", agent}, args...)...)
+		if r.code != exitError || r.stderr != want {
+			t.Errorf("build %v: exit %d, stderr\n%s\nwant exit %d, stderr\n%s", args, r.code, r.stderr, exitError, want)
+		}
+	}
+	check(peek, "--workers", "2", "--claim", "agent")
+	check(commit, "--workers", "2", "--commit")
+	check(peek, "--workers", "2", "--commit", "--claim", "agent")
+	st := h.store()
+	defer st.Close()
+	if _, err := st.RecordPlanSetting(t.Context(), parallel.SettingInto, "team/int"); err != nil {
+		t.Fatal(err)
+	}
+	check(planned, "--commit")
+	check(planned, "--claim", "agent")
+}

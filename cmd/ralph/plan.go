@@ -123,12 +123,12 @@ func plan(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	defer st.Close()
-	if err := syncFeatureFiles(c.Context, st, p); err != nil {
+	if err := st.SyncFeatureFiles(c.Context, p.root); err != nil {
 		return err
 	}
 	defer func() {
 		// The plans the agent wrote go to the plan's database.
-		if err := syncFeatureFiles(context.WithoutCancel(c.Context), st, p); err != nil {
+		if err := st.SyncFeatureFiles(context.WithoutCancel(c.Context), p.root); err != nil {
 			fmt.Fprintf(cfg.stderr, "ralph: feature files not stored with the plan: %v\n", err)
 		}
 	}()

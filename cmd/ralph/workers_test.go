@@ -190,7 +190,21 @@ func TestWorkersBuildAGoProject(t *testing.T) {
 		}
 	}
 
-	order := p.landed("ralph/integration")
+	checkLandedInOrder(t, p.landed("ralph/integration"), deps)
+	p.checkConflictRetried()
+	p.checkIntegrationBuilds(head)
+	p.checkWorkersNamed()
+	raws, _ := filepath.Glob(filepath.Join(p.dir, ".ralph", "logs", "session-*", "w*-iter-*.ndjson"))
+	if len(raws) < 12 {
+		t.Errorf("raw streams per worker and iteration: %v", raws)
+	}
+}
+
+// checkLandedInOrder checks that order, the tasks landed on the
+// integration branch, holds each task of deps once, each after its
+// blockers.
+func checkLandedInOrder(t *testing.T, order []string, deps map[string][]string) {
+	t.Helper()
 	if got, want := slices.Sorted(slices.Values(order)), slices.Sorted(func(yield func(string) bool) {
 		for id := range deps {
 			yield(id)
@@ -205,6 +219,14 @@ func TestWorkersBuildAGoProject(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkConflictRetried checks the two conflicting tasks c1 and c2: both
+// lines on the integration branch, the conflicting attempt kept, each
+// commit with its generation, exactly one of them retried.
+func (p *workersProject) checkConflictRetried() {
+	t := p.t
+	t.Helper()
 	notes := p.git("show", "ralph/integration:notes.txt")
 	if !strings.Contains(notes, "line by c1") || !strings.Contains(notes, "line by c2") {
 		t.Errorf("notes.txt on the integration branch = %q; want both conflicting tasks' lines", notes)
@@ -225,6 +247,14 @@ func TestWorkersBuildAGoProject(t *testing.T) {
 	if retried != 1 {
 		t.Errorf("%d of c1, c2 retried; want exactly one (the conflict)", retried)
 	}
+}
+
+// checkIntegrationBuilds checks that what landed builds and passes its
+// tests, holds neither .env nor the worktrees, and that the user's branch
+// (at head) and tree are untouched.
+func (p *workersProject) checkIntegrationBuilds(head string) {
+	t := p.t
+	t.Helper()
 	// What landed builds and passes its tests.
 	check := filepath.Join(t.TempDir(), "check")
 	p.git("worktree", "add", "-q", "--detach", check, "ralph/integration")
@@ -244,7 +274,13 @@ func TestWorkersBuildAGoProject(t *testing.T) {
 			t.Errorf("the user's tree changed: %q", line)
 		}
 	}
-	// Receipts and the session log name the workers.
+}
+
+// checkWorkersNamed checks that the receipts and the session log name
+// the workers.
+func (p *workersProject) checkWorkersNamed() {
+	t := p.t
+	t.Helper()
 	_, status, _ := p.ralph("status")
 	if !strings.Contains(status, "WORKER") || !strings.Contains(status, " w1 ") && !strings.Contains(status, " w2 ") {
 		t.Errorf("ralph status names no worker:\n%s", status)
@@ -258,10 +294,6 @@ func TestWorkersBuildAGoProject(t *testing.T) {
 		if !strings.Contains(string(slog), w) {
 			t.Errorf("the session log lacks %q:\n%s", w, slog)
 		}
-	}
-	raws, _ := filepath.Glob(filepath.Join(p.dir, ".ralph", "logs", "session-*", "w*-iter-*.ndjson"))
-	if len(raws) < 12 {
-		t.Errorf("raw streams per worker and iteration: %v", raws)
 	}
 }
 
