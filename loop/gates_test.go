@@ -2,6 +2,7 @@ package loop_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -327,6 +328,9 @@ func TestGateTrouble(t *testing.T) {
 			}
 			if rep.Outcome != tt.want || runner.Calls() != tt.runs || !strings.Contains(rep.Message, tt.msg) {
 				t.Errorf("outcome %s after %d runs (%q); want %s after %d with %q", rep.Outcome, runner.Calls(), rep.Message, tt.want, tt.runs, tt.msg)
+			}
+			if notGit := !tt.repo && tt.commit; notGit != errors.Is(rep.Cause, loop.ErrNotGitRepo) {
+				t.Errorf("report's cause %v; want ErrNotGitRepo in it: %v", rep.Cause, notGit)
 			}
 			task, _ := store.Get(t.Context(), "a")
 			wantStatus := loop.StatusPending

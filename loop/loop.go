@@ -174,10 +174,12 @@ type testGate struct {
 
 // stop ends the loop with an outcome.
 type stop struct {
-	outcome  Outcome
-	message  string
-	err      error
-	resetsAt time.Time
+	outcome Outcome
+	message string
+	// err is Run's error (OutcomeError only); cause the error behind
+	// another outcome, for Report.Cause.
+	err, cause error
+	resetsAt   time.Time
 }
 
 func stopWith(o Outcome, format string, args ...any) *stop {
@@ -197,7 +199,7 @@ func (r *run) exec(parent context.Context) (Report, error) {
 	// Prompts and the test command are read first: a bad override is an
 	// error that leaves no trace, not even a log.
 	if s := r.load(ctx); s != nil {
-		r.report.Outcome, r.report.Message = s.outcome, s.message
+		r.report.Outcome, r.report.Message, r.report.Cause = s.outcome, s.message, s.err
 		return r.report, s.err
 	}
 	slog := r.cfg.Shared.log()
@@ -252,6 +254,10 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		s = internal(perr)
 	}
 	r.report.Outcome, r.report.Message, r.report.ResetsAt = s.outcome, s.message, s.resetsAt
+	r.report.Cause = s.cause
+	if s.err != nil {
+		r.report.Cause = s.err
+	}
 	r.fireEnd(parent)
 	rep := r.report
 	r.note.send(Note{Kind: NoteSessionEnd, Report: &rep})
@@ -399,7 +405,7 @@ func (r *run) load(ctx context.Context) *stop {
 func (r *run) prepareRun(ctx context.Context) *stop {
 	if r.cfg.Commit {
 		if err := checkGitRepo(r.repo, r.repoErr, r.cfg.Root); err != nil {
-			return stopWith(OutcomeGitFailed, "%v", err)
+			return &stop{outcome: OutcomeGitFailed, message: err.Error(), cause: err}
 		}
 	}
 	if r.cfg.RawLogs {

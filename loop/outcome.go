@@ -117,6 +117,12 @@ type Report struct {
 	Receipts []Receipt
 	// CostUSD is the sum of the receipts' costs.
 	CostUSD float64
+	// Cause is the error behind the outcome, when there is one, for a
+	// caller to match with errors.Is and errors.As: Run's error with
+	// OutcomeError; ErrNotGitRepo when Config.Commit found no repository;
+	// a *NoSpecsError or *EmptyFeatureError in plan mode. Message says it
+	// for people.
+	Cause error
 	// ResetsAt is when the usage limit resets, for OutcomeUsageLimit.
 	ResetsAt  time.Time
 	StartedAt time.Time

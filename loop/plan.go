@@ -94,7 +94,7 @@ func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repo
 	}
 	specs, feature, err := PlanSpecs(ctx, cfg.Root, cfg.Scope.Feature, store)
 	if errors.Is(err, ErrNoSpecs) {
-		return Report{Outcome: OutcomeNoPlan, Message: strings.TrimPrefix(err.Error(), "loop: "), Remaining: -1, AgentID: cfg.AgentID}, nil
+		return Report{Outcome: OutcomeNoPlan, Message: strings.TrimPrefix(err.Error(), "loop: "), Cause: err, Remaining: -1, AgentID: cfg.AgentID}, nil
 	}
 	if err != nil {
 		return fail(err)
@@ -116,6 +116,23 @@ func Plan(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repo
 	r.receipts, _ = store.(ReceiptStore)
 	r.mode = &planMode{run: r, planState: st}
 	return r.exec(ctx)
+}
+
+// EmptyFeatureError is why plan mode ended without a plan when it planned
+// one feature (Report.Cause): the feature has no task, and Outside tasks
+// were added to the plan outside it meanwhile (the planner forgot the
+// feature when it added them).
+type EmptyFeatureError struct {
+	Feature string
+	Outside int
+}
+
+func (e *EmptyFeatureError) Error() string {
+	s := "feature " + e.Feature + " has no task"
+	if e.Outside > 0 {
+		s += fmt.Sprintf(" (%d %s added outside feature %s)", e.Outside, plural(e.Outside, "task was", "tasks were"), e.Feature)
+	}
+	return s
 }
 
 // ErrNoSpecs is returned by PlanSpecs when there is nothing to plan from.
@@ -350,20 +367,25 @@ func (p *planMode) exitChecks(ctx context.Context) *stop {
 	added := total - p.before
 	planned := fmt.Sprintf("%d %s in the plan (%d added)", total, plural(total, "task", "tasks"), added)
 	empty := "the plan is empty"
+	var cause error
 	if total == 0 && p.feature != nil {
-		empty = "feature " + p.feature.Name + " has no task"
+		fe := &EmptyFeatureError{Feature: p.feature.Name}
 		if all, err := r.store.Counts(ctx, Scope{}); err == nil && all.Total() > p.beforeAll {
-			n := all.Total() - p.beforeAll
-			empty += fmt.Sprintf(" (%d %s added outside feature %s)", n, plural(n, "task was", "tasks were"), p.feature.Name)
+			fe.Outside = all.Total() - p.beforeAll
 		}
+		empty, cause = fe.Error(), fe
 	}
 	switch {
 	case p.complete && total == 0:
-		return stopWith(OutcomeNoPlan, "the agent said planning is complete, but %s", empty)
+		s := stopWith(OutcomeNoPlan, "the agent said planning is complete, but %s", empty)
+		s.cause = cause
+		return s
 	case p.complete:
 		return stopWith(OutcomeComplete, "planning complete: %s", planned)
 	case total == 0:
-		return stopWith(OutcomeNoPlan, "iteration limit reached (%d) and %s", r.cfg.MaxIterations, strings.Replace(empty, "is empty", "is still empty", 1))
+		s := stopWith(OutcomeNoPlan, "iteration limit reached (%d) and %s", r.cfg.MaxIterations, strings.Replace(empty, "is empty", "is still empty", 1))
+		s.cause = cause
+		return s
 	}
 	return stopWith(OutcomeLimitReached, "iteration limit reached (%d) before the agent said COMPLETE; %s", r.cfg.MaxIterations, planned)
 }

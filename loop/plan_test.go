@@ -699,6 +699,10 @@ func TestPlanFeatureForgotten(t *testing.T) {
 			if rep.Outcome != loop.OutcomeNoPlan || rep.Message != tt.want {
 				t.Errorf("outcome %s, message %q; want no_plan, %q", rep.Outcome, rep.Message, tt.want)
 			}
+			var fe *loop.EmptyFeatureError
+			if !errors.As(rep.Cause, &fe) || fe.Feature != "billing" || !strings.HasSuffix(rep.Message, fe.Error()) {
+				t.Errorf("cause %#v; want the *EmptyFeatureError the message ends with", rep.Cause)
+			}
 		})
 	}
 }

@@ -316,7 +316,7 @@ func buildSolo(c *cli.Context, cfg appConfig, p project, lc loop.Config, store l
 	}
 	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
 	_, progressMode := store.(progress.Recorder)
-	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep, ""), progressMode, cfg.stdout)
+	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep), progressMode, cfg.stdout)
 }
 
 // buildParallel runs the worker pool, the view showing each worker (a
@@ -375,7 +375,7 @@ func printParallel(cfg appConfig, p project, logDir string, rep parallel.Report)
 	default:
 		fmt.Fprintf(cfg.stdout, "integration branch: %s · merge it with: git merge %s\n", rep.Into, rep.Into)
 	}
-	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep.Report, ""), false, cfg.stdout)
+	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep.Report), false, cfg.stdout)
 }
 
 // outcomeError prints the closing line of a run or a dry run and returns the

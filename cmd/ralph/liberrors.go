@@ -210,27 +210,30 @@ func noticeWords(n loop.Note) string {
 	return n.Message
 }
 
-// reportWords is a run's closing message in the CLI's words. A Report
-// carries why the run stopped as text only, so the two reasons that speak
-// of a field a flag sets are found by the library's own text:
-// loop.ErrNotGitRepo's (Config.Commit: --commit) at the start, and plan
-// mode's count of tasks added outside the feature it planned (--feature,
-// given as feature). A no-specs report (specs gone between the CLI's
-// look and the run's) gets the CLI's hint.
-func reportWords(rep loop.Report, feature string) string {
+// reportWords is a run's closing message in the CLI's words: the causes
+// that speak of a field a flag sets (Report.Cause) are worded with the
+// flag — loop.ErrNotGitRepo (Config.Commit: --commit), plan mode's count
+// of tasks added outside the feature it planned (--feature), a no-specs
+// report (specs gone between the CLI's look and the run's) with the CLI's
+// hint.
+func reportWords(rep loop.Report) string {
 	msg := rep.Message
-	switch rep.Outcome {
-	case loop.OutcomeGitFailed:
+	var ns *loop.NoSpecsError
+	var fe *loop.EmptyFeatureError
+	switch {
+	case errors.Is(rep.Cause, loop.ErrNotGitRepo):
 		if rest, ok := strings.CutPrefix(msg, loop.ErrNotGitRepo.Error()); ok {
 			return "--commit needs a git repository" + rest
 		}
-	case loop.OutcomeNoPlan:
-		if rest, ok := strings.CutSuffix(msg, "; "+loop.NoSpecsHint); ok && strings.HasPrefix(msg, strings.TrimPrefix(loop.ErrNoSpecs.Error(), "loop: ")) {
-			return rest + "; " + noSpecsHint
+	case errors.As(rep.Cause, &ns):
+		return strings.TrimPrefix(loop.ErrNoSpecs.Error(), "loop: ") + ": " + ns.Missing + "; " + noSpecsHint
+	case errors.As(rep.Cause, &fe) && fe.Outside > 0:
+		added := "tasks were"
+		if fe.Outside == 1 {
+			added = "task was"
 		}
-		if feature != "" {
-			return strings.Replace(msg, " added outside feature "+feature+")", " added without --feature "+feature+")", 1)
-		}
+		words := fmt.Sprintf("feature %s has no task (%d %s added without --feature %s)", fe.Feature, fe.Outside, added, fe.Feature)
+		return strings.Replace(msg, fe.Error(), words, 1)
 	}
 	return msg
 }

@@ -228,22 +228,30 @@ func TestLoopTextsInFlagWords(t *testing.T) {
 		}
 	}
 
+	notGit := fmt.Errorf("%w (/p): not a git repository", loop.ErrNotGitRepo)
+	outside := &loop.EmptyFeatureError{Feature: "billing", Outside: 2}
+	noSpecs := &loop.NoSpecsError{Missing: "no specs in /p/specs"}
 	reports := []struct {
-		rep     loop.Report
-		feature string
-		want    string
+		rep  loop.Report
+		want string
 	}{
-		{loop.Report{Outcome: loop.OutcomeGitFailed, Message: loop.ErrNotGitRepo.Error() + " (/p): not a git repository"}, "",
+		{loop.Report{Outcome: loop.OutcomeGitFailed, Message: notGit.Error(), Cause: notGit},
 			"--commit needs a git repository (/p): not a git repository"},
-		{loop.Report{Outcome: loop.OutcomeNoPlan, Message: "iteration limit reached (2) and feature billing has no task (2 tasks were added outside feature billing)"}, "billing",
+		{loop.Report{Outcome: loop.OutcomeNoPlan, Message: "iteration limit reached (2) and " + outside.Error(), Cause: outside},
 			"iteration limit reached (2) and feature billing has no task (2 tasks were added without --feature billing)"},
-		{loop.Report{Outcome: loop.OutcomeNoPlan, Message: strings.TrimPrefix((&loop.NoSpecsError{Missing: "no specs in /p/specs"}).Error(), "loop: ")}, "",
+		{loop.Report{Outcome: loop.OutcomeNoPlan, Message: strings.TrimPrefix(noSpecs.Error(), "loop: "), Cause: noSpecs},
 			"nothing to plan: no specs in /p/specs; write specs in specs/*.md, or give a feature one with 'ralph feature add NAME --spec FILE'"},
-		{loop.Report{Outcome: loop.OutcomeGitFailed, Message: "git gate failed: git commit: exit status 1"}, "",
+		{loop.Report{Outcome: loop.OutcomeGitFailed, Message: "git gate failed: git commit: exit status 1"},
 			"git gate failed: git commit: exit status 1"},
+		// The text alone is not a cause: a message that merely reads like
+		// one is printed as it is.
+		{loop.Report{Outcome: loop.OutcomeGitFailed, Message: notGit.Error()}, notGit.Error()},
+	}
+	if outside.Error() != "feature billing has no task (2 tasks were added outside feature billing)" {
+		t.Errorf("EmptyFeatureError = %q", outside)
 	}
 	for _, tc := range reports {
-		if got := reportWords(tc.rep, tc.feature); got != tc.want {
+		if got := reportWords(tc.rep); got != tc.want {
 			t.Errorf("reportWords(%q) =\n%s\nwant\n%s", tc.rep.Message, got, tc.want)
 		}
 	}

@@ -161,7 +161,7 @@ func plan(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
-	return closing(rep, reportWords(rep, feature), cfg.stdout)
+	return closing(rep, reportWords(rep), cfg.stdout)
 }
 
 // modeView is the build view with the iteration header of plan and prompt

@@ -86,5 +86,5 @@ func promptRun(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
-	return closing(rep, reportWords(rep, ""), cfg.stdout)
+	return closing(rep, reportWords(rep), cfg.stdout)
 }
