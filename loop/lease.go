@@ -114,4 +114,3 @@ func (w *lease) renewed(id string, until time.Time) {
 // unhold forgets the claim the loop held: released, or its outcome
 // recorded.
 func (r *run) unhold() { r.lease.drop() }
-
