@@ -588,7 +588,7 @@ func (b *buildMode) runVerifier(ctx context.Context, a attempt, sess session) (R
 		if len(changed) > 0 && rc.Verdict != "" {
 			rc.Verdict = "fail"
 		}
-		b.record(ctx, rc)
+		b.record(ctx, rc, &res)
 	}
 	switch {
 	case gerr != nil:

@@ -735,7 +735,7 @@ func (r *run) runAgent(ctx context.Context, n int, model string, sess session, t
 		return res, r.runnerErr(ctx, err)
 	}
 	r.head.checkout = res.Checkout
-	r.record(ctx, r.receipt(n, model, task, false, res, started))
+	r.record(ctx, r.receipt(n, model, task, false, res, started), &res)
 	return res, nil
 }
 
@@ -825,7 +825,8 @@ func (r *run) receipt(n int, model string, task Task, verifier bool, res RunResu
 	return rc
 }
 
-func (r *run) record(ctx context.Context, rc Receipt) {
+// record books the receipt rc of a session whose result is res.
+func (r *run) record(ctx context.Context, rc Receipt, res *RunResult) {
 	if rc.CostSource == CostUnknown && r.cfg.MaxCost > 0 && !r.unpriced {
 		r.unpriced = true
 		agent := rc.Agent
@@ -842,7 +843,7 @@ func (r *run) record(ctx context.Context, rc Receipt) {
 			r.note.notice(rc.Iteration, "could not record the receipt: %v", err)
 		}
 	}
-	r.note.send(Note{Kind: NoteReceipt, Iteration: rc.Iteration, Receipt: &rc})
+	r.note.send(Note{Kind: NoteReceipt, Iteration: rc.Iteration, Receipt: &rc, Result: res})
 }
 
 // planAccess is the plan as the session's agent may reach it through a

@@ -71,8 +71,12 @@ type Note struct {
 	Until      time.Time
 	Wait       time.Duration
 	Receipt    *Receipt
-	Message    string
-	Report     *Report
+	// Result is the session's own result on its NoteReceipt: what the
+	// receipt summarises, with the agent's final text and its runner's
+	// account of how it ended (a view's footer shows it).
+	Result  *RunResult
+	Message string
+	Report  *Report
 	// Held are the tasks other agents hold that the loop waits for
 	// (NoteWaitAgents).
 	Held []Task

@@ -261,11 +261,8 @@ func buildRunners(c *cli.Context, cfg appConfig, p project, lc *loop.Config, sto
 			view.warn("the agent's updated progress file was not written: %v", err)
 		}}
 	}
-	if lc.Verifier != nil {
-		lc.Verifier = view.tap(lc.Verifier)
-	}
 	lc.Observer = view
-	return view.tap(runner), view, nil
+	return runner, view, nil
 }
 
 // agentsMissing is the end of a build whose agents buildAgents did not
@@ -495,16 +492,12 @@ type buildView struct {
 	// to the project root); the view names the session's at the start.
 	logDir string
 
-	mu sync.Mutex
-	// last is the result of the session that just ended, from tap; the
-	// receipt that follows it prints it as the footer.
-	last *loop.RunResult
-
 	// workers is set for a parallel build: each worker's notes go to a
 	// view of its own whose every line starts with "[wK] " (sub), one
 	// worker's note at a time (out).
 	workers bool
 	out     sync.Mutex
+	mu      sync.Mutex // guards sub
 	sub     map[string]*buildView
 	// board, set when stdout is a terminal, shows the workers one line
 	// each instead.
@@ -565,23 +558,6 @@ func newBuildView(w io.Writer) *buildView {
 	return &buildView{w: w, view: claude.NewFormatter(rawOut(w))}
 }
 
-// tap returns runner with every session's result handed to the view, so
-// that the footer shows the session's own account (its exit code, the
-// agent's words); without it the footer is rebuilt from the receipt, which
-// carries only the class.
-func (v *buildView) tap(runner loop.Runner) loop.Runner {
-	return loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
-		res, err := runner.Run(ctx, req)
-		if err == nil {
-			w := v.worker(envValue(req.Env, "RALPH_WORKER"))
-			w.mu.Lock()
-			w.last = &res
-			w.mu.Unlock()
-		}
-		return res, err
-	})
-}
-
 func (v *buildView) warn(format string, a ...any) {
 	fmt.Fprintf(v.w, "note: "+format+"\n", a...)
 }
@@ -621,7 +597,7 @@ func (v *buildView) print(n loop.Note) {
 		v.view.Event(n.AgentEvent)
 	case loop.NoteReceipt:
 		if n.Receipt != nil {
-			v.footer(*n.Receipt)
+			v.footer(*n.Receipt, n.Result)
 		}
 	case loop.NoteIterationEnd:
 		if n.Status == loop.IterUsageLimit {
@@ -642,29 +618,17 @@ func (v *buildView) print(n loop.Note) {
 }
 
 // footer prints the footer of the session whose receipt is r: the
-// session's own result, when tap has it, else one rebuilt from r; a
-// verifier's verdict first.
-func (v *buildView) footer(r loop.Receipt) {
+// session's own result (the receipt's note carries it), else one rebuilt
+// from r; a verifier's verdict first.
+func (v *buildView) footer(r loop.Receipt, res *loop.RunResult) {
 	if r.Mode == string(loop.ModeVerify) {
 		fmt.Fprintf(v.w, "-- verifier: %s\n", orDash(r.Verdict))
 	}
-	res := receiptResult(r)
-	v.mu.Lock()
-	if v.last != nil {
-		res, v.last = *v.last, nil
+	if res == nil {
+		rebuilt := receiptResult(r)
+		res = &rebuilt
 	}
-	v.mu.Unlock()
-	v.view.Footer(res)
-}
-
-// envValue returns the value of key in a KEY=VALUE list.
-func envValue(env []string, key string) string {
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, key+"="); ok {
-			return v
-		}
-	}
-	return ""
+	v.view.Footer(*res)
 }
 
 func orDash(s string) string {
