@@ -246,7 +246,7 @@ func (e *IntoError) Unwrap() error {
 //     tip, gated again if the tip moved and landed by compare-and-swap
 //     before the task is done (see loop.Workspace).
 //   - The workers share the iteration budget, the cost budget, usage-limit
-//     pauses and the session log (loop.Shared); the first stop that ends
+//     pauses (the pool's loop.Budget) and the session log (loop.Shared); the first stop that ends
 //     the run stops the others before their next claim, and each worker
 //     releases its claims as it returns. Cancelling ctx stops every agent.
 //
