@@ -245,10 +245,11 @@ func (e *IntoError) Unwrap() error {
 //     done task's work is committed with its trailers, replayed onto the
 //     tip, gated again if the tip moved and landed by compare-and-swap
 //     before the task is done (see loop.Workspace).
-//   - The workers share the iteration budget, the cost budget, usage-limit
-//     pauses (the pool's loop.Budget) and the session log (loop.Shared); the first stop that ends
-//     the run stops the others before their next claim, and each worker
-//     releases its claims as it returns. Cancelling ctx stops every agent.
+//   - The workers share the iteration budget, the cost budget and
+//     usage-limit pauses (the pool's loop.Budget) and the session log
+//     (loop.Shared); the first stop that ends the run stops the others
+//     before their next claim, and each worker releases its claims as it
+//     returns. Cancelling ctx stops every agent.
 //
 // The outcome is the first such stop's; else the plan's state when the
 // last worker ended: complete (with failures), the iteration limit,
