@@ -12,12 +12,14 @@
 //
 // # Decisions
 //
-// Starting the agent. The executable is --claude PATH, else $RALPH_CLAUDE,
-// else `claude` on PATH (LookPath, by agentproc.LookPath); a missing one is loop.ErrAgentNotFound
-// with a hint on how to install or name it, returned before anything runs;
-// the message names where the missing path came from (`--claude "X"` or
-// `$RALPH_CLAUDE "X"`). LookPathFrom takes $RALPH_CLAUDE's value from the
-// caller, so a CLI with its own view of the environment names it right.
+// Starting the agent. The executable is Runner.Path, else $RALPH_CLAUDE,
+// else `claude` on PATH (LookPath, by Bin); a missing one is an
+// *agentproc.NotFoundError (loop.ErrAgentNotFound) with a hint on how to
+// install or name it, returned before anything runs; the message names
+// where the missing path came from (`$RALPH_CLAUDE "X"` or the caller's
+// path). Bin.LookPath takes $RALPH_CLAUDE's value from the caller, so a CLI
+// with its own view of the environment names it right, and words the
+// error with its own flags (NotFoundError.Missing).
 // The arguments are `-p --verbose --output-format stream-json
 // --no-session-persistence --model M`, then `--append-system-prompt-file
 // F` (the system prompt is written to a temporary file, removed after the

@@ -70,29 +70,24 @@ var _ loop.Runner = (*Runner)(nil)
 
 // The environment variables LookPath and Env look at.
 const (
-	EnvClaude     = "RALPH_CLAUDE"         // the agent executable, when --claude is not given
+	EnvClaude     = "RALPH_CLAUDE"         // the agent executable, when Runner.Path is empty
 	EnvAPIKey     = "ANTHROPIC_API_KEY"    // removed from the agent's environment unless UseAPIKey
 	EnvAuthToken  = "ANTHROPIC_AUTH_TOKEN" // a bearer token for the API, billed per token like the key: removed with it
 	EnvClaudeCode = "CLAUDECODE"           // set inside Claude Code sessions; always removed
 	EnvIsSandbox  = "IS_SANDBOX"           // "1" lets --dangerously-skip-permissions run as root: set only in ralph's sandbox
 )
 
-// installHint says how to get or point to the agent.
-const installHint = "install Claude Code (npm install -g @anthropic-ai/claude-code) or name the executable with --claude PATH or " + EnvClaude
+// Bin finds the agent executable: Bin.LookPath(path, env) takes path if
+// not empty, else env ($RALPH_CLAUDE's value, for callers that read the
+// environment themselves), else `claude` on PATH; a missing one is an
+// *agentproc.NotFoundError (loop.ErrAgentNotFound) that names where the
+// missing path came from and says how to install the agent.
+var Bin = agentproc.Bin{Name: "claude", EnvVar: EnvClaude, Install: "install Claude Code (npm install -g @anthropic-ai/claude-code)"}
 
-// LookPath resolves the agent executable: explicit (from --claude PATH) if
-// not empty, else $RALPH_CLAUDE if set, else `claude` on PATH. The error
-// wraps loop.ErrAgentNotFound and says how to install or point to it.
+// LookPath resolves the agent executable: explicit if not empty, else
+// $RALPH_CLAUDE if set, else `claude` on PATH (Bin.LookPath).
 func LookPath(explicit string) (string, error) {
-	return LookPathFrom(explicit, os.Getenv(EnvClaude))
-}
-
-// LookPathFrom is LookPath with the value of $RALPH_CLAUDE given (for
-// callers that read the environment themselves): flag is --claude's value,
-// env $RALPH_CLAUDE's. The error names where a missing executable came
-// from: `--claude "X"` or `$RALPH_CLAUDE "X"`.
-func LookPathFrom(flag, env string) (string, error) {
-	return agentproc.LookPath("claude", flag, "--claude", env, EnvClaude, installHint)
+	return Bin.LookPath(explicit, os.Getenv(EnvClaude))
 }
 
 // Args returns the agent's command-line arguments for req. The system
@@ -200,12 +195,9 @@ func (r *Runner) now() time.Time {
 func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 	r.mark("enter")
 	defer r.mark("return")
-	path := r.Path
-	if path == "" {
-		var err error
-		if path, err = LookPath(""); err != nil {
-			return loop.RunResult{}, err
-		}
+	path, err := Bin.Resolve(r.Path)
+	if err != nil {
+		return loop.RunResult{}, err
 	}
 	if ctx.Err() != nil {
 		return loop.RunResult{Class: loop.ClassCancelled, IsError: true, ExitCode: -1}, nil
@@ -262,7 +254,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	})
 	if err != nil {
 		if errors.Is(err, loop.ErrAgentNotFound) {
-			return loop.RunResult{}, fmt.Errorf("%w; %s", err, installHint)
+			return loop.RunResult{}, fmt.Errorf("%w; %s or name the executable in $%s", err, Bin.Install, Bin.EnvVar)
 		}
 		return loop.RunResult{}, err
 	}

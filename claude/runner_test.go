@@ -772,7 +772,7 @@ func TestLookPath(t *testing.T) {
 		{name: "explicit wins", explicit: other, env: "/nowhere/x", path: dir, want: other},
 		{name: "RALPH_CLAUDE next", env: other, path: dir, want: other},
 		{name: "PATH last", path: dir, want: exe},
-		{name: "explicit missing", explicit: "/nowhere/claude", path: dir, wantErr: `--claude "/nowhere/claude" is not an executable`},
+		{name: "explicit missing", explicit: "/nowhere/claude", path: dir, wantErr: `path "/nowhere/claude" is not an executable`},
 		{name: "RALPH_CLAUDE missing", env: "/nowhere/claude", path: dir, wantErr: `$RALPH_CLAUDE "/nowhere/claude" is not an executable`},
 		{name: "nothing on PATH", path: t.TempDir(), wantErr: "no claude on PATH; install Claude Code"},
 	}

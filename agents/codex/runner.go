@@ -25,11 +25,10 @@ import (
 const UnreachableRetries = 2
 
 // Runner runs the Codex CLI (`codex exec --json`) as a loop.Runner. The
-// zero value runs the codex found by LookPathFrom("", $RALPH_CODEX) with
+// zero value runs the codex found by Bin.Resolve("") with
 // the default grace periods. A Runner is safe for concurrent use.
 type Runner struct {
-	// Path is the agent executable; empty means LookPathFrom("",
-	// os.Getenv(EnvBin)).
+	// Path is the agent executable; empty means Bin.Resolve("").
 	Path string
 	// Grace is the time between SIGTERM and SIGKILL when the agent is
 	// stopped; zero means agentproc.DefaultGrace.
@@ -60,12 +59,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// Codex does not know Claude Code's custom slash commands: peek
 	// mode's "/ralph-build <peek>" reaches it as the command's text.
 	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
-	path := r.Path
-	if path == "" {
-		var err error
-		if path, err = LookPathFrom("", os.Getenv(EnvBin)); err != nil {
-			return loop.RunResult{}, err
-		}
+	path, err := Bin.Resolve(r.Path)
+	if err != nil {
+		return loop.RunResult{}, err
 	}
 	var instructions string
 	if req.ReplaceSystemPrompt && req.SystemPrompt != "" {

@@ -11,10 +11,10 @@ import (
 )
 
 // Runner runs the Gemini CLI as a loop.Runner. The zero value runs the
-// `gemini` found by LookPathFrom("", $RALPH_GEMINI) with the default grace
+// `gemini` found by Bin.Resolve("") with the default grace
 // periods. A Runner is safe for concurrent use.
 type Runner struct {
-	// Path is the CLI executable; empty means LookPathFrom("", $RALPH_GEMINI).
+	// Path is the CLI executable; empty means Bin.Resolve("").
 	Path string
 	// Grace is the time between SIGTERM and SIGKILL when the agent is
 	// stopped; zero means agentproc.DefaultGrace.
@@ -51,12 +51,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// Gemini CLI does not know Claude Code's custom slash commands: peek
 	// mode's "/ralph-build <peek>" reaches it as the command's text.
 	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
-	path := r.Path
-	if path == "" {
-		var err error
-		if path, err = LookPathFrom("", os.Getenv(EnvBin)); err != nil {
-			return loop.RunResult{}, err
-		}
+	path, err := Bin.Resolve(r.Path)
+	if err != nil {
+		return loop.RunResult{}, err
 	}
 	env := Env(os.Environ(), req)
 	var contextDir string

@@ -11,8 +11,8 @@
 //
 // # Starting OpenCode
 //
-// The executable is --agent-bin PATH, else $RALPH_OPENCODE, else
-// `opencode` on PATH (LookPathFrom). The arguments are `run --format json
+// The executable is Runner.Path, else $RALPH_OPENCODE, else
+// `opencode` on PATH (Bin). The arguments are `run --format json
 // --title ralph --print-logs --log-level ERROR`, then `-m provider/model`
 // when the request names a model other than a tier. The prompt goes on
 // standard input (OpenCode reads it there when no message argument is

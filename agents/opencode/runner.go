@@ -19,7 +19,7 @@ import (
 // Name is the agent's name: the --agent-cli value and RunResult.Agent.
 const Name = "opencode"
 
-// EnvBin names the OpenCode executable when --agent-bin is not given.
+// EnvBin names the OpenCode executable when Runner.Path is empty.
 const EnvBin = "RALPH_OPENCODE"
 
 // Title is the session title ralph gives every run: with a title, OpenCode
@@ -47,22 +47,20 @@ const (
 	EnvXDGData         = "XDG_DATA_HOME"
 	EnvXDGCache        = "XDG_CACHE_HOME"
 	EnvXDGState        = "XDG_STATE_HOME"
-	installHint        = "install OpenCode (npm install -g opencode-ai) or name the executable with --agent-bin PATH or $" + EnvBin
 	streamErrorLogLine = `message="stream error"`
 )
 
-// LookPathFrom resolves the OpenCode executable: flag (--agent-bin) if not
-// empty, else env ($RALPH_OPENCODE's value), else `opencode` on PATH. The
-// error wraps loop.ErrAgentNotFound and says how to install or name it.
-func LookPathFrom(flag, env string) (string, error) {
-	return agentproc.LookPath(Name, flag, "--agent-bin", env, EnvBin, installHint)
-}
+// Bin finds the OpenCode executable: Bin.LookPath(path, env) takes path
+// if not empty, else env ($RALPH_OPENCODE's value), else `opencode` on
+// PATH; a missing one is an *agentproc.NotFoundError
+// (loop.ErrAgentNotFound).
+var Bin = agentproc.Bin{Name: Name, EnvVar: EnvBin, Install: "install OpenCode (npm install -g opencode-ai)"}
 
 // Runner runs OpenCode (`opencode run --format json`) as a loop.Runner.
-// The zero value runs the `opencode` LookPathFrom finds. A Runner is safe
+// The zero value runs the `opencode` Bin.Resolve("") finds. A Runner is safe
 // for concurrent use.
 type Runner struct {
-	// Path is the executable; "" means LookPathFrom("", $RALPH_OPENCODE).
+	// Path is the executable; "" means Bin.Resolve("").
 	Path string
 	// Grace is the time between SIGTERM and SIGKILL when the run is
 	// stopped; zero means DefaultGrace.
@@ -259,12 +257,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// OpenCode does not know Claude Code's custom slash commands: peek
 	// mode's "/ralph-build <peek>" reaches it as the command's text.
 	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
-	path := r.Path
-	if path == "" {
-		var err error
-		if path, err = LookPathFrom("", os.Getenv(EnvBin)); err != nil {
-			return loop.RunResult{}, err
-		}
+	path, err := Bin.Resolve(r.Path)
+	if err != nil {
+		return loop.RunResult{}, err
 	}
 	var instructions string
 	if req.SystemPrompt != "" {
