@@ -175,13 +175,6 @@ func APIKeyNotice(env []string, useAPIKey bool) string {
 	return ""
 }
 
-func (r *Runner) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // Run runs one agent session; see loop.Runner. It returns an error only
 // when the agent could not be started (loop.ErrAgentNotFound, a log file
 // or system prompt file that cannot be written). A log that cannot be
@@ -259,30 +252,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		return loop.RunResult{}, err
 	}
 
-	termed := exit.Stop != agentproc.StopNone
-	end := Ending{ExitCode: exit.ExitCode, Now: r.now(), StoppedAfterResult: exit.AfterResult && termed, Stderr: exit.Stderr}
-	switch {
-	case exit.AfterResult:
-		// The agent had finished: whatever stopped it afterwards, its
-		// result stands — unless it is an error result while ctx is
-		// cancelled, as below.
-		if exit.Cancelled && sess.Result != nil && sess.Result.IsError {
-			end.Cancelled = true
-		}
-	case exit.Stop == agentproc.StopCancel:
-		end.Cancelled = true
-	case exit.Stop == agentproc.StopTimeout:
-		end.TimedOut = true
-	case exit.Stop == agentproc.StopIdle:
-		end.IdleTimedOut = true
-	default:
-		// The agent may have been interrupted by the same signal that
-		// cancelled ctx (it exits 0 with error_during_execution on SIGINT).
-		if exit.Cancelled && (sess.Result == nil || sess.Result.IsError) {
-			end.Cancelled = true
-		}
-	}
-	res := Classify(&sess, end)
+	// Claude Code exits 0 with error_during_execution on SIGINT: the
+	// signal that cancelled ctx may have reached it first.
+	res := Classify(&sess, exit.Ending(exit.Cancelled, sess.Result, r.Now))
 	res.Agent = "claude"
 	res.Duration = exit.Duration
 	if res.Model == "" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -80,23 +81,6 @@ func Unreachable(msg string) bool {
 	return strings.HasPrefix(msg, "Reconnecting...") && strings.Contains(msg, "waiting for network")
 }
 
-// Ending says how the agent process ended.
-type Ending struct {
-	// ExitCode is the process's exit code (-1 when killed by a signal).
-	ExitCode int
-	// Cancelled, TimedOut and IdleTimedOut say that ralph stopped the
-	// agent, and why. At most one is set.
-	Cancelled    bool
-	TimedOut     bool
-	IdleTimedOut bool
-	// Unreachable says that ralph stopped the agent because it kept
-	// reconnecting to an API it could not reach (see Runner).
-	Unreachable bool
-	// StoppedAfterResult says that ralph stopped the agent after its
-	// turn.completed or turn.failed line: its exit code is ralph's doing.
-	StoppedAfterResult bool
-}
-
 var (
 	statusRE = regexp.MustCompile(`(?:unexpected status|last status:)\s+(\d{3})\b`)
 	authRE   = regexp.MustCompile(`(?i)\b(?:401|403)\b|unauthorized|forbidden|invalid_api_key|incorrect api key|not logged in|log ?in again|authentication|missing env var`)
@@ -108,7 +92,7 @@ var (
 // a stop ordered by ralph (cancel, wall or idle timeout) wins; then a
 // usage limit; then the turn's end (turn.completed, turn.failed); then no
 // end at all, which is a crash whatever the exit code — unless ralph
-// stopped an agent that could not reach its API (Ending.Unreachable),
+// stopped an agent that could not reach its API (Ending.GaveUp),
 // which is an API error.
 //
 // A failed turn's message is the only account of what failed (Codex
@@ -117,7 +101,7 @@ var (
 // status: 429", the "high demand" message of a 5xx), a broken or idle
 // stream make ClassAPIError; a usage-limit message makes ClassUsageLimit;
 // anything else (a 400, an unknown model) ClassAgentError.
-func Classify(s *Session, e Ending) loop.RunResult {
+func Classify(s *Session, e agentproc.Ending) loop.RunResult {
 	var res loop.RunResult
 	if s.Result != nil {
 		res = *s.Result
@@ -138,15 +122,8 @@ func Classify(s *Session, e Ending) loop.RunResult {
 		res.APIErrorStatus, _ = strconv.Atoi(m[1])
 	}
 
-	switch {
-	case e.Cancelled:
-		res.Class, res.IsError = loop.ClassCancelled, true
-		return res
-	case e.TimedOut:
-		res.Class, res.IsError = loop.ClassTimeout, true
-		return res
-	case e.IdleTimedOut:
-		res.Class, res.IsError = loop.ClassIdleTimeout, true
+	if c := e.Stopped(); c != "" {
+		res.Class, res.IsError = c, true
 		return res
 	}
 
@@ -156,7 +133,7 @@ func Classify(s *Session, e Ending) loop.RunResult {
 	}
 	if s.Result == nil {
 		res.Class = loop.ClassCrashed
-		if e.Unreachable {
+		if e.GaveUp {
 			res.Class, res.IsError = loop.ClassAPIError, true
 			if res.Text == "" {
 				res.Text = s.LastError

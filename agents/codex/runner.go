@@ -126,29 +126,10 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	end := Ending{ExitCode: exit.ExitCode, StoppedAfterResult: exit.AfterResult && exit.Stop != agentproc.StopNone}
-	switch {
-	case exit.AfterResult:
-		// The turn had ended: whatever stopped Codex afterwards, its
-		// result stands — unless it is a failure while ctx is cancelled.
-		if ctx.Err() != nil && sess.Result != nil && sess.Result.IsError {
-			end.Cancelled = true
-		}
-	case exit.Stop == agentproc.StopCancel && ctx.Err() == nil:
-		end.Unreachable = unreachable
-	case exit.Stop == agentproc.StopCancel:
-		end.Cancelled = true
-	case exit.Stop == agentproc.StopTimeout:
-		end.TimedOut = true
-	case exit.Stop == agentproc.StopIdle:
-		end.IdleTimedOut = true
-	default:
-		// Codex exits 1 on SIGINT and 143 on SIGTERM without a turn
-		// end: the signal that cancelled ctx may have reached it first.
-		if ctx.Err() != nil && (sess.Result == nil || sess.Result.IsError) {
-			end.Cancelled = true
-		}
-	}
+	// Codex exits 1 on SIGINT and 143 on SIGTERM without a turn end: the
+	// signal that cancelled ctx may have reached it first. Run got runCtx:
+	// a stop on cancel while ctx stands is the unreachable watch's.
+	end := exit.Ending(ctx.Err() != nil, sess.Result, r.Now)
 	res := Classify(&sess, end)
 	res.Duration = exit.Duration
 	res.Model, _ = ModelFor(req.Model)
@@ -157,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	}
 	Estimate(&res, res.Model)
 	res.Stderr = exit.Stderr
-	if end.Unreachable {
+	if end.GaveUp {
 		res.Stderr += fmt.Sprintf("\nralph: the agent could not reach its API (%d reconnects in a row); it was stopped", sess.Unreachable)
 	}
 	res.LogErr = exit.LogErr

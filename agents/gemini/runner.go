@@ -35,13 +35,6 @@ type Runner struct {
 
 var _ loop.Runner = (*Runner)(nil)
 
-func (r *Runner) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // Run runs one session; see loop.Runner. It returns an error only when the
 // CLI could not be started (loop.ErrAgentNotFound, a bad Dir, a log file or
 // system prompt that cannot be written). req.MaxTurns is not passed on:
@@ -96,7 +89,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	if err != nil {
 		return loop.RunResult{}, err
 	}
-	res := Classify(&sess, ending(x, &sess, r.now()))
+	res := Classify(&sess, x.Ending(x.Cancelled, sess.Result, r.Now))
 	res.Duration = x.Duration
 	if res.Model == "" {
 		res.Model = Model(req.Model)
@@ -105,25 +98,4 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	res.LogErr = x.LogErr
 	res.Checkout = x.Checkout
 	return res, nil
-}
-
-// ending says how the process ended, for Classify. A result stands
-// whatever stopped the agent after it — except an error result while ctx
-// is cancelled, which counts as cancelled, as does an agent that exits by
-// itself without a good result once ctx is cancelled.
-func ending(x agentproc.Exit, sess *Session, now time.Time) Ending {
-	e := Ending{ExitCode: x.ExitCode, Now: now, StoppedAfterResult: x.AfterResult && x.Stop != agentproc.StopNone}
-	switch {
-	case x.AfterResult:
-		e.Cancelled = x.Cancelled && sess.Result != nil && sess.Result.IsError
-	case x.Stop == agentproc.StopCancel:
-		e.Cancelled = true
-	case x.Stop == agentproc.StopTimeout:
-		e.TimedOut = true
-	case x.Stop == agentproc.StopIdle:
-		e.IdleTimedOut = true
-	default:
-		e.Cancelled = x.Cancelled && (sess.Result == nil || sess.Result.IsError)
-	}
-	return e
 }

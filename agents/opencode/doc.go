@@ -6,7 +6,7 @@
 //
 // The pieces work on their own: Args, Env, Config and StateDirs say how
 // OpenCode is started; a Decoder parses a stream from any io.Reader and
-// gathers its Session; Classify turns a Session and an Ending into a
+// gathers its Session; Classify turns a Session and an agentproc.Ending into a
 // loop.RunResult.
 //
 // # Starting OpenCode

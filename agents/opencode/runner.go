@@ -241,13 +241,6 @@ func StateDirs(env []string) []sandbox.State {
 	}
 }
 
-func (r *Runner) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // Run runs one OpenCode session; see loop.Runner. It returns an error only
 // when OpenCode could not be started (loop.ErrAgentNotFound, a system
 // prompt file or log file that cannot be written, a user's
@@ -295,7 +288,6 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	var (
 		mu       sync.Mutex
 		retrying *time.Timer
-		gaveUp   bool
 		dec      *Decoder
 	)
 	onEvent := func(ev loop.Event) {
@@ -303,12 +295,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		switch {
 		case ev.Kind == loop.EventStderr && strings.Contains(ev.Text, streamErrorLogLine):
 			if retrying == nil {
-				retrying = time.AfterFunc(retryLimit, func() {
-					mu.Lock()
-					gaveUp = true
-					mu.Unlock()
-					stop()
-				})
+				retrying = time.AfterFunc(retryLimit, stop)
 			}
 		case ev.Kind != loop.EventStderr && retrying != nil:
 			retrying.Stop()
@@ -358,29 +345,16 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	if dec != nil {
 		sess = dec.Session()
 	}
-	end := Ending{ExitCode: exit.ExitCode, Model: ModelFor(req.Model), Now: r.now(),
-		StoppedAfterResult: exit.AfterResult && exit.Stop != agentproc.StopNone}
-	switch {
-	case exit.AfterResult:
-		// The last step had finished: whatever stopped OpenCode
-		// afterwards, its session stands.
-	case exit.Stop == agentproc.StopTimeout:
-		end.TimedOut = true
-	case exit.Stop == agentproc.StopIdle:
-		end.IdleTimedOut = true
-	case ctx.Err() != nil:
-		// Stopped on cancel, or out by itself meanwhile (OpenCode ignores
-		// SIGINT, but a caller's signal may have reached it some other
-		// way).
-		end.Cancelled = true
-	case exit.Stop == agentproc.StopCancel:
-		// Only the retry watch cancels runCtx and not ctx.
-		end.Retrying = gaveUp
-	}
+	// OpenCode's errors come on lines of their own, not as an error
+	// result: after its last step its session stands whatever stopped it.
+	// Run got runCtx: a stop on cancel while ctx stands is the retry
+	// watch's.
+	end := exit.Ending(ctx.Err() != nil, nil, r.Now)
+	end.Model = ModelFor(req.Model)
 	res := Classify(sess, end)
 	res.Duration = exit.Duration
 	res.Stderr = exit.Stderr
-	if end.Retrying {
+	if end.GaveUp {
 		res.Stderr += fmt.Sprintf("\nralph: OpenCode kept retrying a failing API request for %v; it was stopped", retryLimit)
 	}
 	res.LogErr = exit.LogErr

@@ -1,0 +1,53 @@
+package agentproc
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// TestExitEnding: the one mapping from how Run ended to a runner's Ending,
+// case by case, and the class Stopped gives each.
+func TestExitEnding(t *testing.T) {
+	good, bad := &loop.RunResult{}, &loop.RunResult{IsError: true}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name      string
+		x         Exit
+		cancelled bool
+		result    *loop.RunResult
+		want      Ending
+		stopped   loop.ErrorClass
+	}{
+		{"exited with a result", Exit{AfterResult: true}, false, good, Ending{}, ""},
+		{"stopped after a good result, cancelled", Exit{ExitCode: -1, Stop: StopCancel, AfterResult: true}, true, good,
+			Ending{ExitCode: -1, StoppedAfterResult: true}, ""},
+		{"error result, cancelled", Exit{ExitCode: 1, AfterResult: true}, true, bad,
+			Ending{ExitCode: 1, Cancelled: true}, loop.ClassCancelled},
+		{"stopped after the result grace", Exit{ExitCode: -1, Stop: StopResultGrace, AfterResult: true}, false, good,
+			Ending{ExitCode: -1, StoppedAfterResult: true}, ""},
+		{"stopped on cancel", Exit{ExitCode: -1, Stop: StopCancel}, true, nil, Ending{ExitCode: -1, Cancelled: true}, loop.ClassCancelled},
+		{"stopped by the runner's own watch", Exit{ExitCode: -1, Stop: StopCancel}, false, nil, Ending{ExitCode: -1, GaveUp: true}, ""},
+		{"wall timeout", Exit{ExitCode: -1, Stop: StopTimeout}, false, nil, Ending{ExitCode: -1, TimedOut: true}, loop.ClassTimeout},
+		{"idle timeout", Exit{ExitCode: -1, Stop: StopIdle}, true, nil, Ending{ExitCode: -1, IdleTimedOut: true}, loop.ClassIdleTimeout},
+		{"out by itself, no result, cancelled", Exit{ExitCode: 143}, true, nil, Ending{ExitCode: 143, Cancelled: true}, loop.ClassCancelled},
+		{"out by itself, no result", Exit{ExitCode: 1}, false, nil, Ending{ExitCode: 1}, ""},
+		{"out by itself, stderr kept", Exit{ExitCode: 1, Stderr: "boom\n"}, false, nil, Ending{ExitCode: 1, Stderr: "boom\n"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.x.Ending(tt.cancelled, tt.result, func() time.Time { return now })
+			tt.want.Now = now
+			if got != tt.want {
+				t.Errorf("Ending =\n %+v, want\n %+v", got, tt.want)
+			}
+			if c := got.Stopped(); c != tt.stopped {
+				t.Errorf("Stopped = %q, want %q", c, tt.stopped)
+			}
+		})
+	}
+	if e := (Exit{}).Ending(false, nil, nil); e.Now.IsZero() {
+		t.Error("a nil clock gave no time; want time.Now")
+	}
+}
