@@ -241,8 +241,10 @@ func ParseResetText(text string, now time.Time) time.Time {
 // agent's text can be huge, and all on one line.
 const describeWidth = 500
 
-// Describe returns a one-line account of a finished run for error messages
-// and logs: its class and the agent's words or the stderr tail.
+// Describe returns a one-line account of a finished run for the
+// Formatter's footer: its class and the first line of the agent's words or
+// the stderr tail; a success or a usage limit too. The loop's reason for a
+// session that went wrong is loop.Describe's.
 func Describe(res loop.RunResult) string {
 	switch res.Class {
 	case loop.ClassSuccess:

@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
@@ -217,48 +216,4 @@ func Estimate(res *loop.RunResult, model string) {
 		return
 	}
 	res.CostUSD, res.CostSource = 0, loop.CostUnknown
-}
-
-// describeWidth bounds the agent's words in Describe's account.
-const describeWidth = 500
-
-// Describe returns a one-line account of a finished run for error
-// messages and logs: its class and the agent's words or the stderr tail.
-func Describe(res loop.RunResult) string {
-	switch res.Class {
-	case loop.ClassSuccess:
-		return "success"
-	case loop.ClassUsageLimit:
-		if res.UsageLimit != nil && !res.UsageLimit.ResetsAt.IsZero() {
-			return "usage limit reached; resets at " + res.UsageLimit.ResetsAt.Format(time.RFC3339)
-		}
-		return "usage limit reached; reset time unknown"
-	}
-	msg := string(res.Class)
-	switch {
-	case res.APIErrorStatus != 0:
-		msg += " (HTTP " + strconv.Itoa(res.APIErrorStatus) + ")"
-	case res.Class == loop.ClassCrashed:
-		msg += " (exit code " + strconv.Itoa(res.ExitCode) + ", no turn.completed or turn.failed)"
-	}
-	detail := res.Text
-	if res.Class == loop.ClassCrashed || detail == "" {
-		detail = lastLine(res.Stderr)
-	}
-	if detail != "" && res.Class != loop.ClassTimeout && res.Class != loop.ClassIdleTimeout && res.Class != loop.ClassCancelled {
-		detail = strings.TrimSpace(detail)
-		if i := strings.IndexByte(detail, '\n'); i >= 0 {
-			detail = detail[:i]
-		}
-		msg += ": " + cut(detail, describeWidth)
-	}
-	return msg
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }

@@ -100,21 +100,3 @@ func TestCost(t *testing.T) {
 		})
 	}
 }
-
-func TestDescribe(t *testing.T) {
-	tests := []struct {
-		res  loop.RunResult
-		want string
-	}{
-		{loop.RunResult{Class: loop.ClassSuccess}, "success"},
-		{loop.RunResult{Class: loop.ClassAPIError, Text: "boom (HTTP 500)"}, "api_error: boom (HTTP 500)"},
-		{loop.RunResult{Class: loop.ClassCrashed, ExitCode: -1, Text: "chatter", Stderr: "a\npanic: x\n"}, "crashed (exit code -1, no final step): panic: x"},
-		{loop.RunResult{Class: loop.ClassUsageLimit, UsageLimit: &loop.UsageLimit{ResetsAt: fixedNow}}, "usage limit reached; resets at 2026-11-22T12:00:00Z"},
-		{loop.RunResult{Class: loop.ClassCancelled, Text: "chatter"}, "cancelled"},
-	}
-	for _, tt := range tests {
-		if got := Describe(tt.res); got != tt.want {
-			t.Errorf("Describe(%v) = %q, want %q", tt.res.Class, got, tt.want)
-		}
-	}
-}
