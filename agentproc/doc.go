@@ -12,6 +12,16 @@
 // (LineReader), and stops what a dead ralph left behind: at once, by a
 // watchdog process (Linux), and at the next start of ralph (Sweep).
 //
+// It is also the skeleton the four runners share, so that each holds only
+// what is its agent's (arguments, environment, stream decoding,
+// classification): Bin finds the executable and a missing one is a
+// *NotFoundError; Spec.WithRequest takes the loop's request; Exit.Ending
+// maps how Run ended to the Ending a runner's Classify reads, and
+// Ending.Stopped the class of a stop ralph ordered; Exit.Fill puts what
+// Run measured into the result; Cut, Malformed and ToolOutputLimit trim
+// what decoders keep. How a result is described in one line is
+// loop.Describe's, the same in the loop and in the runners' tests.
+//
 // # Decisions
 //
 // Raw log. The stream goes to Spec.LogPath byte for byte as it is read,

@@ -148,31 +148,18 @@ func Env(base []string, req loop.RunRequest, inSandbox bool) []string {
 	})
 }
 
-// APIKeyNotice returns the notice the CLI prints once per run about
-// ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (ARCHITECTURE.md §4), given
-// ralph's environment (os.Environ()) and --use-api-key; "" when there is
-// nothing to say (neither set, not asked to use them). It names the ones
-// that are set.
-func APIKeyNotice(env []string, useAPIKey bool) string {
+// APIKeysSet returns the API key variables set (not empty) in env,
+// ralph's environment: ANTHROPIC_API_KEY, then ANTHROPIC_AUTH_TOKEN. Env
+// removes them from the agent's unless RunRequest.UseAPIKey; a CLI tells
+// its user so (ralph prints a notice once per run, ARCHITECTURE.md §7.7).
+func APIKeysSet(env []string) []string {
 	var set []string
 	for _, k := range []string{EnvAPIKey, EnvAuthToken} {
 		if agentproc.Getenv(env, k) != "" {
 			set = append(set, k)
 		}
 	}
-	names, verb, them := strings.Join(set, " and "), "is", "that key"
-	if len(set) > 1 {
-		verb, them = "are", "them"
-	}
-	switch {
-	case len(set) > 0 && useAPIKey:
-		return "note: " + names + " " + verb + " passed to the agent (--use-api-key): usage is billed per token to " + them
-	case len(set) > 0:
-		return "note: " + names + " " + verb + " set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use " + them + ")"
-	case useAPIKey:
-		return "note: --use-api-key given but neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; the agent uses its own login"
-	}
-	return ""
+	return set
 }
 
 // Run runs one agent session; see loop.Runner. It returns an error only
@@ -214,17 +201,11 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Name:        "claude",
 		Path:        path,
 		Args:        Args(req, spFile),
-		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
 		OwnKeys:     []string{EnvAPIKey, EnvAuthToken},
 		State:       StateDirs(env),
-		Plan:        req.Plan,
 		Stdin:       req.Prompt,
-		LogPath:     req.LogPath,
-		LogRoot:     req.LogRoot,
-		Timeout:     req.Timeout,
-		IdleTimeout: req.IdleTimeout,
 		Grace:       r.Grace,
 		ResultGrace: r.ResultGrace,
 		Decode: func(rd io.Reader, emit func(loop.Event)) error {
@@ -244,7 +225,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		OnEvent: req.OnEvent,
 		Now:     r.Now,
 		Trace:   r.trace,
-	})
+	}.WithRequest(req))
 	if err != nil {
 		if errors.Is(err, loop.ErrAgentNotFound) {
 			return loop.RunResult{}, fmt.Errorf("%w; %s or name the executable in $%s", err, Bin.Install, Bin.EnvVar)
@@ -256,13 +237,10 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// signal that cancelled ctx may have reached it first.
 	res := Classify(&sess, exit.Ending(exit.Cancelled, sess.Result, r.Now))
 	res.Agent = "claude"
-	res.Duration = exit.Duration
 	if res.Model == "" {
 		res.Model = req.Model
 	}
-	res.Stderr = exit.Stderr
-	res.LogErr = exit.LogErr
-	res.Checkout = exit.Checkout
+	exit.Fill(&res)
 	return res, nil
 }
 

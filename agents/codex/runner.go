@@ -104,23 +104,17 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Name:        Name,
 		Path:        path,
 		Args:        Args(req, instructions),
-		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
 		OwnKeys:     []string{EnvAPIKey, EnvCodexKey},
 		State:       StateDirs(env),
-		Plan:        req.Plan,
 		Stdin:       Stdin(req),
-		LogPath:     req.LogPath,
-		LogRoot:     req.LogRoot,
-		Timeout:     req.Timeout,
-		IdleTimeout: req.IdleTimeout,
 		Grace:       r.Grace,
 		ResultGrace: r.ResultGrace,
 		Decode:      decode,
 		OnEvent:     req.OnEvent,
 		Now:         r.Now,
-	})
+	}.WithRequest(req))
 	if err != nil {
 		return loop.RunResult{}, err
 	}
@@ -131,18 +125,15 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// a stop on cancel while ctx stands is the unreachable watch's.
 	end := exit.Ending(ctx.Err() != nil, sess.Result, r.Now)
 	res := Classify(&sess, end)
-	res.Duration = exit.Duration
 	res.Model, _ = ModelFor(req.Model)
 	if res.Model == "" {
 		res.Model = configModel(env)
 	}
 	Estimate(&res, res.Model)
-	res.Stderr = exit.Stderr
+	exit.Fill(&res)
 	if end.GaveUp {
 		res.Stderr += fmt.Sprintf("\nralph: the agent could not reach its API (%d reconnects in a row); it was stopped", sess.Unreachable)
 	}
-	res.LogErr = exit.LogErr
-	res.Checkout = exit.Checkout
 	return res, nil
 }
 

@@ -64,17 +64,11 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Name:        Name,
 		Path:        path,
 		Args:        Args(req, contextDir),
-		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
 		OwnKeys:     []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		State:       StateDirs(env),
-		Plan:        req.Plan,
 		Stdin:       req.Prompt,
-		LogPath:     req.LogPath,
-		LogRoot:     req.LogRoot,
-		Timeout:     req.Timeout,
-		IdleTimeout: req.IdleTimeout,
 		Grace:       r.Grace,
 		ResultGrace: r.ResultGrace,
 		Decode:      dec.Decode,
@@ -85,17 +79,14 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 			}
 		},
 		Now: r.Now,
-	})
+	}.WithRequest(req))
 	if err != nil {
 		return loop.RunResult{}, err
 	}
 	res := Classify(&sess, x.Ending(x.Cancelled, sess.Result, r.Now))
-	res.Duration = x.Duration
 	if res.Model == "" {
 		res.Model = Model(req.Model)
 	}
-	res.Stderr = x.Stderr
-	res.LogErr = x.LogErr
-	res.Checkout = x.Checkout
+	x.Fill(&res)
 	return res, nil
 }

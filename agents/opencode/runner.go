@@ -310,16 +310,10 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Name:        Name,
 		Path:        path,
 		Args:        Args(req),
-		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
 		State:       StateDirs(env),
-		Plan:        req.Plan,
 		Stdin:       req.Prompt,
-		LogPath:     req.LogPath,
-		LogRoot:     req.LogRoot,
-		Timeout:     req.Timeout,
-		IdleTimeout: req.IdleTimeout,
 		Grace:       grace,
 		ResultGrace: r.ResultGrace,
 		Decode: func(rd io.Reader, emit func(loop.Event)) error {
@@ -332,7 +326,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		},
 		OnEvent: onEvent,
 		Now:     r.Now,
-	})
+	}.WithRequest(req))
 	if err != nil {
 		return loop.RunResult{}, err
 	}
@@ -352,12 +346,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	end := exit.Ending(ctx.Err() != nil, nil, r.Now)
 	end.Model = ModelFor(req.Model)
 	res := Classify(sess, end)
-	res.Duration = exit.Duration
-	res.Stderr = exit.Stderr
+	exit.Fill(&res)
 	if end.GaveUp {
 		res.Stderr += fmt.Sprintf("\nralph: OpenCode kept retrying a failing API request for %v; it was stopped", retryLimit)
 	}
-	res.LogErr = exit.LogErr
-	res.Checkout = exit.Checkout
 	return res, nil
 }

@@ -1,5 +1,11 @@
 package agentproc
 
+// The skeleton every runner's Run shares: Bin finds the executable
+// (lookpath.go); Spec.WithRequest fills a Spec from the loop's request;
+// Run runs the agent; Exit.Ending says how it ended for the runner's
+// Classify, Ending.Stopped the class of a stop ralph ordered; Exit.Fill
+// puts what Run measured into the result.
+
 import (
 	"time"
 
@@ -94,4 +100,21 @@ func (e Ending) Stopped() loop.ErrorClass {
 		return loop.ClassIdleTimeout
 	}
 	return ""
+}
+
+// WithRequest returns s with the fields the loop's request sets: Dir, Plan,
+// LogPath, LogRoot, Timeout and IdleTimeout. The prompt is not one of
+// them: how it reaches the agent (Stdin, an argument) is the runner's.
+func (s Spec) WithRequest(req loop.RunRequest) Spec {
+	s.Dir, s.Plan = req.Dir, req.Plan
+	s.LogPath, s.LogRoot = req.LogPath, req.LogRoot
+	s.Timeout, s.IdleTimeout = req.Timeout, req.IdleTimeout
+	return s
+}
+
+// Fill puts what Run measured into a runner's result: Duration, Stderr,
+// LogErr and Checkout.
+func (x Exit) Fill(res *loop.RunResult) {
+	res.Duration, res.Stderr = x.Duration, x.Stderr
+	res.LogErr, res.Checkout = x.LogErr, x.Checkout
 }

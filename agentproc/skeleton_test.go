@@ -1,6 +1,7 @@
 package agentproc
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -49,5 +50,26 @@ func TestExitEnding(t *testing.T) {
 	}
 	if e := (Exit{}).Ending(false, nil, nil); e.Now.IsZero() {
 		t.Error("a nil clock gave no time; want time.Now")
+	}
+}
+
+// TestSpecWithRequestAndFill: a Spec takes the request's directory, plan,
+// log and timeouts and keeps the runner's own fields; a result takes what
+// Run measured and keeps what Classify said.
+func TestSpecWithRequestAndFill(t *testing.T) {
+	req := loop.RunRequest{Dir: "/d", Prompt: "p", LogPath: "/d/.ralph/logs/x", LogRoot: "/d",
+		Timeout: time.Minute, IdleTimeout: time.Second, Plan: &loop.PlanAccess{}}
+	s := Spec{Name: "codex", Path: "/bin/codex", Stdin: "in"}.WithRequest(req)
+	want := Spec{Name: "codex", Path: "/bin/codex", Stdin: "in", Dir: "/d", Plan: req.Plan,
+		LogPath: req.LogPath, LogRoot: "/d", Timeout: time.Minute, IdleTimeout: time.Second}
+	if s.Name != want.Name || s.Path != want.Path || s.Stdin != want.Stdin || s.Dir != want.Dir || s.Plan != want.Plan ||
+		s.LogPath != want.LogPath || s.LogRoot != want.LogRoot || s.Timeout != want.Timeout || s.IdleTimeout != want.IdleTimeout {
+		t.Errorf("WithRequest = %+v, want %+v", s, want)
+	}
+	res := loop.RunResult{Class: loop.ClassSuccess, Text: "t"}
+	logErr := errors.New("disk full")
+	Exit{Duration: time.Second, Stderr: "e", LogErr: logErr}.Fill(&res)
+	if res.Class != loop.ClassSuccess || res.Text != "t" || res.Duration != time.Second || res.Stderr != "e" || res.LogErr != logErr {
+		t.Errorf("Fill gave %+v", res)
 	}
 }
