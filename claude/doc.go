@@ -60,8 +60,8 @@
 // ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (a bearer token for the API,
 // billed per token like the key) unless RunRequest.UseAPIKey — even when
 // RunRequest.Env names them. CLAUDE_CODE_OAUTH_TOKEN, a subscriber's own
-// login, is kept. APIKeyNotice gives the once-per-run notice the CLI
-// prints about them, kept or removed, naming those that are set.
+// login, is kept. APIKeysSet names those that are set, for the
+// once-per-run notice the CLI prints about them, kept or removed.
 //
 // IS_SANDBOX is an honest hand-over (ARCHITECTURE.md §7): the runner sets
 // IS_SANDBOX=1 only when the agent runs in ralph's sandbox

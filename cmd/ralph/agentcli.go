@@ -180,7 +180,27 @@ func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop
 // apiKeyNotice prints what happens to ANTHROPIC_API_KEY and
 // ANTHROPIC_AUTH_TOKEN (ARCHITECTURE.md §7.7).
 func apiKeyNotice(cfg appConfig, useAPIKey bool) {
-	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
+	if notice := apiKeyNoticeText(claude.APIKeysSet(apiKeyEnv(cfg)), useAPIKey); notice != "" {
 		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
 	}
+}
+
+// apiKeyNoticeText is the notice about the API key variables that are
+// set (claude.APIKeysSet) and --use-api-key; "" when there is nothing to
+// say (neither set, not asked to use them). It names the ones that are
+// set.
+func apiKeyNoticeText(set []string, useAPIKey bool) string {
+	names, verb, them := strings.Join(set, " and "), "is", "that key"
+	if len(set) > 1 {
+		verb, them = "are", "them"
+	}
+	switch {
+	case len(set) > 0 && useAPIKey:
+		return "note: " + names + " " + verb + " passed to the agent (--use-api-key): usage is billed per token to " + them
+	case len(set) > 0:
+		return "note: " + names + " " + verb + " set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use " + them + ")"
+	case useAPIKey:
+		return "note: --use-api-key given but neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; the agent uses its own login"
+	}
+	return ""
 }
