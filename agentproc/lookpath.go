@@ -129,6 +129,17 @@ func Environ(base, extra []string, drop func(key string) bool) []string {
 	return out
 }
 
+// Home is the home directory an agent with environment env uses for its
+// own state: $HOME in env, else this user's home directory; "" when
+// neither is known.
+func Home(env []string) string {
+	if home := Getenv(env, "HOME"); home != "" {
+		return home
+	}
+	home, _ := os.UserHomeDir()
+	return home
+}
+
 // Getenv returns key's value in env, the last one when key is there more
 // than once (as exec.Cmd passes it), or "" when it is not there.
 func Getenv(env []string, key string) string {

@@ -2,6 +2,7 @@ package agentproc
 
 import (
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -71,5 +72,16 @@ func TestSpecWithRequestAndFill(t *testing.T) {
 	Exit{Duration: time.Second, Stderr: "e", LogErr: logErr}.Fill(&res)
 	if res.Class != loop.ClassSuccess || res.Text != "t" || res.Duration != time.Second || res.Stderr != "e" || res.LogErr != logErr {
 		t.Errorf("Fill gave %+v", res)
+	}
+}
+
+// TestHome: the agent's $HOME, else this user's home directory.
+func TestHome(t *testing.T) {
+	if got := Home([]string{"HOME=/h", "USER=x"}); got != "/h" {
+		t.Errorf("Home with $HOME = %q, want /h", got)
+	}
+	want, _ := os.UserHomeDir()
+	if got := Home([]string{"HOME="}); got != want {
+		t.Errorf("Home without $HOME = %q, want %q", got, want)
 	}
 }

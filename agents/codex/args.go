@@ -3,7 +3,6 @@ package codex
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -148,10 +147,7 @@ func Env(base []string, req loop.RunRequest) []string {
 func StateDirs(env []string) []sandbox.State {
 	dir := agentproc.Getenv(env, EnvCodexHome)
 	if dir == "" {
-		home := agentproc.Getenv(env, "HOME")
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
+		home := agentproc.Home(env)
 		if home == "" {
 			return nil
 		}

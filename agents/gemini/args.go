@@ -98,10 +98,7 @@ func Env(base []string, req loop.RunRequest) []string {
 func stateDir(env []string) string {
 	home := agentproc.Getenv(env, "GEMINI_CLI_HOME")
 	if home == "" {
-		home = agentproc.Getenv(env, "HOME")
-	}
-	if home == "" {
-		home, _ = os.UserHomeDir()
+		home = agentproc.Home(env)
 	}
 	if home == "" {
 		return ""

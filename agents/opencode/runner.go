@@ -221,10 +221,7 @@ func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string,
 // mcp-auth.json). The session database, its storage, snapshots and logs
 // start empty in the scratch.
 func StateDirs(env []string) []sandbox.State {
-	home := agentproc.Getenv(env, "HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
+	home := agentproc.Home(env)
 	dir := func(key, def string) string {
 		if v := agentproc.Getenv(env, key); v != "" && filepath.IsAbs(v) {
 			return filepath.Join(v, "opencode")
