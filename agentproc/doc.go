@@ -6,11 +6,21 @@
 // the wall-clock, idle and result timeouts, and stops and reaps the agent
 // and every process it started before Run returns. It also runs a build's
 // other commands — the test gate, --setup — the same way (Commands, a
-// loop.CommandRunner), resolves agent executables (LookPath), builds their
+// loop.CommandRunner), resolves agent executables (Bin), builds their
 // environments (Environ), writes temporary files and directories named
 // after this process (TempFile, TempDir), reads lines of any length
 // (LineReader), and stops what a dead ralph left behind: at once, by a
 // watchdog process (Linux), and at the next start of ralph (Sweep).
+//
+// It is also the skeleton the four runners share, so that each holds only
+// what is its agent's (arguments, environment, stream decoding,
+// classification): Bin finds the executable and a missing one is a
+// *NotFoundError; Spec.WithRequest takes the loop's request; Exit.Ending
+// maps how Run ended to the Ending a runner's Classify reads, and
+// Ending.Stopped the class of a stop ralph ordered; Exit.Fill puts what
+// Run measured into the result; Cut, Malformed and ToolOutputLimit trim
+// what decoders keep. How a result is described in one line is
+// loop.Describe's, the same in the loop and in the runners' tests.
 //
 // # Decisions
 //
@@ -289,11 +299,12 @@
 // next line or by Release; a decoder that copies a huge string out of it
 // can give back the pages it has copied as it goes (Offset, Discard).
 //
-// Executables and environments. LookPath takes the flag's value, else the
-// environment variable's, else the name on PATH, and its error names where
-// a missing path came from and how to install the agent; it wraps
-// loop.ErrAgentNotFound, as does Run's error for a Path that cannot be
-// executed. Environ layers a runner's entries over ralph's own, a later
+// Executables and environments. Bin.LookPath takes the caller's path,
+// else the environment variable's value, else the name on PATH; its error,
+// a *NotFoundError, is loop.ErrAgentNotFound, names where a missing path
+// came from and how to install the agent, and names no flag of ralph's
+// CLI: the CLI words it with its own (NotFoundError.Missing). Run's error
+// for a Path that cannot be executed wraps loop.ErrAgentNotFound too. Environ layers a runner's entries over ralph's own, a later
 // entry winning in the place of the first, and drops what the runner says
 // (API keys it must not pass on).
 //

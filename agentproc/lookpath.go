@@ -3,6 +3,7 @@ package agentproc
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,33 +11,91 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// LookPath resolves an agent executable: flag (the value of the option
-// flagName, such as --agent-bin) if not empty, else env (the value of the
-// environment variable envName, such as $RALPH_CODEX), else name on PATH.
-// The path returned is absolute. The error wraps loop.ErrAgentNotFound,
-// names where the missing path came from (`--agent-bin "X"`,
-// `$RALPH_CODEX "X"`, or "no codex on PATH"), and ends with hint (how to
-// install the agent or name it).
-func LookPath(name, flag, flagName, env, envName, hint string) (string, error) {
-	path, from := flag, flagName
+// Bin says how to find an agent CLI's executable: by its name on PATH,
+// or at the path a variable of ralph's environment names. Each runner
+// has one (claude.Bin, codex.Bin, …).
+type Bin struct {
+	// Name is the executable's name on PATH: "codex".
+	Name string
+	// EnvVar is the variable naming the executable: "RALPH_CODEX".
+	EnvVar string
+	// Install says how to install the agent: "install the Codex CLI
+	// (npm install -g @openai/codex)".
+	Install string
+}
+
+// LookPath resolves the executable: path (the caller's, such as a
+// command-line flag's value) if not empty, else env (the value of
+// EnvVar), else Name on PATH. The path returned is absolute. The error
+// is a *NotFoundError, which is loop.ErrAgentNotFound.
+func (b Bin) LookPath(path, env string) (string, error) {
+	e := &NotFoundError{Bin: b, Path: path}
 	if path == "" {
-		path, from = env, "$"+envName
+		e.Path, e.FromEnv = env, true
 	}
-	if path == "" {
-		path, from = name, ""
+	try := e.Path
+	if try == "" {
+		try, e.FromEnv = b.Name, false
 	}
-	found, err := exec.LookPath(path)
+	found, err := exec.LookPath(try)
 	if err != nil {
-		if from == "" {
-			return "", fmt.Errorf("%w: no %s on PATH; %s", loop.ErrAgentNotFound, name, hint)
-		}
-		return "", fmt.Errorf("%w: %s %q is not an executable (%v); %s", loop.ErrAgentNotFound, from, path, unwrapExecErr(err), hint)
+		e.Err = unwrapExecErr(err)
+		return "", e
 	}
 	if abs, err := filepath.Abs(found); err == nil {
 		found = abs
 	}
 	return found, nil
 }
+
+// Resolve is the executable a runner runs: path when not empty (its
+// Runner.Path), else LookPath with EnvVar's value in ralph's environment.
+func (b Bin) Resolve(path string) (string, error) {
+	if path != "" {
+		return path, nil
+	}
+	return b.LookPath("", os.Getenv(b.EnvVar))
+}
+
+// NotFoundError is Bin.LookPath's error: the agent's executable is not
+// there. It is loop.ErrAgentNotFound (errors.Is) and unwraps to why the
+// path is not an executable. Its text names the caller's path as "path";
+// a caller with names of its own for it (the CLI's --agent-bin) words
+// the error with Missing and Bin.Install.
+type NotFoundError struct {
+	Bin
+	// Path is what is not an executable; "" when Name is not on PATH.
+	Path string
+	// FromEnv says that Path is EnvVar's value, not the caller's.
+	FromEnv bool
+	// Err is why Path is not an executable.
+	Err error
+}
+
+// Error is the error in the library's words: "loop: agent executable not
+// found: ", Missing("path"), and how to install or name the executable.
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%v: %s; %s or name the executable in $%s", loop.ErrAgentNotFound, e.Missing("path"), e.Install, e.EnvVar)
+}
+
+// Missing says what is missing: "no codex on PATH", `$RALPH_CODEX "X" is
+// not an executable (why)`, or, for the caller's path, the same with
+// caller (such as "--agent-bin") in the place of $RALPH_CODEX.
+func (e *NotFoundError) Missing(caller string) string {
+	from := caller
+	switch {
+	case e.Path == "":
+		return fmt.Sprintf("no %s on PATH", e.Name)
+	case e.FromEnv:
+		from = "$" + e.EnvVar
+	}
+	return fmt.Sprintf("%s %q is not an executable (%v)", from, e.Path, e.Err)
+}
+
+// Is reports whether target is loop.ErrAgentNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == loop.ErrAgentNotFound }
+
+func (e *NotFoundError) Unwrap() error { return e.Err }
 
 func unwrapExecErr(err error) error {
 	var ee *exec.Error
@@ -68,6 +127,17 @@ func Environ(base, extra []string, drop func(key string) bool) []string {
 		}
 	}
 	return out
+}
+
+// Home is the home directory an agent with environment env uses for its
+// own state: $HOME in env, else this user's home directory; "" when
+// neither is known.
+func Home(env []string) string {
+	if home := Getenv(env, "HOME"); home != "" {
+		return home
+	}
+	home, _ := os.UserHomeDir()
+	return home
 }
 
 // Getenv returns key's value in env, the last one when key is there more

@@ -208,26 +208,40 @@ func TestLookPath(t *testing.T) {
 		}
 	}
 	t.Setenv("PATH", dir)
-	const hint = "install it"
+	bin := Bin{Name: "codex", EnvVar: "RALPH_CODEX", Install: "install it"}
+	const hint = "; install it or name the executable in $RALPH_CODEX"
 	tests := []struct {
 		name, flag, env string
 		path            string // PATH
 		want, wantErr   string
+		// wantMissing is the error's Missing("--agent-bin"): the
+		// caller's path under the caller's name.
+		wantMissing string
 	}{
 		{name: "flag wins", flag: other, env: "/nowhere", path: dir, want: other},
 		{name: "env next", env: other, path: dir, want: other},
 		{name: "PATH last", path: dir, want: exe},
-		{name: "flag missing", flag: "/nowhere/codex", path: dir, wantErr: `--agent-bin "/nowhere/codex" is not an executable`},
-		{name: "env missing", env: "/nowhere/codex", path: dir, wantErr: `$RALPH_CODEX "/nowhere/codex" is not an executable`},
-		{name: "nothing on PATH", path: t.TempDir(), wantErr: "no codex on PATH; install it"},
+		{name: "flag missing", flag: "/nowhere/codex", path: dir, wantErr: `path "/nowhere/codex" is not an executable`,
+			wantMissing: `--agent-bin "/nowhere/codex" is not an executable (stat /nowhere/codex: no such file or directory)`},
+		{name: "env missing", env: "/nowhere/codex", path: dir, wantErr: `$RALPH_CODEX "/nowhere/codex" is not an executable`,
+			wantMissing: `$RALPH_CODEX "/nowhere/codex" is not an executable (stat /nowhere/codex: no such file or directory)`},
+		{name: "nothing on PATH", path: t.TempDir(), wantErr: "loop: agent executable not found: no codex on PATH" + hint,
+			wantMissing: "no codex on PATH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("PATH", tt.path)
-			got, err := LookPath("codex", tt.flag, "--agent-bin", tt.env, "RALPH_CODEX", hint)
+			got, err := bin.LookPath(tt.flag, tt.env)
 			if tt.wantErr != "" {
 				if !errors.Is(err, loop.ErrAgentNotFound) || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasSuffix(err.Error(), hint) {
 					t.Fatalf("err = %v, want ErrAgentNotFound saying %q and ending with the hint", err, tt.wantErr)
+				}
+				var nf *NotFoundError
+				if !errors.As(err, &nf) || nf.Bin != bin {
+					t.Fatalf("err = %#v, want a *NotFoundError of %v", err, bin)
+				}
+				if got := nf.Missing("--agent-bin"); got != tt.wantMissing {
+					t.Errorf("Missing(--agent-bin) = %q, want %q", got, tt.wantMissing)
 				}
 				return
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -57,26 +58,6 @@ func (s *Session) Add(ev loop.Event) {
 	}
 }
 
-// Ending says how the agent process ended.
-type Ending struct {
-	// ExitCode is the process's exit code (-1 when killed by a signal).
-	ExitCode int
-	// Cancelled, TimedOut and IdleTimedOut say that ralph stopped the
-	// agent, and why. At most one is set.
-	Cancelled    bool
-	TimedOut     bool
-	IdleTimedOut bool
-	// StoppedAfterResult says that ralph stopped the agent after its
-	// result line (it did not exit in time, or was cancelled or timed out
-	// then): its exit code is ralph's doing and says nothing against the
-	// result.
-	StoppedAfterResult bool
-	// Now is the time of classification, to resolve "resets 6:30pm" texts.
-	Now time.Time
-	// Stderr is the tail of what the agent wrote on standard error.
-	Stderr string
-}
-
 // Classify turns what a session said and how its process ended into a
 // RunResult with its Class. It reads structured fields only: the result
 // line's is_error, subtype, terminal_reason, api_error_status and text, and
@@ -88,7 +69,7 @@ type Ending struct {
 // 0 and error_during_execution after SIGINT) says nothing about why; then a
 // usage limit; then the result line; then no result at all, which is a
 // crash whatever the exit code.
-func Classify(s *Session, e Ending) loop.RunResult {
+func Classify(s *Session, e agentproc.Ending) loop.RunResult {
 	var res loop.RunResult
 	if s.Result != nil {
 		res = *s.Result
@@ -107,15 +88,8 @@ func Classify(s *Session, e Ending) loop.RunResult {
 		res.IsError = true
 	}
 
-	switch {
-	case e.Cancelled:
-		res.Class, res.IsError = loop.ClassCancelled, true
-		return res
-	case e.TimedOut:
-		res.Class, res.IsError = loop.ClassTimeout, true
-		return res
-	case e.IdleTimedOut:
-		res.Class, res.IsError = loop.ClassIdleTimeout, true
+	if c := e.Stopped(); c != "" {
+		res.Class, res.IsError = c, true
 		return res
 	}
 
@@ -170,7 +144,7 @@ const RootRefusal = "Claude Code refuses to skip permissions as root outside a s
 // Claude Code's refusal to skip permissions as root: exit code 1, nothing
 // at all on its stream, and the refusal as a whole line of its standard
 // error (which carries the CLI's own messages, never tool output).
-func refusedAsRoot(s *Session, e Ending) bool {
+func refusedAsRoot(s *Session, e agentproc.Ending) bool {
 	if e.ExitCode != 1 || s.Result != nil || s.SessionID != "" || s.LastText != "" || s.Rejected != nil || s.Malformed > 0 {
 		return false
 	}
@@ -267,8 +241,10 @@ func ParseResetText(text string, now time.Time) time.Time {
 // agent's text can be huge, and all on one line.
 const describeWidth = 500
 
-// Describe returns a one-line account of a finished run for error messages
-// and logs: its class and the agent's words or the stderr tail.
+// Describe returns a one-line account of a finished run for the
+// Formatter's footer: its class and the first line of the agent's words or
+// the stderr tail; a success or a usage limit too. The loop's reason for a
+// session that went wrong is loop.Describe's.
 func Describe(res loop.RunResult) string {
 	switch res.Class {
 	case loop.ClassSuccess:

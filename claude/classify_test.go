@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -24,39 +25,39 @@ func sessionOf(t *testing.T, file string) *Session {
 func TestClassifyFixtures(t *testing.T) {
 	tests := []struct {
 		file      string
-		end       Ending
+		end       agentproc.Ending
 		wantClass loop.ErrorClass
 		wantText  string
 		wantReset time.Time
 	}{
 		{file: "default_model", wantClass: loop.ClassSuccess, wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
-		{file: "err_http401", end: Ending{ExitCode: 1}, wantClass: loop.ClassAuth, wantText: "Invalid API key · Fix external API key"},
-		{file: "err_http429", end: Ending{ExitCode: 1}, wantClass: loop.ClassAPIError, wantText: "API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"},
-		{file: "err_http500", end: Ending{ExitCode: 1}, wantClass: loop.ClassAPIError},
-		{file: "err_http529", end: Ending{ExitCode: 1}, wantClass: loop.ClassAPIError},
-		{file: "err_stall_midstream_idle5s", end: Ending{ExitCode: 1}, wantClass: loop.ClassAPIError},
-		{file: "max_turns1", end: Ending{ExitCode: 1}, wantClass: loop.ClassMaxTurns},
+		{file: "err_http401", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAuth, wantText: "Invalid API key · Fix external API key"},
+		{file: "err_http429", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAPIError, wantText: "API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"},
+		{file: "err_http500", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAPIError},
+		{file: "err_http529", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAPIError},
+		{file: "err_stall_midstream_idle5s", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAPIError},
+		{file: "max_turns1", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassMaxTurns},
 		// SIGINT: exit 0, error_during_execution. Whether it is a cancel
 		// depends on who interrupted it.
 		{file: "sigint_midstream", wantClass: loop.ClassAgentError},
-		{file: "sigint_midstream", end: Ending{Cancelled: true}, wantClass: loop.ClassCancelled},
+		{file: "sigint_midstream", end: agentproc.Ending{Cancelled: true}, wantClass: loop.ClassCancelled},
 		// A good result, but the process was killed by ralph's timeout.
-		{file: "default_model", end: Ending{ExitCode: -1, TimedOut: true}, wantClass: loop.ClassTimeout,
+		{file: "default_model", end: agentproc.Ending{ExitCode: -1, TimedOut: true}, wantClass: loop.ClassTimeout,
 			wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
 		// A good result, then killed by ralph when the agent did not
 		// exit within the result grace: the result stands.
-		{file: "default_model", end: Ending{ExitCode: -1, StoppedAfterResult: true}, wantClass: loop.ClassSuccess,
+		{file: "default_model", end: agentproc.Ending{ExitCode: -1, StoppedAfterResult: true}, wantClass: loop.ClassSuccess,
 			wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
 		// A non-zero exit the agent chose after a good result is still
 		// agent trouble.
-		{file: "default_model", end: Ending{ExitCode: 1}, wantClass: loop.ClassAgentError},
-		{file: "err_http401", end: Ending{ExitCode: -1, StoppedAfterResult: true}, wantClass: loop.ClassAuth},
+		{file: "default_model", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAgentError},
+		{file: "err_http401", end: agentproc.Ending{ExitCode: -1, StoppedAfterResult: true}, wantClass: loop.ClassAuth},
 		{file: "multi_step_failing_cmd", wantClass: loop.ClassSuccess, wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
 		// is_error with exit 0 is still an error.
 		{file: "recorded_voxi_cli-2.1.200_misc_lines", wantClass: loop.ClassAgentError},
-		{file: "usage_limit_oauth", end: Ending{ExitCode: 1}, wantClass: loop.ClassUsageLimit,
+		{file: "usage_limit_oauth", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassUsageLimit,
 			wantText: "You've hit your 5-hour limit · resets 6:30pm (UTC)", wantReset: time.Unix(1784399400, 0).UTC()},
-		{file: "recorded_spindrift_issue1539_session_limit", end: Ending{ExitCode: 1}, wantClass: loop.ClassUsageLimit,
+		{file: "recorded_spindrift_issue1539_session_limit", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassUsageLimit,
 			wantText: "You've hit your session limit · resets 6:30pm (UTC)", wantReset: time.Unix(1784399400, 0).UTC()},
 	}
 	for _, tt := range tests {
@@ -156,7 +157,7 @@ func TestClassifyUsageLimitTexts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := Classify(&Session{Result: tt.res, Rejected: tt.rejected}, Ending{Now: now})
+			res := Classify(&Session{Result: tt.res, Rejected: tt.rejected}, agentproc.Ending{Now: now})
 			if diff := cmp.Diff(tt.wantClass, res.Class); diff != "" {
 				t.Errorf("Class (-want +got):\n%s", diff)
 			}
@@ -205,16 +206,16 @@ func TestClassifyRootRefusal(t *testing.T) {
 	tests := []struct {
 		name string
 		sess *Session
-		end  Ending
+		end  agentproc.Ending
 		want loop.ErrorClass
 	}{
-		{"the refusal", &Session{}, Ending{ExitCode: 1, Stderr: refusal}, loop.ClassRefused},
-		{"after other stderr lines", &Session{}, Ending{ExitCode: 1, Stderr: "warning: Node 20 is old\n" + refusal}, loop.ClassRefused},
-		{"another exit code", &Session{}, Ending{ExitCode: 3, Stderr: refusal}, loop.ClassCrashed},
-		{"a session that started", started, Ending{ExitCode: 1, Stderr: refusal}, loop.ClassCrashed},
-		{"the words inside another line", &Session{}, Ending{ExitCode: 1, Stderr: "echo " + refusal}, loop.ClassCrashed},
-		{"a plain crash", &Session{}, Ending{ExitCode: 1, Stderr: "Error: something broke\n"}, loop.ClassCrashed},
-		{"a cancel wins", &Session{}, Ending{ExitCode: 1, Stderr: refusal, Cancelled: true}, loop.ClassCancelled},
+		{"the refusal", &Session{}, agentproc.Ending{ExitCode: 1, Stderr: refusal}, loop.ClassRefused},
+		{"after other stderr lines", &Session{}, agentproc.Ending{ExitCode: 1, Stderr: "warning: Node 20 is old\n" + refusal}, loop.ClassRefused},
+		{"another exit code", &Session{}, agentproc.Ending{ExitCode: 3, Stderr: refusal}, loop.ClassCrashed},
+		{"a session that started", started, agentproc.Ending{ExitCode: 1, Stderr: refusal}, loop.ClassCrashed},
+		{"the words inside another line", &Session{}, agentproc.Ending{ExitCode: 1, Stderr: "echo " + refusal}, loop.ClassCrashed},
+		{"a plain crash", &Session{}, agentproc.Ending{ExitCode: 1, Stderr: "Error: something broke\n"}, loop.ClassCrashed},
+		{"a cancel wins", &Session{}, agentproc.Ending{ExitCode: 1, Stderr: refusal, Cancelled: true}, loop.ClassCancelled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

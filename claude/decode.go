@@ -13,11 +13,8 @@ import (
 )
 
 // ToolOutputLimit is the most bytes of a tool's output kept in an
-// EventToolResult's Text; the raw log keeps all of it.
-const ToolOutputLimit = 8 << 10
-
-// malformedExcerpt is the most bytes of a malformed line quoted in its event.
-const malformedExcerpt = 200
+// EventToolResult's Text: agentproc.ToolOutputLimit.
+const ToolOutputLimit = agentproc.ToolOutputLimit
 
 // The top-level line types of Claude Code's stream-json.
 const (
@@ -214,7 +211,7 @@ func (d *Decoder) DecodeLine(raw []byte) Line {
 	if err != nil {
 		d.events = append(d.events, d.event(loop.Event{
 			Kind: loop.EventMalformed,
-			Text: excerpt(raw),
+			Text: agentproc.Malformed(raw),
 			Err:  fmt.Errorf("claude: malformed stream line: %w", err),
 		}))
 		line.Events = d.events
@@ -276,13 +273,6 @@ func lineType(val []byte) string {
 }
 
 func (d *Decoder) emit(ev loop.Event) { d.events = append(d.events, d.event(ev)) }
-
-func excerpt(raw []byte) string {
-	if len(raw) <= malformedExcerpt {
-		return string(raw)
-	}
-	return string(raw[:malformedExcerpt]) + "…"
-}
 
 func (d *Decoder) system(f *fields, subtype, sessionID string) {
 	ev := loop.Event{Kind: loop.EventSystem, Subtype: subtype, SessionID: sessionID}

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -93,7 +94,7 @@ func TestDecodeFixtures(t *testing.T) {
 			}
 			defer f.Close()
 			events, sess := decodeAll(t, f)
-			res := Classify(sess, Ending{ExitCode: 0, Now: fixedNow})
+			res := Classify(sess, agentproc.Ending{ExitCode: 0, Now: fixedNow})
 
 			agentproctest.Golden(t, filepath.Join("testdata", "golden", name+".golden"), agentproctest.DecodeGolden(t, events, "classified (exit 0)", res), *update)
 		})

@@ -12,12 +12,14 @@
 //
 // # Decisions
 //
-// Starting the agent. The executable is --claude PATH, else $RALPH_CLAUDE,
-// else `claude` on PATH (LookPath, by agentproc.LookPath); a missing one is loop.ErrAgentNotFound
-// with a hint on how to install or name it, returned before anything runs;
-// the message names where the missing path came from (`--claude "X"` or
-// `$RALPH_CLAUDE "X"`). LookPathFrom takes $RALPH_CLAUDE's value from the
-// caller, so a CLI with its own view of the environment names it right.
+// Starting the agent. The executable is Runner.Path, else $RALPH_CLAUDE,
+// else `claude` on PATH (LookPath, by Bin); a missing one is an
+// *agentproc.NotFoundError (loop.ErrAgentNotFound) with a hint on how to
+// install or name it, returned before anything runs; the message names
+// where the missing path came from (`$RALPH_CLAUDE "X"` or the caller's
+// path). Bin.LookPath takes $RALPH_CLAUDE's value from the caller, so a CLI
+// with its own view of the environment names it right, and words the
+// error with its own flags (NotFoundError.Missing).
 // The arguments are `-p --verbose --output-format stream-json
 // --no-session-persistence --model M`, then `--append-system-prompt-file
 // F` (the system prompt is written to a temporary file, removed after the
@@ -58,8 +60,8 @@
 // ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (a bearer token for the API,
 // billed per token like the key) unless RunRequest.UseAPIKey — even when
 // RunRequest.Env names them. CLAUDE_CODE_OAUTH_TOKEN, a subscriber's own
-// login, is kept. APIKeyNotice gives the once-per-run notice the CLI
-// prints about them, kept or removed, naming those that are set.
+// login, is kept. APIKeysSet names those that are set, for the
+// once-per-run notice the CLI prints about them, kept or removed.
 //
 // IS_SANDBOX is an honest hand-over (ARCHITECTURE.md §7): the runner sets
 // IS_SANDBOX=1 only when the agent runs in ralph's sandbox

@@ -19,8 +19,8 @@ func ExampleRunner() {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
-	if notice := claude.APIKeyNotice(os.Environ(), false); notice != "" {
-		fmt.Fprintln(os.Stderr, notice)
+	if keys := claude.APIKeysSet(os.Environ()); len(keys) > 0 {
+		fmt.Fprintln(os.Stderr, "not passed to the agent:", keys)
 	}
 	view := claude.NewFormatter(os.Stdout)
 	runner := &claude.Runner{Path: path}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -42,7 +43,7 @@ func formatFixture(t *testing.T, file string, color bool) string {
 			fm.Event(ev)
 		}
 	}
-	res := Classify(&sess, Ending{Now: fixedNow})
+	res := Classify(&sess, agentproc.Ending{Now: fixedNow})
 	res.Duration = 1234 * time.Millisecond
 	fm.Footer(res)
 	return buf.String()

@@ -70,29 +70,24 @@ var _ loop.Runner = (*Runner)(nil)
 
 // The environment variables LookPath and Env look at.
 const (
-	EnvClaude     = "RALPH_CLAUDE"         // the agent executable, when --claude is not given
+	EnvClaude     = "RALPH_CLAUDE"         // the agent executable, when Runner.Path is empty
 	EnvAPIKey     = "ANTHROPIC_API_KEY"    // removed from the agent's environment unless UseAPIKey
 	EnvAuthToken  = "ANTHROPIC_AUTH_TOKEN" // a bearer token for the API, billed per token like the key: removed with it
 	EnvClaudeCode = "CLAUDECODE"           // set inside Claude Code sessions; always removed
 	EnvIsSandbox  = "IS_SANDBOX"           // "1" lets --dangerously-skip-permissions run as root: set only in ralph's sandbox
 )
 
-// installHint says how to get or point to the agent.
-const installHint = "install Claude Code (npm install -g @anthropic-ai/claude-code) or name the executable with --claude PATH or " + EnvClaude
+// Bin finds the agent executable: Bin.LookPath(path, env) takes path if
+// not empty, else env ($RALPH_CLAUDE's value, for callers that read the
+// environment themselves), else `claude` on PATH; a missing one is an
+// *agentproc.NotFoundError (loop.ErrAgentNotFound) that names where the
+// missing path came from and says how to install the agent.
+var Bin = agentproc.Bin{Name: "claude", EnvVar: EnvClaude, Install: "install Claude Code (npm install -g @anthropic-ai/claude-code)"}
 
-// LookPath resolves the agent executable: explicit (from --claude PATH) if
-// not empty, else $RALPH_CLAUDE if set, else `claude` on PATH. The error
-// wraps loop.ErrAgentNotFound and says how to install or point to it.
+// LookPath resolves the agent executable: explicit if not empty, else
+// $RALPH_CLAUDE if set, else `claude` on PATH (Bin.LookPath).
 func LookPath(explicit string) (string, error) {
-	return LookPathFrom(explicit, os.Getenv(EnvClaude))
-}
-
-// LookPathFrom is LookPath with the value of $RALPH_CLAUDE given (for
-// callers that read the environment themselves): flag is --claude's value,
-// env $RALPH_CLAUDE's. The error names where a missing executable came
-// from: `--claude "X"` or `$RALPH_CLAUDE "X"`.
-func LookPathFrom(flag, env string) (string, error) {
-	return agentproc.LookPath("claude", flag, "--claude", env, EnvClaude, installHint)
+	return Bin.LookPath(explicit, os.Getenv(EnvClaude))
 }
 
 // Args returns the agent's command-line arguments for req. The system
@@ -153,38 +148,18 @@ func Env(base []string, req loop.RunRequest, inSandbox bool) []string {
 	})
 }
 
-// APIKeyNotice returns the notice the CLI prints once per run about
-// ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (ARCHITECTURE.md §4), given
-// ralph's environment (os.Environ()) and --use-api-key; "" when there is
-// nothing to say (neither set, not asked to use them). It names the ones
-// that are set.
-func APIKeyNotice(env []string, useAPIKey bool) string {
+// APIKeysSet returns the API key variables set (not empty) in env,
+// ralph's environment: ANTHROPIC_API_KEY, then ANTHROPIC_AUTH_TOKEN. Env
+// removes them from the agent's unless RunRequest.UseAPIKey; a CLI tells
+// its user so (ralph prints a notice once per run, ARCHITECTURE.md §7.7).
+func APIKeysSet(env []string) []string {
 	var set []string
 	for _, k := range []string{EnvAPIKey, EnvAuthToken} {
 		if agentproc.Getenv(env, k) != "" {
 			set = append(set, k)
 		}
 	}
-	names, verb, them := strings.Join(set, " and "), "is", "that key"
-	if len(set) > 1 {
-		verb, them = "are", "them"
-	}
-	switch {
-	case len(set) > 0 && useAPIKey:
-		return "note: " + names + " " + verb + " passed to the agent (--use-api-key): usage is billed per token to " + them
-	case len(set) > 0:
-		return "note: " + names + " " + verb + " set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use " + them + ")"
-	case useAPIKey:
-		return "note: --use-api-key given but neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; the agent uses its own login"
-	}
-	return ""
-}
-
-func (r *Runner) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+	return set
 }
 
 // Run runs one agent session; see loop.Runner. It returns an error only
@@ -200,12 +175,9 @@ func (r *Runner) now() time.Time {
 func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 	r.mark("enter")
 	defer r.mark("return")
-	path := r.Path
-	if path == "" {
-		var err error
-		if path, err = LookPath(""); err != nil {
-			return loop.RunResult{}, err
-		}
+	path, err := Bin.Resolve(r.Path)
+	if err != nil {
+		return loop.RunResult{}, err
 	}
 	if ctx.Err() != nil {
 		return loop.RunResult{Class: loop.ClassCancelled, IsError: true, ExitCode: -1}, nil
@@ -229,17 +201,11 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Name:        "claude",
 		Path:        path,
 		Args:        Args(req, spFile),
-		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
 		OwnKeys:     []string{EnvAPIKey, EnvAuthToken},
 		State:       StateDirs(env),
-		Plan:        req.Plan,
 		Stdin:       req.Prompt,
-		LogPath:     req.LogPath,
-		LogRoot:     req.LogRoot,
-		Timeout:     req.Timeout,
-		IdleTimeout: req.IdleTimeout,
 		Grace:       r.Grace,
 		ResultGrace: r.ResultGrace,
 		Decode: func(rd io.Reader, emit func(loop.Event)) error {
@@ -259,46 +225,22 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		OnEvent: req.OnEvent,
 		Now:     r.Now,
 		Trace:   r.trace,
-	})
+	}.WithRequest(req))
 	if err != nil {
 		if errors.Is(err, loop.ErrAgentNotFound) {
-			return loop.RunResult{}, fmt.Errorf("%w; %s", err, installHint)
+			return loop.RunResult{}, fmt.Errorf("%w; %s or name the executable in $%s", err, Bin.Install, Bin.EnvVar)
 		}
 		return loop.RunResult{}, err
 	}
 
-	termed := exit.Stop != agentproc.StopNone
-	end := Ending{ExitCode: exit.ExitCode, Now: r.now(), StoppedAfterResult: exit.AfterResult && termed, Stderr: exit.Stderr}
-	switch {
-	case exit.AfterResult:
-		// The agent had finished: whatever stopped it afterwards, its
-		// result stands — unless it is an error result while ctx is
-		// cancelled, as below.
-		if exit.Cancelled && sess.Result != nil && sess.Result.IsError {
-			end.Cancelled = true
-		}
-	case exit.Stop == agentproc.StopCancel:
-		end.Cancelled = true
-	case exit.Stop == agentproc.StopTimeout:
-		end.TimedOut = true
-	case exit.Stop == agentproc.StopIdle:
-		end.IdleTimedOut = true
-	default:
-		// The agent may have been interrupted by the same signal that
-		// cancelled ctx (it exits 0 with error_during_execution on SIGINT).
-		if exit.Cancelled && (sess.Result == nil || sess.Result.IsError) {
-			end.Cancelled = true
-		}
-	}
-	res := Classify(&sess, end)
+	// Claude Code exits 0 with error_during_execution on SIGINT: the
+	// signal that cancelled ctx may have reached it first.
+	res := Classify(&sess, exit.Ending(exit.Cancelled, sess.Result, r.Now))
 	res.Agent = "claude"
-	res.Duration = exit.Duration
 	if res.Model == "" {
 		res.Model = req.Model
 	}
-	res.Stderr = exit.Stderr
-	res.LogErr = exit.LogErr
-	res.Checkout = exit.Checkout
+	exit.Fill(&res)
 	return res, nil
 }
 

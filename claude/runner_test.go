@@ -772,7 +772,7 @@ func TestLookPath(t *testing.T) {
 		{name: "explicit wins", explicit: other, env: "/nowhere/x", path: dir, want: other},
 		{name: "RALPH_CLAUDE next", env: other, path: dir, want: other},
 		{name: "PATH last", path: dir, want: exe},
-		{name: "explicit missing", explicit: "/nowhere/claude", path: dir, wantErr: `--claude "/nowhere/claude" is not an executable`},
+		{name: "explicit missing", explicit: "/nowhere/claude", path: dir, wantErr: `path "/nowhere/claude" is not an executable`},
 		{name: "RALPH_CLAUDE missing", env: "/nowhere/claude", path: dir, wantErr: `$RALPH_CLAUDE "/nowhere/claude" is not an executable`},
 		{name: "nothing on PATH", path: t.TempDir(), wantErr: "no claude on PATH; install Claude Code"},
 	}
@@ -797,35 +797,21 @@ func TestLookPath(t *testing.T) {
 	}
 }
 
-func TestAPIKeyNotice(t *testing.T) {
+// TestAPIKeysSet: the key variables that are set, in order; an empty one
+// is not set.
+func TestAPIKeysSet(t *testing.T) {
 	tests := []struct {
-		name string
 		env  []string
-		use  bool
-		want string // "" for none
+		want []string
 	}{
-		{"key set, removed", []string{"ANTHROPIC_API_KEY=sk"}, false,
-			"note: ANTHROPIC_API_KEY is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
-		{"key set, kept", []string{"ANTHROPIC_API_KEY=sk"}, true,
-			"note: ANTHROPIC_API_KEY is passed to the agent (--use-api-key): usage is billed per token to that key"},
-		{"token set, removed", []string{"ANTHROPIC_AUTH_TOKEN=tok"}, false,
-			"note: ANTHROPIC_AUTH_TOKEN is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
-		{"both set, removed", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok"}, false,
-			"note: ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use them)"},
-		{"both set, kept", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok"}, true,
-			"note: ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are passed to the agent (--use-api-key): usage is billed per token to them"},
-		{"an empty one is not set", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN="}, false,
-			"note: ANTHROPIC_API_KEY is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
-		{"none, asked to use them", nil, true,
-			"note: --use-api-key given but neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; the agent uses its own login"},
-		{"none", []string{"HOME=/root"}, false, ""},
+		{[]string{"ANTHROPIC_AUTH_TOKEN=tok", "HOME=/h", "ANTHROPIC_API_KEY=sk"}, []string{EnvAPIKey, EnvAuthToken}},
+		{[]string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN="}, []string{EnvAPIKey}},
+		{[]string{"HOME=/root", "CLAUDE_CODE_OAUTH_TOKEN=login"}, nil},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, APIKeyNotice(tt.env, tt.use)); diff != "" {
-				t.Errorf("notice (-want +got):\n%s", diff)
-			}
-		})
+		if diff := cmp.Diff(tt.want, APIKeysSet(tt.env)); diff != "" {
+			t.Errorf("APIKeysSet(%q) (-want +got):\n%s", tt.env, diff)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package codex
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,22 +16,16 @@ const Name = "codex"
 
 // The environment variables the runner looks at.
 const (
-	EnvBin       = "RALPH_CODEX"    // the agent executable, when --agent-bin is not given
+	EnvBin       = "RALPH_CODEX"    // the agent executable, when Runner.Path is empty
 	EnvCodexHome = "CODEX_HOME"     // Codex's state directory (default ~/.codex)
 	EnvAPIKey    = "OPENAI_API_KEY" // removed from the agent's environment unless UseAPIKey
 	EnvCodexKey  = "CODEX_API_KEY"  // Codex exec's own key variable; removed likewise
 )
 
-// installHint says how to get or point to the agent.
-const installHint = "install the Codex CLI (npm install -g @openai/codex) or name the executable with --agent-bin PATH or $" + EnvBin
-
-// LookPathFrom resolves the agent executable: flag (--agent-bin's value)
-// if not empty, else env ($RALPH_CODEX's value), else `codex` on PATH. The
-// error wraps loop.ErrAgentNotFound, names where a missing executable came
-// from and says how to install it.
-func LookPathFrom(flag, env string) (string, error) {
-	return agentproc.LookPath("codex", flag, "--agent-bin", env, EnvBin, installHint)
-}
+// Bin finds the agent executable: Bin.LookPath(path, env) takes path if
+// not empty, else env ($RALPH_CODEX's value), else `codex` on PATH; a
+// missing one is an *agentproc.NotFoundError (loop.ErrAgentNotFound).
+var Bin = agentproc.Bin{Name: Name, EnvVar: EnvBin, Install: "install the Codex CLI (npm install -g @openai/codex)"}
 
 // Tier is the Codex model and reasoning effort a model tier maps to.
 type Tier struct {
@@ -154,10 +147,7 @@ func Env(base []string, req loop.RunRequest) []string {
 func StateDirs(env []string) []sandbox.State {
 	dir := agentproc.Getenv(env, EnvCodexHome)
 	if dir == "" {
-		home := agentproc.Getenv(env, "HOME")
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
+		home := agentproc.Home(env)
 		if home == "" {
 			return nil
 		}

@@ -81,24 +81,24 @@ func TestStateDirs(t *testing.T) {
 	}
 }
 
-func TestLookPathFrom(t *testing.T) {
+func TestBinLookPath(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "codex")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := LookPathFrom(bin, "/nope"); err != nil || got != bin {
-		t.Errorf("LookPathFrom(flag) = %q, %v", got, err)
+	if got, err := Bin.LookPath(bin, "/nope"); err != nil || got != bin {
+		t.Errorf("Bin.LookPath(flag) = %q, %v", got, err)
 	}
-	if got, err := LookPathFrom("", bin); err != nil || got != bin {
-		t.Errorf("LookPathFrom(env) = %q, %v", got, err)
+	if got, err := Bin.LookPath("", bin); err != nil || got != bin {
+		t.Errorf("Bin.LookPath(env) = %q, %v", got, err)
 	}
-	_, err := LookPathFrom("", filepath.Join(dir, "missing"))
+	_, err := Bin.LookPath("", filepath.Join(dir, "missing"))
 	if !errors.Is(err, loop.ErrAgentNotFound) || !strings.Contains(err.Error(), "$RALPH_CODEX") {
 		t.Errorf("missing $RALPH_CODEX: %v", err)
 	}
 	t.Setenv("PATH", dir+"/none")
-	_, err = LookPathFrom("", "")
+	_, err = Bin.LookPath("", "")
 	if !errors.Is(err, loop.ErrAgentNotFound) || !strings.Contains(err.Error(), "no codex on PATH") {
 		t.Errorf("none on PATH: %v", err)
 	}

@@ -4,8 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -80,23 +80,6 @@ func Unreachable(msg string) bool {
 	return strings.HasPrefix(msg, "Reconnecting...") && strings.Contains(msg, "waiting for network")
 }
 
-// Ending says how the agent process ended.
-type Ending struct {
-	// ExitCode is the process's exit code (-1 when killed by a signal).
-	ExitCode int
-	// Cancelled, TimedOut and IdleTimedOut say that ralph stopped the
-	// agent, and why. At most one is set.
-	Cancelled    bool
-	TimedOut     bool
-	IdleTimedOut bool
-	// Unreachable says that ralph stopped the agent because it kept
-	// reconnecting to an API it could not reach (see Runner).
-	Unreachable bool
-	// StoppedAfterResult says that ralph stopped the agent after its
-	// turn.completed or turn.failed line: its exit code is ralph's doing.
-	StoppedAfterResult bool
-}
-
 var (
 	statusRE = regexp.MustCompile(`(?:unexpected status|last status:)\s+(\d{3})\b`)
 	authRE   = regexp.MustCompile(`(?i)\b(?:401|403)\b|unauthorized|forbidden|invalid_api_key|incorrect api key|not logged in|log ?in again|authentication|missing env var`)
@@ -108,7 +91,7 @@ var (
 // a stop ordered by ralph (cancel, wall or idle timeout) wins; then a
 // usage limit; then the turn's end (turn.completed, turn.failed); then no
 // end at all, which is a crash whatever the exit code — unless ralph
-// stopped an agent that could not reach its API (Ending.Unreachable),
+// stopped an agent that could not reach its API (Ending.GaveUp),
 // which is an API error.
 //
 // A failed turn's message is the only account of what failed (Codex
@@ -117,7 +100,7 @@ var (
 // status: 429", the "high demand" message of a 5xx), a broken or idle
 // stream make ClassAPIError; a usage-limit message makes ClassUsageLimit;
 // anything else (a 400, an unknown model) ClassAgentError.
-func Classify(s *Session, e Ending) loop.RunResult {
+func Classify(s *Session, e agentproc.Ending) loop.RunResult {
 	var res loop.RunResult
 	if s.Result != nil {
 		res = *s.Result
@@ -138,15 +121,8 @@ func Classify(s *Session, e Ending) loop.RunResult {
 		res.APIErrorStatus, _ = strconv.Atoi(m[1])
 	}
 
-	switch {
-	case e.Cancelled:
-		res.Class, res.IsError = loop.ClassCancelled, true
-		return res
-	case e.TimedOut:
-		res.Class, res.IsError = loop.ClassTimeout, true
-		return res
-	case e.IdleTimedOut:
-		res.Class, res.IsError = loop.ClassIdleTimeout, true
+	if c := e.Stopped(); c != "" {
+		res.Class, res.IsError = c, true
 		return res
 	}
 
@@ -156,7 +132,7 @@ func Classify(s *Session, e Ending) loop.RunResult {
 	}
 	if s.Result == nil {
 		res.Class = loop.ClassCrashed
-		if e.Unreachable {
+		if e.GaveUp {
 			res.Class, res.IsError = loop.ClassAPIError, true
 			if res.Text == "" {
 				res.Text = s.LastError
@@ -240,48 +216,4 @@ func Estimate(res *loop.RunResult, model string) {
 		return
 	}
 	res.CostUSD, res.CostSource = 0, loop.CostUnknown
-}
-
-// describeWidth bounds the agent's words in Describe's account.
-const describeWidth = 500
-
-// Describe returns a one-line account of a finished run for error
-// messages and logs: its class and the agent's words or the stderr tail.
-func Describe(res loop.RunResult) string {
-	switch res.Class {
-	case loop.ClassSuccess:
-		return "success"
-	case loop.ClassUsageLimit:
-		if res.UsageLimit != nil && !res.UsageLimit.ResetsAt.IsZero() {
-			return "usage limit reached; resets at " + res.UsageLimit.ResetsAt.Format(time.RFC3339)
-		}
-		return "usage limit reached; reset time unknown"
-	}
-	msg := string(res.Class)
-	switch {
-	case res.APIErrorStatus != 0:
-		msg += " (HTTP " + strconv.Itoa(res.APIErrorStatus) + ")"
-	case res.Class == loop.ClassCrashed:
-		msg += " (exit code " + strconv.Itoa(res.ExitCode) + ", no turn.completed or turn.failed)"
-	}
-	detail := res.Text
-	if res.Class == loop.ClassCrashed || detail == "" {
-		detail = lastLine(res.Stderr)
-	}
-	if detail != "" && res.Class != loop.ClassTimeout && res.Class != loop.ClassIdleTimeout && res.Class != loop.ClassCancelled {
-		detail = strings.TrimSpace(detail)
-		if i := strings.IndexByte(detail, '\n'); i >= 0 {
-			detail = detail[:i]
-		}
-		msg += ": " + cut(detail, describeWidth)
-	}
-	return msg
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }

@@ -15,11 +15,8 @@ import (
 )
 
 // ToolOutputLimit is the most bytes of a tool's output kept in an
-// EventToolResult's Text; the raw log keeps all of it (as claude's).
-const ToolOutputLimit = 8 << 10
-
-// malformedExcerpt is the most bytes of a malformed line quoted in its event.
-const malformedExcerpt = 200
+// EventToolResult's Text: agentproc.ToolOutputLimit.
+const ToolOutputLimit = agentproc.ToolOutputLimit
 
 // inputLimit bounds the JSON arguments kept as an EventToolUse's Input.
 const inputLimit = 512
@@ -180,7 +177,7 @@ func (d *Decoder) DecodeLine(raw []byte) Line {
 		err = errors.New("not a JSON object")
 	}
 	if err != nil {
-		return Line{Raw: raw, Events: []loop.Event{{Kind: loop.EventMalformed, At: at, Text: excerpt(raw),
+		return Line{Raw: raw, Events: []loop.Event{{Kind: loop.EventMalformed, At: at, Text: agentproc.Malformed(raw),
 			Err: fmt.Errorf("codex: malformed stream line: %w", err)}}}
 	}
 	line := Line{Type: w.Type, Raw: raw}
@@ -306,7 +303,7 @@ func (d *Decoder) item(completed bool, it *wireItem, emit func(loop.Event)) {
 		use(ToolExec, ShellCommand(it.Command))
 		if completed {
 			failed := it.Status == "failed" || it.Status == "declined" || (it.ExitCode != nil && *it.ExitCode != 0)
-			emit(loop.Event{Kind: loop.EventToolResult, Tool: ToolExec, Text: cut(it.AggregatedOutput, ToolOutputLimit), IsError: failed})
+			emit(loop.Event{Kind: loop.EventToolResult, Tool: ToolExec, Text: agentproc.Cut(it.AggregatedOutput, ToolOutputLimit), IsError: failed})
 		}
 	case "file_change":
 		var paths []string
@@ -319,13 +316,13 @@ func (d *Decoder) item(completed bool, it *wireItem, emit func(loop.Event)) {
 			for _, c := range it.Changes {
 				lines = append(lines, c.Kind+" "+c.Path)
 			}
-			emit(loop.Event{Kind: loop.EventToolResult, Tool: "apply_patch", Text: cut(strings.Join(lines, "\n"), ToolOutputLimit), IsError: it.Status == "failed"})
+			emit(loop.Event{Kind: loop.EventToolResult, Tool: "apply_patch", Text: agentproc.Cut(strings.Join(lines, "\n"), ToolOutputLimit), IsError: it.Status == "failed"})
 		}
 	case "mcp_tool_call":
 		tool := "mcp__" + it.Server + "__" + it.Tool
-		use(tool, cut(string(it.Arguments), inputLimit))
+		use(tool, agentproc.Cut(string(it.Arguments), inputLimit))
 		if completed {
-			text := cut(string(it.Result), ToolOutputLimit)
+			text := agentproc.Cut(string(it.Result), ToolOutputLimit)
 			if it.Error != nil && it.Error.Message != "" {
 				text = it.Error.Message
 			}
@@ -357,24 +354,6 @@ func ShellCommand(cmd string) string {
 		}
 	}
 	return strings.Join(parts, "'")
-}
-
-// cut shortens s to at most n bytes (on a rune boundary), marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-func excerpt(raw []byte) string {
-	return cut(string(raw), malformedExcerpt)
 }
 
 // limitRE finds Codex's usage-limit messages ("You've hit your usage

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -95,7 +96,7 @@ func TestDecodeFixtures(t *testing.T) {
 			}
 			defer f.Close()
 			events, sess := decodeAll(t, f)
-			res := Classify(sess, Ending{ExitCode: 0})
+			res := Classify(sess, agentproc.Ending{ExitCode: 0})
 			Estimate(&res, "gpt-5.5")
 
 			agentproctest.Golden(t, filepath.Join("testdata", "golden", name+".golden"), agentproctest.DecodeGolden(t, events, "classified (exit 0, model gpt-5.5)", res), *update)

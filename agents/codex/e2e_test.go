@@ -53,7 +53,7 @@ func (rr *realRun) run(ctx context.Context, r *codex.Runner, req loop.RunRequest
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
 	rr.t.Logf("%s: %v wall, max RSS of a child so far %d MB; class %s: %s", rr.t.Name(), time.Since(start).Round(10*time.Millisecond),
-		ru.Maxrss/1024, res.Class, codex.Describe(res))
+		ru.Maxrss/1024, res.Class, loop.Describe(res))
 	return res
 }
 
@@ -92,7 +92,7 @@ func TestRealToolRun(t *testing.T) {
 	}, nil)
 
 	if res.Class != loop.ClassSuccess || res.ExitCode != 0 {
-		t.Fatalf("class %s exit %d (%s), want success; stderr:\n%s", res.Class, res.ExitCode, codex.Describe(res), res.Stderr)
+		t.Fatalf("class %s exit %d (%s), want success; stderr:\n%s", res.Class, res.ExitCode, loop.Describe(res), res.Stderr)
 	}
 	if data, err := os.ReadFile(filepath.Join(rr.dir, "out.txt")); err != nil || string(data) != "hi\n" {
 		t.Errorf("out.txt = %q, %v; want the tool call's output", data, err)
@@ -139,7 +139,7 @@ func TestRealReadOnly(t *testing.T) {
 	rr := newRealRun(t, api.Env)
 	res := rr.run(t.Context(), &codex.Runner{Path: bin}, loop.RunRequest{Prompt: "Verify.", Tools: loop.VerifierTools, Model: "gpt-5.5"}, nil)
 	if res.Class != loop.ClassSuccess {
-		t.Fatalf("class %s (%s), want success", res.Class, codex.Describe(res))
+		t.Fatalf("class %s (%s), want success", res.Class, loop.Describe(res))
 	}
 	if _, err := os.Stat(filepath.Join(rr.dir, "out.txt")); !os.IsNotExist(err) {
 		t.Errorf("the read-only session wrote out.txt (%v)", err)
@@ -158,7 +158,7 @@ func TestRealHTTP500(t *testing.T) {
 	start := time.Now()
 	res := rr.run(t.Context(), &codex.Runner{Path: bin}, loop.RunRequest{Prompt: "Do it.", Sandboxed: true}, nil)
 	if res.Class != loop.ClassAPIError {
-		t.Errorf("class %s (%s), want api_error", res.Class, codex.Describe(res))
+		t.Errorf("class %s (%s), want api_error", res.Class, loop.Describe(res))
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("took %v with retries off, want a few seconds", d)
@@ -181,7 +181,7 @@ func TestRealHTTP500DefaultRetries(t *testing.T) {
 	rr := newRealRun(t, func(home string) []string { return codextest.EnvRetries(t, home, api.URL, -1) })
 	res := rr.run(t.Context(), &codex.Runner{Path: bin}, loop.RunRequest{Prompt: "Do it.", Sandboxed: true}, nil)
 	if res.Class != loop.ClassAPIError {
-		t.Errorf("class %s (%s), want api_error", res.Class, codex.Describe(res))
+		t.Errorf("class %s (%s), want api_error", res.Class, loop.Describe(res))
 	}
 	t.Logf("default retries: %d requests in %v", len(api.Requests()), res.Duration.Round(100*time.Millisecond))
 }
@@ -226,7 +226,7 @@ func TestRealCancelDuringTool(t *testing.T) {
 		}
 	})
 	if res.Class != loop.ClassCancelled {
-		t.Errorf("class %s (%s), want cancelled", res.Class, codex.Describe(res))
+		t.Errorf("class %s (%s), want cancelled", res.Class, loop.Describe(res))
 	}
 	if cancelled.IsZero() {
 		t.Fatal("the tool never started")
@@ -248,7 +248,7 @@ func TestRealDetachedToolIsReaped(t *testing.T) {
 	rr := newRealRun(t, api.Env)
 	res := rr.run(t.Context(), &codex.Runner{Path: bin}, loop.RunRequest{Prompt: "Start it.", Sandboxed: true}, nil)
 	if res.Class != loop.ClassSuccess {
-		t.Fatalf("class %s (%s), want success", res.Class, codex.Describe(res))
+		t.Fatalf("class %s (%s), want success", res.Class, loop.Describe(res))
 	}
 	rr.leftovers()
 	time.Sleep(4 * time.Second)
@@ -264,7 +264,7 @@ func TestRealUsageLimit(t *testing.T) {
 	rr := newRealRun(t, api.Env)
 	res := rr.run(t.Context(), &codex.Runner{Path: bin}, loop.RunRequest{Prompt: "Do it.", Sandboxed: true}, nil)
 	if res.Class != loop.ClassUsageLimit || res.UsageLimit == nil {
-		t.Fatalf("class %s (%s), want usage_limit", res.Class, codex.Describe(res))
+		t.Fatalf("class %s (%s), want usage_limit", res.Class, loop.Describe(res))
 	}
 	// Codex prints the reset time to the minute, in its local time.
 	if got, want := res.UsageLimit.ResetsAt, reset.Truncate(time.Minute); got.Sub(want).Abs() > time.Minute {

@@ -25,11 +25,10 @@ import (
 const UnreachableRetries = 2
 
 // Runner runs the Codex CLI (`codex exec --json`) as a loop.Runner. The
-// zero value runs the codex found by LookPathFrom("", $RALPH_CODEX) with
+// zero value runs the codex found by Bin.Resolve("") with
 // the default grace periods. A Runner is safe for concurrent use.
 type Runner struct {
-	// Path is the agent executable; empty means LookPathFrom("",
-	// os.Getenv(EnvBin)).
+	// Path is the agent executable; empty means Bin.Resolve("").
 	Path string
 	// Grace is the time between SIGTERM and SIGKILL when the agent is
 	// stopped; zero means agentproc.DefaultGrace.
@@ -60,12 +59,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// Codex does not know Claude Code's custom slash commands: peek
 	// mode's "/ralph-build <peek>" reaches it as the command's text.
 	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
-	path := r.Path
-	if path == "" {
-		var err error
-		if path, err = LookPathFrom("", os.Getenv(EnvBin)); err != nil {
-			return loop.RunResult{}, err
-		}
+	path, err := Bin.Resolve(r.Path)
+	if err != nil {
+		return loop.RunResult{}, err
 	}
 	var instructions string
 	if req.ReplaceSystemPrompt && req.SystemPrompt != "" {
@@ -108,64 +104,36 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Name:        Name,
 		Path:        path,
 		Args:        Args(req, instructions),
-		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
 		OwnKeys:     []string{EnvAPIKey, EnvCodexKey},
 		State:       StateDirs(env),
-		Plan:        req.Plan,
 		Stdin:       Stdin(req),
-		LogPath:     req.LogPath,
-		LogRoot:     req.LogRoot,
-		Timeout:     req.Timeout,
-		IdleTimeout: req.IdleTimeout,
 		Grace:       r.Grace,
 		ResultGrace: r.ResultGrace,
 		Decode:      decode,
 		OnEvent:     req.OnEvent,
 		Now:         r.Now,
-	})
+	}.WithRequest(req))
 	if err != nil {
 		return loop.RunResult{}, err
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	end := Ending{ExitCode: exit.ExitCode, StoppedAfterResult: exit.AfterResult && exit.Stop != agentproc.StopNone}
-	switch {
-	case exit.AfterResult:
-		// The turn had ended: whatever stopped Codex afterwards, its
-		// result stands — unless it is a failure while ctx is cancelled.
-		if ctx.Err() != nil && sess.Result != nil && sess.Result.IsError {
-			end.Cancelled = true
-		}
-	case exit.Stop == agentproc.StopCancel && ctx.Err() == nil:
-		end.Unreachable = unreachable
-	case exit.Stop == agentproc.StopCancel:
-		end.Cancelled = true
-	case exit.Stop == agentproc.StopTimeout:
-		end.TimedOut = true
-	case exit.Stop == agentproc.StopIdle:
-		end.IdleTimedOut = true
-	default:
-		// Codex exits 1 on SIGINT and 143 on SIGTERM without a turn
-		// end: the signal that cancelled ctx may have reached it first.
-		if ctx.Err() != nil && (sess.Result == nil || sess.Result.IsError) {
-			end.Cancelled = true
-		}
-	}
+	// Codex exits 1 on SIGINT and 143 on SIGTERM without a turn end: the
+	// signal that cancelled ctx may have reached it first. Run got runCtx:
+	// a stop on cancel while ctx stands is the unreachable watch's.
+	end := exit.Ending(ctx.Err() != nil, sess.Result, r.Now)
 	res := Classify(&sess, end)
-	res.Duration = exit.Duration
 	res.Model, _ = ModelFor(req.Model)
 	if res.Model == "" {
 		res.Model = configModel(env)
 	}
 	Estimate(&res, res.Model)
-	res.Stderr = exit.Stderr
-	if end.Unreachable {
+	exit.Fill(&res)
+	if end.GaveUp {
 		res.Stderr += fmt.Sprintf("\nralph: the agent could not reach its API (%d reconnects in a row); it was stopped", sess.Unreachable)
 	}
-	res.LogErr = exit.LogErr
-	res.Checkout = exit.Checkout
 	return res, nil
 }
 

@@ -19,7 +19,7 @@ import (
 // Name is the agent's name: the --agent-cli value and RunResult.Agent.
 const Name = "gemini"
 
-// EnvBin names the Gemini CLI executable when --agent-bin is not given.
+// EnvBin names the Gemini CLI executable when Runner.Path is empty.
 const EnvBin = "RALPH_GEMINI"
 
 // DefaultModel is the model of a request that names none: the CLI's own
@@ -47,16 +47,10 @@ func Model(requested string) string {
 	return requested
 }
 
-// installHint says how to get or point to the CLI.
-const installHint = "install the Gemini CLI (npm install -g @google/gemini-cli) or name the executable with --agent-bin PATH or $" + EnvBin
-
-// LookPathFrom resolves the CLI executable: flag (--agent-bin's value) if
-// not empty, else env ($RALPH_GEMINI's value), else `gemini` on PATH. The
-// error wraps loop.ErrAgentNotFound, names where a missing path came from,
-// and says how to install it.
-func LookPathFrom(flag, env string) (string, error) {
-	return agentproc.LookPath("gemini", flag, "--agent-bin", env, EnvBin, installHint)
-}
+// Bin finds the CLI executable: Bin.LookPath(path, env) takes path if not
+// empty, else env ($RALPH_GEMINI's value), else `gemini` on PATH; a
+// missing one is an *agentproc.NotFoundError (loop.ErrAgentNotFound).
+var Bin = agentproc.Bin{Name: Name, EnvVar: EnvBin, Install: "install the Gemini CLI (npm install -g @google/gemini-cli)"}
 
 // Args returns the CLI's arguments for req: stream-json output, the model
 // (always given: see Model), contextDir as an included directory when the
@@ -104,10 +98,7 @@ func Env(base []string, req loop.RunRequest) []string {
 func stateDir(env []string) string {
 	home := agentproc.Getenv(env, "GEMINI_CLI_HOME")
 	if home == "" {
-		home = agentproc.Getenv(env, "HOME")
-	}
-	if home == "" {
-		home, _ = os.UserHomeDir()
+		home = agentproc.Home(env)
 	}
 	if home == "" {
 		return ""

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -37,22 +38,6 @@ func (s *Session) Add(ev loop.Event) {
 	case loop.EventMalformed:
 		s.Malformed++
 	}
-}
-
-// Ending says how the agent process ended.
-type Ending struct {
-	// ExitCode is the process's exit code (-1 when killed by a signal).
-	ExitCode int
-	// Cancelled, TimedOut and IdleTimedOut say that ralph stopped the
-	// agent before its result line, and why. At most one is set.
-	Cancelled    bool
-	TimedOut     bool
-	IdleTimedOut bool
-	// StoppedAfterResult says that ralph stopped the agent after its
-	// result line: its exit code says nothing against the result.
-	StoppedAfterResult bool
-	// Now is the time of classification, for usage-limit reset times.
-	Now time.Time
 }
 
 // The Gemini CLI's own exit codes (packages/cli FatalError subclasses).
@@ -99,7 +84,7 @@ var pacific = func() *time.Location {
 // timeout) wins; then a usage limit; then no result line, a crash whatever
 // the exit code (the CLI exits 0 with no result on SIGTERM); then the
 // result line.
-func Classify(s *Session, e Ending) loop.RunResult {
+func Classify(s *Session, e agentproc.Ending) loop.RunResult {
 	var res loop.RunResult
 	if s.Result != nil {
 		res = *s.Result
@@ -125,15 +110,8 @@ func Classify(s *Session, e Ending) loop.RunResult {
 		res.APIErrorStatus = e.ExitCode + 256
 	}
 
-	switch {
-	case e.Cancelled:
-		res.Class, res.IsError = loop.ClassCancelled, true
-		return res
-	case e.TimedOut:
-		res.Class, res.IsError = loop.ClassTimeout, true
-		return res
-	case e.IdleTimedOut:
-		res.Class, res.IsError = loop.ClassIdleTimeout, true
+	if c := e.Stopped(); c != "" {
+		res.Class, res.IsError = c, true
 		return res
 	}
 	if s.Result == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/sandbox"
 )
@@ -36,35 +37,35 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		name   string
 		result *loop.RunResult
-		end    Ending
+		end    agentproc.Ending
 		want   loop.ErrorClass
 		status int
 	}{
-		{"success", ok, Ending{}, loop.ClassSuccess, 0},
-		{"success, then a non-zero exit", ok, Ending{ExitCode: 1}, loop.ClassAgentError, 0},
-		{"success, stopped after it", ok, Ending{ExitCode: -1, StoppedAfterResult: true}, loop.ClassSuccess, 0},
-		{"no result, exit 0 (SIGTERM)", nil, Ending{}, loop.ClassCrashed, 0},
-		{"no result, killed", nil, Ending{ExitCode: -1}, loop.ClassCrashed, 0},
-		{"cancelled beats the result", errResult("[API Error: terminated]"), Ending{ExitCode: 1, Cancelled: true}, loop.ClassCancelled, 0},
-		{"cancelled without a result", nil, Ending{Cancelled: true}, loop.ClassCancelled, 0},
-		{"timeout", nil, Ending{ExitCode: -1, TimedOut: true}, loop.ClassTimeout, 0},
-		{"idle timeout beats a quota", errResult(quota), Ending{ExitCode: 173, IdleTimedOut: true}, loop.ClassIdleTimeout, 429},
-		{"500 from the message", errResult(`[API Error: {"error":{"code":500,"message":"x","status":"INTERNAL"}}]`), Ending{ExitCode: 244}, loop.ClassAPIError, 500},
-		{"503 from the exit code", errResult("[API Error: The model is overloaded.]"), Ending{ExitCode: 247}, loop.ClassAPIError, 503},
-		{"429 rate limit", errResult("[API Error: Resource has been exhausted (e.g. check quota).]"), Ending{ExitCode: 173}, loop.ClassAPIError, 429},
-		{"429 short retry", errResult("[API Error: You exceeded your current quota.\nSuggested retry after 43s.]"), Ending{ExitCode: 173}, loop.ClassAPIError, 429},
-		{"429 daily quota", errResult(quota), Ending{ExitCode: 173}, loop.ClassUsageLimit, 429},
-		{"429 long retry", errResult("[API Error: You exceeded your current quota.\nSuggested retry after 3600s.]"), Ending{ExitCode: 173}, loop.ClassUsageLimit, 429},
-		{"429 zero limit", errResult("[API Error: Quota exceeded for metric: x, limit: 0, model: gemini-2.5-pro]"), Ending{ExitCode: 173}, loop.ClassUsageLimit, 429},
-		{"401", errResult(`[API Error: {"error":{"code":401,"message":"API key not valid."}}]`), Ending{ExitCode: 145}, loop.ClassAuth, 401},
-		{"403 from the exit code", errResult("[API Error: Permission denied.]"), Ending{ExitCode: 147}, loop.ClassAuth, 403},
-		{"auth fatal", errResult("Invalid auth method selected."), Ending{ExitCode: 41}, loop.ClassAuth, 0},
-		{"stream broke", errResult("[API Error: terminated]"), Ending{ExitCode: 1}, loop.ClassAPIError, 0},
-		{"404 unknown model", errResult(`[API Error: {"error":{"code":404,"message":"models/x is not found"}}]`), Ending{ExitCode: 148}, loop.ClassAgentError, 404},
+		{"success", ok, agentproc.Ending{}, loop.ClassSuccess, 0},
+		{"success, then a non-zero exit", ok, agentproc.Ending{ExitCode: 1}, loop.ClassAgentError, 0},
+		{"success, stopped after it", ok, agentproc.Ending{ExitCode: -1, StoppedAfterResult: true}, loop.ClassSuccess, 0},
+		{"no result, exit 0 (SIGTERM)", nil, agentproc.Ending{}, loop.ClassCrashed, 0},
+		{"no result, killed", nil, agentproc.Ending{ExitCode: -1}, loop.ClassCrashed, 0},
+		{"cancelled beats the result", errResult("[API Error: terminated]"), agentproc.Ending{ExitCode: 1, Cancelled: true}, loop.ClassCancelled, 0},
+		{"cancelled without a result", nil, agentproc.Ending{Cancelled: true}, loop.ClassCancelled, 0},
+		{"timeout", nil, agentproc.Ending{ExitCode: -1, TimedOut: true}, loop.ClassTimeout, 0},
+		{"idle timeout beats a quota", errResult(quota), agentproc.Ending{ExitCode: 173, IdleTimedOut: true}, loop.ClassIdleTimeout, 429},
+		{"500 from the message", errResult(`[API Error: {"error":{"code":500,"message":"x","status":"INTERNAL"}}]`), agentproc.Ending{ExitCode: 244}, loop.ClassAPIError, 500},
+		{"503 from the exit code", errResult("[API Error: The model is overloaded.]"), agentproc.Ending{ExitCode: 247}, loop.ClassAPIError, 503},
+		{"429 rate limit", errResult("[API Error: Resource has been exhausted (e.g. check quota).]"), agentproc.Ending{ExitCode: 173}, loop.ClassAPIError, 429},
+		{"429 short retry", errResult("[API Error: You exceeded your current quota.\nSuggested retry after 43s.]"), agentproc.Ending{ExitCode: 173}, loop.ClassAPIError, 429},
+		{"429 daily quota", errResult(quota), agentproc.Ending{ExitCode: 173}, loop.ClassUsageLimit, 429},
+		{"429 long retry", errResult("[API Error: You exceeded your current quota.\nSuggested retry after 3600s.]"), agentproc.Ending{ExitCode: 173}, loop.ClassUsageLimit, 429},
+		{"429 zero limit", errResult("[API Error: Quota exceeded for metric: x, limit: 0, model: gemini-2.5-pro]"), agentproc.Ending{ExitCode: 173}, loop.ClassUsageLimit, 429},
+		{"401", errResult(`[API Error: {"error":{"code":401,"message":"API key not valid."}}]`), agentproc.Ending{ExitCode: 145}, loop.ClassAuth, 401},
+		{"403 from the exit code", errResult("[API Error: Permission denied.]"), agentproc.Ending{ExitCode: 147}, loop.ClassAuth, 403},
+		{"auth fatal", errResult("Invalid auth method selected."), agentproc.Ending{ExitCode: 41}, loop.ClassAuth, 0},
+		{"stream broke", errResult("[API Error: terminated]"), agentproc.Ending{ExitCode: 1}, loop.ClassAPIError, 0},
+		{"404 unknown model", errResult(`[API Error: {"error":{"code":404,"message":"models/x is not found"}}]`), agentproc.Ending{ExitCode: 148}, loop.ClassAgentError, 404},
 		{"max turns", &loop.RunResult{IsError: true, TerminalReason: "FatalTurnLimitedError",
-			Text: "Reached max session turns for this session."}, Ending{ExitCode: 53}, loop.ClassMaxTurns, 0},
-		{"invalid stream", &loop.RunResult{IsError: true, Subtype: "error"}, Ending{}, loop.ClassAgentError, 0},
-		{"tool error", &loop.RunResult{IsError: true, TerminalReason: "no_space_left", Text: "Error executing tool write_file: disk full"}, Ending{ExitCode: 54}, loop.ClassAgentError, 0},
+			Text: "Reached max session turns for this session."}, agentproc.Ending{ExitCode: 53}, loop.ClassMaxTurns, 0},
+		{"invalid stream", &loop.RunResult{IsError: true, Subtype: "error"}, agentproc.Ending{}, loop.ClassAgentError, 0},
+		{"tool error", &loop.RunResult{IsError: true, TerminalReason: "no_space_left", Text: "Error executing tool write_file: disk full"}, agentproc.Ending{ExitCode: 54}, loop.ClassAgentError, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,15 +95,15 @@ func TestClassify(t *testing.T) {
 // for an error result, whose text is its error message.
 func TestClassifyText(t *testing.T) {
 	s := &Session{LastText: "Done. <task-done>T1</task-done>", Result: &loop.RunResult{Subtype: "success"}}
-	if got := Classify(s, Ending{}).Text; got != s.LastText {
+	if got := Classify(s, agentproc.Ending{}).Text; got != s.LastText {
 		t.Errorf("success text %q", got)
 	}
 	s.Result = errResult("[API Error: terminated]")
-	if got := Classify(s, Ending{ExitCode: 1}).Text; got != "[API Error: terminated]" {
+	if got := Classify(s, agentproc.Ending{ExitCode: 1}).Text; got != "[API Error: terminated]" {
 		t.Errorf("error text %q", got)
 	}
 	s.Result = nil
-	if got := Classify(s, Ending{}).Text; got != s.LastText {
+	if got := Classify(s, agentproc.Ending{}).Text; got != s.LastText {
 		t.Errorf("crash text %q", got)
 	}
 }
@@ -119,7 +120,7 @@ func TestUsageLimitResets(t *testing.T) {
 		{"[API Error: limit: 0]", time.Time{}, ""},
 	}
 	for _, tt := range tests {
-		res := Classify(&Session{Result: errResult(tt.msg)}, Ending{ExitCode: 173, Now: fixedNow})
+		res := Classify(&Session{Result: errResult(tt.msg)}, agentproc.Ending{ExitCode: 173, Now: fixedNow})
 		if res.UsageLimit == nil {
 			t.Errorf("%q: no usage limit (class %s)", tt.msg, res.Class)
 			continue

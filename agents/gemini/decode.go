@@ -16,8 +16,9 @@ import (
 	"github.com/ralph-dev/ralph/loop"
 )
 
-// ToolOutputLimit bounds a tool's output in its EventToolResult.
-const ToolOutputLimit = 8 << 10
+// ToolOutputLimit is the most bytes of a tool's output kept in an
+// EventToolResult's Text: agentproc.ToolOutputLimit.
+const ToolOutputLimit = agentproc.ToolOutputLimit
 
 // inputLimit bounds the JSON input of a tool call without a key argument.
 const inputLimit = 512

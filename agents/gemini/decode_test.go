@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -87,7 +88,7 @@ func TestDecodeFixtures(t *testing.T) {
 			}
 			events, sess := decodeAll(t, data)
 			code := exitCodes[name]
-			res := Classify(sess, Ending{ExitCode: code, Now: fixedNow})
+			res := Classify(sess, agentproc.Ending{ExitCode: code, Now: fixedNow})
 			agentproctest.Golden(t, filepath.Join("testdata", "golden", name+".golden"), agentproctest.DecodeGolden(t, events, "classified (exit "+itoa(code)+")", res), *update)
 		})
 	}

@@ -4,14 +4,14 @@
 // raw log, every descendant reaped), decodes its stream-json output into
 // loop.Events, and classifies how the session ended.
 //
-// The pieces can be used on their own: LookPathFrom, Args, Env, StateDirs
+// The pieces can be used on their own: Bin, Args, Env, StateDirs
 // and WriteContext say how the CLI is started; a Decoder parses a stream
 // from any io.Reader; Session and Classify turn events into a
 // loop.RunResult; Prices and EstimateCost price its tokens.
 //
 // # Starting the CLI
 //
-// The executable is --agent-bin PATH, else $RALPH_GEMINI, else `gemini`
+// The executable is Runner.Path, else $RALPH_GEMINI, else `gemini`
 // on PATH. The arguments are `--output-format stream-json -m MODEL`, then
 // `--include-directories DIR` when there is a system prompt (below), then
 // `--yolo` for a work session (RunRequest.Sandboxed). The user prompt goes

@@ -11,10 +11,10 @@ import (
 )
 
 // Runner runs the Gemini CLI as a loop.Runner. The zero value runs the
-// `gemini` found by LookPathFrom("", $RALPH_GEMINI) with the default grace
+// `gemini` found by Bin.Resolve("") with the default grace
 // periods. A Runner is safe for concurrent use.
 type Runner struct {
-	// Path is the CLI executable; empty means LookPathFrom("", $RALPH_GEMINI).
+	// Path is the CLI executable; empty means Bin.Resolve("").
 	Path string
 	// Grace is the time between SIGTERM and SIGKILL when the agent is
 	// stopped; zero means agentproc.DefaultGrace.
@@ -35,13 +35,6 @@ type Runner struct {
 
 var _ loop.Runner = (*Runner)(nil)
 
-func (r *Runner) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // Run runs one session; see loop.Runner. It returns an error only when the
 // CLI could not be started (loop.ErrAgentNotFound, a bad Dir, a log file or
 // system prompt that cannot be written). req.MaxTurns is not passed on:
@@ -51,12 +44,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// Gemini CLI does not know Claude Code's custom slash commands: peek
 	// mode's "/ralph-build <peek>" reaches it as the command's text.
 	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
-	path := r.Path
-	if path == "" {
-		var err error
-		if path, err = LookPathFrom("", os.Getenv(EnvBin)); err != nil {
-			return loop.RunResult{}, err
-		}
+	path, err := Bin.Resolve(r.Path)
+	if err != nil {
+		return loop.RunResult{}, err
 	}
 	env := Env(os.Environ(), req)
 	var contextDir string
@@ -74,17 +64,11 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Name:        Name,
 		Path:        path,
 		Args:        Args(req, contextDir),
-		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
 		OwnKeys:     []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		State:       StateDirs(env),
-		Plan:        req.Plan,
 		Stdin:       req.Prompt,
-		LogPath:     req.LogPath,
-		LogRoot:     req.LogRoot,
-		Timeout:     req.Timeout,
-		IdleTimeout: req.IdleTimeout,
 		Grace:       r.Grace,
 		ResultGrace: r.ResultGrace,
 		Decode:      dec.Decode,
@@ -95,38 +79,14 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 			}
 		},
 		Now: r.Now,
-	})
+	}.WithRequest(req))
 	if err != nil {
 		return loop.RunResult{}, err
 	}
-	res := Classify(&sess, ending(x, &sess, r.now()))
-	res.Duration = x.Duration
+	res := Classify(&sess, x.Ending(x.Cancelled, sess.Result, r.Now))
 	if res.Model == "" {
 		res.Model = Model(req.Model)
 	}
-	res.Stderr = x.Stderr
-	res.LogErr = x.LogErr
-	res.Checkout = x.Checkout
+	x.Fill(&res)
 	return res, nil
-}
-
-// ending says how the process ended, for Classify. A result stands
-// whatever stopped the agent after it — except an error result while ctx
-// is cancelled, which counts as cancelled, as does an agent that exits by
-// itself without a good result once ctx is cancelled.
-func ending(x agentproc.Exit, sess *Session, now time.Time) Ending {
-	e := Ending{ExitCode: x.ExitCode, Now: now, StoppedAfterResult: x.AfterResult && x.Stop != agentproc.StopNone}
-	switch {
-	case x.AfterResult:
-		e.Cancelled = x.Cancelled && sess.Result != nil && sess.Result.IsError
-	case x.Stop == agentproc.StopCancel:
-		e.Cancelled = true
-	case x.Stop == agentproc.StopTimeout:
-		e.TimedOut = true
-	case x.Stop == agentproc.StopIdle:
-		e.IdleTimedOut = true
-	default:
-		e.Cancelled = x.Cancelled && (sess.Result == nil || sess.Result.IsError)
-	}
-	return e
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -84,28 +85,6 @@ func (s *Session) result() loop.RunResult {
 		Usage: s.Usage, CostUSD: s.Cost, CostSource: src, Subtype: s.Reason}
 }
 
-// Ending says how the agent process ended.
-type Ending struct {
-	// ExitCode is the process's exit code (-1 when killed by a signal).
-	ExitCode int
-	// Cancelled, TimedOut and IdleTimedOut say that ralph stopped the
-	// agent before its last step, and why. At most one is set.
-	Cancelled    bool
-	TimedOut     bool
-	IdleTimedOut bool
-	// Retrying says that ralph stopped the agent because it had been
-	// retrying a failing API request for longer than Runner.RetryLimit.
-	Retrying bool
-	// StoppedAfterResult says that ralph stopped the agent after its
-	// last step: its exit code says nothing against the session.
-	StoppedAfterResult bool
-	// Model is the model the session ran ("provider/model"), for pricing
-	// its tokens; "" when OpenCode's config chose it.
-	Model string
-	// Now is the time of classification, to resolve retry-after times.
-	Now time.Time
-}
-
 // Classify turns what a session said and how its process ended into a
 // RunResult with its Class, from the stream's structured fields only
 // (never tool output). First match wins:
@@ -119,25 +98,18 @@ type Ending struct {
 //     "The operation timed out." (the provider's timeout option);
 //     agent_error for anything else (another 4xx, an unknown model, a
 //     context overflow).
-//   - api_error when ralph stopped an agent that kept retrying (Retrying).
+//   - api_error when ralph stopped an agent that kept retrying (GaveUp).
 //   - crashed: no step_finish with reason "stop", whatever the exit code.
 //   - success: exit 0, or ralph stopped the agent after its last step.
 //   - agent_error: a non-zero exit after the last step.
-func Classify(s *Session, e Ending) loop.RunResult {
+func Classify(s *Session, e agentproc.Ending) loop.RunResult {
 	res := s.result()
 	res.ExitCode = e.ExitCode
 	res.Model = e.Model
 	res.CostUSD, res.CostSource = cost(s, e.Model)
 	res.IsError = true
-	switch {
-	case e.Cancelled:
-		res.Class = loop.ClassCancelled
-		return res
-	case e.TimedOut:
-		res.Class = loop.ClassTimeout
-		return res
-	case e.IdleTimedOut:
-		res.Class = loop.ClassIdleTimeout
+	if c := e.Stopped(); c != "" {
+		res.Class = c
 		return res
 	}
 	if n := len(s.Errors); n > 0 {
@@ -154,7 +126,7 @@ func Classify(s *Session, e Ending) loop.RunResult {
 		return res
 	}
 	switch {
-	case e.Retrying:
+	case e.GaveUp:
 		res.Class = loop.ClassAPIError
 	case !s.Stopped:
 		res.Class = loop.ClassCrashed
@@ -257,49 +229,4 @@ var Prices = map[string]loop.Price{
 	"openai/gpt-4.1":              {Input: 2, CacheRead: 0.50, CacheWrite: 2, Output: 8},
 	"google/gemini-2.5-pro":       {Input: 1.25, CacheRead: 0.125, Output: 10},
 	"google/gemini-2.5-flash":     {Input: 0.30, CacheRead: 0.03, Output: 2.50},
-}
-
-// describeWidth bounds the agent's words in Describe's account.
-const describeWidth = 500
-
-// Describe returns a one-line account of a finished run for error
-// messages and logs: its class and the agent's words or the stderr tail.
-func Describe(res loop.RunResult) string {
-	switch res.Class {
-	case loop.ClassSuccess:
-		return "success"
-	case loop.ClassUsageLimit:
-		if res.UsageLimit != nil && !res.UsageLimit.ResetsAt.IsZero() {
-			return "usage limit reached; resets at " + res.UsageLimit.ResetsAt.Format(time.RFC3339)
-		}
-		return "usage limit reached; reset time unknown"
-	}
-	msg := string(res.Class)
-	if res.Class == loop.ClassCrashed {
-		msg += fmt.Sprintf(" (exit code %d, no final step)", res.ExitCode)
-	}
-	detail := res.Text
-	if res.Class == loop.ClassCrashed || detail == "" {
-		detail = lastLine(res.Stderr)
-	}
-	if detail != "" && res.Class != loop.ClassTimeout && res.Class != loop.ClassIdleTimeout && res.Class != loop.ClassCancelled {
-		msg += ": " + cut(firstLine(detail), describeWidth)
-	}
-	return msg
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }

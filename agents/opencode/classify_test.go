@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -19,39 +20,39 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		name   string
 		sess   *Session
-		end    Ending
+		end    agentproc.Ending
 		class  loop.ErrorClass
 		status int
 		text   string
 		limit  *loop.UsageLimit
 	}{
-		{"success", ptr(done), Ending{}, loop.ClassSuccess, 0, "<task-done>T1</task-done>", nil},
-		{"stopped after the last step", ptr(done), Ending{ExitCode: -1, StoppedAfterResult: true}, loop.ClassSuccess, 0, "<task-done>T1</task-done>", nil},
-		{"non-zero exit after the last step", ptr(done), Ending{ExitCode: 1}, loop.ClassAgentError, 0, "<task-done>T1</task-done>", nil},
-		{"no final step", ptr(midway), Ending{}, loop.ClassCrashed, 0, "Running it.", nil},
-		{"killed midway", ptr(midway), Ending{ExitCode: -1}, loop.ClassCrashed, 0, "Running it.", nil},
-		{"cancel wins over an error", withErr(midway, Error{Name: "APIError", StatusCode: 500}), Ending{Cancelled: true}, loop.ClassCancelled, 0, "Running it.", nil},
-		{"timeout", ptr(midway), Ending{TimedOut: true, ExitCode: -1}, loop.ClassTimeout, 0, "Running it.", nil},
-		{"idle timeout", ptr(midway), Ending{IdleTimedOut: true, ExitCode: -1}, loop.ClassIdleTimeout, 0, "Running it.", nil},
-		{"stopped while retrying", ptr(midway), Ending{Retrying: true, ExitCode: -1}, loop.ClassAPIError, 0, "Running it.", nil},
-		{"500", withErr(midway, Error{Name: "APIError", Message: "boom", StatusCode: 500, IsRetryable: true}), Ending{ExitCode: 1}, loop.ClassAPIError, 500, "boom (HTTP 500)", nil},
-		{"408", withErr(midway, Error{Name: "APIError", Message: "slow", StatusCode: 408}), Ending{ExitCode: 1}, loop.ClassAPIError, 408, "slow (HTTP 408)", nil},
-		{"no connection", withErr(midway, Error{Name: "APIError", Message: "Cannot connect to API: refused", IsRetryable: true}), Ending{ExitCode: 1}, loop.ClassAPIError, 0, "Cannot connect to API: refused", nil},
-		{"provider timeout", withErr(midway, Error{Name: "UnknownError", Message: "The operation timed out."}), Ending{ExitCode: 1}, loop.ClassAPIError, 0, "The operation timed out.", nil},
-		{"401", withErr(midway, Error{Name: "APIError", Message: "bad key", StatusCode: 401}), Ending{ExitCode: 1}, loop.ClassAuth, 401, "bad key (HTTP 401)", nil},
-		{"403", withErr(midway, Error{Name: "APIError", Message: "forbidden", StatusCode: 403}), Ending{ExitCode: 1}, loop.ClassAuth, 403, "forbidden (HTTP 403)", nil},
-		{"no key", withErr(midway, Error{Name: "ProviderAuthError", Message: "missing key"}), Ending{ExitCode: 1}, loop.ClassAuth, 0, "missing key", nil},
-		{"429 rate limit", withErr(midway, Error{Name: "APIError", Message: "Too many requests", StatusCode: 429}), Ending{ExitCode: 1}, loop.ClassAPIError, 429, "Too many requests (HTTP 429)", nil},
-		{"429 quota (billing, no reset)", withErr(midway, Error{Name: "APIError", Message: "You exceeded your current quota", StatusCode: 429}), Ending{ExitCode: 1}, loop.ClassAPIError, 429, "You exceeded your current quota (HTTP 429)", nil},
+		{"success", ptr(done), agentproc.Ending{}, loop.ClassSuccess, 0, "<task-done>T1</task-done>", nil},
+		{"stopped after the last step", ptr(done), agentproc.Ending{ExitCode: -1, StoppedAfterResult: true}, loop.ClassSuccess, 0, "<task-done>T1</task-done>", nil},
+		{"non-zero exit after the last step", ptr(done), agentproc.Ending{ExitCode: 1}, loop.ClassAgentError, 0, "<task-done>T1</task-done>", nil},
+		{"no final step", ptr(midway), agentproc.Ending{}, loop.ClassCrashed, 0, "Running it.", nil},
+		{"killed midway", ptr(midway), agentproc.Ending{ExitCode: -1}, loop.ClassCrashed, 0, "Running it.", nil},
+		{"cancel wins over an error", withErr(midway, Error{Name: "APIError", StatusCode: 500}), agentproc.Ending{Cancelled: true}, loop.ClassCancelled, 0, "Running it.", nil},
+		{"timeout", ptr(midway), agentproc.Ending{TimedOut: true, ExitCode: -1}, loop.ClassTimeout, 0, "Running it.", nil},
+		{"idle timeout", ptr(midway), agentproc.Ending{IdleTimedOut: true, ExitCode: -1}, loop.ClassIdleTimeout, 0, "Running it.", nil},
+		{"stopped while retrying", ptr(midway), agentproc.Ending{GaveUp: true, ExitCode: -1}, loop.ClassAPIError, 0, "Running it.", nil},
+		{"500", withErr(midway, Error{Name: "APIError", Message: "boom", StatusCode: 500, IsRetryable: true}), agentproc.Ending{ExitCode: 1}, loop.ClassAPIError, 500, "boom (HTTP 500)", nil},
+		{"408", withErr(midway, Error{Name: "APIError", Message: "slow", StatusCode: 408}), agentproc.Ending{ExitCode: 1}, loop.ClassAPIError, 408, "slow (HTTP 408)", nil},
+		{"no connection", withErr(midway, Error{Name: "APIError", Message: "Cannot connect to API: refused", IsRetryable: true}), agentproc.Ending{ExitCode: 1}, loop.ClassAPIError, 0, "Cannot connect to API: refused", nil},
+		{"provider timeout", withErr(midway, Error{Name: "UnknownError", Message: "The operation timed out."}), agentproc.Ending{ExitCode: 1}, loop.ClassAPIError, 0, "The operation timed out.", nil},
+		{"401", withErr(midway, Error{Name: "APIError", Message: "bad key", StatusCode: 401}), agentproc.Ending{ExitCode: 1}, loop.ClassAuth, 401, "bad key (HTTP 401)", nil},
+		{"403", withErr(midway, Error{Name: "APIError", Message: "forbidden", StatusCode: 403}), agentproc.Ending{ExitCode: 1}, loop.ClassAuth, 403, "forbidden (HTTP 403)", nil},
+		{"no key", withErr(midway, Error{Name: "ProviderAuthError", Message: "missing key"}), agentproc.Ending{ExitCode: 1}, loop.ClassAuth, 0, "missing key", nil},
+		{"429 rate limit", withErr(midway, Error{Name: "APIError", Message: "Too many requests", StatusCode: 429}), agentproc.Ending{ExitCode: 1}, loop.ClassAPIError, 429, "Too many requests (HTTP 429)", nil},
+		{"429 quota (billing, no reset)", withErr(midway, Error{Name: "APIError", Message: "You exceeded your current quota", StatusCode: 429}), agentproc.Ending{ExitCode: 1}, loop.ClassAPIError, 429, "You exceeded your current quota (HTTP 429)", nil},
 		{"429 usage limit", withErr(midway, Error{Name: "APIError", Message: "You've hit your usage limit", StatusCode: 429, RetryAfter: "3600"}),
-			Ending{ExitCode: 1, Now: fixedNow}, loop.ClassUsageLimit, 429, "You've hit your usage limit (HTTP 429)",
+			agentproc.Ending{ExitCode: 1, Now: fixedNow}, loop.ClassUsageLimit, 429, "You've hit your usage limit (HTTP 429)",
 			&loop.UsageLimit{Message: "You've hit your usage limit", ResetsAt: fixedNow.Add(time.Hour)}},
 		{"429 free tier, reset as a date", withErr(midway, Error{Name: "APIError", Message: "limited", ResponseBody: `{"type":"FreeUsageLimitError"}`, StatusCode: 429, RetryAfter: "Sun, 22 Nov 2026 13:00:00 GMT"}),
-			Ending{ExitCode: 1, Now: fixedNow}, loop.ClassUsageLimit, 429, "limited (HTTP 429)",
+			agentproc.Ending{ExitCode: 1, Now: fixedNow}, loop.ClassUsageLimit, 429, "limited (HTTP 429)",
 			&loop.UsageLimit{Message: "limited", ResetsAt: fixedNow.Add(time.Hour)}},
-		{"unknown model", withErr(midway, Error{Name: "UnknownError", Message: "Model not found: x/y."}), Ending{ExitCode: 1}, loop.ClassAgentError, 0, "Model not found: x/y.", nil},
-		{"another 4xx", withErr(midway, Error{Name: "APIError", Message: "bad request", StatusCode: 400}), Ending{ExitCode: 1}, loop.ClassAgentError, 400, "bad request (HTTP 400)", nil},
-		{"an error after the last step", withErr(done, Error{Name: "ContextOverflowError", Message: "too long"}), Ending{}, loop.ClassAgentError, 0, "too long", nil},
+		{"unknown model", withErr(midway, Error{Name: "UnknownError", Message: "Model not found: x/y."}), agentproc.Ending{ExitCode: 1}, loop.ClassAgentError, 0, "Model not found: x/y.", nil},
+		{"another 4xx", withErr(midway, Error{Name: "APIError", Message: "bad request", StatusCode: 400}), agentproc.Ending{ExitCode: 1}, loop.ClassAgentError, 400, "bad request (HTTP 400)", nil},
+		{"an error after the last step", withErr(done, Error{Name: "ContextOverflowError", Message: "too long"}), agentproc.Ending{}, loop.ClassAgentError, 0, "too long", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,29 +92,11 @@ func TestCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := Classify(&tt.sess, Ending{Model: tt.model})
+			res := Classify(&tt.sess, agentproc.Ending{Model: tt.model})
 			if diff := cmp.Diff([]any{tt.cost, tt.source}, []any{res.CostUSD, res.CostSource},
 				cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestDescribe(t *testing.T) {
-	tests := []struct {
-		res  loop.RunResult
-		want string
-	}{
-		{loop.RunResult{Class: loop.ClassSuccess}, "success"},
-		{loop.RunResult{Class: loop.ClassAPIError, Text: "boom (HTTP 500)"}, "api_error: boom (HTTP 500)"},
-		{loop.RunResult{Class: loop.ClassCrashed, ExitCode: -1, Text: "chatter", Stderr: "a\npanic: x\n"}, "crashed (exit code -1, no final step): panic: x"},
-		{loop.RunResult{Class: loop.ClassUsageLimit, UsageLimit: &loop.UsageLimit{ResetsAt: fixedNow}}, "usage limit reached; resets at 2026-11-22T12:00:00Z"},
-		{loop.RunResult{Class: loop.ClassCancelled, Text: "chatter"}, "cancelled"},
-	}
-	for _, tt := range tests {
-		if got := Describe(tt.res); got != tt.want {
-			t.Errorf("Describe(%v) = %q, want %q", tt.res.Class, got, tt.want)
-		}
 	}
 }

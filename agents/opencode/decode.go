@@ -15,11 +15,8 @@ import (
 )
 
 // ToolOutputLimit is the most bytes of a tool's output kept in an
-// EventToolResult's Text; the raw log keeps all of it (as claude's).
-const ToolOutputLimit = 8 << 10
-
-// malformedExcerpt is the most bytes of a malformed line quoted in its event.
-const malformedExcerpt = 200
+// EventToolResult's Text: agentproc.ToolOutputLimit.
+const ToolOutputLimit = agentproc.ToolOutputLimit
 
 // inputLimit bounds the JSON input kept as an EventToolUse's Input when
 // the tool has no key argument.
@@ -186,7 +183,7 @@ func (d *Decoder) Parse(raw []byte) Line {
 		}
 		d.sess.Malformed++
 		return Line{Raw: raw, Events: []loop.Event{{Kind: loop.EventMalformed, At: now,
-			Text: excerpt(raw), Err: fmt.Errorf("opencode: malformed line: %w", err)}}}
+			Text: agentproc.Malformed(raw), Err: fmt.Errorf("opencode: malformed line: %w", err)}}}
 	}
 	line := Line{Type: w.Type, Raw: raw}
 	add := func(ev loop.Event) {
@@ -215,7 +212,7 @@ func (d *Decoder) Parse(raw []byte) Line {
 			}
 		}
 		add(loop.Event{Kind: loop.EventToolUse, Tool: p.Tool, Input: in})
-		add(loop.Event{Kind: loop.EventToolResult, Tool: p.Tool, Text: cut(out, ToolOutputLimit), IsError: isErr})
+		add(loop.Event{Kind: loop.EventToolResult, Tool: p.Tool, Text: agentproc.Cut(out, ToolOutputLimit), IsError: isErr})
 	case TypeText:
 		d.stepTexts = append(d.stepTexts, p.Text)
 		d.sess.LastText = p.Text
@@ -273,19 +270,5 @@ func toolInput(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
-	return cut(string(raw), inputLimit)
+	return agentproc.Cut(string(raw), inputLimit)
 }
-
-// cut shortens s to at most n bytes, at a rune boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && i < len(s) && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-func excerpt(raw []byte) string { return cut(string(raw), malformedExcerpt) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -99,7 +100,7 @@ func TestDecodeFixtures(t *testing.T) {
 			if len(sess.Errors) > 0 {
 				exit = 1
 			}
-			got := golden{Events: events, Result: Classify(sess, Ending{ExitCode: exit, Model: "anthropic/claude-sonnet-4-5", Now: fixedNow})}
+			got := golden{Events: events, Result: Classify(sess, agentproc.Ending{ExitCode: exit, Model: "anthropic/claude-sonnet-4-5", Now: fixedNow})}
 			b, err := json.MarshalIndent(got, "", "  ")
 			if err != nil {
 				t.Fatal(err)
@@ -169,7 +170,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		res := Classify(dec.Session(), Ending{Now: fixedNow})
+		res := Classify(dec.Session(), agentproc.Ending{Now: fixedNow})
 		if res.Class == "" {
 			t.Errorf("no class")
 		}

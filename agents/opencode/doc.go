@@ -6,13 +6,13 @@
 //
 // The pieces work on their own: Args, Env, Config and StateDirs say how
 // OpenCode is started; a Decoder parses a stream from any io.Reader and
-// gathers its Session; Classify turns a Session and an Ending into a
+// gathers its Session; Classify turns a Session and an agentproc.Ending into a
 // loop.RunResult.
 //
 // # Starting OpenCode
 //
-// The executable is --agent-bin PATH, else $RALPH_OPENCODE, else
-// `opencode` on PATH (LookPathFrom). The arguments are `run --format json
+// The executable is Runner.Path, else $RALPH_OPENCODE, else
+// `opencode` on PATH (Bin). The arguments are `run --format json
 // --title ralph --print-logs --log-level ERROR`, then `-m provider/model`
 // when the request names a model other than a tier. The prompt goes on
 // standard input (OpenCode reads it there when no message argument is

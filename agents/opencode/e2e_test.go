@@ -115,7 +115,7 @@ func TestE2ETaskDone(t *testing.T) {
 	res, evs := runReal(t, t.Context(), &Runner{}, api, req)
 
 	if res.Class != loop.ClassSuccess {
-		t.Fatalf("class %s: %s", res.Class, Describe(res))
+		t.Fatalf("class %s: %s", res.Class, loop.Describe(res))
 	}
 	if b, err := os.ReadFile(filepath.Join(req.Dir, "out.txt")); err != nil || string(b) != "hi\n" {
 		t.Errorf("out.txt: %q, %v", b, err)
@@ -273,7 +273,7 @@ func TestE2ECancel(t *testing.T) {
 			res, _ := runReal(t, ctx, &Runner{}, api, req)
 			took := time.Since(cancelled)
 			if res.Class != loop.ClassCancelled {
-				t.Errorf("class %s: %s", res.Class, Describe(res))
+				t.Errorf("class %s: %s", res.Class, loop.Describe(res))
 			}
 			if took > DefaultGrace+15*time.Second {
 				t.Errorf("Run returned %v after the cancel, want within the grace (%v) and some seconds of a loaded machine", took, DefaultGrace)
@@ -298,7 +298,7 @@ func TestE2EDetached(t *testing.T) {
 	req := e2eRequest(t, api)
 	res, _ := runReal(t, t.Context(), &Runner{}, api, req)
 	if res.Class != loop.ClassSuccess {
-		t.Fatalf("class %s: %s", res.Class, Describe(res))
+		t.Fatalf("class %s: %s", res.Class, loop.Describe(res))
 	}
 	if left := opencodetest.ProcessesWithEnv(home(req)); len(left) > 0 {
 		t.Errorf("processes left after Run: %v", left)

@@ -19,7 +19,7 @@ import (
 // Name is the agent's name: the --agent-cli value and RunResult.Agent.
 const Name = "opencode"
 
-// EnvBin names the OpenCode executable when --agent-bin is not given.
+// EnvBin names the OpenCode executable when Runner.Path is empty.
 const EnvBin = "RALPH_OPENCODE"
 
 // Title is the session title ralph gives every run: with a title, OpenCode
@@ -47,22 +47,20 @@ const (
 	EnvXDGData         = "XDG_DATA_HOME"
 	EnvXDGCache        = "XDG_CACHE_HOME"
 	EnvXDGState        = "XDG_STATE_HOME"
-	installHint        = "install OpenCode (npm install -g opencode-ai) or name the executable with --agent-bin PATH or $" + EnvBin
 	streamErrorLogLine = `message="stream error"`
 )
 
-// LookPathFrom resolves the OpenCode executable: flag (--agent-bin) if not
-// empty, else env ($RALPH_OPENCODE's value), else `opencode` on PATH. The
-// error wraps loop.ErrAgentNotFound and says how to install or name it.
-func LookPathFrom(flag, env string) (string, error) {
-	return agentproc.LookPath(Name, flag, "--agent-bin", env, EnvBin, installHint)
-}
+// Bin finds the OpenCode executable: Bin.LookPath(path, env) takes path
+// if not empty, else env ($RALPH_OPENCODE's value), else `opencode` on
+// PATH; a missing one is an *agentproc.NotFoundError
+// (loop.ErrAgentNotFound).
+var Bin = agentproc.Bin{Name: Name, EnvVar: EnvBin, Install: "install OpenCode (npm install -g opencode-ai)"}
 
 // Runner runs OpenCode (`opencode run --format json`) as a loop.Runner.
-// The zero value runs the `opencode` LookPathFrom finds. A Runner is safe
+// The zero value runs the `opencode` Bin.Resolve("") finds. A Runner is safe
 // for concurrent use.
 type Runner struct {
-	// Path is the executable; "" means LookPathFrom("", $RALPH_OPENCODE).
+	// Path is the executable; "" means Bin.Resolve("").
 	Path string
 	// Grace is the time between SIGTERM and SIGKILL when the run is
 	// stopped; zero means DefaultGrace.
@@ -223,10 +221,7 @@ func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string,
 // mcp-auth.json). The session database, its storage, snapshots and logs
 // start empty in the scratch.
 func StateDirs(env []string) []sandbox.State {
-	home := agentproc.Getenv(env, "HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
+	home := agentproc.Home(env)
 	dir := func(key, def string) string {
 		if v := agentproc.Getenv(env, key); v != "" && filepath.IsAbs(v) {
 			return filepath.Join(v, "opencode")
@@ -243,13 +238,6 @@ func StateDirs(env []string) []sandbox.State {
 	}
 }
 
-func (r *Runner) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // Run runs one OpenCode session; see loop.Runner. It returns an error only
 // when OpenCode could not be started (loop.ErrAgentNotFound, a system
 // prompt file or log file that cannot be written, a user's
@@ -259,12 +247,9 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// OpenCode does not know Claude Code's custom slash commands: peek
 	// mode's "/ralph-build <peek>" reaches it as the command's text.
 	req.Prompt = loop.ExpandSlashCommand(req.Dir, req.Prompt)
-	path := r.Path
-	if path == "" {
-		var err error
-		if path, err = LookPathFrom("", os.Getenv(EnvBin)); err != nil {
-			return loop.RunResult{}, err
-		}
+	path, err := Bin.Resolve(r.Path)
+	if err != nil {
+		return loop.RunResult{}, err
 	}
 	var instructions string
 	if req.SystemPrompt != "" {
@@ -300,7 +285,6 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	var (
 		mu       sync.Mutex
 		retrying *time.Timer
-		gaveUp   bool
 		dec      *Decoder
 	)
 	onEvent := func(ev loop.Event) {
@@ -308,12 +292,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		switch {
 		case ev.Kind == loop.EventStderr && strings.Contains(ev.Text, streamErrorLogLine):
 			if retrying == nil {
-				retrying = time.AfterFunc(retryLimit, func() {
-					mu.Lock()
-					gaveUp = true
-					mu.Unlock()
-					stop()
-				})
+				retrying = time.AfterFunc(retryLimit, stop)
 			}
 		case ev.Kind != loop.EventStderr && retrying != nil:
 			retrying.Stop()
@@ -328,16 +307,10 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Name:        Name,
 		Path:        path,
 		Args:        Args(req),
-		Dir:         req.Dir,
 		Env:         env,
 		Sandbox:     r.Sandbox,
 		State:       StateDirs(env),
-		Plan:        req.Plan,
 		Stdin:       req.Prompt,
-		LogPath:     req.LogPath,
-		LogRoot:     req.LogRoot,
-		Timeout:     req.Timeout,
-		IdleTimeout: req.IdleTimeout,
 		Grace:       grace,
 		ResultGrace: r.ResultGrace,
 		Decode: func(rd io.Reader, emit func(loop.Event)) error {
@@ -350,7 +323,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		},
 		OnEvent: onEvent,
 		Now:     r.Now,
-	})
+	}.WithRequest(req))
 	if err != nil {
 		return loop.RunResult{}, err
 	}
@@ -363,32 +336,16 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	if dec != nil {
 		sess = dec.Session()
 	}
-	end := Ending{ExitCode: exit.ExitCode, Model: ModelFor(req.Model), Now: r.now(),
-		StoppedAfterResult: exit.AfterResult && exit.Stop != agentproc.StopNone}
-	switch {
-	case exit.AfterResult:
-		// The last step had finished: whatever stopped OpenCode
-		// afterwards, its session stands.
-	case exit.Stop == agentproc.StopTimeout:
-		end.TimedOut = true
-	case exit.Stop == agentproc.StopIdle:
-		end.IdleTimedOut = true
-	case ctx.Err() != nil:
-		// Stopped on cancel, or out by itself meanwhile (OpenCode ignores
-		// SIGINT, but a caller's signal may have reached it some other
-		// way).
-		end.Cancelled = true
-	case exit.Stop == agentproc.StopCancel:
-		// Only the retry watch cancels runCtx and not ctx.
-		end.Retrying = gaveUp
-	}
+	// OpenCode's errors come on lines of their own, not as an error
+	// result: after its last step its session stands whatever stopped it.
+	// Run got runCtx: a stop on cancel while ctx stands is the retry
+	// watch's.
+	end := exit.Ending(ctx.Err() != nil, nil, r.Now)
+	end.Model = ModelFor(req.Model)
 	res := Classify(sess, end)
-	res.Duration = exit.Duration
-	res.Stderr = exit.Stderr
-	if end.Retrying {
+	exit.Fill(&res)
+	if end.GaveUp {
 		res.Stderr += fmt.Sprintf("\nralph: OpenCode kept retrying a failing API request for %v; it was stopped", retryLimit)
 	}
-	res.LogErr = exit.LogErr
-	res.Checkout = exit.Checkout
 	return res, nil
 }

@@ -122,20 +122,20 @@ func TestStateDirs(t *testing.T) {
 	}
 }
 
-func TestLookPathFrom(t *testing.T) {
+func TestBinLookPath(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "opencode")
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := LookPathFrom("", exe); err != nil || got != exe {
-		t.Errorf("LookPathFrom(\"\", %q) = %q, %v", exe, got, err)
+	if got, err := Bin.LookPath("", exe); err != nil || got != exe {
+		t.Errorf("Bin.LookPath(\"\", %q) = %q, %v", exe, got, err)
 	}
-	_, err := LookPathFrom(filepath.Join(dir, "missing"), "")
-	if !errors.Is(err, loop.ErrAgentNotFound) || !strings.Contains(err.Error(), "--agent-bin") || !strings.Contains(err.Error(), "opencode-ai") {
-		t.Errorf("error %v: want ErrAgentNotFound naming --agent-bin and how to install", err)
+	_, err := Bin.LookPath(filepath.Join(dir, "missing"), "")
+	if !errors.Is(err, loop.ErrAgentNotFound) || strings.Contains(err.Error(), "--agent-bin") || !strings.Contains(err.Error(), "opencode-ai") {
+		t.Errorf("error %v: want ErrAgentNotFound saying how to install, and no flag of ralph's CLI", err)
 	}
-	_, err = LookPathFrom("", filepath.Join(dir, "missing"))
+	_, err = Bin.LookPath("", filepath.Join(dir, "missing"))
 	if !errors.Is(err, loop.ErrAgentNotFound) || !strings.Contains(err.Error(), "$"+EnvBin) {
 		t.Errorf("error %v: want ErrAgentNotFound naming $%s", err, EnvBin)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/agents/codex"
 	"github.com/ralph-dev/ralph/agents/gemini"
 	"github.com/ralph-dev/ralph/agents/opencode"
@@ -21,12 +22,14 @@ const envAgentCLI = "RALPH_AGENT_CLI"
 // agentCLI is one agent CLI ralph can run (README, "Other agents"): its name,
 // the variable that names its executable, how that is found, and its Runner.
 type agentCLI struct {
-	name   string // --agent-cli's value
-	envBin string // $RALPH_<CLI>: the executable when --agent-bin is not given
-	// lookPath resolves the executable from --agent-bin's value and
-	// envBin's; the error wraps loop.ErrAgentNotFound and says how to
-	// install it.
-	lookPath func(flag, env string) (string, error)
+	name string // --agent-cli's value
+	// bin finds the executable from --agent-bin's value and
+	// $RALPH_<CLI>'s; its error wraps loop.ErrAgentNotFound, worded by
+	// notFoundError.
+	bin agentproc.Bin
+	// binFlag is the flag the error names for the executable: --claude
+	// for Claude Code, else --agent-bin.
+	binFlag string
 	// runner returns the Runner of the executable at path, in box when
 	// not nil (--sandbox).
 	runner func(path string, box *sandbox.Boundary) loop.Runner
@@ -34,13 +37,13 @@ type agentCLI struct {
 
 // agentCLIs are the agents ralph runs, the default first.
 var agentCLIs = []agentCLI{
-	{name: "claude", envBin: claude.EnvClaude, lookPath: claude.LookPathFrom,
+	{name: "claude", bin: claude.Bin, binFlag: "--claude",
 		runner: func(path string, box *sandbox.Boundary) loop.Runner { return &claude.Runner{Path: path, Sandbox: box} }},
-	{name: codex.Name, envBin: codex.EnvBin, lookPath: codex.LookPathFrom,
+	{name: codex.Name, bin: codex.Bin, binFlag: "--agent-bin",
 		runner: func(path string, box *sandbox.Boundary) loop.Runner { return &codex.Runner{Path: path, Sandbox: box} }},
-	{name: gemini.Name, envBin: gemini.EnvBin, lookPath: gemini.LookPathFrom,
+	{name: gemini.Name, bin: gemini.Bin, binFlag: "--agent-bin",
 		runner: func(path string, box *sandbox.Boundary) loop.Runner { return &gemini.Runner{Path: path, Sandbox: box} }},
-	{name: opencode.Name, envBin: opencode.EnvBin, lookPath: opencode.LookPathFrom,
+	{name: opencode.Name, bin: opencode.Bin, binFlag: "--agent-bin",
 		runner: func(path string, box *sandbox.Boundary) loop.Runner {
 			return &opencode.Runner{Path: path, Sandbox: box}
 		}},
@@ -128,9 +131,9 @@ func resolveAgentBin(c *cli.Context, cfg appConfig, a agentCLI, withFlags bool) 
 			flag = cl
 		}
 	}
-	path, err := a.lookPath(flag, cfg.getenv(a.envBin))
+	path, err := a.bin.LookPath(flag, cfg.getenv(a.bin.EnvVar))
 	if err != nil {
-		return chosenAgent{}, err
+		return chosenAgent{}, notFoundError(err, a.binFlag)
 	}
 	chosen := chosenAgent{agentCLI: a, path: path}
 	if c.Bool("sandbox") {
@@ -177,7 +180,27 @@ func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop
 // apiKeyNotice prints what happens to ANTHROPIC_API_KEY and
 // ANTHROPIC_AUTH_TOKEN (ARCHITECTURE.md §7.7).
 func apiKeyNotice(cfg appConfig, useAPIKey bool) {
-	if notice := claude.APIKeyNotice(apiKeyEnv(cfg), useAPIKey); notice != "" {
+	if notice := apiKeyNoticeText(claude.APIKeysSet(apiKeyEnv(cfg)), useAPIKey); notice != "" {
 		fmt.Fprintf(cfg.stderr, "ralph: %s\n", notice)
 	}
+}
+
+// apiKeyNoticeText is the notice about the API key variables that are
+// set (claude.APIKeysSet) and --use-api-key; "" when there is nothing to
+// say (neither set, not asked to use them). It names the ones that are
+// set.
+func apiKeyNoticeText(set []string, useAPIKey bool) string {
+	names, verb, them := strings.Join(set, " and "), "is", "that key"
+	if len(set) > 1 {
+		verb, them = "are", "them"
+	}
+	switch {
+	case len(set) > 0 && useAPIKey:
+		return "note: " + names + " " + verb + " passed to the agent (--use-api-key): usage is billed per token to " + them
+	case len(set) > 0:
+		return "note: " + names + " " + verb + " set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use " + them + ")"
+	case useAPIKey:
+		return "note: --use-api-key given but neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; the agent uses its own login"
+	}
+	return ""
 }

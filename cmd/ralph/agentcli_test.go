@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -71,6 +74,40 @@ func TestAgentCLIBadInput(t *testing.T) {
 			}
 			if got := h.ok("task", "plan-status"); got != "open=1 active=0 done=0 failed=0 blocked=0 total=1\n" {
 				t.Errorf("plan-status after the refused build: %s", got)
+			}
+		})
+	}
+}
+
+// TestAPIKeyNotice: the CLI's words for the API key variables that are
+// set and --use-api-key.
+func TestAPIKeyNotice(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		use  bool
+		want string // "" for none
+	}{
+		{"key set, removed", []string{"ANTHROPIC_API_KEY=sk"}, false,
+			"note: ANTHROPIC_API_KEY is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
+		{"key set, kept", []string{"ANTHROPIC_API_KEY=sk"}, true,
+			"note: ANTHROPIC_API_KEY is passed to the agent (--use-api-key): usage is billed per token to that key"},
+		{"token set, removed", []string{"ANTHROPIC_AUTH_TOKEN=tok"}, false,
+			"note: ANTHROPIC_AUTH_TOKEN is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
+		{"both set, removed", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok"}, false,
+			"note: ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use them)"},
+		{"both set, kept", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN=tok"}, true,
+			"note: ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are passed to the agent (--use-api-key): usage is billed per token to them"},
+		{"an empty one is not set", []string{"ANTHROPIC_API_KEY=sk", "ANTHROPIC_AUTH_TOKEN="}, false,
+			"note: ANTHROPIC_API_KEY is set but not passed to the agent, to avoid per-token billing; the agent uses its own login (pass --use-api-key to use that key)"},
+		{"none, asked to use them", nil, true,
+			"note: --use-api-key given but neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; the agent uses its own login"},
+		{"none", []string{"HOME=/root"}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, apiKeyNoticeText(claude.APIKeysSet(tt.env), tt.use)); diff != "" {
+				t.Errorf("notice (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -469,7 +469,7 @@ func ralphBin() (string, error) {
 	return filepath.Abs(exe)
 }
 
-// apiKeyEnv is the part of ralph's environment APIKeyNotice looks at, read
+// apiKeyEnv is the part of ralph's environment claude.APIKeysSet looks at, read
 // through the app's getenv.
 func apiKeyEnv(cfg appConfig) []string {
 	var env []string

@@ -223,7 +223,7 @@
 // remain"), as "ralph: <message>" on stderr for every other outcome, like
 // any error ("ralph: usage limit reached; resets at <RFC 3339 time>",
 // "ralph: interrupted" with exit 130). The notice about ANTHROPIC_API_KEY
-// and ANTHROPIC_AUTH_TOKEN (claude.APIKeyNotice) is printed once per run on stderr, before the first
+// and ANTHROPIC_AUTH_TOKEN (apiKeyNoticeText) is printed once per run on stderr, before the first
 // iteration. stdout is for following the run; scripts read the exit code.
 //
 // Environment and logs. RALPH_BIN is os.Executable made absolute (peek mode

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ralph-dev/ralph/agentproc"
 	"github.com/ralph-dev/ralph/broker"
 	"github.com/ralph-dev/ralph/dag/postgres"
 	"github.com/ralph-dev/ralph/loop"
@@ -236,4 +237,22 @@ func reportWords(rep loop.Report) string {
 		return strings.Replace(msg, fe.Error(), words, 1)
 	}
 	return msg
+}
+
+// notFoundError words an agent executable that is not there
+// (agentproc.NotFoundError) with the flag that names it, flag (--claude
+// or --agent-bin): `--agent-bin "X" is not an executable (…); install …
+// or name the executable with --agent-bin PATH or $RALPH_CODEX` (Claude
+// Code's hint says RALPH_CLAUDE, without the "$").
+func notFoundError(err error, flag string) error {
+	var nf *agentproc.NotFoundError
+	if !errors.As(err, &nf) {
+		return err
+	}
+	env := "$" + nf.EnvVar
+	if flag == "--claude" {
+		env = nf.EnvVar
+	}
+	return &worded{msg: fmt.Sprintf("%v: %s; %s or name the executable with %s PATH or %s",
+		loop.ErrAgentNotFound, nf.Missing(flag), nf.Install, flag, env), err: err}
 }

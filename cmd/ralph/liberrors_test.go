@@ -295,3 +295,39 @@ func TestBuildWorkersRefuseCommitAndPeek(t *testing.T) {
 	check(planned, "--commit")
 	check(planned, "--claim", "agent")
 }
+
+// TestAgentNotFoundInFlagWords: a missing agent executable (the
+// library's *agentproc.NotFoundError, which names no flag) is worded with
+// the flag that names it, byte for byte as ralph always printed it, and
+// keeps loop.ErrAgentNotFound in its chain.
+func TestAgentNotFoundInFlagWords(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for _, tc := range []struct {
+		a         agentCLI
+		flag, env string
+		want      string
+	}{
+		{agentCLIs[0], "/no/claude", "",
+			`agent executable not found: --claude "/no/claude" is not an executable (stat /no/claude: no such file or directory); install Claude Code (npm install -g @anthropic-ai/claude-code) or name the executable with --claude PATH or RALPH_CLAUDE`},
+		{agentCLIs[0], "", "",
+			`agent executable not found: no claude on PATH; install Claude Code (npm install -g @anthropic-ai/claude-code) or name the executable with --claude PATH or RALPH_CLAUDE`},
+		{agentCLIs[1], "/no/codex", "",
+			`agent executable not found: --agent-bin "/no/codex" is not an executable (stat /no/codex: no such file or directory); install the Codex CLI (npm install -g @openai/codex) or name the executable with --agent-bin PATH or $RALPH_CODEX`},
+		{agentCLIs[2], "", "/no/gemini",
+			`agent executable not found: $RALPH_GEMINI "/no/gemini" is not an executable (stat /no/gemini: no such file or directory); install the Gemini CLI (npm install -g @google/gemini-cli) or name the executable with --agent-bin PATH or $RALPH_GEMINI`},
+		{agentCLIs[3], "", "",
+			`agent executable not found: no opencode on PATH; install OpenCode (npm install -g opencode-ai) or name the executable with --agent-bin PATH or $RALPH_OPENCODE`},
+	} {
+		_, lib := tc.a.bin.LookPath(tc.flag, tc.env)
+		if lib == nil || strings.Contains(lib.Error(), "--") {
+			t.Errorf("%s: library error %v, want one naming no flag", tc.a.name, lib)
+		}
+		err := notFoundError(lib, tc.a.binFlag)
+		if got := oneLine(err.Error()); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.a.name, got, tc.want)
+		}
+		if !errors.Is(err, loop.ErrAgentNotFound) {
+			t.Errorf("%s: the CLI's error lost loop.ErrAgentNotFound", tc.a.name)
+		}
+	}
+}

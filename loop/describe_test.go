@@ -1,0 +1,38 @@
+package loop_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// TestDescribe: the one-line account of a session that went wrong, which
+// the loop's agent-trouble reasons and the runners' tests share.
+func TestDescribe(t *testing.T) {
+	long := strings.Repeat("word ", 100) + "the end"
+	tests := []struct {
+		name string
+		res  loop.RunResult
+		want string
+	}{
+		{"api error", loop.RunResult{Class: loop.ClassAPIError, APIErrorStatus: 529, Text: "Overloaded"},
+			"api_error: API error 529 Overloaded"},
+		{"crash: the last stderr line, not the text", loop.RunResult{Class: loop.ClassCrashed, ExitCode: 2, Text: "<task-done>T1</task-done>", Stderr: "a\npanic: boom\n\n"},
+			"crashed: the agent printed no result line (exit code 2): panic: boom"},
+		{"no text: the stderr, folded", loop.RunResult{Class: loop.ClassAgentError, Stderr: "bad\n  flag\n"},
+			"agent_error: bad flag"},
+		{"no class", loop.RunResult{}, "unknown"},
+		{"refusal: the runner's account whole", loop.RunResult{Class: loop.ClassRefused, Text: "do\nthis " + long},
+			"do this " + strings.TrimSpace(long)},
+		{"long text: its end", loop.RunResult{Class: loop.ClassAgentError, Text: long},
+			"agent_error: …" + long[len(long)-200:]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := loop.Describe(tt.res); got != tt.want {
+				t.Errorf("Describe =\n %q, want\n %q", got, tt.want)
+			}
+		})
+	}
+}

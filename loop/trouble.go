@@ -1,0 +1,87 @@
+package loop
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Describe is the one-line account of a session that went wrong: its
+// class, then what happened and the agent's words — for a crash, the last
+// line it wrote on standard error — folded to one line and cut to its
+// last 200 bytes, where agents put their conclusion. A refusal
+// (ClassRefused) is the runner's own account, whole: it says what to
+// change. The loop's agent-trouble reasons are Describe's, and a runner's
+// tests describe a result with it as the loop would.
+func Describe(res RunResult) string {
+	if res.Class == ClassRefused && res.Text != "" {
+		// The runner's own account, whole: it says what to change.
+		return fold(res.Text)
+	}
+	s := string(res.Class)
+	if res.Class == "" {
+		s = "unknown"
+	}
+	detail := res.Text
+	switch {
+	case res.APIErrorStatus != 0:
+		detail = fmt.Sprintf("API error %d %s", res.APIErrorStatus, detail)
+	case res.Class == ClassCrashed:
+		// Its last text is not an answer (a sigil in it counts for
+		// nothing): say what happened, and what it wrote on stderr.
+		s += fmt.Sprintf(": the agent printed no result line (exit code %d)", res.ExitCode)
+		detail = lastLine(res.Stderr)
+	}
+	if strings.TrimSpace(detail) == "" {
+		detail = res.Stderr
+	}
+	if d := excerpt(detail, 200); d != "" {
+		s += ": " + d
+	}
+	return s
+}
+
+// excerpt folds text to one line of at most n bytes (keeping the end, where
+// agents put their conclusion).
+func excerpt(text string, n int) string {
+	// Only the end is folded, widened until it gives n bytes: folding a
+	// huge text whole would cost a slice of all its words and a copy.
+	for w := 2*n + 64; w < len(text); w *= 2 {
+		if s := fold(text[runeStart(text, len(text)-w):]); len(s) > n {
+			return "…" + s[runeStart(s, len(s)-n):]
+		}
+	}
+	s := fold(text)
+	if len(s) > n {
+		s = "…" + s[runeStart(s, len(s)-n):]
+	}
+	return s
+}
+
+// fold puts text on one line, its runs of space made single spaces.
+func fold(text string) string { return strings.Join(strings.Fields(text), " ") }
+
+// runeStart is the first character boundary of s at or after i.
+func runeStart(s string, i int) int {
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return i
+}
+
+// troubleText is Describe under the name the loop's call sites use.
+func troubleText(res RunResult) string { return Describe(res) }
+
+// lastLine is the last non-blank line of s.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(s)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
