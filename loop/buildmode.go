@@ -208,7 +208,7 @@ func (b *buildMode) handle(ctx context.Context, a attempt, res RunResult) verdic
 		return judged(IterCancelled, "", b.checkCancel(ctx))
 	}
 	if !res.OK() {
-		why := troubleText(res)
+		why := Describe(res)
 		b.releaseHeld(ctx, "agent trouble: "+why)
 		return judged(IterAgentTrouble, why, b.agentTrouble(res, why))
 	}
@@ -518,7 +518,7 @@ func (b *buildMode) verify(ctx context.Context, a attempt, agentText string) jud
 		return judgement{result: judgedUsageLimit, why: "verifier hit the usage limit", limited: &res}
 	case !res.OK():
 		// The verifier could not judge: agent trouble, not the task's fault.
-		why := "verifier: " + troubleText(res)
+		why := "verifier: " + Describe(res)
 		b.releaseHeld(ctx, "agent trouble: "+why)
 		return trouble(why, b.agentTrouble(res, why))
 	}

@@ -92,7 +92,7 @@ func (p *peekMode) handle(ctx context.Context, n int, res RunResult, claimable [
 	r := p.run
 	if !res.OK() {
 		// Agent trouble never fails a task: what the agent holds goes back.
-		why := troubleText(res)
+		why := Describe(res)
 		r.releaseAgent(ctx, "agent trouble: "+why)
 		return judged(IterAgentTrouble, why, r.agentTrouble(res, why))
 	}

@@ -309,7 +309,7 @@ func (p *planMode) handle(ctx context.Context, n int, res RunResult) verdict {
 	r := p.run
 	p.complete = false
 	if !res.OK() {
-		why := troubleText(res)
+		why := Describe(res)
 		return judged(IterAgentTrouble, why, r.agentTrouble(res, why))
 	}
 	sig := sigil.Parse(res.Text)

@@ -112,7 +112,7 @@ func (p *promptMode) iteration(ctx context.Context) (counted bool, s *stop) {
 	status, why := IterSessionOK, ""
 	switch {
 	case !res.OK():
-		status, why = IterAgentTrouble, troubleText(res)
+		status, why = IterAgentTrouble, Describe(res)
 		p.end = stopWith(OutcomeAgentFailed, "agent failed: %s", why)
 	case sigil.Parse(res.Text).Failure:
 		// The agent gave up: nothing it left is committed.

@@ -69,9 +69,6 @@ func runeStart(s string, i int) int {
 	return i
 }
 
-// troubleText is Describe under the name the loop's call sites use.
-func troubleText(res RunResult) string { return Describe(res) }
-
 // lastLine is the last non-blank line of s.
 func lastLine(s string) string {
 	s = strings.TrimRight(s, " \t\r\n")
