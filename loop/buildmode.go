@@ -21,7 +21,10 @@ type buildMode struct {
 	guard *treeGuard
 	// waitingFor names the held tasks the loop last said it waits for.
 	waitingFor string
+	tests      testGate
 }
+
+func (b *buildMode) gate() *testGate { return &b.tests }
 
 // attempt is one iteration's work on a claimed task: its number, the task
 // as claimed (its generation fences the outcome), the model and whether a

@@ -338,13 +338,14 @@ func (r *run) agentsTest(ctx context.Context) (AgentsTest, error) {
 // the run took from AGENTS.md and where from (a build with workers says
 // it once).
 func (r *run) announceAgentsTest() {
-	if r.tests.agents == nil {
+	g, ok := r.mode.(gated)
+	if !ok || g.gate().agents == nil {
 		return
 	}
-	msg := r.tests.agents.Announcement()
+	at := *g.gate().agents
+	msg := at.Announcement()
 	if msg == "" || !r.cfg.Shared.first("agents-test") {
 		return
 	}
-	at := *r.tests.agents
 	r.note.send(Note{Kind: NoteNotice, Message: msg, AgentsTest: &at})
 }

@@ -129,9 +129,6 @@ type run struct {
 	// takes its iterations and cost from (budget.go).
 	mode   mode
 	budget Budget
-	// tests is the test gate: the command (none in plan and prompt mode)
-	// and, when it came from AGENTS.md, where from.
-	tests testGate
 
 	report  Report
 	history []Attempt
@@ -165,11 +162,18 @@ type run struct {
 	iter iterState
 }
 
-// testGate is the test gate's command ("" for none) and, when the run took
-// it from AGENTS.md, where from (for its announcement).
+// testGate is the test gate of the modes that have one (build and peek):
+// its command ("" for none) and, when the run took it from AGENTS.md,
+// where from (for its announcement).
 type testGate struct {
 	cmd    string
 	agents *AgentsTest
+}
+
+// gated is a mode with a test gate, whose command the engine reads
+// before the run begins (load) and announces.
+type gated interface {
+	gate() *testGate
 }
 
 // stop ends the loop with an outcome.
@@ -385,16 +389,18 @@ func (r *run) load(ctx context.Context) *stop {
 			r.prompts[name] = p
 		}
 	}
-	if r.cfg.Mode != ModeBuild {
+	g, ok := r.mode.(gated)
+	if !ok {
 		return nil // plan and prompt mode have no test gate
 	}
-	r.tests.cmd = r.cfg.TestCmd
-	if r.tests.cmd == "" {
+	tests := g.gate()
+	tests.cmd = r.cfg.TestCmd
+	if tests.cmd == "" {
 		at, err := r.agentsTest(ctx)
 		if err != nil {
 			return internal(err)
 		}
-		r.tests = testGate{cmd: at.Command, agents: &at}
+		*tests = testGate{cmd: at.Command, agents: &at}
 	}
 	return nil
 }

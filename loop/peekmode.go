@@ -15,7 +15,10 @@ import (
 // in progress.
 type peekMode struct {
 	*run
+	tests testGate
 }
+
+func (p *peekMode) gate() *testGate { return &p.tests }
 
 func (p *peekMode) prompts() []string                    { return []string{PromptPeek} }
 func (p *peekMode) prepare(context.Context) *stop        { return nil }
@@ -112,8 +115,8 @@ func (p *peekMode) handle(ctx context.Context, n int, res RunResult, claimable [
 	if sig.Failure {
 		return judged(IterFailure, why, stopWith(OutcomeFailure, "the agent declared FAILURE: %s", excerpt(res.Text, 200)))
 	}
-	if r.tests.cmd != "" || r.cfg.Commit {
-		if v := r.gates(ctx, n, p.doneTitles(ctx, claimable), r.tests.cmd); v.decided() {
+	if p.tests.cmd != "" || r.cfg.Commit {
+		if v := r.gates(ctx, n, p.doneTitles(ctx, claimable), p.tests.cmd); v.decided() {
 			return v
 		}
 	}
