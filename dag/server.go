@@ -193,12 +193,8 @@ func (d serverDialect) beforeCommit(t *txn) error {
 // fails is closed; the next transaction opens another.
 func (d serverDialect) begin(ctx context.Context, o txOpts) (t *txn, end func(), err error) {
 	s := d.s
-	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
+	release, err := s.takeWriter(ctx)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := s.openWriter(ctx); err != nil {
-		release(nil)
 		return nil, nil, err
 	}
 	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s}

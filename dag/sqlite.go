@@ -97,12 +97,8 @@ func (d sqliteDialect) err(err error) error {
 // going to a temporary file a page at a time. Both are set back after it.
 func (d sqliteDialect) begin(ctx context.Context, o txOpts) (t *txn, end func(), err error) {
 	s := d.s
-	release, err := s.wlock.acquire(ctx, s.busy, s.lockedErr)
+	release, err := s.takeWriter(ctx)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := s.openWriter(ctx); err != nil {
-		release(nil)
 		return nil, nil, err
 	}
 	t = &txn{ctx: ctx, w: s.w, now: s.now(), s: s, locked: true}

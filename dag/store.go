@@ -589,6 +589,21 @@ func (s *Store) begin(ctx context.Context, o txOpts) (t *txn, end func(), err er
 	return s.d.begin(ctx, o)
 }
 
+// takeWriter takes the process's write lock and opens the writer
+// connection under it: the start of every write transaction, whatever
+// the dialect. release gives the lock back.
+func (s *Store) takeWriter(ctx context.Context) (release func(between func()), err error) {
+	release, err = s.wlock.acquire(ctx, s.busy, s.lockedErr)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openWriter(ctx); err != nil {
+		release(nil)
+		return nil, err
+	}
+	return release, nil
+}
+
 // openWriter opens the writer's connection if it is not open: the first
 // write opens it (see Store.w).
 func (s *Store) openWriter(ctx context.Context) error {

@@ -341,19 +341,15 @@ func (b *buildMode) recount(ctx context.Context, n int, task Task, why string) v
 	return b.trouble(ctx, n, task, IterClaimLost, why, true)
 }
 
+// trouble is taskTrouble; recount is claimLost's.
 func (b *buildMode) trouble(ctx context.Context, n int, task Task, status IterationStatus, why string, recount bool) verdict {
+	what, move, msg := "back to pending for a retry", b.store.Retry, why
 	if task.RetryCount >= b.cfg.MaxRetries {
-		reason := fmt.Sprintf("%s (after %d %s)", why, task.RetryCount+1, plural(task.RetryCount+1, "run", "runs"))
-		if v, ok := b.commit(ctx, n, task, "failed", "", recount, func(ctx context.Context) error {
-			return b.store.Fail(ctx, MoveParams{TaskID: task.ID, Message: reason, By: b.by(task)})
-		}); !ok {
-			return v
-		}
-		b.unhold()
-		return judged(IterTaskFailed, reason, nil)
+		status, why = IterTaskFailed, fmt.Sprintf("%s (after %d %s)", why, task.RetryCount+1, plural(task.RetryCount+1, "run", "runs"))
+		what, move, msg = "failed", b.store.Fail, why
 	}
-	if v, ok := b.commit(ctx, n, task, "back to pending for a retry", "", recount, func(ctx context.Context) error {
-		return b.store.Retry(ctx, MoveParams{TaskID: task.ID, Message: why, By: b.by(task)})
+	if v, ok := b.commit(ctx, n, task, what, "", recount, func(ctx context.Context) error {
+		return move(ctx, MoveParams{TaskID: task.ID, Message: msg, By: b.by(task)})
 	}); !ok {
 		return v
 	}
