@@ -70,7 +70,7 @@ type solo struct {
 	report  *Report
 }
 
-func (s solo) Take(time.Time, time.Time) (time.Time, *Stop) {
+func (s *solo) Take(time.Time, time.Time) (time.Time, *Stop) {
 	if s.maxCost > 0 && s.report.CostUSD >= s.maxCost {
 		return time.Time{}, &Stop{Outcome: OutcomeBudgetExhausted,
 			Message: fmt.Sprintf("cost budget exhausted: spent $%.4f of $%.4f", s.report.CostUSD, s.maxCost)}
@@ -78,13 +78,13 @@ func (s solo) Take(time.Time, time.Time) (time.Time, *Stop) {
 	return time.Time{}, nil
 }
 
-func (solo) Give(bool)              {}
-func (solo) Number(own int) int     { return own }
-func (s solo) Spent(own int) bool   { return own >= s.maxIter }
-func (solo) Spend(float64)          {}
-func (solo) Pause(time.Time)        {}
-func (solo) Stopped(Stop)           {}
-func (solo) Ended() <-chan struct{} { return nil }
+func (*solo) Give(bool)              {}
+func (*solo) Number(own int) int     { return own }
+func (s *solo) Spent(own int) bool   { return own >= s.maxIter }
+func (*solo) Spend(float64)          {}
+func (*solo) Pause(time.Time)        {}
+func (*solo) Stopped(Stop)           {}
+func (*solo) Ended() <-chan struct{} { return nil }
 
 // takeSlot takes an iteration from the run's budget, waiting out the
 // usage-limit pauses of the runs it shares it with.

@@ -104,7 +104,8 @@ func newRun(cfg Config, store TaskStore, runner Runner, strat Strategy, auto boo
 	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto}
 	r.budget = cfg.Budget
 	if r.budget == nil {
-		r.budget = solo{maxIter: cfg.MaxIterations, maxCost: cfg.MaxCost, report: &r.report}
+		r.own = solo{maxIter: cfg.MaxIterations, maxCost: cfg.MaxCost, report: &r.report}
+		r.budget = &r.own
 	}
 	return r
 }
@@ -129,6 +130,7 @@ type run struct {
 	// takes its iterations and cost from (budget.go).
 	mode   mode
 	budget Budget
+	own    solo // the budget of a run of its own (no Config.Budget)
 
 	report  Report
 	history []Attempt
