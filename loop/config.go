@@ -111,7 +111,12 @@ type Config struct {
 	// --setup): nil means HostCommands. A sandboxed build gives the one
 	// that runs them in the agent's sandbox.
 	Commands CommandRunner
-	// Commit commits all changes after each successful iteration.
+	// Commit commits all changes after each successful iteration: every
+	// change git does not ignore (.ralph/ aside), including files that
+	// were uncommitted before the run began, such as the .claude/ files
+	// `ralph init` writes — a project commits or ignores those first, or
+	// the first commit carries them. The loop does not guess which
+	// uncommitted files are the person's to keep out.
 	Commit bool
 	// MaxCost is the budget in USD (0: none).
 	MaxCost float64
