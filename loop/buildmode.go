@@ -34,6 +34,9 @@ type attempt struct {
 	task   Task
 	model  string
 	hinted bool
+	// conflicts is how many races to land the task lost before
+	// (MaxConflicts), from its history.
+	conflicts int
 }
 
 // verdict is how an iteration, or a step of it, ended: the status the
@@ -154,6 +157,7 @@ func (b *buildMode) iteration(ctx context.Context) (counted bool, s *stop) {
 	if err != nil {
 		return false, b.storeErr(ctx, err)
 	}
+	a.conflicts = conflictRounds(logs)
 	if ws := b.cfg.Workspace; ws != nil {
 		if landed, s := b.begin(ctx, a, ws, logs); landed || s != nil {
 			return false, s
@@ -393,7 +397,7 @@ func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verd
 	}
 	if ws := b.cfg.Workspace; ws != nil {
 		end := b.note.phase(a.n, PhaseIntegrate, task)
-		v := b.integrate(ctx, a.n, ws, task, res)
+		v := b.integrate(ctx, a, ws, res)
 		end(v.status, v.why)
 		if v.decided() {
 			return v

@@ -46,9 +46,13 @@ const (
 const (
 	DefaultMaxIterations = 20
 	DefaultMaxRetries    = 3
-	DefaultTimeout       = 30 * time.Minute
-	DefaultIdleTimeout   = 10 * time.Minute
-	DefaultMaxWait       = 6 * time.Hour
+	// DefaultMaxConflicts is how many integration conflicts (races lost to
+	// other workers' landings) a task may have before they count as task
+	// trouble (Config.MaxConflicts 0).
+	DefaultMaxConflicts = 10
+	DefaultTimeout      = 30 * time.Minute
+	DefaultIdleTimeout  = 10 * time.Minute
+	DefaultMaxWait      = 6 * time.Hour
 	// DefaultUsageWait is how long a usage-limit wait lasts when the agent
 	// did not say when the limit resets.
 	DefaultUsageWait = 5 * time.Minute
@@ -94,6 +98,13 @@ type Config struct {
 	// how many agent or gate failures in a row are tolerated. Negative is
 	// invalid.
 	MaxRetries int
+	// MaxConflicts is how many times a worker's task may lose the race to
+	// land (its work conflicts with what other workers landed meanwhile)
+	// before a conflict counts as task trouble: until then a conflict sends
+	// the task back to pending without counting a retry, and the next
+	// attempt starts from the new tip, told the conflicting files (0:
+	// DefaultMaxConflicts; ARCHITECTURE.md §5). Negative is invalid.
+	MaxConflicts int
 	// Timeout and IdleTimeout bound each agent session (0: no limit).
 	Timeout     time.Duration
 	IdleTimeout time.Duration
@@ -261,6 +272,8 @@ func (c *Config) checkCommon() string {
 		return fmt.Sprintf("max iterations %d is negative", c.MaxIterations)
 	case c.MaxRetries < 0:
 		return fmt.Sprintf("max retries %d is negative", c.MaxRetries)
+	case c.MaxConflicts < 0:
+		return fmt.Sprintf("max conflicts %d is negative", c.MaxConflicts)
 	case c.Timeout < 0 || c.IdleTimeout < 0 || c.MaxWait < 0 || c.Lease < 0:
 		return "durations must not be negative"
 	case c.MaxCost < 0:
@@ -289,6 +302,9 @@ func (c *Config) fillDefaults(kind modeKind) {
 	}
 	if c.ClaimMode == "" {
 		c.ClaimMode = ClaimLoop
+	}
+	if c.MaxConflicts == 0 {
+		c.MaxConflicts = DefaultMaxConflicts
 	}
 	if c.OnUsageLimit == "" {
 		c.OnUsageLimit = UsageLimitWait

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // dir is where the agent, the test gate and the verifier work: the
@@ -69,7 +70,8 @@ func (b *buildMode) begin(ctx context.Context, a attempt, ws Workspace, logs []L
 // zero verdict means it landed (or there was nothing to land). Work that
 // cannot land is task trouble; a claim that ended meanwhile is a lost
 // claim; any other failure is a git failure, which stops the run (exit 5).
-func (b *buildMode) integrate(ctx context.Context, n int, ws Workspace, task Task, res RunResult) verdict {
+func (b *buildMode) integrate(ctx context.Context, a attempt, ws Workspace, res RunResult) verdict {
+	n, task := a.n, a.task
 	req := IntegrateRequest{
 		Task:    task,
 		Summary: summary(res.Text),
@@ -110,6 +112,9 @@ func (b *buildMode) integrate(ctx context.Context, n int, ws Workspace, task Tas
 	case ctx.Err() != nil:
 		b.releaseHeld(ctx, ReasonLoopStopped)
 		return judged(IterCancelled, "", b.checkCancel(ctx))
+	case errors.As(err, &ie) && ie.Conflict && a.conflicts < b.cfg.MaxConflicts:
+		b.note.notice(n, "task %s could not land: %v", task.ID, ie)
+		return b.lostRace(ctx, n, task, ie)
 	case errors.As(err, &ie):
 		b.note.notice(n, "task %s could not land: %v", task.ID, ie)
 		return b.taskTrouble(ctx, n, task, IterIntegrationFailed, "integration: "+ie.Error())
@@ -149,4 +154,35 @@ func (b *buildMode) checkTree(ctx context.Context, n int, task Task) verdict {
 	why := fmt.Sprintf("git: task %s: %v", task.ID, err)
 	b.releaseHeld(ctx, "the worktree could not be checked: "+firstLine(err.Error()))
 	return judged(IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why))
+}
+
+// conflictPrefix starts the release reason of a task that lost a race to
+// land (lostRace), by which its history counts those rounds.
+const conflictPrefix = "integration conflict: "
+
+// lostRace sends a task whose work conflicts with what other workers
+// landed meanwhile back to pending without counting a retry: it lost a
+// race, its work is not at fault. The release reason names the
+// conflicting files; the next attempt starts from the new tip and is shown
+// it. Past Config.MaxConflicts rounds a conflict is task trouble.
+func (b *buildMode) lostRace(ctx context.Context, n int, task Task, ie *IntegrationError) verdict {
+	why := conflictPrefix + ie.Error()
+	if v, ok := b.commitMove(ctx, n, task, "back to pending after a conflict", "", func(ctx context.Context) error {
+		return b.store.Release(ctx, MoveParams{TaskID: task.ID, Message: why, By: b.by(task)})
+	}); !ok {
+		return v
+	}
+	b.unhold()
+	return judged(IterIntegrationFailed, why, nil)
+}
+
+// conflictRounds counts the races to land a task lost, in its history.
+func conflictRounds(logs []LogEntry) int {
+	n := 0
+	for _, e := range logs {
+		if e.Kind == LogRelease && strings.HasPrefix(e.Message, conflictPrefix) {
+			n++
+		}
+	}
+	return n
 }

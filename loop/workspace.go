@@ -91,6 +91,10 @@ type IntegrateResult struct {
 // attempt's prompt shows.
 type IntegrationError struct {
 	Reason string
+	// Conflict is set when the work conflicts with what landed meanwhile:
+	// the task lost a race to other workers, its work is not at fault
+	// (Config.MaxConflicts).
+	Conflict bool
 	// Attempt is the branch that keeps the attempt's work.
 	Attempt string
 }

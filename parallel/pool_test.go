@@ -183,11 +183,11 @@ func TestPoolLandsEachTaskOnceInGraphOrder(t *testing.T) {
 	}
 }
 
-// TestPoolConflictIsTaskTrouble: two tasks change the same file at once;
+// TestPoolConflictIsALostRace: two tasks change the same file at once;
 // one lands, the other conflicts, goes back to pending with the file in
-// its reason, keeps its attempt, and lands on its next attempt from the
-// new tip.
-func TestPoolConflictIsTaskTrouble(t *testing.T) {
+// its reason — a race lost, no retry counted (loop.Config.MaxConflicts) —
+// keeps its attempt, and lands on its next attempt from the new tip.
+func TestPoolConflictIsALostRace(t *testing.T) {
 	g := newFakeGit(map[string]string{"shared.txt": "v0"})
 	store := newStore(t, task("x"), task("y"))
 	meet := meeting(2)
@@ -206,13 +206,13 @@ func TestPoolConflictIsTaskTrouble(t *testing.T) {
 	}
 	loser := order[1]
 	tk, _ := store.Get(t.Context(), loser)
-	if tk.RetryCount != 1 {
-		t.Errorf("%s retry count %d; want 1", loser, tk.RetryCount)
+	if tk.RetryCount != 0 {
+		t.Errorf("%s retry count %d; want 0 (a lost race is no retry)", loser, tk.RetryCount)
 	}
 	logs, _ := store.Logs(t.Context(), loser)
-	i := slices.IndexFunc(logs, func(e loop.LogEntry) bool { return e.Kind == loop.LogRetry })
-	if i < 0 || !strings.Contains(logs[i].Message, "conflict") || !strings.Contains(logs[i].Message, "shared.txt") {
-		t.Errorf("retry reason of %s does not name the conflict: %+v", loser, logs)
+	i := slices.IndexFunc(logs, func(e loop.LogEntry) bool { return e.Kind == loop.LogRelease })
+	if i < 0 || !strings.Contains(logs[i].Message, "integration conflict") || !strings.Contains(logs[i].Message, "shared.txt") {
+		t.Errorf("release reason of %s does not name the conflict: %+v", loser, logs)
 	}
 	attempts := g.refsUnder("refs/heads/" + AttemptBranchPrefix + loser + "/")
 	if len(attempts) != 1 {

@@ -646,7 +646,7 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 			moved, err := w.git.Rebase(ctx, w.dir, base, tip)
 			var conflict *ConflictError
 			if errors.As(err, &conflict) {
-				return loop.IntegrateResult{}, w.trouble(ctx, head, tip, "conflict with the integration branch in "+joinPaths(conflict.Paths))
+				return loop.IntegrateResult{}, w.conflict(ctx, head, tip, "conflict with the integration branch in "+joinPaths(conflict.Paths))
 			}
 			if err != nil {
 				return loop.IntegrateResult{}, err
@@ -846,6 +846,18 @@ func (w *workspace) trouble(ctx context.Context, head, tip, reason string) error
 	}
 	w.end()
 	return &loop.IntegrationError{Reason: reason, Attempt: kept}
+}
+
+// conflict is trouble for work that conflicts with what other workers
+// landed meanwhile: a race lost, not the work's fault
+// (loop.IntegrationError.Conflict).
+func (w *workspace) conflict(ctx context.Context, head, tip, reason string) error {
+	err := w.trouble(ctx, head, tip, reason)
+	var ie *loop.IntegrationError
+	if errors.As(err, &ie) {
+		ie.Conflict = true
+	}
+	return err
 }
 
 // commitMessage is a landed task's commit message: its title, the

@@ -200,6 +200,36 @@ func TestWorkersBuildAGoProject(t *testing.T) {
 	}
 }
 
+// TestWorkersConflictsDoNotStarve is issue 22's starvation case through
+// the binary: twelve tasks that each append a line to one file, four
+// workers, default retries. Every round all but one of the workers lose
+// the race to land; a lost race is no retry (loop.Config.MaxConflicts),
+// so all twelve land, each once.
+func TestWorkersConflictsDoNotStarve(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a dozen agent sessions and more")
+	}
+	deps := map[string][]string{}
+	for i := 1; i <= 12; i++ {
+		deps[fmt.Sprintf("c%02d", i)] = nil
+	}
+	p := newWorkersProject(t, deps)
+	code, out, errs := p.ralph("build", "--workers", "4", "--claude", p.agent, "--max-iterations", "200")
+	if code != 0 {
+		t.Fatalf("ralph build --workers 4: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	checkLandedInOrder(t, p.landed("ralph/integration"), deps)
+	notes := p.git("show", "ralph/integration:notes.txt") + "\n" // git's output, trimmed
+	for id := range deps {
+		if strings.Count(notes, "line by "+id+"\n") != 1 {
+			t.Errorf("notes.txt holds %s's line %d times; want once:\n%s", id, strings.Count(notes, "line by "+id+"\n"), notes)
+		}
+	}
+	if !strings.Contains(out, "integration conflict") {
+		t.Errorf("no race was lost (the case is meant to make them):\n%s", out)
+	}
+}
+
 // checkLandedInOrder checks that order, the tasks landed on the
 // integration branch, holds each task of deps once, each after its
 // blockers.
@@ -210,7 +240,7 @@ func checkLandedInOrder(t *testing.T, order []string, deps map[string][]string) 
 			yield(id)
 		}
 	}); !slices.Equal(got, want) {
-		t.Fatalf("landed %v; want each of the 12 tasks once", order)
+		t.Fatalf("landed %v; want each of the %d tasks once", order, len(deps))
 	}
 	for id, bs := range deps {
 		for _, b := range bs {
@@ -223,7 +253,8 @@ func checkLandedInOrder(t *testing.T, order []string, deps map[string][]string) 
 
 // checkConflictRetried checks the two conflicting tasks c1 and c2: both
 // lines on the integration branch, the conflicting attempt kept, each
-// commit with its generation, exactly one of them retried.
+// commit with its generation, exactly one of them sent back by the
+// conflict — a lost race, no retry counted.
 func (p *workersProject) checkConflictRetried() {
 	t := p.t
 	t.Helper()
@@ -234,18 +265,21 @@ func (p *workersProject) checkConflictRetried() {
 	if p.git("for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/attempt/") == "" {
 		t.Error("the conflicting attempt was not kept on an attempt branch")
 	}
-	retried := 0
+	lost := 0
 	for _, id := range []string{"c1", "c2"} {
 		if show := p.git("log", "-1", "--format=%B", "ralph/integration", "--grep", "Ralph-Task: "+id); !strings.Contains(show, "Ralph-Generation: ") {
 			t.Errorf("%s's commit lacks its generation trailer: %q", id, show)
 		}
 		_, js, _ := p.ralph("task", "show", id, "--json")
-		if strings.Contains(js, `"retry_count": 1`) {
-			retried++
+		if !strings.Contains(js, `"retry_count": 0`) {
+			t.Errorf("%s was retried: a lost race is no retry\n%s", id, js)
+		}
+		if _, show, _ := p.ralph("task", "show", id); strings.Contains(show, "integration conflict") {
+			lost++
 		}
 	}
-	if retried != 1 {
-		t.Errorf("%d of c1, c2 retried; want exactly one (the conflict)", retried)
+	if lost != 1 {
+		t.Errorf("%d of c1, c2 sent back by a conflict; want exactly one", lost)
 	}
 }
 
