@@ -259,7 +259,11 @@
 // its own (setsid) rather than only a process group, so that it cannot type
 // into ralph's terminal; the process handling is otherwise the same,
 // bubblewrap's pid namespace adding that nothing of the sandbox outlives
-// it.
+// it. With Spec.ReadOnly (a verifier that has a shell: Gemini CLI's and
+// OpenCode's) the tree is read-only as well and there is no private
+// checkout: the agent runs the tests and writes only its temp directory
+// and its state's scratch (sandbox.ReadOnlyEnv sends the usual build
+// output there).
 //
 // Commands. The test gate and --setup run through Commands.RunCommand: sh
 // -c with Run's process handling (a group, or a session of its own in the

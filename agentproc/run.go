@@ -119,6 +119,11 @@ type Spec struct {
 	// (setsid), so that it cannot type into ralph's terminal (TIOCSTI);
 	// its process group is the same. Without Sandbox, State is not used.
 	Sandbox *sandbox.Boundary
+	// ReadOnly, with a Sandbox, makes the agent's tree read-only too (a
+	// verifier's session, whose shell runs the tests but must not change
+	// the tree: sandbox.SessionParams.ReadOnly); Exit.Checkout is then
+	// nil.
+	ReadOnly bool
 	// State are the agent's own state directories (its runner's
 	// StateDirs).
 	State []sandbox.State

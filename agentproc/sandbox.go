@@ -2,6 +2,7 @@ package agentproc
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ type sandboxed struct {
 // it if this process dies first. The caller removes scratch.
 func (s Spec) sandboxed(scratch string) (*sandboxed, error) {
 	sess, err := s.Sandbox.Prepare(sandbox.SessionParams{
-		Dir: s.Dir, Path: s.Path, Args: s.Args, Env: s.Env, State: s.State, Scratch: scratch,
+		Dir: s.Dir, Path: s.Path, Args: s.Args, Env: s.Env, State: s.State, Scratch: scratch, ReadOnly: s.ReadOnly,
 	})
 	if err != nil {
 		return nil, err
@@ -65,4 +66,12 @@ func TempDir(kind string) (string, error) {
 		return "", &os.PathError{Op: "mkdir", Path: kind, Err: os.ErrInvalid}
 	}
 	return os.MkdirTemp("", tempPattern(kind, "", loop.ThisProcess()))
+}
+
+// NoVerifierShell is the notice of a build whose verifier runs agent, a
+// CLI with no read-only shell of its own (Gemini CLI, OpenCode), where no
+// sandbox can give it one (err says why): the verifier cannot run
+// commands, the tests included, and checks the work by reading it.
+func NoVerifierShell(agent string, err error) string {
+	return fmt.Sprintf("note: the verifier (%s) cannot run commands, the tests included: its CLI has no read-only shell, and no sandbox is available to give it one with the tree read-only (%v); it checks the work by reading it", agent, err)
 }

@@ -194,6 +194,15 @@ type SessionParams struct {
 	// socket), which the session neither uses nor shows writable. The
 	// caller removes it after Close.
 	Scratch string
+	// ReadOnly makes the tree read-only too (a verifier's session, which
+	// runs commands but must not change what it checks): the session
+	// writes only its temp directory and its state directories' scratch
+	// (and kept login files), gets no private git checkout (the tree's
+	// own .git is read-only with the rest: git status, diff and log
+	// work; commit does not), and Env sends the build output that test
+	// commands would write into the tree to the temp directory
+	// (ReadOnlyEnv).
+	ReadOnly bool
 }
 
 // Session is a prepared sandboxed command: run Path with Args (for
@@ -279,6 +288,9 @@ func (b *Boundary) Prepare(p SessionParams) (*Session, error) {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	s.Env = sessionEnv(p.Env, s.TempDir)
+	if p.ReadOnly {
+		s.Env = ReadOnlyEnv(s.Env, s.TempDir)
+	}
 	if err := b.prepare(s, p, scratch); err != nil {
 		return nil, err
 	}
@@ -317,6 +329,44 @@ func sessionEnv(env []string, tmp string) []string {
 		}
 	}
 	return append(out, "TMPDIR="+tmp)
+}
+
+// ReadOnlyEnv returns env for a command that runs in a read-only tree
+// with tmp as its temp directory: the build output and caches that the
+// common test commands write into the project's tree, or into the home
+// directory (read-only in the sandbox), go to tmp or are not written:
+//
+//   - PYTHONDONTWRITEBYTECODE=1: no __pycache__ directories;
+//   - PYTEST_ADDOPTS gets "-p no:cacheprovider": no .pytest_cache;
+//   - CARGO_TARGET_DIR=tmp/cargo-target: cargo builds there, not in
+//     target/;
+//   - GOCACHE=tmp/go-build: go's build cache (in the home directory)
+//     must be writable for go build and go test to run at all.
+//
+// Each starts empty: a verifier's build is a cold one. Other tools that
+// write into the tree (a Makefile's objects, node_modules/.cache, a
+// Gradle build/) fail with "Read-only file system", which the agent sees
+// and can report. Bubblewrap before 0.11 has no overlay mount, and a bind
+// of a scratch directory over an ignored build directory needs a mount
+// point that exists (a read-only tree cannot get one for a directory not
+// built yet) and would hide the build output that is there: so ralph
+// redirects rather than mounts.
+func ReadOnlyEnv(env []string, tmp string) []string {
+	out := make([]string, 0, len(env)+4)
+	addopts := "-p no:cacheprovider"
+	for _, kv := range env {
+		switch k, v, _ := strings.Cut(kv, "="); k {
+		case "PYTHONDONTWRITEBYTECODE", "CARGO_TARGET_DIR", "GOCACHE":
+		case "PYTEST_ADDOPTS":
+			if strings.TrimSpace(v) != "" {
+				addopts = v + " " + addopts
+			}
+		default:
+			out = append(out, kv)
+		}
+	}
+	return append(out, "PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS="+addopts,
+		"CARGO_TARGET_DIR="+filepath.Join(tmp, "cargo-target"), "GOCACHE="+filepath.Join(tmp, "go-build"))
 }
 
 // withoutGitLocation is env without git's location variables.

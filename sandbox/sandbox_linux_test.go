@@ -791,3 +791,46 @@ func TestCloseCancelled(t *testing.T) {
 		t.Errorf("Checkout = %+v", c)
 	}
 }
+
+// TestReadOnlySession: a ReadOnly session (a verifier's) runs commands and
+// reads its tree, git included, but writes neither the tree nor its .git,
+// in the project and in a worker's tree; its temp directory is writable
+// and the build output of test commands is sent there.
+func TestReadOnlySession(t *testing.T) {
+	p := newProject(t)
+	b := p.realBoundary(t)
+	for _, dir := range []string{p.repo, p.tree} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			scratch, err := os.MkdirTemp(p.tmp, "ralph-sandbox-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(scratch) })
+			script := `cat README && git status --porcelain && echo ok > "$TMPDIR/ran" && cat "$TMPDIR/ran" &&
+				echo "$GOCACHE $CARGO_TARGET_DIR $PYTEST_ADDOPTS $PYTHONDONTWRITEBYTECODE";
+				for f in new.txt README .git/x; do if echo x >> "$f" 2>/dev/null; then echo "wrote $f"; fi; done`
+			s, err := b.Prepare(SessionParams{Dir: dir, Path: "/bin/sh", Args: []string{"-c", script},
+				Env: append(p.env, "PYTEST_ADDOPTS=-x"), State: p.agentState(), Scratch: scratch, ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := run(t, s)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			want := "hello\nok\n" + s.TempDir + "/go-build " + s.TempDir + "/cargo-target -x -p no:cacheprovider 1\n"
+			if stdout != want {
+				t.Errorf("stdout %q, want %q (stderr %q)", stdout, want, stderr)
+			}
+			if c := s.Close(t.Context()); c != nil {
+				t.Errorf("a read-only session has a private checkout: %+v", c)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "new.txt")); err == nil {
+				t.Error("new.txt written in the tree")
+			}
+			if got := readFile(t, filepath.Join(dir, "README")); got != "hello\n" {
+				t.Errorf("README = %q", got)
+			}
+		})
+	}
+}

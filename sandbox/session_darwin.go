@@ -12,7 +12,8 @@ import (
 // .git read-only (sandbox-exec
 // cannot mount a private copy: the agent's git reads but does not write);
 // in the state directories, only the kept entries and the fresh ones
-// writable (no scratch either); the hidden files unreadable.
+// writable (no scratch either); the hidden files unreadable. A ReadOnly
+// session's tree is read-only too.
 func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
 	spec := profileSpec{tree: s.Tree, writable: []string{s.TempDir}, plan: b.plan, hide: b.hide}
 	dotGit, _, gitDir, err := b.checkoutOf(s.Tree)
@@ -21,6 +22,9 @@ func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
 	}
 	if dotGit != "" {
 		spec.readOnly = append(spec.readOnly, dotGit)
+	}
+	if p.ReadOnly {
+		spec.readOnly = append(spec.readOnly, s.Tree)
 	}
 	if b.repo != nil {
 		spec.readOnly = append(spec.readOnly, b.repo.gitDir, b.repo.common)

@@ -21,42 +21,21 @@ import (
 //  5. each state directory: its scratch, then its real entries in it,
 //     kept ones writable, the rest read-only;
 //  6. the hidden files: an empty read-only file over each.
+//
+// A ReadOnly session gets neither 1, 2 nor 3: the tree stays as the
+// read-only root shows it, its .git with it.
 func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
 	empty := filepath.Join(scratch, "empty")
 	if err := os.WriteFile(empty, nil, 0o400); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	mounts := []mount{bind(s.Tree, s.Tree)}
-	if within(b.plan, s.Tree) {
-		mounts = append(mounts, roBind(b.plan, b.plan))
-	}
-
-	dotGit, dotGitDir, gitDir, err := b.checkoutOf(s.Tree)
-	if err != nil {
-		return err
-	}
-	switch {
-	case gitDir != "":
-		c, err := makeCheckout(b.repo, gitDir, dotGit, dotGitDir, scratch)
-		if err != nil {
+	var mounts []mount
+	if !p.ReadOnly {
+		var err error
+		if mounts, err = b.treeMounts(s, scratch, empty); err != nil {
 			return err
 		}
-		s.checkout = c
-		inside := c.dir // where the copy is seen in the sandbox
-		if dotGitDir {
-			mounts = append(mounts, bind(c.dir, dotGit))
-			inside = dotGit
-		} else {
-			mounts = append(mounts, roBind(c.gitfile, dotGit), bind(c.dir, c.dir))
-		}
-		if c.modules != "" {
-			mounts = append(mounts, roBind(c.modules, filepath.Join(inside, "modules")))
-		}
-		mounts = append(mounts, roBind(c.shared, c.objects))
-	case dotGit != "":
-		mounts = append(mounts, roBind(empty, dotGit))
 	}
-
 	mounts = append(mounts, bind(s.TempDir, s.TempDir))
 
 	sts, err := b.states(s.Tree, p.State)
@@ -85,4 +64,40 @@ func (b *Boundary) prepare(s *Session, p SessionParams, scratch string) error {
 
 	s.Path, s.Args = bwrapCommand(b.sb.Path, signalEnv(), os.Geteuid() == 0, s.Dir, mounts, p.Path, p.Args)
 	return nil
+}
+
+// treeMounts are the mounts 1 to 3 of prepare, for a session that
+// writes its tree.
+func (b *Boundary) treeMounts(s *Session, scratch, empty string) ([]mount, error) {
+	mounts := []mount{bind(s.Tree, s.Tree)}
+	if within(b.plan, s.Tree) {
+		mounts = append(mounts, roBind(b.plan, b.plan))
+	}
+
+	dotGit, dotGitDir, gitDir, err := b.checkoutOf(s.Tree)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case gitDir != "":
+		c, err := makeCheckout(b.repo, gitDir, dotGit, dotGitDir, scratch)
+		if err != nil {
+			return nil, err
+		}
+		s.checkout = c
+		inside := c.dir // where the copy is seen in the sandbox
+		if dotGitDir {
+			mounts = append(mounts, bind(c.dir, dotGit))
+			inside = dotGit
+		} else {
+			mounts = append(mounts, roBind(c.gitfile, dotGit), bind(c.dir, c.dir))
+		}
+		if c.modules != "" {
+			mounts = append(mounts, roBind(c.modules, filepath.Join(inside, "modules")))
+		}
+		mounts = append(mounts, roBind(c.shared, c.objects))
+	case dotGit != "":
+		mounts = append(mounts, roBind(empty, dotGit))
+	}
+	return mounts, nil
 }

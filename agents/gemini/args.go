@@ -59,16 +59,22 @@ var Bin = agentproc.Bin{Name: Name, EnvVar: EnvBin, Install: "install the Gemini
 // is not sandboxed (the verifier) runs in the CLI's default approval mode,
 // where headless runs offer the model only read tools. The prompt is not
 // an argument: it goes on standard input (stdin that is not a terminal
-// makes the CLI headless).
+// makes the CLI headless). A verifier that runs in a sandbox with its tree
+// read-only gets --yolo too (Runner.VerifierSandbox): Run passes that on.
 func Args(req loop.RunRequest, contextDir string) []string {
-	args := []string{"--output-format", "stream-json", "-m", Model(req.Model)}
+	return args(req, contextDir, req.Sandboxed)
+}
+
+// args is Args with yolo saying whether the session gets every tool.
+func args(req loop.RunRequest, contextDir string, yolo bool) []string {
+	a := []string{"--output-format", "stream-json", "-m", Model(req.Model)}
 	if req.SystemPrompt != "" && contextDir != "" {
-		args = append(args, "--include-directories", contextDir)
+		a = append(a, "--include-directories", contextDir)
 	}
-	if req.Sandboxed {
-		args = append(args, "--yolo")
+	if yolo {
+		a = append(a, "--yolo")
 	}
-	return args
+	return a
 }
 
 // The environment variables Env sets.

@@ -14,7 +14,8 @@
 // The executable is Runner.Path, else $RALPH_GEMINI, else `gemini`
 // on PATH. The arguments are `--output-format stream-json -m MODEL`, then
 // `--include-directories DIR` when there is a system prompt (below), then
-// `--yolo` for a work session (RunRequest.Sandboxed). The user prompt goes
+// `--yolo` for a work session (RunRequest.Sandboxed) and for a verifier
+// in a read-only sandbox (below). The user prompt goes
 // on standard input, which is then closed: stdin that is not a terminal
 // makes the CLI headless, no -p needed (checked with the pinned CLI). A
 // prompt that is one of the project's Claude Code custom slash commands
@@ -28,15 +29,21 @@
 // id; no model means DefaultModel, gemini-2.5-pro (the CLI's own default
 // when it does not route).
 //
-// Read-only sessions. The verifier (Sandboxed false) runs without --yolo:
-// in its default approval mode a headless CLI offers the model only read
-// tools (list_directory, read_file, grep_search, glob, google_web_search,
-// update_topic, enter_plan_mode, invoke_agent), and a call to
-// run_shell_command comes back as the error tool_not_registered (checked
-// in TestE2EReadOnlyRefusesShell). The verifier therefore cannot run
-// commands (tests, builds) under Gemini, unlike under Claude Code, whose
-// verifier has Bash. RunRequest.Tools is not passed on: the CLI's
-// --allowed-tools is deprecated in favour of policy files.
+// Read-only sessions. The verifier (Sandboxed false) has no read-only
+// shell in this CLI: in its default approval mode a headless CLI offers
+// the model only read tools (list_directory, read_file, grep_search, glob,
+// google_web_search, update_topic, enter_plan_mode, invoke_agent), and a
+// call to run_shell_command comes back as the error tool_not_registered
+// (checked in TestE2EReadOnlyRefusesShell). So where a sandbox is given
+// (Runner.Sandbox, or Runner.VerifierSandbox for a verifier alone) the
+// verifier runs in it with the tree read-only (agentproc.Spec.ReadOnly)
+// and --yolo: it runs the tests, and a write into the tree — by its shell
+// or by write_file — fails with "Read-only file system" (checked in
+// TestE2EVerifierRunsTestsReadOnly). Without a sandbox it keeps the read
+// tools only and cannot run commands (tests, builds), unlike under Claude
+// Code, whose verifier has Bash; ralph build says so at the start
+// (agentproc.NoVerifierShell). RunRequest.Tools is not passed on: the
+// CLI's --allowed-tools is deprecated in favour of policy files.
 //
 // Environment. ralph's own, then RunRequest.Env on top, then
 // GEMINI_CLI_NO_RELAUNCH=true and GEMINI_CLI_TRUST_WORKSPACE=true, which

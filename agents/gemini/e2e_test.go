@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralph-dev/ralph/agents/gemini/geminitest"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // End-to-end tests against the real Gemini CLI (the pinned release),
@@ -236,6 +237,83 @@ func TestE2EReadOnlyRefusesShell(t *testing.T) {
 			t.Errorf("read-only session offered %s: %v", w, tools)
 		}
 	}
+}
+
+// verifierBoundary is a sandbox for the project at dir with the real
+// bubblewrap; the test is skipped where there is none (failed under CI,
+// where it must be).
+func verifierBoundary(t *testing.T, dir string) *sandbox.Boundary {
+	t.Helper()
+	sb, err := sandbox.Find()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	box, err := sb.Boundary(sandbox.BoundaryParams{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
+}
+
+// TestE2EVerifierRunsTestsReadOnly: a verifier given a sandbox
+// (VerifierSandbox) gets the shell and runs the project's test command,
+// whose output reaches the model; its shell's write into the tree and
+// the CLI's own write_file are both refused by the read-only tree.
+func TestE2EVerifierRunsTestsReadOnly(t *testing.T) {
+	api := geminitest.NewAPI(t, func(r geminitest.Request) geminitest.Reply {
+		switch r.ToolResults() {
+		case 0:
+			return geminitest.Shell("sh test.sh")
+		case 1:
+			return geminitest.Shell("echo x > written.txt; echo exit=$?")
+		case 2:
+			return geminitest.Call1("write_file", map[string]any{"file_path": "tool.txt", "content": "x"})
+		}
+		return geminitest.Text("<verify-pass>")
+	})
+	req := e2eRequest(t, api)
+	req.Sandboxed, req.Tools = false, loop.VerifierTools
+	if err := os.WriteFile(filepath.Join(req.Dir, "test.sh"), []byte("echo \"tests: $(cat count) passed\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(req.Dir, "count"), []byte("3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{}
+	req.OnEvent = c.add
+	r := &Runner{Path: geminitest.Binary(t), Grace: 2 * time.Second, VerifierSandbox: verifierBoundary(t, req.Dir)}
+	res, err := r.Run(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Class != loop.ClassSuccess || res.Text != "<verify-pass>" {
+		t.Fatalf("class %s text %q\nstderr: %s", res.Class, res.Text, res.Stderr)
+	}
+	reqs := api.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d API requests, want 4", len(reqs))
+	}
+	if !slices.Contains(reqs[0].ToolNames(), "run_shell_command") {
+		t.Errorf("the verifier was offered no shell: %v", reqs[0].ToolNames())
+	}
+	if got := reqs[1].LastToolResult(); !strings.Contains(got, "tests: 3 passed") {
+		t.Errorf("the test command's output did not reach the model: %s", got)
+	}
+	if got := reqs[2].LastToolResult(); !strings.Contains(got, "Read-only file system") || !strings.Contains(got, "exit=1") {
+		t.Errorf("the shell's write was not refused: %s", got)
+	}
+	for _, name := range []string{"written.txt", "tool.txt"} {
+		if _, err := os.Stat(filepath.Join(req.Dir, name)); err == nil {
+			t.Errorf("the verifier wrote %s into the tree", name)
+		}
+	}
+	if rs := c.kinds(loop.EventToolResult); len(rs) != 3 || !rs[2].IsError || !strings.Contains(rs[2].Text, "EROFS") {
+		t.Errorf("tool results %+v, want three, write_file's refused (EROFS)", rs)
+	}
+	leftovers(t, api)
 }
 
 func TestE2ECancelMidTool(t *testing.T) {

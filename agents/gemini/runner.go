@@ -30,7 +30,33 @@ type Runner struct {
 	// directory and a scratch copy of its own state (StateDirs), and
 	// works in a private copy of the tree's git metadata
 	// (RunResult.Checkout says how that moved).
+	//
+	// A verifier's session (a request that is not Sandboxed) runs in it
+	// with the tree read-only as well, and gets the CLI's shell: see
+	// VerifierSandbox.
 	Sandbox *sandbox.Boundary
+	// VerifierSandbox, when not nil and Sandbox is, is where a verifier's
+	// session runs: in the sandbox with its tree read-only
+	// (agentproc.Spec.ReadOnly), with every tool of the CLI (--yolo), so
+	// that it can run the tests. A write into the tree fails there
+	// ("Read-only file system"). When both are nil the verifier runs
+	// outside any sandbox with the CLI's read tools only: it cannot run
+	// commands (see the package documentation).
+	VerifierSandbox *sandbox.Boundary
+}
+
+// boundary returns the sandbox a session of req runs in (nil: none) and
+// whether its tree is read-only there: a verifier's, given a sandbox.
+func (r *Runner) boundary(req loop.RunRequest) (*sandbox.Boundary, bool) {
+	switch {
+	case req.Sandboxed:
+		return r.Sandbox, false
+	case r.Sandbox != nil:
+		return r.Sandbox, true
+	case r.VerifierSandbox != nil:
+		return r.VerifierSandbox, true
+	}
+	return nil, false
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -58,14 +84,16 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		defer remove()
 		contextDir = dir
 	}
+	box, readOnly := r.boundary(req)
 	dec := NewDecoder(r.Now)
 	var sess Session
 	x, err := agentproc.Run(ctx, agentproc.Spec{
 		Name:        Name,
 		Path:        path,
-		Args:        Args(req, contextDir),
+		Args:        args(req, contextDir, req.Sandboxed || readOnly),
 		Env:         env,
-		Sandbox:     r.Sandbox,
+		Sandbox:     box,
+		ReadOnly:    readOnly,
 		OwnKeys:     []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		State:       StateDirs(env),
 		Stdin:       req.Prompt,

@@ -67,11 +67,17 @@
 // not escape; an agent's own permissions would override the global ones).
 // Denied tools are not offered to the model at all (checked: no bash,
 // edit, write or webfetch in the request; read, glob and grep remain), and
-// a call to one comes back as an error of tool "invalid". The verifier
-// therefore cannot run the tests: OpenCode cannot allow bash while
-// keeping it read-only. `--agent plan` is not read-only (bash ran and
-// wrote in AGENT-CLIS's check). Work sessions keep OpenCode's defaults,
-// which in `run` allow everything.
+// a call to one comes back as an error of tool "invalid". OpenCode cannot
+// allow bash while keeping it read-only (`--agent plan` is not read-only:
+// bash ran and wrote in AGENT-CLIS's check), so where a sandbox is given
+// (Runner.Sandbox, or Runner.VerifierSandbox for a verifier alone) the
+// verifier runs in it with the tree read-only (agentproc.Spec.ReadOnly)
+// and bash set to "allow" (edit and webfetch still denied): it runs the
+// tests, and a command's write into the tree fails with "Read-only file
+// system" (checked in TestE2EVerifierRunsTestsReadOnly). Without a
+// sandbox it has no bash and cannot run the tests; ralph build says so at
+// the start (agentproc.NoVerifierShell). Work sessions keep OpenCode's
+// defaults, which in `run` allow everything.
 //
 // # The stream
 //

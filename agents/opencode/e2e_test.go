@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ralph-dev/ralph/agents/opencode/opencodetest"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // End-to-end tests against the pinned OpenCode, driven by opencodetest's
@@ -188,6 +189,68 @@ func TestE2EVerifierReadOnly(t *testing.T) {
 	}
 	if want := (loop.Price{Input: 1, Output: 10}).Cost(res.Usage); res.CostSource != loop.CostEstimated || res.CostUSD != want {
 		t.Errorf("cost %v (%s), want %v estimated", res.CostUSD, res.CostSource, want)
+	}
+}
+
+// TestE2EVerifierRunsTestsReadOnly: a verifier given a sandbox
+// (VerifierSandbox) is offered bash, not edit or write, and runs the
+// project's test command, whose output reaches the model; its write into
+// the tree is refused by the read-only tree.
+func TestE2EVerifierRunsTestsReadOnly(t *testing.T) {
+	api := opencodetest.NewAPI(t, func(r opencodetest.Request) opencodetest.Reply {
+		switch r.ToolResults() {
+		case 0:
+			return opencodetest.Shell("sh test.sh")
+		case 1:
+			return opencodetest.Shell("echo x > written.txt; echo exit=$?")
+		}
+		return opencodetest.Text("<verify-pass>")
+	})
+	req := e2eRequest(t, api)
+	req.Sandboxed, req.Tools = false, loop.VerifierTools
+	if err := os.WriteFile(filepath.Join(req.Dir, "test.sh"), []byte("echo \"tests: $(cat count) passed\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(req.Dir, "count"), []byte("3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.Find()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	box, err := sb.Boundary(sandbox.BoundaryParams{Root: req.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := runReal(t, t.Context(), &Runner{VerifierSandbox: box}, api, req)
+
+	if res.Class != loop.ClassSuccess || res.Text != "<verify-pass>" {
+		t.Fatalf("class %s, text %q", res.Class, res.Text)
+	}
+	reqs := api.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d API requests, want 3", len(reqs))
+	}
+	offered := reqs[0].ToolNames()
+	if !slices.Contains(offered, "bash") {
+		t.Errorf("bash not offered to the verifier: %v", offered)
+	}
+	for _, denied := range []string{"edit", "write", "webfetch"} {
+		if slices.Contains(offered, denied) {
+			t.Errorf("tool %s offered to the verifier: %v", denied, offered)
+		}
+	}
+	if got := reqs[1].LastToolResult(); !strings.Contains(got, "tests: 3 passed") {
+		t.Errorf("the test command's output did not reach the model: %q", got)
+	}
+	if got := reqs[2].LastToolResult(); !strings.Contains(got, "Read-only file system") || !strings.Contains(got, "exit=1") {
+		t.Errorf("the write was not refused: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(req.Dir, "written.txt")); err == nil {
+		t.Error("the verifier wrote into the tree")
 	}
 }
 

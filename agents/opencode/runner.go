@@ -78,7 +78,32 @@ type Runner struct {
 	// directory and a scratch copy of its own state (StateDirs), and
 	// works in a private copy of the tree's git metadata
 	// (RunResult.Checkout says how that moved).
+	//
+	// A verifier's session (a request that is not Sandboxed) runs in it
+	// with the tree read-only as well, and gets bash: see VerifierSandbox.
 	Sandbox *sandbox.Boundary
+	// VerifierSandbox, when not nil and Sandbox is, is where a verifier's
+	// session runs: in the sandbox with its tree read-only
+	// (agentproc.Spec.ReadOnly), with bash allowed (edit, write and
+	// webfetch stay denied), so that it can run the tests; a command's
+	// write into the tree fails there ("Read-only file system"). When both
+	// are nil the verifier runs outside any sandbox without bash: it
+	// cannot run commands (see the package documentation).
+	VerifierSandbox *sandbox.Boundary
+}
+
+// boundary returns the sandbox a session of req runs in (nil: none) and
+// whether its tree is read-only there: a verifier's, given a sandbox.
+func (r *Runner) boundary(req loop.RunRequest) (*sandbox.Boundary, bool) {
+	switch {
+	case req.Sandboxed:
+		return r.Sandbox, false
+	case r.Sandbox != nil:
+		return r.Sandbox, true
+	case r.VerifierSandbox != nil:
+		return r.VerifierSandbox, true
+	}
+	return nil, false
 }
 
 var _ loop.Runner = (*Runner)(nil)
@@ -119,6 +144,11 @@ const readOnlyAgent = "build"
 // offered to the model at all.
 var readOnlyPermission = map[string]any{"bash": "deny", "edit": "deny", "webfetch": "deny"}
 
+// shellPermission is what a verifier in a read-only sandbox may not do:
+// edit (and write) and webfetch; bash is allowed, the sandbox keeping the
+// tree read-only (a permission left to "ask" would be auto-rejected).
+var shellPermission = map[string]any{"bash": "allow", "edit": "deny", "webfetch": "deny"}
+
 // Config returns ralph's per-run config for OPENCODE_CONFIG_CONTENT,
 // merged into user (the value the user's environment already gives it,
 // which must then be a JSON object): instructionsFile, when not "", is
@@ -129,6 +159,12 @@ var readOnlyPermission = map[string]any{"bash": "deny", "edit": "deny", "webfetc
 // so their providers and models still apply. It returns "" when there
 // is nothing to add to user.
 func Config(user string, req loop.RunRequest, instructionsFile string) (string, error) {
+	return config(user, req, instructionsFile, false)
+}
+
+// config is Config; shell says the verifier runs in a read-only sandbox
+// and gets bash (shellPermission instead of readOnlyPermission).
+func config(user string, req loop.RunRequest, instructionsFile string, shell bool) (string, error) {
 	if instructionsFile == "" && req.Sandboxed {
 		return user, nil
 	}
@@ -143,7 +179,11 @@ func Config(user string, req loop.RunRequest, instructionsFile string) (string, 
 		cfg["instructions"] = append(list, instructionsFile)
 	}
 	if !req.Sandboxed {
-		cfg["permission"] = overlay(cfg["permission"], readOnlyPermission)
+		deny := readOnlyPermission
+		if shell {
+			deny = shellPermission
+		}
+		cfg["permission"] = overlay(cfg["permission"], deny)
 		agents, _ := cfg["agent"].(map[string]any)
 		if agents == nil {
 			agents = map[string]any{}
@@ -152,7 +192,7 @@ func Config(user string, req loop.RunRequest, instructionsFile string) (string, 
 		if agent == nil {
 			agent = map[string]any{}
 		}
-		agent["permission"] = overlay(agent["permission"], readOnlyPermission)
+		agent["permission"] = overlay(agent["permission"], deny)
 		agents[readOnlyAgent] = agent
 		cfg["agent"] = agents
 	}
@@ -188,6 +228,11 @@ func overlay(base any, top map[string]any) map[string]any {
 // in) would send the agent to the wrong tree — the main checkout instead
 // of a worker's worktree.
 func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string, error) {
+	return environ(base, req, instructionsFile, false)
+}
+
+// environ is Env; shell is config's.
+func environ(base []string, req loop.RunRequest, instructionsFile string, shell bool) ([]string, error) {
 	extra := append(append([]string(nil), req.Env...), EnvDisableUpdate+"=true")
 	if req.Dir != "" {
 		dir, err := filepath.Abs(req.Dir)
@@ -197,7 +242,7 @@ func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string,
 		extra = append(extra, "PWD="+dir)
 	}
 	env := agentproc.Environ(base, extra, nil)
-	cfg, err := Config(agentproc.Getenv(env, EnvConfigContent), req, instructionsFile)
+	cfg, err := config(agentproc.Getenv(env, EnvConfigContent), req, instructionsFile, shell)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +309,8 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		defer remove()
 		instructions = file
 	}
-	env, err := Env(os.Environ(), req, instructions)
+	box, readOnly := r.boundary(req)
+	env, err := environ(os.Environ(), req, instructions, readOnly)
 	if err != nil {
 		return loop.RunResult{}, err
 	}
@@ -308,7 +354,8 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		Path:        path,
 		Args:        Args(req),
 		Env:         env,
-		Sandbox:     r.Sandbox,
+		Sandbox:     box,
+		ReadOnly:    readOnly,
 		State:       StateDirs(env),
 		Stdin:       req.Prompt,
 		Grace:       grace,

@@ -33,6 +33,12 @@ type agentCLI struct {
 	// runner returns the Runner of the executable at path, in box when
 	// not nil (--sandbox).
 	runner func(path string, box *sandbox.Boundary) loop.Runner
+	// verifierSandbox, for a CLI whose verifier has no read-only shell of
+	// its own (Gemini CLI, OpenCode), gives runner (one of runner's) the
+	// sandbox its verifier runs in with the tree read-only; nil for the
+	// CLIs whose verifier runs commands anyway (Claude Code's Bash,
+	// Codex's read-only sandbox).
+	verifierSandbox func(runner loop.Runner, box *sandbox.Boundary)
 }
 
 // agentCLIs are the agents ralph runs, the default first.
@@ -42,11 +48,13 @@ var agentCLIs = []agentCLI{
 	{name: codex.Name, bin: codex.Bin, binFlag: "--agent-bin",
 		runner: func(path string, box *sandbox.Boundary) loop.Runner { return &codex.Runner{Path: path, Sandbox: box} }},
 	{name: gemini.Name, bin: gemini.Bin, binFlag: "--agent-bin",
-		runner: func(path string, box *sandbox.Boundary) loop.Runner { return &gemini.Runner{Path: path, Sandbox: box} }},
+		runner:          func(path string, box *sandbox.Boundary) loop.Runner { return &gemini.Runner{Path: path, Sandbox: box} },
+		verifierSandbox: func(r loop.Runner, box *sandbox.Boundary) { r.(*gemini.Runner).VerifierSandbox = box }},
 	{name: opencode.Name, bin: opencode.Bin, binFlag: "--agent-bin",
 		runner: func(path string, box *sandbox.Boundary) loop.Runner {
 			return &opencode.Runner{Path: path, Sandbox: box}
-		}},
+		},
+		verifierSandbox: func(r loop.Runner, box *sandbox.Boundary) { r.(*opencode.Runner).VerifierSandbox = box }},
 }
 
 // agentCLINames lists the names --agent-cli takes.
@@ -157,6 +165,25 @@ func (a chosenAgent) boundary(root string) (*sandbox.Boundary, error) {
 		return nil, fmt.Errorf("--sandbox: %w", err)
 	}
 	return box, nil
+}
+
+// giveVerifierShell gives the verifier's runner (verifier's CLI) a
+// sandbox with the tree read-only, when its CLI has no read-only shell of
+// its own and the build has no --sandbox (box nil), so that it can run the
+// tests (ARCHITECTURE.md §3.6). Where no sandbox works here it says at the
+// start that the verifier cannot run commands.
+func giveVerifierShell(cfg appConfig, root string, verifier chosenAgent, runner loop.Runner, box *sandbox.Boundary) {
+	if verifier.verifierSandbox == nil || box != nil {
+		return
+	}
+	sb, err := sandbox.Find()
+	if err == nil {
+		if box, err = sb.Boundary(sandbox.BoundaryParams{Root: root}); err == nil {
+			verifier.verifierSandbox(runner, box)
+			return
+		}
+	}
+	fmt.Fprintf(cfg.stderr, "ralph: %s\n", agentproc.NoVerifierShell(verifier.name, err))
 }
 
 // findAgent resolves the agent (chooseAgent), prints the API-key notice

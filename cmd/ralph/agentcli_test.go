@@ -8,8 +8,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ralph-dev/ralph/agents/codex"
+	"github.com/ralph-dev/ralph/agents/gemini"
+	"github.com/ralph-dev/ralph/agents/opencode"
 	"github.com/ralph-dev/ralph/claude"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // Agents other than Claude Code get the project's custom slash commands
@@ -110,5 +114,44 @@ func TestAPIKeyNotice(t *testing.T) {
 				t.Errorf("notice (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGiveVerifierShell: a Gemini CLI or OpenCode verifier gets a sandbox
+// with the tree read-only where bubblewrap works, and the build says at
+// the start that it cannot run commands where none does; Claude Code's and
+// Codex's verifiers, and a build with --sandbox, are left alone.
+func TestGiveVerifierShell(t *testing.T) {
+	root := t.TempDir()
+	cli := func(name string) chosenAgent {
+		a, err := lookupAgentCLI(name, "--agent-cli")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return chosenAgent{agentCLI: a, path: "/bin/true"}
+	}
+	var stderr strings.Builder
+	cfg := appConfig{stderr: &stderr}
+	if _, err := sandbox.Find(); err == nil {
+		g := &gemini.Runner{}
+		giveVerifierShell(cfg, root, cli("gemini"), g, nil)
+		o := &opencode.Runner{}
+		giveVerifierShell(cfg, root, cli("opencode"), o, nil)
+		if g.VerifierSandbox == nil || o.VerifierSandbox == nil || stderr.Len() != 0 {
+			t.Errorf("with bubblewrap: gemini %v, opencode %v, stderr %q", g.VerifierSandbox, o.VerifierSandbox, stderr.String())
+		}
+	}
+	giveVerifierShell(cfg, root, cli("claude"), &claude.Runner{}, nil)
+	giveVerifierShell(cfg, root, cli("codex"), &codex.Runner{}, nil)
+	if stderr.Len() != 0 {
+		t.Errorf("a notice for a verifier with a shell: %q", stderr.String())
+	}
+
+	t.Setenv("PATH", t.TempDir()) // no bwrap
+	g := &gemini.Runner{}
+	giveVerifierShell(cfg, root, cli("gemini"), g, nil)
+	want := "ralph: note: the verifier (gemini) cannot run commands, the tests included: its CLI has no read-only shell, and no sandbox is available to give it one with the tree read-only ("
+	if g.VerifierSandbox != nil || !strings.HasPrefix(stderr.String(), want) || !strings.HasSuffix(stderr.String(), "); it checks the work by reading it\n") {
+		t.Errorf("without bubblewrap: sandbox %v, stderr %q", g.VerifierSandbox, stderr.String())
 	}
 }

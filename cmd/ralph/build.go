@@ -251,8 +251,13 @@ func buildRunners(c *cli.Context, cfg appConfig, p project, lc *loop.Config, sto
 	lc.Commands = &agentproc.Commands{Sandbox: box}
 	runner := agent.newRunner(box)
 	lc.Agent = agent.name
+	verifies := runner
 	if verifier.path != agent.path || verifier.name != agent.name {
 		lc.Verifier, lc.VerifierAgent = verifier.newRunner(box), verifier.name
+		verifies = lc.Verifier
+	}
+	if lc.Verify {
+		giveVerifierShell(cfg, p.root, verifier, verifies, box)
 	}
 	view := newBuildView(cfg.stdout)
 	view.logDir = p.rel(lc.LogDir)
