@@ -22,6 +22,9 @@ type buildMode struct {
 	// waitingFor names the held tasks the loop last said it waits for.
 	waitingFor string
 	tests      testGate
+	// final is the final command's rounds of a run of its own (workers
+	// share theirs: Shared).
+	final finalRounds
 }
 
 func (b *buildMode) gate() *testGate { return &b.tests }
@@ -67,8 +70,17 @@ func (b *buildMode) prompts() []string {
 	return []string{PromptBuild}
 }
 
-// prepare readies the verifier's tree guard, with Verify.
+// prepare runs the test gate's baseline and readies the verifier's tree
+// guard, with Verify.
 func (b *buildMode) prepare(ctx context.Context) *stop {
+	if b.cfg.FinalCmd != "" {
+		if _, ok := b.store.(TaskAdder); !ok {
+			return internal(fmt.Errorf("%w: a final command needs a store that adds tasks", ErrConfig))
+		}
+	}
+	if s := b.baseline(ctx); s != nil {
+		return s
+	}
 	if !b.cfg.Verify {
 		return nil
 	}
@@ -104,7 +116,7 @@ func (b *buildMode) close(ctx context.Context, clean bool) {
 // exitChecks ends the run when the plan is resolved or the iteration
 // limit is reached.
 func (b *buildMode) exitChecks(ctx context.Context) *stop {
-	return b.planChecks(ctx, false)
+	return b.finalCheck(ctx, b.planChecks(ctx, false))
 }
 
 // terminal is step 2: nothing could be claimed. With tasks in scope held
@@ -135,7 +147,7 @@ func (b *buildMode) terminal(ctx context.Context, token string) *stop {
 			return nil
 		}
 	}
-	return terminalStop(c)
+	return b.finalCheck(ctx, terminalStop(c))
 }
 
 // iteration runs one loop-claimed iteration (steps 1–8). counted is false
@@ -357,7 +369,10 @@ func (b *buildMode) trouble(ctx context.Context, n int, task Task, status Iterat
 	return judged(status, why, nil)
 }
 
-// taskDone verifies (if enabled), runs the gates and completes the task.
+// taskDone runs a done task's steps, cheap first (ARCHITECTURE.md §3.5):
+// the tree and HEAD checks, the gates, the verifier (with Verify), the
+// integration (with a Workspace), and completes the task. Each step's
+// verdict, when decided, ends the iteration.
 func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verdict {
 	task := a.task
 	// Nothing runs in a tree the agent replaced (a link to the user's
@@ -370,26 +385,13 @@ func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verd
 	if v := b.checkHead(ctx, a.n, task); v.decided() {
 		return v
 	}
+	if v := b.gated(ctx, a); v.decided() {
+		return v
+	}
 	if b.cfg.Verify {
 		if v := b.verified(ctx, a, res.Text); v.decided() {
 			return v
 		}
-	}
-	var endGate func(IterationStatus, string)
-	if b.tests.cmd != "" || b.cfg.Commit {
-		endGate = b.note.phase(a.n, PhaseGate, task)
-	}
-	v := b.gates(ctx, a.n, task.Title, b.tests.cmd)
-	if endGate != nil {
-		endGate(v.status, v.why)
-	}
-	if v.decided() {
-		reason := v.detail
-		if v.status == IterCancelled {
-			reason = ReasonLoopStopped
-		}
-		b.releaseHeld(ctx, reason)
-		return v
 	}
 	if ws := b.cfg.Workspace; ws != nil {
 		end := b.note.phase(a.n, PhaseIntegrate, task)
@@ -406,6 +408,26 @@ func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verd
 	}
 	b.unhold()
 	return judged(IterDone, "", nil)
+}
+
+// gated runs the test and commit gates on a done task, as a verdict on
+// the iteration: zero when they passed (or are off); gate trouble has
+// released the claim.
+func (b *buildMode) gated(ctx context.Context, a attempt) verdict {
+	if b.tests.cmd == "" && !b.cfg.Commit {
+		return verdict{}
+	}
+	end := b.note.phase(a.n, PhaseGate, a.task)
+	v := b.gates(ctx, a.n, a.task.Title, b.tests.cmd)
+	end(v.status, v.why)
+	if v.decided() {
+		reason := v.detail
+		if v.status == IterCancelled {
+			reason = ReasonLoopStopped
+		}
+		b.releaseHeld(ctx, reason)
+	}
+	return v
 }
 
 // checkHead is the commit gate's check before anything runs on a done

@@ -679,7 +679,7 @@ func lastMove(ctx context.Context, store TaskStore, id string) string {
 func (r *run) gates(ctx context.Context, n int, title, cmd string) verdict {
 	if cmd != "" {
 		if err := r.runTests(ctx, r.dir(), cmd); err != nil {
-			r.note.notice(n, "%v", err)
+			r.note.failed(n, err)
 			return r.gateTrouble(ctx, IterTestsFailed, OutcomeTestGateFailed, err)
 		}
 	}
