@@ -113,7 +113,7 @@ func TestPhaseNotes(t *testing.T) {
 			},
 		},
 		{
-			name:   "test gate fails",
+			name: "test gate fails",
 			// It passes on the starting tree (the baseline), then fails.
 			config: func(t *testing.T, cfg *loop.Config) { cfg.TestCmd = "[ ! -e b ] && touch b || exit 3" },
 			want: []phaseNote{
