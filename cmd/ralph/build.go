@@ -459,6 +459,9 @@ func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskS
 	fmt.Fprintf(w, "prompt: %s (%s)\n", plan.PromptName, plan.PromptSource)
 	fmt.Fprintf(w, "system prompt: %s (%s)\n", loop.SystemPromptName(plan.PromptName), plan.SystemPromptSource)
 	printDryRunTest(w, plan)
+	if lc.FinalCmd != "" {
+		fmt.Fprintf(w, "final command: %q (--final-cmd; run once the plan is complete)\n", lc.FinalCmd)
+	}
 	return nil
 }
 

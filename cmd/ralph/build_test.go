@@ -463,6 +463,11 @@ func TestBuildDryRun(t *testing.T) {
 		t.Errorf("%d agent sessions ran", len(calls))
 	}
 
+	r = h.build(t.Context(), agent, "--dry-run", "--final-cmd", "make check")
+	if want := "test command: none\nfinal command: \"make check\" (--final-cmd; run once the plan is complete)\n"; r.code != 0 || !strings.HasSuffix(r.stdout, want) {
+		t.Errorf("dry run with --final-cmd: exit %d, stdout %q; want it to end %q", r.code, r.stdout, want)
+	}
+
 	r = h.build(t.Context(), agent, "--dry-run", "--claim", "agent")
 	if want := "first claimable task (the agent picks): t-1 Task A\nmodel: sonnet\nprompt: peek (embedded)\nsystem prompt: system-peek (embedded)\ntest command: none\n"; r.code != 0 || r.stdout != want {
 		t.Errorf("peek-mode dry run: exit %d, stdout %q; want %q", r.code, r.stdout, want)
