@@ -79,8 +79,8 @@ func (b *buildMode) baseline(ctx context.Context) *stop {
 	msg := fmt.Sprintf("%s (%s), %s", strings.TrimPrefix(ErrBaselineFailed.Error(), "loop: "), head, BaselineHint)
 	if out = strings.TrimSpace(out); out != "" {
 		msg += "\n" + out
+		b.note.failed(0, fmt.Errorf("the test gate's output on the starting tree (%s):\n%s", head, out))
 	}
-	b.note.failed(0, fmt.Errorf("%s", msg))
 	return &stop{outcome: OutcomeTestGateFailed, message: msg, cause: fmt.Errorf("%w: %w", ErrBaselineFailed, err)}
 }
 
@@ -113,26 +113,21 @@ func (b *buildMode) finalCheck(ctx context.Context, s *stop) *stop {
 		return nil
 	}
 	n := b.report.Iterations
-	end := b.note.phase(n, PhaseGate, Task{Title: FinalTaskTitle})
 	err = b.toTip(ctx)
 	if err == nil {
 		err = b.runTests(ctx, b.dir(), cmd)
 	}
 	switch {
 	case err == nil:
-		end("", "")
 		f.passed = true
 		b.note.notice(n, "the final check passed: %s", cmd)
 		return s
 	case ctx.Err() != nil:
-		end(IterCancelled, "")
 		return b.checkCancel(ctx)
 	case !errors.Is(err, ErrTestsFailed):
-		end(IterGitFailed, firstLine(err.Error()))
 		return stopWith(OutcomeGitFailed, "git: readying the tree for the final check: %v", err)
 	}
 	why := "the final check failed: " + strings.TrimPrefix(firstLine(err.Error()), ErrTestsFailed.Error()+": ")
-	end(IterTestsFailed, why)
 	_, out, _ := strings.Cut(err.Error(), "\n")
 	b.note.failed(n, fmt.Errorf("%s\n%s", why, out))
 	if f.rounds >= MaxFinalRounds {
