@@ -370,9 +370,10 @@ func (b *buildMode) trouble(ctx context.Context, n int, task Task, status Iterat
 }
 
 // taskDone runs a done task's steps, cheap first (ARCHITECTURE.md §3.5):
-// the tree and HEAD checks, the gates, the verifier (with Verify), the
-// integration (with a Workspace), and completes the task. Each step's
-// verdict, when decided, ends the iteration.
+// the tree and HEAD checks, the test gate, the verifier (with Verify), the
+// commit gate (with Commit) or the integration (with a Workspace), and
+// completes the task. Each step's verdict, when decided, ends the
+// iteration.
 func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verdict {
 	task := a.task
 	// Nothing runs in a tree the agent replaced (a link to the user's
@@ -385,14 +386,24 @@ func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verd
 	if v := b.checkHead(ctx, a.n, task); v.decided() {
 		return v
 	}
-	if v := b.gated(ctx, a); v.decided() {
-		return v
+	if cmd := b.tests.cmd; cmd != "" {
+		if v := b.gated(ctx, a, func() verdict { return b.testGate(ctx, a.n, cmd) }); v.decided() {
+			return v
+		}
 	}
 	if b.cfg.Verify {
 		if v := b.verified(ctx, a, res.Text); v.decided() {
 			return v
 		}
 	}
+	// The commit records work the verifier passed: a verifier's fail or
+	// usage limit leaves nothing committed for the retry to find.
+	if b.cfg.Commit {
+		if v := b.gated(ctx, a, func() verdict { return b.commitGate(ctx, a.n, task.Title) }); v.decided() {
+			return v
+		}
+	}
+	b.gateStreak = 0
 	if ws := b.cfg.Workspace; ws != nil {
 		end := b.note.phase(a.n, PhaseIntegrate, task)
 		v := b.integrate(ctx, a.n, ws, task, res)
@@ -410,15 +421,12 @@ func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verd
 	return judged(IterDone, "", nil)
 }
 
-// gated runs the test and commit gates on a done task, as a verdict on
-// the iteration: zero when they passed (or are off); gate trouble has
-// released the claim.
-func (b *buildMode) gated(ctx context.Context, a attempt) verdict {
-	if b.tests.cmd == "" && !b.cfg.Commit {
-		return verdict{}
-	}
+// gated runs a gate on a done task (step: the test gate or the commit
+// gate) as a phase, and its verdict on the iteration: zero when it
+// passed; gate trouble has released the claim.
+func (b *buildMode) gated(ctx context.Context, a attempt, step func() verdict) verdict {
 	end := b.note.phase(a.n, PhaseGate, a.task)
-	v := b.gates(ctx, a.n, a.task.Title, b.tests.cmd)
+	v := step()
 	end(v.status, v.why)
 	if v.decided() {
 		reason := v.detail
@@ -458,7 +466,7 @@ func (b *buildMode) verified(ctx context.Context, a attempt, agentText string) v
 	end(j.status(ctx), j.why)
 	// The verifier may have replaced the tree (the guard restores
 	// nothing through a replaced one): asked again while the claim
-	// is still held, before the gates run there.
+	// is still held, before the work is committed or lands.
 	if j.stop == nil && (j.result == judgedPass || j.result == judgedFail) {
 		if v := b.checkTree(ctx, a.n, a.task); v.decided() {
 			return v

@@ -105,7 +105,8 @@ type Config struct {
 	// worker's tree with Workspace) by Commands. Empty means the command
 	// named in <Root>/AGENTS.md as committed when the run begins (see
 	// ReadAgentsTest), announced at the start; no command at all means no
-	// test gate.
+	// test gate. Build mode runs it once before the first session (the
+	// baseline): failing there, it stops the run (ErrBaselineFailed).
 	TestCmd string
 	// FinalCmd is the final check's command (build mode, "" for none): run
 	// like the test gate, where it runs, when the plan in scope is
