@@ -882,8 +882,8 @@ func TestBuildProgressFileAgentTicks(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 2 tasks done") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if got := h.read("gate.txt"); got != "ran\nran\n" {
-		t.Errorf("the test gate ran %q, want once per ticked box", got)
+	if got := h.read("gate.txt"); got != "ran\nran\nran\n" {
+		t.Errorf("the test gate ran %q, want once before the first session (the baseline) and once per ticked box", got)
 	}
 	got := h.read("progress.md")
 	for _, want := range []string{"Add the cart (add-the-cart): done |", "Add checkout (add-checkout): done |"} {
