@@ -29,6 +29,9 @@ const FinalTaskTitle = "Make the final check pass"
 // end).
 const finalDescLimit = 2000
 
+// errToTip is a tree that could not be put at the integration tip.
+var errToTip = errors.New("readying the tree at the integration tip")
+
 // toTip puts the run's tree at the integration tip before a command that
 // needs no task runs there (a TipTree workspace); without one nothing
 // moves.
@@ -55,11 +58,9 @@ func (b *buildMode) baseline(ctx context.Context) *stop {
 	if cmd == "" {
 		return nil
 	}
-	var gitErr error
 	err := b.cfg.Shared.baseline(func() error {
 		if err := b.toTip(ctx); err != nil {
-			gitErr = err
-			return err
+			return fmt.Errorf("%w: %w", errToTip, err)
 		}
 		return b.runTests(ctx, b.dir(), cmd)
 	})
@@ -68,10 +69,9 @@ func (b *buildMode) baseline(ctx context.Context) *stop {
 		return nil
 	case ctx.Err() != nil:
 		return b.checkCancel(ctx)
+	case errors.Is(err, errToTip):
+		return stopWith(OutcomeGitFailed, "git: the test gate's baseline: %v", err)
 	case !errors.Is(err, ErrTestsFailed):
-		if gitErr != nil || errors.Is(err, ErrGit) {
-			return stopWith(OutcomeGitFailed, "git: readying the tree for the test gate's baseline: %v", err)
-		}
 		return internal(err)
 	}
 	// err is ErrTestsFailed's "…: cmd: how\noutput".
@@ -125,7 +125,7 @@ func (b *buildMode) finalCheck(ctx context.Context, s *stop) *stop {
 	case ctx.Err() != nil:
 		return b.checkCancel(ctx)
 	case !errors.Is(err, ErrTestsFailed):
-		return stopWith(OutcomeGitFailed, "git: readying the tree for the final check: %v", err)
+		return stopWith(OutcomeGitFailed, "git: the final check: %v: %v", errToTip, err)
 	}
 	why := "the final check failed: " + strings.TrimPrefix(firstLine(err.Error()), ErrTestsFailed.Error()+": ")
 	_, out, _ := strings.Cut(err.Error(), "\n")
