@@ -22,6 +22,9 @@ type buildMode struct {
 	// waitingFor names the held tasks the loop last said it waits for.
 	waitingFor string
 	tests      testGate
+	// final is the final command's rounds of a run of its own (workers
+	// share theirs: Shared).
+	final finalRounds
 }
 
 func (b *buildMode) gate() *testGate { return &b.tests }
@@ -70,8 +73,17 @@ func (b *buildMode) prompts() []string {
 	return []string{PromptBuild}
 }
 
-// prepare readies the verifier's tree guard, with Verify.
+// prepare runs the test gate's baseline and readies the verifier's tree
+// guard, with Verify.
 func (b *buildMode) prepare(ctx context.Context) *stop {
+	if b.cfg.FinalCmd != "" {
+		if _, ok := b.store.(TaskAdder); !ok {
+			return internal(fmt.Errorf("%w: a final command needs a store that adds tasks", ErrConfig))
+		}
+	}
+	if s := b.baseline(ctx); s != nil {
+		return s
+	}
 	if !b.cfg.Verify {
 		return nil
 	}
@@ -107,7 +119,7 @@ func (b *buildMode) close(ctx context.Context, clean bool) {
 // exitChecks ends the run when the plan is resolved or the iteration
 // limit is reached.
 func (b *buildMode) exitChecks(ctx context.Context) *stop {
-	return b.planChecks(ctx, false)
+	return b.finalCheck(ctx, b.planChecks(ctx, false))
 }
 
 // terminal is step 2: nothing could be claimed. With tasks in scope held
@@ -138,7 +150,7 @@ func (b *buildMode) terminal(ctx context.Context, token string) *stop {
 			return nil
 		}
 	}
-	return terminalStop(c)
+	return b.finalCheck(ctx, terminalStop(c))
 }
 
 // iteration runs one loop-claimed iteration (steps 1–8). counted is false
@@ -361,7 +373,11 @@ func (b *buildMode) trouble(ctx context.Context, n int, task Task, status Iterat
 	return judged(status, why, nil)
 }
 
-// taskDone verifies (if enabled), runs the gates and completes the task.
+// taskDone runs a done task's steps, cheap first (ARCHITECTURE.md §3.5):
+// the tree and HEAD checks, the test gate, the verifier (with Verify), the
+// commit gate (with Commit) or the integration (with a Workspace), and
+// completes the task. Each step's verdict, when decided, ends the
+// iteration.
 func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verdict {
 	task := a.task
 	// Nothing runs in a tree the agent replaced (a link to the user's
@@ -374,27 +390,24 @@ func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verd
 	if v := b.checkHead(ctx, a.n, task); v.decided() {
 		return v
 	}
+	if cmd := b.tests.cmd; cmd != "" {
+		if v := b.gated(ctx, a, func() verdict { return b.testGate(ctx, a.n, cmd) }); v.decided() {
+			return v
+		}
+	}
 	if b.cfg.Verify {
 		if v := b.verified(ctx, a, res.Text); v.decided() {
 			return v
 		}
 	}
-	var endGate func(IterationStatus, string)
-	if b.tests.cmd != "" || b.cfg.Commit {
-		endGate = b.note.phase(a.n, PhaseGate, task)
-	}
-	v := b.gates(ctx, a.n, task.Title, b.tests.cmd)
-	if endGate != nil {
-		endGate(v.status, v.why)
-	}
-	if v.decided() {
-		reason := v.detail
-		if v.status == IterCancelled {
-			reason = ReasonLoopStopped
+	// The commit records work the verifier passed: a verifier's fail or
+	// usage limit leaves nothing committed for the retry to find.
+	if b.cfg.Commit {
+		if v := b.gated(ctx, a, func() verdict { return b.commitGate(ctx, a.n, task.Title) }); v.decided() {
+			return v
 		}
-		b.releaseHeld(ctx, reason)
-		return v
 	}
+	b.gateStreak = 0
 	if ws := b.cfg.Workspace; ws != nil {
 		end := b.note.phase(a.n, PhaseIntegrate, task)
 		v := b.integrate(ctx, a, ws, res)
@@ -410,6 +423,23 @@ func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verd
 	}
 	b.unhold()
 	return judged(IterDone, "", nil)
+}
+
+// gated runs a gate on a done task (step: the test gate or the commit
+// gate) as a phase, and its verdict on the iteration: zero when it
+// passed; gate trouble has released the claim.
+func (b *buildMode) gated(ctx context.Context, a attempt, step func() verdict) verdict {
+	end := b.note.phase(a.n, PhaseGate, a.task)
+	v := step()
+	end(v.status, v.why)
+	if v.decided() {
+		reason := v.detail
+		if v.status == IterCancelled {
+			reason = ReasonLoopStopped
+		}
+		b.releaseHeld(ctx, reason)
+	}
+	return v
 }
 
 // checkHead is the commit gate's check before anything runs on a done
@@ -440,7 +470,7 @@ func (b *buildMode) verified(ctx context.Context, a attempt, agentText string) v
 	end(j.status(ctx), j.why)
 	// The verifier may have replaced the tree (the guard restores
 	// nothing through a replaced one): asked again while the claim
-	// is still held, before the gates run there.
+	// is still held, before the work is committed or lands.
 	if j.stop == nil && (j.result == judgedPass || j.result == judgedFail) {
 		if v := b.checkTree(ctx, a.n, a.task); v.decided() {
 			return v

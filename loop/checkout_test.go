@@ -92,8 +92,10 @@ func TestTreeCheckedBeforeGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(marker)
-	if got := strings.Count(string(b), "x"); got != 1 || ws.integrated != 1 {
-		t.Errorf("gate ran %d times, %d integrations; want once each (the second attempt only)", got, ws.integrated)
+	// Twice: the baseline before the first session, and the second
+	// attempt's gate (none for the first, whose tree was not its own).
+	if got := strings.Count(string(b), "x"); got != 2 || ws.integrated != 1 {
+		t.Errorf("gate ran %d times, %d integrations; want twice (the baseline, the second attempt) and once", got, ws.integrated)
 	}
 	logs, _ := store.Logs(t.Context(), "a")
 	i := slices.IndexFunc(logs, func(e loop.LogEntry) bool { return e.Kind == loop.LogRetry })

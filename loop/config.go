@@ -116,8 +116,17 @@ type Config struct {
 	// worker's tree with Workspace) by Commands. Empty means the command
 	// named in <Root>/AGENTS.md as committed when the run begins (see
 	// ReadAgentsTest), announced at the start; no command at all means no
-	// test gate.
+	// test gate. Build mode runs it once before the first session (the
+	// baseline): failing there, it stops the run (ErrBaselineFailed).
 	TestCmd string
+	// FinalCmd is the final check's command (build mode, "" for none): run
+	// like the test gate, where it runs, when the plan in scope is
+	// complete (every task done). A failure adds the task "Make the final
+	// check pass", its output's end as the description, and the run goes
+	// on, at most MaxFinalRounds times; then the run stops with
+	// OutcomeTestGateFailed. It needs a store that adds tasks
+	// (TaskAdder).
+	FinalCmd string
 	// Commands runs the test gate's command (and, in a parallel build,
 	// --setup): nil means HostCommands. A sandboxed build gives the one
 	// that runs them in the agent's sandbox.

@@ -274,10 +274,14 @@ func TestGateTrouble(t *testing.T) {
 		runs    int
 		msg     string
 	}{
-		{name: "failing tests stop with 3 after 1+MaxRetries", testCmd: "echo boom >&2; exit 1", work: true,
+		// The gates pass on the starting tree (the baseline) and fail once
+		// the agent wrote a.txt.
+		{name: "failing tests stop with 3 after 1+MaxRetries", testCmd: "if [ -e a.txt ]; then echo boom >&2; exit 1; fi", work: true,
 			want: loop.OutcomeTestGateFailed, runs: 2, msg: "boom"},
-		{name: "the AGENTS.md test command is used", agents: "# Agents\n\n## Tests\n\n```sh\n$ exit 3\n```\n", work: true,
+		{name: "the AGENTS.md test command is used", agents: "# Agents\n\n## Tests\n\n```sh\n$ test ! -e a.txt || exit 3\n```\n", work: true,
 			want: loop.OutcomeTestGateFailed, runs: 2, msg: "exit 3"},
+		{name: "a gate failing on the starting tree stops before any agent", testCmd: "echo boom >&2; exit 1", work: true,
+			want: loop.OutcomeTestGateFailed, runs: 0, msg: "already fails on the starting tree"},
 		{name: "passing tests complete", testCmd: "true", work: true, want: loop.OutcomeComplete, runs: 1},
 		{name: "nothing changed is gate trouble, exit 5", repo: true, commit: true,
 			want: loop.OutcomeGitFailed, runs: 2, msg: "changed nothing"},
@@ -332,6 +336,9 @@ func TestGateTrouble(t *testing.T) {
 			if notGit := !tt.repo && tt.commit; notGit != errors.Is(rep.Cause, loop.ErrNotGitRepo) {
 				t.Errorf("report's cause %v; want ErrNotGitRepo in it: %v", rep.Cause, notGit)
 			}
+			if baseline := tt.runs == 0 && tt.want == loop.OutcomeTestGateFailed; baseline != errors.Is(rep.Cause, loop.ErrBaselineFailed) {
+				t.Errorf("report's cause %v; want ErrBaselineFailed in it: %v", rep.Cause, baseline)
+			}
 			task, _ := store.Get(t.Context(), "a")
 			wantStatus := loop.StatusPending
 			if tt.want == loop.OutcomeComplete {
@@ -376,8 +383,12 @@ func TestTestCommandFromAgents(t *testing.T) {
 func TestGateFailureReachesNextPrompt(t *testing.T) {
 	store := newStore(t, tasks("a")...)
 	cfg := testConfig(t)
-	marker := filepath.Join(cfg.Root, "failed-once")
-	cfg.TestCmd = "if [ -e " + marker + " ]; then exit 0; fi; touch " + marker + "; echo 'FAIL: TestLogin (want 200, got 500)'; exit 1"
+	marker, base := filepath.Join(cfg.Root, "failed-once"), filepath.Join(cfg.Root, "baseline")
+	// It passes on the starting tree (the baseline), fails once after
+	// the first session with a long output whose end says why, then
+	// passes: the retry reason keeps that end.
+	cfg.TestCmd = "if [ ! -e " + base + " ]; then touch " + base + "; exit 0; fi; if [ -e " + marker + " ]; then exit 0; fi; touch " + marker +
+		"; seq 1 3000; echo 'FAIL: TestLogin (want 200, got 500)'; exit 1"
 	runner := looptest.NewFakeRunner(t).Always(agent(done, ""))
 	rep, err := loop.Run(t.Context(), cfg, store, runner)
 	if err != nil {

@@ -677,31 +677,52 @@ func lastMove(ctx context.Context, store TaskStore, id string) string {
 // zero verdict means both passed (or are off); otherwise it is the gate
 // trouble, with a stop when no retry is left.
 func (r *run) gates(ctx context.Context, n int, title, cmd string) verdict {
-	if cmd != "" {
-		if err := r.runTests(ctx, r.dir(), cmd); err != nil {
-			r.note.notice(n, "%v", err)
-			return r.gateTrouble(ctx, IterTestsFailed, OutcomeTestGateFailed, err)
-		}
+	if v := r.testGate(ctx, n, cmd); v.decided() {
+		return v
 	}
 	if r.cfg.Commit {
-		// Again after the test command, which runs the tree's code.
-		if why, err := r.headMoved(ctx); err != nil || why != "" {
-			if err == nil {
-				err = fmt.Errorf("%w: %s", ErrHeadMoved, why)
-			}
-			r.note.notice(n, "%v", err)
-			return r.gateTrouble(ctx, IterGitFailed, OutcomeGitFailed, err)
-		}
-		if err := commitAll(ctx, r.repo, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title)); err != nil {
-			st := IterGitFailed
-			if errors.Is(err, ErrNothingChanged) {
-				st = IterNoChange
-			}
-			r.note.notice(n, "%v", err)
-			return r.gateTrouble(ctx, st, OutcomeGitFailed, err)
+		if v := r.commitGate(ctx, n, title); v.decided() {
+			return v
 		}
 	}
 	r.gateStreak = 0
+	return verdict{}
+}
+
+// testGate runs the test command (none when cmd is empty): a zero
+// verdict when it passed, else gate trouble. It leaves the gate streak to
+// its caller, which resets it once every gate passed.
+func (r *run) testGate(ctx context.Context, n int, cmd string) verdict {
+	if cmd == "" {
+		return verdict{}
+	}
+	if err := r.runTests(ctx, r.dir(), cmd); err != nil {
+		r.note.failed(n, err)
+		return r.gateTrouble(ctx, IterTestsFailed, OutcomeTestGateFailed, err)
+	}
+	return verdict{}
+}
+
+// commitGate commits the iteration's work (title names it): a zero
+// verdict when it did, else gate trouble. Like testGate it leaves the
+// streak to its caller.
+func (r *run) commitGate(ctx context.Context, n int, title string) verdict {
+	// Again after the test command, which runs the tree's code.
+	if why, err := r.headMoved(ctx); err != nil || why != "" {
+		if err == nil {
+			err = fmt.Errorf("%w: %s", ErrHeadMoved, why)
+		}
+		r.note.notice(n, "%v", err)
+		return r.gateTrouble(ctx, IterGitFailed, OutcomeGitFailed, err)
+	}
+	if err := commitAll(ctx, r.repo, r.cfg.Root, CommitMessage(r.cfg.Mode, n, title)); err != nil {
+		st := IterGitFailed
+		if errors.Is(err, ErrNothingChanged) {
+			st = IterNoChange
+		}
+		r.note.notice(n, "%v", err)
+		return r.gateTrouble(ctx, st, OutcomeGitFailed, err)
+	}
 	return verdict{}
 }
 

@@ -91,8 +91,11 @@ func modeOf(c *Config) modeKind {
 
 // checkBuild checks the fields build mode alone takes.
 func checkBuild(c *Config) string {
-	if c.Workspace != nil && c.Commit {
+	switch {
+	case c.Workspace != nil && c.Commit:
 		return "a workspace's work is committed by its integration: the commit gate is not used with one"
+	case c.FinalCmd != "" && c.Scope.TaskID != "":
+		return "the final command checks a complete plan or feature, not one task (final command " + c.FinalCmd + ")"
 	}
 	return ""
 }
@@ -105,6 +108,8 @@ func checkPeek(c *Config) string {
 		return "peek mode (claim mode agent) cannot run with workers: each worker's loop claims its task"
 	case c.Verify:
 		return "verify needs the loop to claim (claim mode loop): in peek mode the agent claims and closes tasks itself"
+	case c.FinalCmd != "":
+		return "the final command needs the loop to claim (claim mode loop): in peek mode the agent adds and closes tasks itself"
 	}
 	return ""
 }
@@ -118,6 +123,8 @@ func checkTaskless(c *Config) string {
 		return string(c.Mode) + " mode: verify checks a finished task, and this mode has none"
 	case c.TestCmd != "":
 		return string(c.Mode) + " mode has no test gate (test command " + c.TestCmd + ")"
+	case c.FinalCmd != "":
+		return string(c.Mode) + " mode has no final check (final command " + c.FinalCmd + ")"
 	case c.Scope.TaskID != "":
 		return string(c.Mode) + " mode takes no task scope"
 	case c.Mode == ModePrompt && c.Scope.Feature != "":

@@ -3,6 +3,7 @@ package loop
 import (
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 )
@@ -98,6 +99,11 @@ type Note struct {
 	// IterTestsFailed, IterIntegrationFailed, IterCancelled, …), and
 	// Message says why.
 	Phase Phase
+	// Output is, on the notice that a command failed (the test gate, the
+	// baseline, the final command), that command's output with its
+	// lines, the end kept (Message holds it too, after its first line): a
+	// view prints it as lines, not folded onto one.
+	Output string
 }
 
 // Observer receives what a run does: transitions, iterations, agent events,
@@ -202,4 +208,13 @@ func (n *notifier) phase(iter int, p Phase, task Task) func(IterationStatus, str
 
 func (n *notifier) notice(iter int, format string, args ...any) {
 	n.send(Note{Kind: NoteNotice, Iteration: iter, Message: fmt.Sprintf(format, args...)})
+}
+
+// failed is the notice of a command that failed: err's text as the
+// Message, and what follows its first line (the command's output) as
+// the Output.
+func (n *notifier) failed(iter int, err error) {
+	msg := err.Error()
+	_, out, _ := strings.Cut(msg, "\n")
+	n.send(Note{Kind: NoteNotice, Iteration: iter, Message: msg, Output: strings.TrimSpace(out)})
 }

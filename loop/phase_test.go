@@ -86,16 +86,17 @@ func TestPhaseNotes(t *testing.T) {
 			},
 			verdict: "<verify-pass/>",
 			want: []phaseNote{
+				// Cheap first: the gate, then the verifier.
 				{Kind: start, Iteration: 1, Task: "a"},
-				{Kind: pStart, Iteration: 1, Phase: verify, Task: "a"},
-				{Kind: pEnd, Iteration: 1, Phase: verify, Task: "a"},
 				{Kind: pStart, Iteration: 1, Phase: gate, Task: "a"},
 				{Kind: pEnd, Iteration: 1, Phase: gate, Task: "a"},
+				{Kind: pStart, Iteration: 1, Phase: verify, Task: "a"},
+				{Kind: pEnd, Iteration: 1, Phase: verify, Task: "a"},
 				{Kind: end, Iteration: 1, Task: "a", Status: loop.IterDone},
 			},
 		},
 		{
-			name: "verifier fails: no gate",
+			name: "verifier fails after the gate passed",
 			config: func(t *testing.T, cfg *loop.Config) {
 				gitRepo(t, cfg.Root)
 				cfg.Verify = true
@@ -104,19 +105,22 @@ func TestPhaseNotes(t *testing.T) {
 			verdict: "<verify-fail>no tests</verify-fail>",
 			want: []phaseNote{
 				{Kind: start, Iteration: 1, Task: "a"},
+				{Kind: pStart, Iteration: 1, Phase: gate, Task: "a"},
+				{Kind: pEnd, Iteration: 1, Phase: gate, Task: "a"},
 				{Kind: pStart, Iteration: 1, Phase: verify, Task: "a"},
 				{Kind: pEnd, Iteration: 1, Phase: verify, Task: "a", Status: loop.IterVerifyFailed, Message: "no tests"},
 				{Kind: end, Iteration: 1, Task: "a", Status: loop.IterVerifyFailed, Message: "verification failed: no tests"},
 			},
 		},
 		{
-			name:   "test gate fails",
-			config: func(t *testing.T, cfg *loop.Config) { cfg.TestCmd = "exit 3" },
+			name: "test gate fails",
+			// It passes on the starting tree (the baseline), then fails.
+			config: func(t *testing.T, cfg *loop.Config) { cfg.TestCmd = "[ ! -e b ] && touch b || exit 3" },
 			want: []phaseNote{
 				{Kind: start, Iteration: 1, Task: "a"},
 				{Kind: pStart, Iteration: 1, Phase: gate, Task: "a"},
-				{Kind: pEnd, Iteration: 1, Phase: gate, Task: "a", Status: loop.IterTestsFailed, Message: "loop: test gate failed: exit 3: exit status 3"},
-				{Kind: end, Iteration: 1, Task: "a", Status: loop.IterTestsFailed, Message: "loop: test gate failed: exit 3: exit status 3"},
+				{Kind: pEnd, Iteration: 1, Phase: gate, Task: "a", Status: loop.IterTestsFailed, Message: "loop: test gate failed: [ ! -e b ] && touch b || exit 3: exit status 3"},
+				{Kind: end, Iteration: 1, Task: "a", Status: loop.IterTestsFailed, Message: "loop: test gate failed: [ ! -e b ] && touch b || exit 3: exit status 3"},
 			},
 		},
 		{

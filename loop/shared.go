@@ -19,6 +19,20 @@ type Shared struct {
 	agentsErr  error
 	mu         sync.Mutex
 	said       map[string]bool // the notices said once (first)
+	// The test gate's baseline, run once for every worker.
+	baseOnce sync.Once
+	baseErr  error
+	// The final command's rounds: one worker at a time runs it.
+	final finalRounds
+}
+
+// finalRounds is what the final command's runs of one build share.
+type finalRounds struct {
+	mu sync.Mutex
+	// rounds counts the failures that added a task; passed is set once
+	// it passed on the complete plan.
+	rounds int
+	passed bool
 }
 
 // NewShared returns what the workers of one build share. log, if not
@@ -42,6 +56,15 @@ func (s *Shared) agentsTest(read func() (AgentsTest, error)) (AgentsTest, error)
 	}
 	s.agentsOnce.Do(func() { s.agents, s.agentsErr = read() })
 	return s.agents, s.agentsErr
+}
+
+// baseline is run(), done once for the workers: each gets its error.
+func (s *Shared) baseline(run func() error) error {
+	if s == nil {
+		return run()
+	}
+	s.baseOnce.Do(func() { s.baseErr = run() })
+	return s.baseErr
 }
 
 // first reports whether what is said for the first time by the workers

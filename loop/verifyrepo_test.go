@@ -227,8 +227,8 @@ func TestAgentsTestFromTheCommit(t *testing.T) {
 	if err != nil || rep.Outcome != loop.OutcomeComplete {
 		t.Fatalf("outcome %s (%s), %v", rep.Outcome, rep.Message, err)
 	}
-	if got := readOr(filepath.Join(marks, "ran")); got != "committed\ncommitted\n" {
-		t.Errorf("the committed test command ran: %q, want twice", got)
+	if got := readOr(filepath.Join(marks, "ran")); got != "committed\ncommitted\ncommitted\n" {
+		t.Errorf("the committed test command ran: %q, want three times (the baseline, then a gate per task)", got)
 	}
 	for _, p := range []string{planted, planted + "-2"} {
 		if _, err := os.Stat(p); err == nil {
@@ -271,8 +271,8 @@ func TestAgentsTestOutsideGitReadOnce(t *testing.T) {
 	if err != nil || rep.Outcome != loop.OutcomeComplete {
 		t.Fatalf("outcome %s (%s), %v", rep.Outcome, rep.Message, err)
 	}
-	if got := readOr(filepath.Join(marks, "ran")); got != "first\nfirst\n" {
-		t.Errorf("ran %q, want the first command twice", got)
+	if got := readOr(filepath.Join(marks, "ran")); got != "first\nfirst\nfirst\n" {
+		t.Errorf("ran %q, want the first command three times (the baseline, then a gate per task)", got)
 	}
 	if _, err := os.Stat(filepath.Join(marks, "planted")); err == nil {
 		t.Error("the command the agent wrote ran")

@@ -105,3 +105,12 @@ func (e *IntegrationError) Error() string {
 	}
 	return e.Reason + " (the attempt is kept on " + e.Attempt + ")"
 }
+
+// A TipTree is a Workspace whose tree can be made the integration tip's
+// with no task claimed: the test gate's baseline and the final command
+// run there (ARCHITECTURE.md §3.5). Whatever the tree held is kept first,
+// as Begin keeps it. A Workspace that is no TipTree runs them in its tree
+// as it is.
+type TipTree interface {
+	ToTip(ctx context.Context) error
+}

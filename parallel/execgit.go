@@ -347,11 +347,16 @@ func parseStatus(out string) ([]string, error) {
 // refs/heads/. A rebase, cherry-pick, revert or git am an agent left
 // stopped is forgotten first: checkout would keep it in progress.
 func (g *ExecGit) Switch(ctx context.Context, dir, ref, commit string) error {
-	if err := checkNames(ref, commit); err != nil {
+	if err := checkName("commit", commit); err != nil {
 		return err
 	}
-	if branch, ok := strings.CutPrefix(ref, "refs/heads/"); !ok || branch == "" {
-		return fmt.Errorf("parallel: switch to %q: not a branch (refs/heads/…)", ref)
+	if ref != "" {
+		if err := checkNames(ref, commit); err != nil {
+			return err
+		}
+		if branch, ok := strings.CutPrefix(ref, "refs/heads/"); !ok || branch == "" {
+			return fmt.Errorf("parallel: switch to %q: not a branch (refs/heads/…)", ref)
+		}
 	}
 	if err := g.forgetOperations(ctx, dir); err != nil {
 		return err
@@ -363,6 +368,9 @@ func (g *ExecGit) Switch(ctx context.Context, dir, ref, commit string) error {
 	// (its files are in no commit of ralph's; see Commit).
 	if _, err := g.run(ctx, dir, nil, "clean", "-fdq"); err != nil {
 		return err
+	}
+	if ref == "" {
+		return nil
 	}
 	if err := g.notCheckedOut(ctx, dir, ref); err != nil {
 		return err

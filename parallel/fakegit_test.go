@@ -373,7 +373,9 @@ func (g *fakeGit) Switch(_ context.Context, dir, ref, commit string) error {
 	}
 	t := g.trees[dir]
 	t.branch, t.head, t.files = "", commit, maps.Clone(g.commits[commit].files)
-	g.refs[ref] = commit
+	if ref != "" {
+		g.refs[ref] = commit
+	}
 	return nil
 }
 

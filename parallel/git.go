@@ -84,7 +84,8 @@ type Git interface {
 	// and so do repositories inside the tree) —
 	// and points branch ref at commit. The branch is not checked out:
 	// any worktree may take up any task's branch next. A ref some
-	// worktree has checked out is refused.
+	// worktree has checked out is refused. An empty ref points no branch:
+	// the tree is only made commit's (loop.TipTree).
 	Switch(ctx context.Context, dir, ref, commit string) error
 	// Commit records everything in dir's tree that differs from base —
 	// tracked changes, deletions, untracked files that are not ignored,

@@ -518,3 +518,38 @@ func TestPoolAgentOnABranch(t *testing.T) {
 		t.Errorf("the agent's repository was not kept aside: %v", aside)
 	}
 }
+
+// TestPoolBaselineOnTheTip: the test gate's baseline runs once for the
+// build, in a worker's tree put at the integration tip first: what an
+// earlier build's failed attempt left in that tree (bad.txt, kept on an
+// attempt branch) is not what the baseline tests.
+func TestPoolBaselineOnTheTip(t *testing.T) {
+	root := gitRepo(t)
+	store := newStore(t, task("a"))
+	run := loop.RunnerFunc(func(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
+		id := envOf(req, "RALPH_TASK_ID")
+		if id == "a" {
+			os.WriteFile(filepath.Join(req.Dir, "bad.txt"), []byte("bad\n"), 0o644)
+			return looptest.Result("<task-failed>a</task-failed>"), nil
+		}
+		os.WriteFile(filepath.Join(req.Dir, id+".txt"), []byte(id+"\n"), 0o644)
+		return looptest.Result("<task-done>" + id + "</task-done>"), nil
+	})
+	cfg := loop.DefaultConfig(root)
+	cfg.SessionLog, cfg.RawLogs = false, false
+	if rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 1}, store, run); err != nil || rep.Outcome != loop.OutcomeCompleteWithFailures {
+		t.Fatalf("first build: %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if _, err := store.AddTask(t.Context(), loop.NewTask{ID: "b", Title: "b", Priority: 2}); err != nil {
+		t.Fatal(err)
+	}
+	marks := filepath.Join(t.TempDir(), "ran")
+	cfg.TestCmd = "echo x >> " + marks + "; test ! -e bad.txt"
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 2}, store, run)
+	if err != nil || rep.Outcome != loop.OutcomeCompleteWithFailures {
+		t.Fatalf("second build: %v, %v (%s); want b done past a baseline on the tip", rep.Outcome, err, rep.Message)
+	}
+	if b, _ := os.ReadFile(marks); string(b) != "x\nx\n" {
+		t.Errorf("the test command ran %q; want twice: the build's baseline, b's gate", b)
+	}
+}

@@ -167,6 +167,33 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bo
 	return false, nil
 }
 
+var _ loop.TipTree = (*workspace)(nil)
+
+// ToTip implements loop.TipTree: with no task claimed, the tree becomes
+// the integration tip's (detached, no branch moved) after what it held is
+// kept as Begin keeps it. The test gate's baseline and the final command
+// run there.
+func (w *workspace) ToTip(ctx context.Context) error {
+	problem, err := w.ensureTree(ctx)
+	if problem != "" {
+		w.notices = append(w.notices, treeNotice(w.worker, "before a check on the integration tip", problem))
+	}
+	if err != nil {
+		return err
+	}
+	tip, err := w.guard.current(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := w.keep(ctx); err != nil {
+		return err
+	}
+	if err := w.git.Switch(ctx, w.dir, "", tip); err != nil {
+		return err
+	}
+	return copyInclude(w.root, w.dir, w.include)
+}
+
 // landedAlready reports whether the branch holds a landing of task that
 // the store's record of the task's completions (recorded) does not
 // account for: its work landed — under another claim than generation

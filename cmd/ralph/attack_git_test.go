@@ -234,8 +234,8 @@ func TestAttackAgentsTestLine(t *testing.T) {
 		t.Errorf("the build does not announce the command and its commit:\n%s", r.stdout)
 	}
 	p.noMarks()
-	if b, _ := os.ReadFile(filepath.Join(p.marks, "ok-committed")); string(b) != "ran\nran\n" {
-		t.Errorf("the committed test command ran %q, want after each task", b)
+	if b, _ := os.ReadFile(filepath.Join(p.marks, "ok-committed")); string(b) != "ran\nran\nran\n" {
+		t.Errorf("the committed test command ran %q, want before the first task (the baseline) and after each", b)
 	}
 	// The next build reads the committed AGENTS.md again, and says that
 	// the working copy's command is not run.

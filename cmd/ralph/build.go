@@ -47,6 +47,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.DurationFlag{Name: "lease", Value: loop.DefaultLease, Usage: "claim lease, renewed while the agent works, a `DURATION`"},
 			&cli.StringFlag{Name: "progress", Usage: "work through the markdown progress `FILE` instead of the task database"},
 			&cli.StringFlag{Name: "test-cmd", Usage: "test gate: shell command `C` run after each finished task", DefaultText: "the test command AGENTS.md names, if any"},
+			&cli.StringFlag{Name: "final-cmd", Usage: "final check: shell command `C` run once the plan is complete; a failure adds a task to make it pass (at most 3 times, then exit 3)"},
 			&cli.BoolFlag{Name: "commit", Usage: "commit all changes after each finished task (needs a git repository)"},
 			&cli.Float64Flag{Name: "max-cost", Usage: "stop before an iteration once this run has spent `USD` (0: no budget)"},
 			&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `POLICY`: wait for the reset, or stop (exit 10)"},
@@ -201,6 +202,7 @@ func buildConfig(c *cli.Context, cfg appConfig, p project) loop.Config {
 	lc.ClaimMode = loop.ClaimMode(c.String("claim"))
 	lc.Lease = c.Duration("lease")
 	lc.TestCmd = strings.TrimSpace(c.String("test-cmd"))
+	lc.FinalCmd = strings.TrimSpace(c.String("final-cmd"))
 	lc.Commit = c.Bool("commit")
 	lc.MaxCost = c.Float64("max-cost")
 	// Timeouts, usage limits, logs and the agent's environment (the plan
@@ -462,6 +464,9 @@ func dryRun(ctx context.Context, cfg appConfig, lc loop.Config, store loop.TaskS
 	fmt.Fprintf(w, "prompt: %s (%s)\n", plan.PromptName, plan.PromptSource)
 	fmt.Fprintf(w, "system prompt: %s (%s)\n", loop.SystemPromptName(plan.PromptName), plan.SystemPromptSource)
 	printDryRunTest(w, plan)
+	if lc.FinalCmd != "" {
+		fmt.Fprintf(w, "final command: %q (--final-cmd; run once the plan is complete)\n", lc.FinalCmd)
+	}
 	return nil
 }
 
@@ -618,6 +623,14 @@ func (v *buildView) print(n loop.Note) {
 	case loop.NoteWaitAgents:
 		fmt.Fprintln(v.w, oneLine(n.Message))
 	case loop.NoteNotice:
+		if n.Output != "" {
+			// A command's output keeps its lines, indented under the note.
+			v.warn("%s", oneLine(firstLineOf(noticeWords(n))))
+			for line := range strings.Lines(n.Output) {
+				fmt.Fprintf(v.w, "    %s\n", strings.TrimRight(line, "\r\n"))
+			}
+			return
+		}
 		v.warn("%s", oneLine(noticeWords(n)))
 	}
 }

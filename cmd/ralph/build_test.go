@@ -216,10 +216,29 @@ func TestBuildOutcomes(t *testing.T) {
 			check: checkOutcomePeekModeFailsWhatTheSessionLeft,
 		},
 		{
-			name: "test gate", tasks: 1, steps: []agentStep{{Text: done}},
-			args: []string{"--test-cmd", "false", "--max-retries", "0"},
-			code: 3, errOut: "test",
+			// The gate passes on the starting tree and fails after the
+			// agent's change.
+			name: "test gate", tasks: 1, steps: []agentStep{{Sh: "echo work > {task}.txt", Text: done}},
+			args: []string{"--test-cmd", "test ! -e t-1.txt", "--max-retries", "0"},
+			code: 3, errOut: "test gate failed",
 			want: map[string]loop.Status{"t-1": "pending"},
+		},
+		{
+			name: "test gate failing on the starting tree", tasks: 1, steps: []agentStep{{Text: done}},
+			args: []string{"--test-cmd", "echo one; echo 'FAIL: the suite'; false"},
+			code: 3, errOut: "the test gate already fails on the starting tree (echo one; echo 'FAIL: the suite'; false: exit status 1), before any agent ran",
+			out:   "    one\n    FAIL: the suite\n",
+			want:  map[string]loop.Status{"t-1": "pending"},
+			check: checkOutcomeBaseline,
+		},
+		{
+			// t-1 done, the final check fails (one line in n.txt): its
+			// task t-2 is added and done, and the check passes.
+			name: "final command adds its task", tasks: 1, steps: []agentStep{{Sh: "echo x >> n.txt", Text: done}},
+			args: []string{"--final-cmd", `test "$(wc -l < n.txt)" -ge 2`},
+			code: 0, out: "complete: all 2 tasks done",
+			want:  map[string]loop.Status{"t-1": "done", "t-2": "done"},
+			check: checkOutcomeFinalTask,
 		},
 		{
 			name: "commit outside a git repository", tasks: 1, steps: []agentStep{{Text: done}},
@@ -442,6 +461,11 @@ func TestBuildDryRun(t *testing.T) {
 	}
 	if calls := agentCalls(t, script); len(calls) != 0 {
 		t.Errorf("%d agent sessions ran", len(calls))
+	}
+
+	r = h.build(t.Context(), agent, "--dry-run", "--final-cmd", "make check")
+	if want := "test command: none\nfinal command: \"make check\" (--final-cmd; run once the plan is complete)\n"; r.code != 0 || !strings.HasSuffix(r.stdout, want) {
+		t.Errorf("dry run with --final-cmd: exit %d, stdout %q; want it to end %q", r.code, r.stdout, want)
 	}
 
 	r = h.build(t.Context(), agent, "--dry-run", "--claim", "agent")
@@ -858,8 +882,8 @@ func TestBuildProgressFileAgentTicks(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 2 tasks done") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if got := h.read("gate.txt"); got != "ran\nran\n" {
-		t.Errorf("the test gate ran %q, want once per ticked box", got)
+	if got := h.read("gate.txt"); got != "ran\nran\nran\n" {
+		t.Errorf("the test gate ran %q, want once before the first session (the baseline) and once per ticked box", got)
 	}
 	got := h.read("progress.md")
 	for _, want := range []string{"Add the cart (add-the-cart): done |", "Add checkout (add-checkout): done |"} {
@@ -1016,6 +1040,31 @@ func checkOutcomePeekModeFailsWhatTheSessionLeft(t *testing.T, h *harness, r res
 func checkOutcomeCommitOutsideAGitRepository(t *testing.T, h *harness, r result, calls []agentCall) {
 	if len(calls) != 0 {
 		t.Errorf("%d sessions ran; want none", len(calls))
+	}
+}
+
+// checkOutcomeBaseline is the check of TestBuildOutcomes's case "test
+// gate failing on the starting tree": no session ran, and the message says
+// what to do in the CLI's words.
+func checkOutcomeBaseline(t *testing.T, h *harness, r result, calls []agentCall) {
+	if len(calls) != 0 {
+		t.Errorf("%d sessions ran; want none", len(calls))
+	}
+	for _, s := range []string{"ralph task add --check", "--final-cmd"} {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+}
+
+// checkOutcomeFinalTask is the check of TestBuildOutcomes's case "final
+// command adds its task".
+func checkOutcomeFinalTask(t *testing.T, h *harness, r result, calls []agentCall) {
+	if len(calls) != 2 {
+		t.Errorf("%d sessions ran; want 2 (t-1, then the final check's task)", len(calls))
+	}
+	if !strings.Contains(r.stdout, `"Make the final check pass"`) || !strings.Contains(r.stdout, "the final check passed") {
+		t.Errorf("stdout lacks the final task's notice or the pass:\n%s", r.stdout)
 	}
 }
 

@@ -211,6 +211,20 @@ func noticeWords(n loop.Note) string {
 	return n.Message
 }
 
+// baselineText is how a report says the test gate failed on the starting
+// tree; baselineWords is loop.BaselineHint in the CLI's words.
+var (
+	baselineText  = strings.TrimPrefix(loop.ErrBaselineFailed.Error(), "loop: ")
+	baselineWords = "before any agent ran, so every task's gate would fail: give each task a check of its own (ralph task add --check) " +
+		"or check the whole suite once the plan is complete (--final-cmd instead of --test-cmd)"
+)
+
+// firstLineOf is s up to its first line break.
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 // reportWords is a run's closing message in the CLI's words: the causes
 // that speak of a field a flag sets (Report.Cause) are worded with the
 // flag — loop.ErrNotGitRepo (Config.Commit: --commit), plan mode's count
@@ -222,6 +236,10 @@ func reportWords(rep loop.Report) string {
 	var ns *loop.NoSpecsError
 	var fe *loop.EmptyFeatureError
 	switch {
+	case errors.Is(rep.Cause, loop.ErrBaselineFailed) || strings.Contains(msg, baselineText):
+		// A build with workers reports the message alone.
+		// The command's output was shown, in lines, by the notice.
+		return firstLineOf(strings.Replace(msg, loop.BaselineHint, baselineWords, 1))
 	case errors.Is(rep.Cause, loop.ErrNotGitRepo):
 		if rest, ok := strings.CutPrefix(msg, loop.ErrNotGitRepo.Error()); ok {
 			return "--commit needs a git repository" + rest
