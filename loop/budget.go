@@ -48,6 +48,8 @@ type Stop struct {
 	Outcome  Outcome
 	Message  string
 	ResetsAt time.Time
+	// Cause is the error behind the stop, as Report.Cause.
+	Cause error
 }
 
 // EndsBuild reports whether a worker whose run ends with o ends the
@@ -93,7 +95,7 @@ func (r *run) takeSlot(ctx context.Context) *stop {
 		now := r.cfg.Now()
 		until, end := r.budget.Take(now, r.pausedUntil)
 		if end != nil {
-			return &stop{outcome: end.Outcome, message: end.Message, resetsAt: end.ResetsAt}
+			return &stop{outcome: end.Outcome, message: end.Message, resetsAt: end.ResetsAt, cause: end.Cause}
 		}
 		if until.IsZero() {
 			return nil
@@ -143,6 +145,10 @@ func (r *run) budgetEnded() bool {
 // sharing it.
 func (r *run) stopped(s *stop) {
 	if s != nil && s.outcome.EndsBuild() {
-		r.budget.Stopped(Stop{Outcome: s.outcome, Message: s.message, ResetsAt: s.resetsAt})
+		cause := s.cause
+		if s.err != nil {
+			cause = s.err
+		}
+		r.budget.Stopped(Stop{Outcome: s.outcome, Message: s.message, ResetsAt: s.resetsAt, Cause: cause})
 	}
 }

@@ -481,7 +481,7 @@ func combine(rep loop.Report, ws []loop.Report, budget *budget, cancelled bool) 
 		}
 	}
 	if first, ok := budget.firstStop(); ok {
-		rep.Outcome, rep.Message = first.Outcome, first.Message
+		rep.Outcome, rep.Message, rep.Cause = first.Outcome, first.Message, first.Cause
 		return rep
 	}
 	if cancelled {
@@ -491,12 +491,12 @@ func combine(rep loop.Report, ws []loop.Report, budget *budget, cancelled bool) 
 	for _, o := range []loop.Outcome{loop.OutcomeCompleteWithFailures, loop.OutcomeComplete, loop.OutcomeLimitReached,
 		loop.OutcomeBlocked, loop.OutcomeNoPlan} {
 		if i := slices.IndexFunc(ws, func(w loop.Report) bool { return w.Outcome == o }); i >= 0 {
-			rep.Outcome, rep.Message = o, ws[i].Message
+			rep.Outcome, rep.Message, rep.Cause = o, ws[i].Message, ws[i].Cause
 			return rep
 		}
 	}
 	if len(ws) > 0 {
-		rep.Outcome, rep.Message = ws[0].Outcome, ws[0].Message
+		rep.Outcome, rep.Message, rep.Cause = ws[0].Outcome, ws[0].Message, ws[0].Cause
 	}
 	return rep
 }

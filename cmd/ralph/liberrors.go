@@ -211,13 +211,9 @@ func noticeWords(n loop.Note) string {
 	return n.Message
 }
 
-// baselineText is how a report says the test gate failed on the starting
-// tree; baselineWords is loop.BaselineHint in the CLI's words.
-var (
-	baselineText  = strings.TrimPrefix(loop.ErrBaselineFailed.Error(), "loop: ")
-	baselineWords = "before any agent ran, so every task's gate would fail: give each task a check of its own (ralph task add --check) " +
-		"or check the whole suite once the plan is complete (--final-cmd instead of --test-cmd)"
-)
+// baselineWords is loop.BaselineHint in the CLI's words.
+const baselineWords = "before any agent ran, so every task's gate would fail: give each task a check of its own (ralph task add --check) " +
+	"or check the whole suite once the plan is complete (--final-cmd instead of --test-cmd)"
 
 // firstLineOf is s up to its first line break.
 func firstLineOf(s string) string {
@@ -236,8 +232,7 @@ func reportWords(rep loop.Report) string {
 	var ns *loop.NoSpecsError
 	var fe *loop.EmptyFeatureError
 	switch {
-	case errors.Is(rep.Cause, loop.ErrBaselineFailed) || strings.Contains(msg, baselineText):
-		// A build with workers reports the message alone.
+	case errors.Is(rep.Cause, loop.ErrBaselineFailed):
 		// The command's output was shown, in lines, by the notice.
 		return firstLineOf(strings.Replace(msg, loop.BaselineHint, baselineWords, 1))
 	case errors.Is(rep.Cause, loop.ErrNotGitRepo):
