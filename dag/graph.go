@@ -63,9 +63,13 @@ func (s *Store) Add(ctx context.Context, p AddParams) (loop.Task, error) {
 				pfailed = 1
 			}
 		}
+		checkBy := p.CheckBy
+		if p.Check == "" {
+			checkBy = "" // a mark of nothing (loop.NewTask.CheckBy)
+		}
 		_, err := t.exec(`INSERT INTO tasks (id, title, description, status, priority, parent_id, feature,
-			parent_failed, created_at, updated_at) VALUES (?, ?, ?, 'pending', ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?)`,
-			id, p.Title, p.Description, p.Priority, p.ParentID, p.Feature, pfailed, t.now, t.now)
+			parent_failed, created_at, updated_at, check_cmd, check_by) VALUES (?, ?, ?, 'pending', ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`,
+			id, p.Title, p.Description, p.Priority, p.ParentID, p.Feature, pfailed, t.now, t.now, p.Check, checkBy)
 		if err != nil {
 			return err
 		}
