@@ -630,13 +630,9 @@ func (im *importer) write() error {
 			}
 		}
 		batch = append(batch, int32(i))
-		checkBy := task.CheckBy
-		if task.Check == "" {
-			checkBy = "" // a mark of nothing (loop.NewTask.CheckBy)
-		}
 		if err := tasks.add(im.base+1+int64(im.pos[i]), id, task.Title, task.Description, int64(im.status[i]),
 			task.Priority, nullIfEmpty(parent), nullIfEmpty(task.Feature), unmet, im.children[i], pfailed,
-			len(blockers), im.dependents[i], task.Check, checkBy); err != nil {
+			len(blockers), im.dependents[i], task.Check, checkAuthor(task.Check, task.CheckBy)); err != nil {
 			return err
 		}
 		i++
