@@ -31,7 +31,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					&cli.StringSliceFlag{Name: "blocked-by", Usage: "a task `ID` that must be done first (repeat, or separate ids with commas)"},
 					&cli.StringFlag{Name: "feature", Usage: "the feature `NAME` the task belongs to (see 'ralph feature add')"},
 					&cli.StringFlag{Name: "id", Usage: "the new task's `ID` (default: generated)"},
-					&cli.StringFlag{Name: "check", Usage: "the task's check, a shell `CMD` the build runs in the task's tree once the agent reports it done, before the verifier"},
+					&cli.StringFlag{Name: "check", Usage: "a shell `CMD` that checks the task, run in its tree when the agent reports it done"},
 				},
 				Action: withPlan(cfg, true, taskAdd(cfg)),
 			},
