@@ -272,6 +272,22 @@ func TestPeekModeAgent(t *testing.T) {
 			t.Errorf("added tasks: %+v %+v %+v", n, m, cur)
 		}
 
+		// A check the agent writes is marked as its own, whatever the
+		// request claims (DESIGN §14); a CheckBy without a check is none.
+		k, err := c.AddTask(ctx, loop.NewTask{Title: "Checked", Priority: 2, Check: "go test ./...", CheckBy: ""})
+		must(t, err)
+		k2, err := c.AddTask(ctx, loop.NewTask{Title: "Checked too", Priority: 2, Check: "make", CheckBy: "agent-z"})
+		must(t, err)
+		u, err := c.AddTask(ctx, loop.NewTask{Title: "Unchecked", Priority: 2, CheckBy: "agent-a"})
+		must(t, err)
+		for _, w := range []struct{ id, check, by string }{{k.ID, "go test ./...", "agent-a"}, {k2.ID, "make", "agent-a"}, {u.ID, "", ""}} {
+			cur, err := st.Get(ctx, w.id)
+			must(t, err)
+			if cur.Check != w.check || cur.CheckBy != w.by {
+				t.Errorf("task %s added through the broker: check %q by %q, want %q by %q", w.id, cur.Check, cur.CheckBy, w.check, w.by)
+			}
+		}
+
 		must(t, c.Note(ctx, loop.MoveParams{TaskID: b, Message: "tried twice", By: loop.Actor{Agent: "agent-a"}}))
 		logs, err := st.Logs(ctx, b)
 		must(t, err)

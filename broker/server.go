@@ -408,7 +408,14 @@ func (s *Server) apply(ctx context.Context, req request, w *frameWriter) (frame,
 		if req.Task == nil {
 			return frame{}, fmt.Errorf("%w: add without a task", ErrRefused)
 		}
-		t, err := a.AddTask(ctx, *req.Task)
+		nt := *req.Task
+		// A check this session's agent wrote is its own, whatever the
+		// request says (DESIGN §14: a check an agent wrote is marked).
+		nt.CheckBy = ""
+		if nt.Check != "" {
+			nt.CheckBy = s.plan.Agent
+		}
+		t, err := a.AddTask(ctx, nt)
 		return frame{Task: &t}, err
 	case opDepAdd:
 		a, ok := st.(loop.TaskAdder)

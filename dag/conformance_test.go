@@ -22,7 +22,7 @@ func seedStore(t *testing.T, seeds []looptest.Seed, now func() time.Time) loop.T
 		}
 		batch[i] = ImportTask{Line: i + 1, ID: sd.ID, Title: sd.Title, Description: sd.Description,
 			Priority: sd.Priority, ParentID: sd.ParentID, BlockedBy: sd.BlockedBy, Status: sd.Status,
-			Feature: sd.Feature}
+			Feature: sd.Feature, Check: sd.Check, CheckBy: sd.CheckBy}
 	}
 	if _, err := s.Import(t.Context(), batch); err != nil {
 		t.Fatalf("Import: %v", err)

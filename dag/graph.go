@@ -64,8 +64,8 @@ func (s *Store) Add(ctx context.Context, p AddParams) (loop.Task, error) {
 			}
 		}
 		_, err := t.exec(`INSERT INTO tasks (id, title, description, status, priority, parent_id, feature,
-			parent_failed, created_at, updated_at) VALUES (?, ?, ?, 'pending', ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?)`,
-			id, p.Title, p.Description, p.Priority, p.ParentID, p.Feature, pfailed, t.now, t.now)
+			parent_failed, created_at, updated_at, check_cmd, check_by) VALUES (?, ?, ?, 'pending', ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`,
+			id, p.Title, p.Description, p.Priority, p.ParentID, p.Feature, pfailed, t.now, t.now, p.Check, checkAuthor(p.Check, p.CheckBy))
 		if err != nil {
 			return err
 		}
@@ -83,6 +83,15 @@ func (s *Store) Add(ctx context.Context, p AddParams) (loop.Task, error) {
 		return err
 	})
 	return task, err
+}
+
+// checkAuthor is the agent stored as a check's author: by, but none for
+// no check (a mark of nothing, loop.NewTask.CheckBy).
+func checkAuthor(check, by string) string {
+	if check == "" {
+		return ""
+	}
+	return by
 }
 
 // MaxIDBytes is the length of the longest task id, in bytes. An id names git

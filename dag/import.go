@@ -26,6 +26,10 @@ type ImportTask struct {
 	// as pending; "" means pending.
 	Status  loop.Status
 	Feature string
+	// Check is the task's check command and CheckBy the agent that wrote
+	// it (loop.Task.Check, CheckBy); a CheckBy without a Check is dropped.
+	Check   string
+	CheckBy string
 }
 
 // where names a batch task in an error: "line 7: task t-3".
@@ -97,6 +101,8 @@ func exportTask(t loop.Task) ImportTask {
 		BlockedBy:   t.BlockedBy,
 		Status:      t.Status,
 		Feature:     t.Feature,
+		Check:       t.Check,
+		CheckBy:     t.CheckBy,
 	}
 }
 

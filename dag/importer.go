@@ -571,9 +571,9 @@ func (im *importer) write() error {
 	// into the statement.
 	now := strconv.FormatInt(t.now, 10)
 	tasks := newBulkInsert(t, `INSERT OR FAIL INTO tasks (seq, id, title, description, status, priority, parent_id, feature,
-		created_at, updated_at, unmet_blockers, child_count, parent_failed, blocker_count, dependent_count) VALUES `,
+		created_at, updated_at, unmet_blockers, child_count, parent_failed, blocker_count, dependent_count, check_cmd, check_by) VALUES `,
 		`(?, ?, ?, ?, CASE CAST(? AS INTEGER) WHEN 0 THEN 'pending' WHEN 1 THEN 'done' WHEN 2 THEN 'failed' ELSE 'blocked' END,
-		?, ?, ?, `+now+`, `+now+`, ?, ?, ?, ?, ?)`, 13, 64)
+		?, ?, ?, `+now+`, `+now+`, ?, ?, ?, ?, ?, ?, ?)`, 15, 64)
 	deps := newBulkInsert(t, `INSERT OR FAIL INTO deps (blocked_id, blocker_id) VALUES `, `(?, ?)`, 2, 256)
 	var batch []int32 // the tasks in tasks' pending rows
 	flushTasks := func() error {
@@ -632,7 +632,7 @@ func (im *importer) write() error {
 		batch = append(batch, int32(i))
 		if err := tasks.add(im.base+1+int64(im.pos[i]), id, task.Title, task.Description, int64(im.status[i]),
 			task.Priority, nullIfEmpty(parent), nullIfEmpty(task.Feature), unmet, im.children[i], pfailed,
-			len(blockers), im.dependents[i]); err != nil {
+			len(blockers), im.dependents[i], task.Check, checkAuthor(task.Check, task.CheckBy)); err != nil {
 			return err
 		}
 		i++
@@ -758,7 +758,8 @@ func (im *importer) readBack(fn func(ImportTask) error) error {
 		}
 		at++
 		return fn(ImportTask{Line: line, ID: t.ID, Title: t.Title, Description: t.Description, Priority: t.Priority,
-			ParentID: t.ParentID, BlockedBy: t.BlockedBy, Status: t.Status, Feature: t.Feature})
+			ParentID: t.ParentID, BlockedBy: t.BlockedBy, Status: t.Status, Feature: t.Feature,
+			Check: t.Check, CheckBy: t.CheckBy})
 	})
 	if fnErr != nil {
 		return fnErr

@@ -26,6 +26,10 @@ type jsonlTask struct {
 	// Feature is not one of the documented keys: it is written only when set,
 	// so that export → import keeps a task's feature.
 	Feature string `json:"feature,omitempty"`
+	// Check is the task's check command and CheckBy the agent that wrote
+	// it (loop.Task.Check, CheckBy), each written only when set.
+	Check   string `json:"check,omitempty"`
+	CheckBy string `json:"check_by,omitempty"`
 }
 
 // beadsIssue is the part of a beads (`bd export`) issue line that maps onto
@@ -41,6 +45,8 @@ type beadsIssue struct {
 	Priority           *int              `json:"priority"`
 	IssueType          string            `json:"issue_type"`
 	Dependencies       []beadsDependency `json:"dependencies"`
+	// Check is no beads field: a line may carry ralph's check with it.
+	Check string `json:"check"`
 }
 
 type beadsDependency struct {
@@ -53,8 +59,9 @@ type beadsDependency struct {
 // ImportTask with its line (from 1). Blank lines are skipped.
 //
 // A line is either ralph's format — the keys id, title, description,
-// priority, parent, blocked_by, status and, optionally, feature; an unknown
-// key is an error, so a typo cannot silently drop data — or a beads issue
+// priority, parent, blocked_by, status and, optionally, feature, check
+// (the task's check command) and check_by (the agent that wrote it); an
+// unknown key is an error, so a typo cannot silently drop data — or a beads issue
 // as written
 // by `bd export` (recognised by beads-only keys such as dependencies or
 // issue_type), mapped as follows: status open → pending, in_progress →
@@ -63,8 +70,9 @@ type beadsDependency struct {
 // (other statuses are an error);
 // priority kept (both are "lower first"); a "blocks" dependency →
 // blocked_by; a "parent-child" dependency → parent; design, acceptance
-// criteria and notes are appended to the description under headings;
-// other dependency types and every other field are dropped.
+// criteria and notes are appended to the description under headings; a
+// check key (no beads field) is the task's check; other dependency types
+// and every other field are dropped.
 //
 // Priority absent means DefaultPriority; parent null or "" means none;
 // status absent means pending, and in_progress becomes pending (a claim
@@ -277,6 +285,11 @@ func fromJSONL(jt jsonlTask) (ImportTask, error) {
 		Priority:    DefaultPriority,
 		BlockedBy:   jt.BlockedBy,
 		Feature:     strings.TrimSpace(jt.Feature),
+		Check:       strings.TrimSpace(jt.Check),
+		CheckBy:     strings.TrimSpace(jt.CheckBy),
+	}
+	if t.Check == "" {
+		t.CheckBy = ""
 	}
 	if jt.Priority != nil {
 		t.Priority = *jt.Priority
@@ -342,6 +355,7 @@ func parseBeads(line []byte) (t ImportTask, ok bool, err error) {
 		Title:       bi.Title,
 		Description: beadsDescription(bi),
 		Priority:    DefaultPriority,
+		Check:       strings.TrimSpace(bi.Check),
 	}
 	if bi.Priority != nil {
 		t.Priority = *bi.Priority
@@ -393,7 +407,8 @@ func beadsDescription(bi beadsIssue) string {
 
 // WriteJSONL writes tasks in ralph's JSON Lines format, one a line, with
 // the keys in the order id, title, description, priority, parent,
-// blocked_by, status, and feature only for a task that has one; parent is
+// blocked_by, status, then feature, check and check_by only for a task
+// that has them; parent is
 // null when the task has none and blocked_by is [] when it has no
 // blockers. ReadJSONL reads it back unchanged.
 func WriteJSONL(w io.Writer, tasks []ImportTask) error {
@@ -428,6 +443,11 @@ func (w *jsonlWriter) write(t ImportTask) error {
 		BlockedBy:   t.BlockedBy,
 		Status:      string(t.Status),
 		Feature:     t.Feature,
+		Check:       t.Check,
+		CheckBy:     t.CheckBy,
+	}
+	if t.Check == "" {
+		jt.CheckBy = ""
 	}
 	if t.ParentID != "" {
 		jt.Parent = &t.ParentID

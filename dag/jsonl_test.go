@@ -45,6 +45,19 @@ func TestReadJSONL(t *testing.T) {
 			},
 		},
 		{
+			name: "checks: ralph format with and without who wrote them, a check_by alone dropped, a beads line",
+			input: `{"id":"a","title":"A","check":"go test ./parser/...","check_by":"agent-1a2b3c4d"}
+{"id":"b","title":"B","check":" make lint "}
+{"id":"c","title":"C","check_by":"agent-1a2b3c4d"}
+{"id":"bd-1","title":"D","issue_type":"task","check":"pytest -q tests/test_d.py"}`,
+			want: []dag.ImportTask{
+				{Line: 1, ID: "a", Title: "A", Priority: dag.DefaultPriority, Status: loop.StatusPending, Check: "go test ./parser/...", CheckBy: "agent-1a2b3c4d"},
+				{Line: 2, ID: "b", Title: "B", Priority: dag.DefaultPriority, Status: loop.StatusPending, Check: "make lint"},
+				{Line: 3, ID: "c", Title: "C", Priority: dag.DefaultPriority, Status: loop.StatusPending},
+				{Line: 4, ID: "bd-1", Title: "D", Priority: dag.DefaultPriority, Status: loop.StatusPending, Check: "pytest -q tests/test_d.py"},
+			},
+		},
+		{
 			name: "beads export",
 			input: `{"id":"bd-1","title":"Epic","description":"big","status":"open","priority":1,"issue_type":"epic","created_at":"2025-10-01T10:00:00Z","labels":["x"]}
 {"id":"bd-1.1","title":"Child","status":"closed","priority":0,"issue_type":"task","design":"use a map","acceptance_criteria":"tests pass","dependencies":[{"issue_id":"bd-1.1","depends_on_id":"bd-1","type":"parent-child"},{"issue_id":"bd-1.1","depends_on_id":"bd-3","type":"blocks"},{"issue_id":"bd-1.1","depends_on_id":"bd-4","type":"related"}]}
@@ -117,6 +130,7 @@ func TestWriteJSONL(t *testing.T) {
 	tasks := []dag.ImportTask{
 		{ID: "a", Title: "First <b>&", Description: "line1\nline2", Priority: 1, Status: loop.StatusPending},
 		{ID: "b", Title: "Second", Priority: 0, ParentID: "a", BlockedBy: []string{"c", "d"}, Status: loop.StatusDone, Feature: "auth"},
+		{ID: "c", Title: "Third", Priority: 2, BlockedBy: []string{}, Status: loop.StatusPending, Check: `go test -run "TestX" ./...`, CheckBy: "agent-1a2b3c4d"},
 	}
 	var buf bytes.Buffer
 	if err := dag.WriteJSONL(&buf, tasks); err != nil {
@@ -124,6 +138,7 @@ func TestWriteJSONL(t *testing.T) {
 	}
 	want := `{"id":"a","title":"First <b>&","description":"line1\nline2","priority":1,"parent":null,"blocked_by":[],"status":"pending"}
 {"id":"b","title":"Second","description":"","priority":0,"parent":"a","blocked_by":["c","d"],"status":"done","feature":"auth"}
+{"id":"c","title":"Third","description":"","priority":2,"parent":null,"blocked_by":[],"status":"pending","check":"go test -run \"TestX\" ./...","check_by":"agent-1a2b3c4d"}
 `
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Fatalf("WriteJSONL (-want +got):\n%s", diff)

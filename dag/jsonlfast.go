@@ -20,7 +20,7 @@ func parseFast(line []byte) (jt jsonlTask, ok bool) {
 	if !p.byte('{') {
 		return jsonlTask{}, false
 	}
-	var seen uint8
+	var seen uint16
 	if p.ws(); p.peek() == '}' {
 		p.i++
 		return jt, p.end()
@@ -30,7 +30,7 @@ func parseFast(line []byte) (jt jsonlTask, ok bool) {
 		if !ok || !p.byte(':') {
 			return jsonlTask{}, false
 		}
-		var bit uint8
+		var bit uint16
 		p.ws()
 		switch string(key) {
 		case "id":
@@ -69,6 +69,12 @@ func parseFast(line []byte) (jt jsonlTask, ok bool) {
 		case "blocked_by":
 			bit = 128
 			jt.BlockedBy, ok = p.strings()
+		case "check":
+			bit = 256
+			jt.Check, ok = p.string()
+		case "check_by":
+			bit = 512
+			jt.CheckBy, ok = p.string()
 		default:
 			return jsonlTask{}, false
 		}

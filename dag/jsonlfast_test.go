@@ -33,6 +33,8 @@ var fastSeeds = []string{
 	`{"id":"u","title":"x","priority":-0}`,
 	`{"id":"v","title":"\u0000 nul"}`,
 	`{"id":"w","title":"x","blocked_by":["a",]}`,
+	`{"id":"x","title":"x","check":"go test ./... && echo \"ok\"","check_by":"agent-1"}`,
+	`{"id":"y","title":"x","check":"a","check":"b"}`,
 }
 
 // FuzzParseFast: whatever the fast reader accepts, encoding/json reads the
@@ -67,7 +69,8 @@ func FuzzParseFast(f *testing.F) {
 func TestParseFastTakesOwnLines(t *testing.T) {
 	for i, s := range fastSeeds {
 		_, ok := parseFast([]byte(s))
-		if want := i < 7 || s == `{"id":"u","title":"x","priority":-0}` || s == `{"id":"v","title":"\u0000 nul"}`; ok != want {
+		if want := i < 7 || s == `{"id":"u","title":"x","priority":-0}` || s == `{"id":"v","title":"\u0000 nul"}` ||
+			s == `{"id":"x","title":"x","check":"go test ./... && echo \"ok\"","check_by":"agent-1"}`; ok != want {
 			t.Errorf("parseFast(%s): ok = %v, want %v", s, ok, want)
 		}
 	}

@@ -146,7 +146,8 @@ func listTasks(ctx context.Context, c *wconn, p ListParams, after int64, fn func
 // usual value (an empty text, a zero, updated_at equal to created_at —
 // CASE, not NULLIF, which is a function call); the claim's columns, set
 // together with a claimed_by never empty and cleared together (clearClaim),
-// as one JSON array, NULL for a task without a claim; then seq.
+// as one JSON array, NULL for a task without a claim; then seq; then the
+// check and who wrote it.
 const listCols = `id, title, CASE description WHEN '' THEN NULL ELSE description END,
 	CASE status WHEN 'pending' THEN 0 WHEN 'done' THEN 1 WHEN 'failed' THEN 2 WHEN 'blocked' THEN 3
 		WHEN 'in_progress' THEN 4 ELSE -1 END,
@@ -155,10 +156,11 @@ const listCols = `id, title, CASE description WHEN '' THEN NULL ELSE description
 	created_at, CASE updated_at WHEN created_at THEN NULL ELSE updated_at END,
 	CASE generation WHEN 0 THEN NULL ELSE generation END, blocker_count, seq,
 	CASE WHEN claimed_by <> '' THEN json_array(claimed_by, claimed_at, lease_expires_at, claim_mode,
-		holder_host, holder_pid, holder_start) END`
+		holder_host, holder_pid, holder_start) END,
+	CASE check_cmd WHEN '' THEN NULL ELSE check_cmd END, CASE check_by WHEN '' THEN NULL ELSE check_by END`
 
 // listColCount is the number of listCols.
-const listColCount = 15
+const listColCount = 17
 
 // listStatuses are the statuses by the numbers of listCols.
 var listStatuses = [...]loop.Status{loop.StatusPending, loop.StatusDone, loop.StatusFailed, loop.StatusBlocked, loop.StatusInProgress}
@@ -209,6 +211,7 @@ func listTask(v []driver.Value) (task loop.Task, blockers int, seq int64, err er
 		Generation: num(v[11]),
 	}
 	blockers, seq = int(num(v[12])), num(v[13])
+	t.Check, t.CheckBy = str(v[15]), str(v[16])
 	if claim := str(v[14]); claim != "" {
 		var c struct {
 			by         string

@@ -429,10 +429,9 @@ func TestWriteLockBetweenStores(t *testing.T) {
 }
 
 // TestForwardMigration makes a version-1 database with a version-1 build,
-// then opens it with a build that knows two more migrations (the real
-// version 2 and a made-up third): each migration runs once, the data
-// survives and works with the new schema, and the older build then refuses
-// the file.
+// then opens it with a build that knows every later migration and a
+// made-up last one: each migration runs once, the data survives and works
+// with the new schema, and an older build then refuses the file.
 func TestForwardMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "progress.db")
 	read := func(name string) []byte {
@@ -454,11 +453,17 @@ func TestForwardMigration(t *testing.T) {
 	}
 	s.Close()
 
-	migrationFS = fstest.MapFS{
-		"migrations/0001_init.sql":   {Data: v1},
-		"migrations/0002_claims.sql": {Data: read("migrations/0002_claims.sql")},
-		"migrations/0003_extra.sql":  {Data: []byte("ALTER TABLE tasks ADD COLUMN extra TEXT NOT NULL DEFAULT 'x';")},
+	all, err := fs.Glob(embeddedMigrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
 	}
+	newer := fstest.MapFS{}
+	for _, name := range all {
+		newer[name] = &fstest.MapFile{Data: read(name)}
+	}
+	last := len(all) + 1
+	newer[fmt.Sprintf("migrations/%04d_extra.sql", last)] = &fstest.MapFile{Data: []byte("ALTER TABLE tasks ADD COLUMN extra TEXT NOT NULL DEFAULT 'x';")}
+	migrationFS = newer
 	for range 2 { // the second open applies nothing
 		s, err = Open(t.Context(), path, Options{})
 		if err != nil {
@@ -472,7 +477,7 @@ func TestForwardMigration(t *testing.T) {
 		if err := s.db.QueryRow("SELECT extra FROM tasks WHERE id = 'a'").Scan(&extra); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]any{3, "x"}, []any{version, extra}); diff != "" {
+		if diff := cmp.Diff([]any{last, "x"}, []any{version, extra}); diff != "" {
 			t.Errorf("after migrating (-want +got):\n%s", diff)
 		}
 		s.Close()
@@ -491,7 +496,7 @@ func TestForwardMigration(t *testing.T) {
 
 	migrationFS = fstest.MapFS{"migrations/0001_init.sql": {Data: v1}, "migrations/0002_claims.sql": {Data: read("migrations/0002_claims.sql")}}
 	if _, err := Open(t.Context(), path, Options{}); !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), path) {
-		t.Errorf("version-2 build opening a version-3 file: %v, want ErrSchemaTooNew naming the path", err)
+		t.Errorf("version-2 build opening a version-%d file: %v, want ErrSchemaTooNew naming the path", last, err)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 const taskCols = `id, title, description, status, priority, coalesce(parent_id, ''),
 	coalesce(feature, ''), claimed_by, claimed_at, lease_expires_at, retry_count,
 	verification_status, created_at, updated_at, claim_mode, holder_host, holder_pid,
-	holder_start, generation, blocker_count`
+	holder_start, generation, blocker_count, check_cmd, check_by`
 
 // readyCond is the ready predicate; it matches the WHERE clause of the
 // partial indexes tasks_ready and tasks_ready_feature word for word, so that
@@ -48,7 +48,7 @@ func scanTask(r scanner) (task loop.Task, blockers int, err error) {
 	err = r.Scan(&t.ID, &t.Title, &t.Description, &status, &t.Priority, &t.ParentID,
 		&t.Feature, &t.ClaimedBy, &claimedAt, &leaseAt, &t.RetryCount,
 		&t.VerificationStatus, &created, &updated, &mode, &t.Holder.Host, &t.Holder.PID,
-		&t.Holder.Start, &t.Generation, &blockers)
+		&t.Holder.Start, &t.Generation, &blockers, &t.Check, &t.CheckBy)
 	if err != nil {
 		return loop.Task{}, 0, err
 	}

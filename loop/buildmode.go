@@ -73,14 +73,15 @@ func (b *buildMode) prompts() []string {
 	return []string{PromptBuild}
 }
 
-// prepare runs the test gate's baseline and readies the verifier's tree
-// guard, with Verify.
+// prepare lists the checks agents wrote, runs the test gate's baseline
+// and readies the verifier's tree guard, with Verify.
 func (b *buildMode) prepare(ctx context.Context) *stop {
 	if b.cfg.FinalCmd != "" {
 		if _, ok := b.store.(TaskAdder); !ok {
 			return internal(fmt.Errorf("%w: a final command needs a store that adds tasks", ErrConfig))
 		}
 	}
+	b.announceAgentChecks(ctx)
 	if s := b.baseline(ctx); s != nil {
 		return s
 	}
@@ -374,7 +375,8 @@ func (b *buildMode) trouble(ctx context.Context, n int, task Task, status Iterat
 }
 
 // taskDone runs a done task's steps, cheap first (ARCHITECTURE.md §3.5):
-// the tree and HEAD checks, the test gate, the verifier (with Verify), the
+// the tree and HEAD checks, the task's check, the test gate, the verifier
+// (with Verify), the
 // commit gate (with Commit) or the integration (with a Workspace), and
 // completes the task. Each step's verdict, when decided, ends the
 // iteration.
@@ -388,6 +390,11 @@ func (b *buildMode) taskDone(ctx context.Context, a attempt, res RunResult) verd
 	// Nothing is committed over a HEAD the agent moved away from where
 	// the session began.
 	if v := b.checkHead(ctx, a.n, task); v.decided() {
+		return v
+	}
+	// The task's own check, then the whole suite, then the verifier:
+	// cheap first.
+	if v := b.checked(ctx, a.n, task); v.decided() {
 		return v
 	}
 	if cmd := b.tests.cmd; cmd != "" {
@@ -460,6 +467,67 @@ func (b *buildMode) checkHead(ctx context.Context, n int, task Task) verdict {
 		return b.taskTrouble(ctx, n, task, IterHeadMoved, why)
 	}
 	return verdict{}
+}
+
+// checked runs the task's own check (Task.Check, DESIGN §14) where the
+// test gate runs: sh -c in the task's tree (the worker's, with workers),
+// through Config.Commands. A failing check is task trouble whose reason
+// keeps the end of the check's output, for the next attempt's prompt.
+// Zero when the task has no check or it passed.
+func (b *buildMode) checked(ctx context.Context, n int, task Task) verdict {
+	if task.Check == "" {
+		return verdict{}
+	}
+	out, err := b.commands().RunCommand(ctx, CommandRequest{Command: task.Check, Dir: b.dir(), UseAPIKey: b.cfg.UseAPIKey})
+	switch {
+	case err == nil:
+		return verdict{}
+	case ctx.Err() != nil:
+		b.releaseHeld(ctx, ReasonLoopStopped)
+		return judged(IterCancelled, "", b.checkCancel(ctx))
+	}
+	// The check itself is in the task, and in the prompt: the reason
+	// keeps its room for the output.
+	why := fmt.Sprintf("the task's check failed (%v)", err)
+	if o := tail(out); o != "" {
+		why += ":\n" + o
+	}
+	b.note.notice(n, "task %s: check %s: %s", task.ID, task.Check, why)
+	return b.taskTrouble(ctx, n, task, IterCheckFailed, why)
+}
+
+// announceAgentChecks lists, when a build starts, the checks agents wrote
+// (Task.CheckBy) on the tasks it may run: commands no person typed, which
+// the build will run in the project's tree (DESIGN §14). A build with
+// workers says it once. A store that cannot list its tasks
+// (TaskLister) is not asked.
+func (b *buildMode) announceAgentChecks(ctx context.Context) {
+	l, ok := b.store.(TaskLister)
+	if !ok || !b.cfg.Shared.first("agent-checks") {
+		return
+	}
+	scope := b.cfg.Scope
+	var lines []string
+	const most = 20
+	more := 0
+	_ = l.ListTasks(ctx, ListQuery{Feature: scope.Feature}, func(t Task) error {
+		if t.CheckBy == "" || t.Status == StatusDone || t.Status == StatusFailed || scope.TaskID != "" && t.ID != scope.TaskID {
+			return nil
+		}
+		if len(lines) == most {
+			more++
+			return nil
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s  (written by agent %s)", t.ID, strings.Join(strings.Fields(t.Check), " "), t.CheckBy))
+		return nil
+	})
+	if len(lines) == 0 {
+		return
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("  and %d more (ralph task list --json shows them)", more))
+	}
+	b.note.notice(0, "this build runs checks that agents wrote, in the task's tree, once the agent reports the task done:\n%s", strings.Join(lines, "\n"))
 }
 
 // verified is the verification of a done task, as a verdict on the

@@ -140,7 +140,7 @@ func (b *buildMode) finalCheck(ctx context.Context, s *stop) *stop {
 	}
 	desc := fmt.Sprintf("The final check `%s` fails on the complete plan. Make it pass. The end of its output:\n\n%s",
 		cmd, excerptEnd(out, finalDescLimit))
-	t, err := adder.AddTask(ctx, NewTask{Title: FinalTaskTitle, Description: desc, Priority: 2, Feature: b.cfg.Scope.Feature})
+	t, err := adder.AddTask(ctx, NewTask{Title: FinalTaskTitle, Description: desc, Priority: 2, Feature: b.cfg.Scope.Feature, Check: cmd})
 	if err != nil {
 		return b.storeErr(ctx, err)
 	}

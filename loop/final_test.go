@@ -122,11 +122,18 @@ func TestFinalCmd(t *testing.T) {
 		if d := all[1].Description; !strings.Contains(d, "FAIL: only 1") || strings.Contains(d, "\n1\n2\n3\n") {
 			t.Errorf("final task's description keeps the start or loses the end:\n%s", d)
 		}
+		if all[1].Check != cfg.FinalCmd || all[1].CheckBy != "" {
+			t.Errorf("final task's check %q by %q; want the final command, by ralph", all[1].Check, all[1].CheckBy)
+		}
 	})
 	t.Run("it fails past its rounds: exit 3", func(t *testing.T) {
 		store := newStore(t, tasks("a")...)
 		cfg := testConfig(t)
-		cfg.FinalCmd = "echo never; exit 1"
+		// Fails as the final check and passes as the added task's check,
+		// turn about: each round's task is done, and the plan never
+		// passes its final check.
+		counter := filepath.Join(t.TempDir(), "count")
+		cfg.FinalCmd = `n=$(cat ` + counter + ` 2>/dev/null || echo 0); echo $((n+1)) > ` + counter + `; echo "round $n"; [ $((n % 2)) = 1 ]`
 		runner := looptest.NewFakeRunner(t).Always(agent(done, ""))
 		rep, err := loop.Run(t.Context(), cfg, store, runner)
 		if err != nil {
@@ -137,6 +144,21 @@ func TestFinalCmd(t *testing.T) {
 		}
 		if !strings.Contains(rep.Message, "the final check failed") {
 			t.Errorf("message %q; want the final check named", rep.Message)
+		}
+	})
+	t.Run("its task's check is the final command", func(t *testing.T) {
+		store := newStore(t, tasks("a")...)
+		cfg := testConfig(t)
+		cfg.FinalCmd = "echo never; exit 1"
+		runner := looptest.NewFakeRunner(t).Always(agent(done, ""))
+		rep, err := loop.Run(t.Context(), cfg, store, runner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The added task cannot pass its check: it fails after its
+		// retries, and the plan ends complete with a failure.
+		if rep.Outcome != loop.OutcomeCompleteWithFailures || runner.Calls() != 2+cfg.MaxRetries {
+			t.Errorf("outcome %s after %d sessions (%s); want complete_with_failures after %d", rep.Outcome, runner.Calls(), rep.Message, 2+cfg.MaxRetries)
 		}
 	})
 	t.Run("a complete plan at the start is checked", func(t *testing.T) {

@@ -43,6 +43,7 @@ const (
 	IterNotRecorded       IterationStatus = "not_recorded"       // the store stayed unwritable: the outcome could not be recorded; the run stops
 	IterIntegrationFailed IterationStatus = "integration_failed" // task trouble, with workers: a conflict, or a test gate failing after the replay onto the moved tip
 	IterHeadMoved         IterationStatus = "head_moved"         // task trouble, with --commit: the agent moved HEAD (or its checkout's) off the commit the session began on
+	IterCheckFailed       IterationStatus = "check_failed"       // task trouble: the task's own check (Task.Check) failed
 )
 
 // Success reports whether the status counts as a successful iteration in
@@ -629,7 +630,7 @@ func attemptResult(s IterationStatus) AttemptResult {
 		return AttemptDone
 	case IterTaskFailed, IterFailure, IterSessionLeft:
 		return AttemptTaskFailed
-	case IterNoSigil, IterWrongID, IterVerifyFailed, IterClaimLost, IterIntegrationFailed, IterHeadMoved:
+	case IterNoSigil, IterWrongID, IterVerifyFailed, IterClaimLost, IterIntegrationFailed, IterHeadMoved, IterCheckFailed:
 		return AttemptTaskTrouble
 	case IterTestsFailed, IterGitFailed, IterNoChange:
 		return AttemptGateTrouble

@@ -391,6 +391,7 @@ func TestPlanPromptAndRequest(t *testing.T) {
 		"## specs/api.md\n\n# API\nGET /users lists users.",
 		"## specs/auth.md\n\n# Auth\nUsers log in with a password.",
 		`"$RALPH_BIN" task add`,
+		`--check "CMD"`, // plan mode asks for a check on each task (DESIGN §14)
 		`"$RALPH_BIN" task dep add BLOCKED BLOCKER`,
 		"<promise>COMPLETE</promise>",
 		"planning session 1",

@@ -66,6 +66,12 @@ type NewTask struct {
 	// BlockedBy lists existing tasks that must be done first; a cycle is
 	// refused.
 	BlockedBy []string
+	// Check is the task's check command (Task.Check), "" for none.
+	Check string
+	// CheckBy is the agent that wrote Check (Task.CheckBy): set by `ralph
+	// task add` under RALPH_AGENT_ID and by the broker for its agent, ""
+	// for a person's. It is kept only with a Check.
+	CheckBy string
 }
 
 // TaskAdder is implemented by stores that take new tasks and

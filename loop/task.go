@@ -113,6 +113,15 @@ type Task struct {
 	// BlockedBy lists the ids of the tasks that must be done before this one
 	// is ready, in the order they were added.
 	BlockedBy []string
+	// Check is the task's own check, a shell command ("" for none): after
+	// the agent reports the task done, the build loop runs it (sh -c) in
+	// the task's working tree, before the verifier; a failing check is
+	// task trouble (DESIGN §14, ARCHITECTURE.md §3.1).
+	Check string
+	// CheckBy is the id of the agent that wrote Check, "" when a person
+	// (or ralph) did: `ralph task show` marks such a check, and a build
+	// lists the agents' checks it will run when it starts.
+	CheckBy   string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -83,7 +83,9 @@
 //
 // Task objects (list, show, peek) have exactly the keys id, title,
 // description, status, priority, parent_id, feature, claimed_by,
-// retry_count, blocked_by, created_at and updated_at. parent_id is null
+// retry_count, blocked_by, created_at and updated_at, and, after
+// blocked_by, check and check_by for a task that has a check (DESIGN §14:
+// absent otherwise, so a plan without checks prints as before). parent_id is null
 // when absent; feature and claimed_by are always strings, "" when unset, so
 // consumers compare them without null checks; blocked_by is [] when empty;
 // times are RFC 3339 in UTC with sub-second digits when the store has them.
@@ -95,6 +97,16 @@
 // of the plan order (0, the default, lists all). plan-status
 // --json has the keys open, active, done, failed, blocked and total;
 // `feature list --json` prints [{name, spec, plan, created_at}].
+//
+// # Checks
+//
+// `task add --check CMD` gives the task its own check, run by the build
+// after the agent reports it done (loop.Task.Check). The check is marked
+// as an agent's (loop.Task.CheckBy) when $RALPH_AGENT_ID is set, and
+// always when a sandboxed agent adds it through the broker, which sets
+// the mark itself; `task show` prints it as "check: CMD  (written by agent
+// ID)". `task import` keeps each line's check_by as it is: an import is
+// not served to a sandboxed agent.
 //
 // # peek
 //

@@ -17,7 +17,9 @@ import (
 // taskJSON is a task as list, show and peek print it: exactly
 // these keys, in this order. parent_id is null when the task has none;
 // feature and claimed_by are always strings, "" when unset, so a consumer
-// compares them without null checks; blocked_by is [] when empty.
+// compares them without null checks; blocked_by is [] when empty; check
+// (the task's check command) and check_by (the agent that wrote it) are
+// there only when set.
 type taskJSON struct {
 	ID          string   `json:"id"`
 	Title       string   `json:"title"`
@@ -29,6 +31,8 @@ type taskJSON struct {
 	ClaimedBy   string   `json:"claimed_by"`
 	RetryCount  int      `json:"retry_count"`
 	BlockedBy   []string `json:"blocked_by"`
+	Check       string   `json:"check,omitempty"`
+	CheckBy     string   `json:"check_by,omitempty"`
 	CreatedAt   string   `json:"created_at"`
 	UpdatedAt   string   `json:"updated_at"`
 }
@@ -67,6 +71,8 @@ func toJSON(t loop.Task) taskJSON {
 		ClaimedBy:   t.ClaimedBy,
 		RetryCount:  t.RetryCount,
 		BlockedBy:   t.BlockedBy,
+		Check:       t.Check,
+		CheckBy:     t.CheckBy,
 		CreatedAt:   jsonTime(t.CreatedAt),
 		UpdatedAt:   jsonTime(t.UpdatedAt),
 	}
@@ -217,6 +223,12 @@ func appendTaskJSON(dst []byte, t loop.Task, indent string, times *timeCache) []
 		dst = append(dst, in...)
 		dst = append(dst, "],\n"...)
 	}
+	if t.Check != "" {
+		str("check", t.Check)
+	}
+	if t.CheckBy != "" {
+		str("check_by", t.CheckBy)
+	}
 	str("created_at", times.format(t.CreatedAt))
 	key("updated_at")
 	dst = appendJSONString(dst, times.format(t.UpdatedAt))
@@ -341,6 +353,16 @@ func (tt *taskTable) write(id, status, pri, title string) error {
 func (tt *taskTable) end() error { return tt.w.Flush() }
 
 // writeTaskText prints a task and its log for people.
+// checkText is a task's check as `task show` prints it: the command, and
+// who wrote it when an agent did (DESIGN §14: a check an agent wrote is
+// marked as such).
+func checkText(t loop.Task) string {
+	if t.Check == "" || t.CheckBy == "" {
+		return t.Check
+	}
+	return t.Check + "  (written by agent " + t.CheckBy + ")"
+}
+
 func writeTaskText(w io.Writer, t loop.Task, logs []loop.LogEntry) error {
 	bw := bufio.NewWriter(w)
 	field := func(name, value string) {
@@ -355,6 +377,7 @@ func writeTaskText(w io.Writer, t loop.Task, logs []loop.LogEntry) error {
 	field("parent", t.ParentID)
 	field("feature", t.Feature)
 	field("blocked by", strings.Join(t.BlockedBy, ", "))
+	field("check", checkText(t))
 	if t.ClaimedBy != "" {
 		claim := t.ClaimedBy
 		if !t.ClaimedAt.IsZero() {

@@ -31,6 +31,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					&cli.StringSliceFlag{Name: "blocked-by", Usage: "a task `ID` that must be done first (repeat, or separate ids with commas)"},
 					&cli.StringFlag{Name: "feature", Usage: "the feature `NAME` the task belongs to (see 'ralph feature add')"},
 					&cli.StringFlag{Name: "id", Usage: "the new task's `ID` (default: generated)"},
+					&cli.StringFlag{Name: "check", Usage: "a shell `CMD` that checks the task, run in its tree when the agent reports it done"},
 				},
 				Action: withPlan(cfg, true, taskAdd(cfg)),
 			},
@@ -220,7 +221,16 @@ func taskAdd(cfg appConfig) planAction {
 				blockers = append(blockers, b)
 			}
 		}
+		check := strings.TrimSpace(c.String("check"))
+		checkBy := ""
+		if check != "" {
+			// An agent's check is marked as such (DESIGN §14); the broker
+			// marks the checks of its agent whatever the request says.
+			checkBy = strings.TrimSpace(cfg.getenv("RALPH_AGENT_ID"))
+		}
 		t, err := st.AddTask(c.Context, loop.NewTask{
+			Check:       check,
+			CheckBy:     checkBy,
 			ID:          strings.TrimSpace(c.String("id")),
 			Title:       strings.TrimSpace(a[0]),
 			Description: c.String("description"),

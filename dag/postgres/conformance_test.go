@@ -55,7 +55,7 @@ func seeded(url string) looptest.StoreFactory {
 			}
 			batch[i] = dag.ImportTask{Line: i + 1, ID: sd.ID, Title: sd.Title, Description: sd.Description,
 				Priority: sd.Priority, ParentID: sd.ParentID, BlockedBy: sd.BlockedBy, Status: sd.Status,
-				Feature: sd.Feature}
+				Feature: sd.Feature, Check: sd.Check, CheckBy: sd.CheckBy}
 		}
 		if _, err := s.Import(t.Context(), batch); err != nil {
 			t.Fatalf("Import: %v", err)

@@ -118,8 +118,11 @@
 //
 // It passes the looptest conformance suite with WithoutDependencies (a
 // progress file has no blockers and no blocked status),
-// WithoutPriorities (file order is the only order), WithoutFeatures and
-// WithoutNesting (phases do not nest); leases are supported.
+// WithoutPriorities (file order is the only order), WithoutFeatures,
+// WithoutNesting (phases do not nest) and WithoutChecks (a box has no
+// place for a check command: its tasks have no loop.Task.Check, and a
+// per-task check needs the SQLite or PostgreSQL plan); leases are
+// supported.
 //
 // Store reads the file on every call: the agent or the user may edit it
 // between iterations (or during one). It keeps the content it last read or

@@ -26,6 +26,8 @@ type Seed struct {
 	Feature     string
 	BlockedBy   []string    // may point forward within the seed list
 	Status      loop.Status // pending, done, failed or blocked ("" = pending)
+	Check       string      // the task's check command (loop.Task.Check)
+	CheckBy     string      // the agent that wrote it (loop.Task.CheckBy)
 }
 
 // Task returns the seed as a loop.Task, with Status "" made pending. The
@@ -44,6 +46,8 @@ func (s Seed) Task() loop.Task {
 		ParentID:    s.ParentID,
 		Feature:     s.Feature,
 		BlockedBy:   slices.Clone(s.BlockedBy),
+		Check:       s.Check,
+		CheckBy:     s.CheckBy,
 	}
 }
 
@@ -75,6 +79,10 @@ func WithoutPriorities() Option { return func(s *suite) { s.noPriorities = true 
 // Feature and skips scope by feature.
 func WithoutFeatures() Option { return func(s *suite) { s.noFeatures = true } }
 
+// WithoutChecks declares a store that keeps no per-task check
+// (loop.Task.Check): the suite seeds none and skips the test of checks.
+func WithoutChecks() Option { return func(s *suite) { s.noChecks = true } }
+
 // WithoutNesting declares a store whose parents cannot themselves have a
 // parent (one level, like a progress file's phases): the suite skips the
 // cases that need grandchildren.
@@ -87,6 +95,7 @@ type suite struct {
 	noPriorities bool
 	noFeatures   bool
 	noNesting    bool
+	noChecks     bool
 }
 
 // suiteStart is where the suite's clock starts. Times in the suite are
@@ -149,6 +158,7 @@ func TestTaskStore(t *testing.T, newStore StoreFactory, opts ...Option) {
 		{"StaleClaimRefused", s.testStaleClaim},
 		{"HolderGone", s.testHolderGone},
 		{"History", s.testHistory},
+		{"Checks", s.testChecks},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.run)
@@ -1561,3 +1571,64 @@ func (s *suite) testHistory(t *testing.T) {
 
 // claimErr drops the task of a Claim.
 func claimErr(_ loop.Task, err error) error { return err }
+
+// testChecks: a task's check and the agent that wrote it are kept as they
+// were given, through Get, Ready, a claim, a retry and completion; a
+// store that adds or lists tasks keeps them too, and drops a CheckBy that
+// marks no check.
+func (s *suite) testChecks(t *testing.T) {
+	if s.noChecks {
+		t.Skip("looptest: skipped: the store declared WithoutChecks (no per-task checks)")
+	}
+	const quoted = "test -f 'a b' && go test ./parser/... \\\n\t-run \"TestParse\" # a comment"
+	seeds := []Seed{
+		{ID: "by-agent", Title: "Parse", Priority: 2, Check: quoted, CheckBy: "agent-1a2b3c4d"},
+		{ID: "by-person", Title: "Lint", Priority: 2, Check: "make lint"},
+		{ID: "none", Title: "Docs", Priority: 2},
+	}
+	f := s.open(t, seeds)
+	ctx := t.Context()
+	want := func(got loop.Task, sd Seed, when string) {
+		t.Helper()
+		if got.Check != sd.Check || got.CheckBy != sd.CheckBy {
+			t.Errorf("%s: task %s has check %q by %q, want %q by %q", when, sd.ID, got.Check, got.CheckBy, sd.Check, sd.CheckBy)
+		}
+	}
+	for _, sd := range seeds {
+		want(f.get(sd.ID), sd, "Get")
+	}
+	ready, err := f.store.Ready(ctx, loop.Scope{}, 0)
+	f.must(err, "Ready")
+	for i, task := range ready {
+		want(task, seeds[i], "Ready")
+	}
+	claimed := f.claim("by-agent", "agent-a")
+	want(claimed, seeds[0], "Claim")
+	f.must(f.store.Retry(ctx, loop.MoveParams{TaskID: "by-agent", Message: "check failed", By: loop.Actor{Agent: "agent-a"}}), "Retry")
+	want(f.get("by-agent"), seeds[0], "after Retry")
+	f.claim("by-agent", "agent-a")
+	f.must(f.store.Complete(ctx, loop.MoveParams{TaskID: "by-agent", Message: "ok", By: loop.Actor{Agent: "agent-a"}}), "Complete")
+	want(f.get("by-agent"), seeds[0], "after Complete")
+
+	if a, ok := f.store.(loop.TaskAdder); ok {
+		added, err := a.AddTask(ctx, loop.NewTask{Title: "Added", Priority: 2, Check: "go vet ./...", CheckBy: "agent-b"})
+		f.must(err, "AddTask")
+		want(added, Seed{ID: added.ID, Check: "go vet ./...", CheckBy: "agent-b"}, "AddTask")
+		want(f.get(added.ID), Seed{ID: added.ID, Check: "go vet ./...", CheckBy: "agent-b"}, "Get after AddTask")
+		bare, err := a.AddTask(ctx, loop.NewTask{Title: "Bare", Priority: 2, CheckBy: "agent-b"})
+		f.must(err, "AddTask")
+		want(f.get(bare.ID), Seed{ID: bare.ID}, "AddTask with a CheckBy and no Check")
+	}
+	if l, ok := f.store.(loop.TaskLister); ok {
+		byID := map[string]Seed{}
+		for _, sd := range seeds {
+			byID[sd.ID] = sd
+		}
+		f.must(l.ListTasks(ctx, loop.ListQuery{}, func(task loop.Task) error {
+			if sd, ok := byID[task.ID]; ok {
+				want(task, sd, "ListTasks")
+			}
+			return nil
+		}), "ListTasks")
+	}
+}

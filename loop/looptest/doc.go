@@ -35,7 +35,8 @@
 // its own store and clock (starting at a whole second; times in the suite
 // are whole seconds, so stores that keep second precision pass). A store
 // that cannot do something says so with an option — WithoutDependencies,
-// WithoutLeases, WithoutPriorities, WithoutFeatures, WithoutNesting — and
+// WithoutLeases, WithoutPriorities, WithoutFeatures, WithoutNesting,
+// WithoutChecks — and
 // exactly the subtests or cases that need it are skipped with a message
 // naming the option. TestTaskStore's doc lists what the suite expects where
 // loop.TaskStore's doc leaves room.

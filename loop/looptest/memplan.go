@@ -53,7 +53,7 @@ func (s *MemStore) AddTask(ctx context.Context, nt loop.NewTask) (loop.Task, err
 		}
 	}
 	t := loop.Task{ID: id, Title: nt.Title, Description: nt.Description, Priority: nt.Priority,
-		ParentID: nt.ParentID, Feature: nt.Feature, BlockedBy: nt.BlockedBy}
+		ParentID: nt.ParentID, Feature: nt.Feature, BlockedBy: nt.BlockedBy, Check: nt.Check, CheckBy: nt.CheckBy}
 	if err := s.addLocked(now, []loop.Task{t}); err != nil {
 		return loop.Task{}, err
 	}

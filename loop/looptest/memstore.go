@@ -175,6 +175,9 @@ func (s *MemStore) addLocked(now time.Time, tasks []loop.Task) error {
 // in_progress — and fills the defaults Add documents.
 func (s *MemStore) prepareAdd(now time.Time, i int, t *loop.Task, batch map[string]*loop.Task) error {
 	t.BlockedBy = slices.Clone(t.BlockedBy)
+	if t.Check == "" {
+		t.CheckBy = "" // a mark of nothing (loop.NewTask.CheckBy)
+	}
 	if t.ID == "" {
 		return fmt.Errorf("looptest: add task %d (%q): empty id", i+1, t.Title)
 	}

@@ -1,0 +1,8 @@
+-- Schema version 6: per-task checks (DESIGN §14). check_cmd is the
+-- task's check, a shell command the build loop runs in the task's tree
+-- after the agent reports it done, before the verifier ('' for none:
+-- loop.Task.Check); check_by is the agent that wrote it, '' when a person
+-- did (loop.Task.CheckBy). Existing tasks have none; with a constant
+-- default, adding the columns rewrites no row.
+ALTER TABLE tasks ADD COLUMN check_cmd text NOT NULL DEFAULT '';
+ALTER TABLE tasks ADD COLUMN check_by text NOT NULL DEFAULT '';
