@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -337,7 +338,10 @@ func (g *fakeGit) AddWorktree(_ context.Context, dir, commit string) error {
 func (g *fakeGit) HeadOf(_ context.Context, dir string) (string, string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	t := g.trees[dir]
+	t, ok := g.trees[dir]
+	if !ok {
+		return "refs/heads/main", g.head, nil // the repository's own tree
+	}
 	return t.branch, t.head, nil
 }
 
@@ -552,6 +556,26 @@ func (g *fakeGit) reaches(a, b string) bool {
 		}
 	}
 	return false
+}
+
+// Parents returns the commit's one parent: the fake's history is a line.
+func (g *fakeGit) Parents(_ context.Context, commit string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, ok := g.commits[commit]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("fake: no commit %s", commit)
+	case c.parent == "":
+		return nil, nil
+	}
+	return []string{c.parent}, nil
+}
+
+// Merge is refused: the fake's history is a line, so the tests that move
+// the integration branch's base run on real repositories (ExecGit).
+func (g *fakeGit) Merge(context.Context, string, string, string) (string, error) {
+	return "", errors.New("fake: the fake git makes no merge commits")
 }
 
 var _ Git = (*fakeGit)(nil)
