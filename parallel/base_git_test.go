@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -154,4 +155,87 @@ func TestBaseConflict(t *testing.T) {
 // returned.
 func runGit(dir string, args ...string) error {
 	return exec.Command("git", append([]string{"-C", dir}, args...)...).Run()
+}
+
+// notices is a loop.Observer that keeps the notices it is sent.
+type notices struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (n *notices) Observe(note loop.Note) {
+	if note.Kind == loop.NoteNotice {
+		n.mu.Lock()
+		n.msgs = append(n.msgs, note.Message)
+		n.mu.Unlock()
+	}
+}
+
+// TestPoolRemakesBrokenTree is issue 22's item 8: a worker's tree whose
+// .git was overwritten (or worse) between two builds is repaired or made
+// again by the second build, which then works in it, with a notice that
+// says so — never a stop with exit 5.
+func TestPoolRemakesBrokenTree(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(t *testing.T, root, tree string)
+		want   string
+	}{
+		{"overwritten", func(t *testing.T, root, tree string) {
+			os.WriteFile(filepath.Join(tree, ".git"), []byte("gitdir: /nonexistent\n"), 0o644)
+		}, "its .git was repaired"},
+		{"not a gitdir file", func(t *testing.T, root, tree string) {
+			os.WriteFile(filepath.Join(tree, ".git"), []byte("junk\n"), 0o644)
+		}, "its .git was repaired"},
+		{"a repository of its own", func(t *testing.T, root, tree string) {
+			os.Remove(filepath.Join(tree, ".git"))
+			gitOut(t, tree, "init", "-q")
+		}, "its .git was repaired"},
+		// The place a repair puts the broken .git is a file: the tree is
+		// repaired all the same, its .git put beside it.
+		{"aside taken by a file", func(t *testing.T, root, tree string) {
+			os.WriteFile(filepath.Join(tree, ".git"), []byte("junk\n"), 0o644)
+			os.WriteFile(tree+".aside", []byte("not a directory\n"), 0o644)
+		}, ".aside-"},
+		// The repository no longer keeps the tree (its record pruned
+		// once .git was gone): the tree is set aside and made again.
+		{"pruned", func(t *testing.T, root, tree string) {
+			os.Remove(filepath.Join(tree, ".git"))
+			gitOut(t, root, "worktree", "prune")
+		}, "the worktree was made again"},
+		// Locked (git worktree lock) and gone: made again all the same
+		// (a tree that is not there is made, as on first use, without a
+		// notice).
+		{"locked and removed", func(t *testing.T, root, tree string) {
+			gitOut(t, root, "worktree", "lock", tree)
+			os.RemoveAll(tree)
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := gitRepo(t)
+			store := newStore(t, task("a"))
+			if rep, err := Run(t.Context(), Config{Loop: quietConfig(root), Workers: 1}, store, writer(nil, "", nil)); err != nil || rep.Outcome != loop.OutcomeComplete {
+				t.Fatalf("first build = %v, %v (%s)", rep.Outcome, err, rep.Message)
+			}
+			tree := filepath.Join(root, ".ralph", "worktrees", "w1")
+			tc.break_(t, root, tree)
+			store.Add(task("b"))
+			cfg := quietConfig(root)
+			seen := &notices{}
+			cfg.Observer = seen
+			rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 1}, store, writer(nil, "", nil))
+			if err != nil || rep.Outcome != loop.OutcomeComplete {
+				t.Fatalf("second build = %v, %v (%s)", rep.Outcome, err, rep.Message)
+			}
+			if got := gitOut(t, root, "show", DefaultInto+":b.txt"); got != "b" {
+				t.Errorf("b's work on the branch: %q", got)
+			}
+			if tc.want == "" {
+				return
+			}
+			if len(seen.msgs) == 0 || !strings.Contains(seen.msgs[0], "w1's tree, as the build found it") || !strings.Contains(seen.msgs[0], tc.want) {
+				t.Errorf("notices = %q; want the tree's, saying %q", seen.msgs, tc.want)
+			}
+		})
+	}
 }
