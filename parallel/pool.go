@@ -256,7 +256,10 @@ func (e *IntoError) Unwrap() error {
 //     OutcomeGitFailed, exit 5); the plan's integration branch is the one
 //     recorded with it, or — on the plan's first parallel build — Into
 //     (DefaultInto), made from HEAD and recorded; another Into, or a
-//     branch checked out in any worktree, is refused (OutcomeError).
+//     branch checked out in any worktree, is refused (OutcomeError). The
+//     base's new commits are merged into it (Config.Base; see the package
+//     doc): a conflict stops the build (OutcomeGitFailed) before any
+//     worker starts.
 //   - Worker wK works in <WorktreeDir>/wK, made on first use (git
 //     worktree add, detached): .ralph/worktree-include's files copied in,
 //     Setup run before its first agent. A tree left with uncommitted work
