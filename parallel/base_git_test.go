@@ -239,3 +239,40 @@ func TestPoolRemakesBrokenTree(t *testing.T) {
 		})
 	}
 }
+
+// TestBaseFollowedOnRemote: with a remote, the base is the remote's
+// branch, fetched: a commit another clone pushed to origin's main after
+// the first build is merged into origin's integration branch by the next
+// build of this clone, whose own main never had it.
+func TestBaseFollowedOnRemote(t *testing.T) {
+	bare, clones := gitMachines(t, 2)
+	here, there := clones[0], clones[1]
+	store := newStore(t, task("a"))
+	if rep, err := Run(t.Context(), remoteConfig(here, 1), store, writer(nil, "", nil)); err != nil || rep.Outcome != loop.OutcomeComplete || rep.Base != "main" {
+		t.Fatalf("first build = %v, %v (%s), base %q", rep.Outcome, err, rep.Message, rep.Base)
+	}
+	os.WriteFile(filepath.Join(there, "gate.sh"), []byte("exit 0\n"), 0o755)
+	gitOut(t, there, "add", "gate.sh")
+	gitOut(t, there, "commit", "-q", "-m", "the gate")
+	gitOut(t, there, "push", "-q", "origin", "main")
+	pushed := gitOut(t, there, "rev-parse", "HEAD")
+
+	store.Add(task("b"))
+	seen := map[string]bool{}
+	rep, err := Run(t.Context(), remoteConfig(here, 1), store, writer(nil, "gate.sh", seen))
+	if err != nil || rep.Outcome != loop.OutcomeComplete || rep.BaseMerge == "" {
+		t.Fatalf("second build = %v, %v (%s), merge %q", rep.Outcome, err, rep.Message, rep.BaseMerge)
+	}
+	if !seen["b"] {
+		t.Error("b's tree lacked gate.sh, pushed to origin's main after the first build")
+	}
+	if got := gitOut(t, bare, "rev-parse", rep.BaseMerge+"^2"); got != pushed {
+		t.Errorf("the merge's second parent = %s, want origin's main %s", got, pushed)
+	}
+	if got := gitOut(t, bare, "rev-parse", into+"^1"); got != rep.BaseMerge {
+		t.Errorf("origin's branch: b landed on %s, not on the merge %s", got, rep.BaseMerge)
+	}
+	if gitOut(t, here, "rev-parse", "main") == pushed {
+		t.Error("this clone's own main moved")
+	}
+}
