@@ -276,3 +276,28 @@ func TestBaseFollowedOnRemote(t *testing.T) {
 		t.Error("this clone's own main moved")
 	}
 }
+
+// TestBaseOtherMergeRefused: a merge into the integration branch of
+// something that is not its base is no merge of the base: the tip check
+// stops the build, as for any commit ralph did not make.
+func TestBaseOtherMergeRefused(t *testing.T) {
+	root := gitRepo(t)
+	store := newStore(t, task("a"))
+	if rep, err := Run(t.Context(), Config{Loop: quietConfig(root), Workers: 1}, store, writer(nil, "", nil)); err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("first build = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	gitOut(t, root, "checkout", "-q", "-b", "side")
+	os.WriteFile(filepath.Join(root, "side.txt"), []byte("side\n"), 0o644)
+	gitOut(t, root, "add", "side.txt")
+	gitOut(t, root, "commit", "-q", "-m", "side")
+	gitOut(t, root, "checkout", "-q", "main")
+	gitOut(t, root, "worktree", "add", "-q", MergeDir, DefaultInto)
+	merge := filepath.Join(root, MergeDir)
+	gitOut(t, merge, "merge", "-q", "--no-edit", "side")
+	gitOut(t, root, "worktree", "remove", MergeDir)
+	store.Add(task("b"))
+	rep, err := Run(t.Context(), Config{Loop: quietConfig(root), Workers: 1}, store, writer(nil, "", nil))
+	if err != nil || rep.Outcome != loop.OutcomeGitFailed || !strings.Contains(rep.Message, "not where ralph last put it") {
+		t.Errorf("build after a merge of side = %v, %v (%s); want a stop on the tip", rep.Outcome, err, rep.Message)
+	}
+}
