@@ -115,46 +115,46 @@ func (g *tipGuard) readBase(ctx context.Context) (string, bool, error) {
 // tip: a merge commit, parents the tip and the base's tip, recorded as a
 // landing of BaseTask before the branch moves to it and confirmed after,
 // as a task's is, so that the tip check explains it. It returns the tip
-// after: tip when the branch holds the base already (or there is no
-// base). A conflict is a *BaseConflictError; a tip that moved meanwhile
+// after: tip when the branch holds the base already, or when there is
+// no base (found false). A conflict is a *BaseConflictError; a tip that moved meanwhile
 // is checked again and merged onto.
-func (g *tipGuard) follow(ctx context.Context, tip string) (string, error) {
+func (g *tipGuard) follow(ctx context.Context, tip string) (after string, found bool, err error) {
 	for range baseTries {
 		theirs, ok, err := g.readBase(ctx)
 		if err != nil || !ok {
-			return tip, err
+			return tip, ok, err
 		}
 		if in, err := g.git.IsAncestor(ctx, theirs, tip); err != nil || in {
-			return tip, err
+			return tip, true, err
 		}
 		msg := fmt.Sprintf("Merge %s into %s\n\nralph merged the new commits of %s, the branch %s follows, when a build started.\n", g.base, g.branch(), g.base, g.branch())
 		m, err := g.git.Merge(ctx, tip, theirs, msg)
 		var ce *ConflictError
 		if errors.As(err, &ce) {
-			return tip, &BaseConflictError{Branch: g.branch(), Base: g.base, Remote: g.remote, Paths: ce.Paths}
+			return tip, true, &BaseConflictError{Branch: g.branch(), Base: g.base, Remote: g.remote, Paths: ce.Paths}
 		}
 		if err != nil {
-			return tip, err
+			return tip, true, err
 		}
 		if err := g.store.RecordLanding(ctx, loop.Landing{Branch: g.branch(), Commit: m, Parent: tip, TaskID: BaseTask}); err != nil {
-			return tip, err
+			return tip, true, err
 		}
 		err = g.move(ctx, m, tip)
 		if errors.Is(err, ErrRefMoved) {
 			if err := g.store.VoidLanding(ctx, g.branch(), m); err != nil {
-				return tip, err
+				return tip, true, err
 			}
 			if tip, err = g.current(ctx); err != nil {
-				return tip, err
+				return tip, true, err
 			}
 			continue
 		}
 		if err != nil {
-			return tip, err
+			return tip, true, err
 		}
-		return m, g.store.ConfirmLanding(ctx, g.branch(), m)
+		return m, true, g.store.ConfirmLanding(ctx, g.branch(), m)
 	}
-	return tip, fmt.Errorf("the integration branch %s moved under every one of %d tries to merge %s into it", g.branch(), baseTries, g.base)
+	return tip, true, fmt.Errorf("the integration branch %s moved under every one of %d tries to merge %s into it", g.branch(), baseTries, g.base)
 }
 
 // move moves the branch from old to commit: a compare-and-swap, or on a
@@ -201,10 +201,24 @@ func (g *tipGuard) adoptMerge(ctx context.Context, tip, last string) (ok bool, e
 }
 
 // followBase merges the base's new commits into the branch at tip
-// (guard.follow), when it follows a base.
-func followBase(ctx context.Context, guard *tipGuard, tip string) (string, error) {
+// (guard.follow), when it follows a base, and says so (say): it returns
+// the merge, "" when it made none. A base that is not there merges
+// nothing, and is said to be missing.
+func followBase(ctx context.Context, guard *tipGuard, tip string, say func(string)) (string, error) {
 	if guard.base == "" {
-		return tip, nil
+		return "", nil
 	}
-	return guard.follow(ctx, tip)
+	merged, found, err := guard.follow(ctx, tip)
+	if err == nil && !found {
+		where := ""
+		if guard.remote != "" {
+			where = " on " + guard.remote
+		}
+		say(fmt.Sprintf("%s follows %s, which is not there%s: nothing of it was merged", guard.branch(), guard.base, where))
+	}
+	if err != nil || merged == tip {
+		return "", err
+	}
+	say(fmt.Sprintf("%s: merged the new commits of %s, the branch it follows, as %s", guard.branch(), guard.base, short(merged)))
+	return merged, nil
 }

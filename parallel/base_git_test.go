@@ -301,3 +301,27 @@ func TestBaseOtherMergeRefused(t *testing.T) {
 		t.Errorf("build after a merge of side = %v, %v (%s); want a stop on the tip", rep.Outcome, err, rep.Message)
 	}
 }
+
+// TestBaseGone: a base that no longer exists merges nothing; the build
+// goes on, and a notice says so.
+func TestBaseGone(t *testing.T) {
+	root := gitRepo(t)
+	gitOut(t, root, "checkout", "-q", "-b", "feature")
+	store := newStore(t, task("a"))
+	if rep, err := Run(t.Context(), Config{Loop: quietConfig(root), Workers: 1}, store, writer(nil, "", nil)); err != nil || rep.Outcome != loop.OutcomeComplete || rep.Base != "feature" {
+		t.Fatalf("first build = %v, %v (%s), base %q", rep.Outcome, err, rep.Message, rep.Base)
+	}
+	gitOut(t, root, "checkout", "-q", "main")
+	gitOut(t, root, "branch", "-q", "-D", "feature")
+	store.Add(task("b"))
+	cfg := quietConfig(root)
+	seen := &notices{}
+	cfg.Observer = seen
+	rep, err := Run(t.Context(), Config{Loop: cfg, Workers: 1}, store, writer(nil, "", nil))
+	if err != nil || rep.Outcome != loop.OutcomeComplete || rep.BaseMerge != "" {
+		t.Fatalf("build after the base went = %v, %v (%s), merge %q", rep.Outcome, err, rep.Message, rep.BaseMerge)
+	}
+	if len(seen.msgs) == 0 || !strings.Contains(seen.msgs[0], "follows feature, which is not there") {
+		t.Errorf("notices = %q", seen.msgs)
+	}
+}

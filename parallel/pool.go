@@ -349,7 +349,6 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	if cfg.AcceptTip {
 		rep.AcceptedTip, rep.Reopened = tip, reopened
 	}
-	before := tip
 	// The branches as the run found them: what moves during it that is
 	// not ralph's, ralph did not move, and says so at the end.
 	branches, err := g.Branches(ctx)
@@ -389,12 +388,12 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	}
 	// The base's new commits join the branch before any tree is made or
 	// readied from its tip.
-	if tip, err = followBase(ctx, guard, tip); err != nil {
+	say := func(msg string) { tell(base, slog, session, "", msg) }
+	if rep.BaseMerge, err = followBase(ctx, guard, tip, say); err != nil {
 		return fail(loop.OutcomeGitFailed, err)
 	}
-	if tip != before {
-		rep.BaseMerge = tip
-		tell(base, slog, session, "", fmt.Sprintf("%s: merged the new commits of %s, the branch it follows, as %s", rep.Into, guard.base, short(tip)))
+	if rep.BaseMerge != "" {
+		tip = rep.BaseMerge
 	}
 	land := &sync.Mutex{}
 	spaces := make([]*workspace, 0, cfg.Workers)
