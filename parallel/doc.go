@@ -73,12 +73,41 @@
 //     request whose branch was deleted; HEAD is what the branch was made
 //     from) is not a foreign move: it is made again from HEAD. One deleted
 //     while HEAD lacks landed work stops the build like a rewind; accepted,
-//     it is made again from HEAD. (The integration branch's merges of its
-//     base will be landings of their own kind in the same record.)
+//     it is made again from HEAD.
 //   - Branches that are not ralph's which move or go during a run (an
 //     agent runs as the user without --sandbox) are not followed or
 //     undone: ralph writes none of them, and says at the end which moved
 //     (Report.Warnings).
+//
+// # The integration branch follows its base
+//
+//   - The base is the branch the integration branch follows, recorded
+//     with the plan (SettingBase): Config.Base (ralph build --base), or
+//     the branch HEAD is on when a build first finds none recorded — on
+//     the plan's first parallel build, the branch the integration branch
+//     is made from. A HEAD that is detached, or on the integration branch
+//     or one of ralph's own, records none and nothing is followed. Another
+//     Config.Base than the recorded one is refused (an *IntoError,
+//     IntoBaseRecorded).
+//   - Every build, once the tip is checked and before any tree is made or
+//     readied from it, merges the base's new commits into the branch: one
+//     merge commit ralph makes in memory (git merge-tree, git
+//     commit-tree: no tree is written), parents the tip and the base's
+//     tip, recorded as a landing of BaseTask before the branch moves to it
+//     (by compare-and-swap, or a push that only fast-forwards) and
+//     confirmed after — so the tip check explains it as it explains a
+//     task's landing. Landed work is never rebased. With Config.Remote the
+//     base is the remote's branch, fetched. Report.BaseMerge names the
+//     merge, and a notice says so.
+//   - A conflict stops the build before any agent (OutcomeGitFailed, a
+//     *BaseConflictError in the message) with the commands that merge by
+//     hand in a worktree of their own (MergeDir), so that the person's
+//     tree and checked-out branch stay as they are. The next build takes
+//     that merge as the branch's tip: a commit whose first parent is
+//     where ralph last put the branch (or follows from there by its
+//     landings) and whose second is in the base's history and new to the
+//     first is recorded as a landing of BaseTask. Nothing else a person
+//     commits there is (a *TipError, as before).
 //
 // # The agent's tree
 //
@@ -96,7 +125,12 @@
 //     own), that .git is moved to <tree>.aside/<time>/.git and the right
 //     file written in its place, and the tree's work is kept on an
 //     attempt branch as usual. A link planted at <tree>.aside is removed
-//     (the link, not its target) and nothing is moved through one. Found
+//     (the link, not its target) and nothing is moved through one; a
+//     <tree>.aside that is a file is left as it is, and
+//     <tree>.aside-<time> used instead. A tree whose .git cannot be
+//     repaired is set aside whole and made again, and so is one an agent
+//     locked (git worktree lock): a tree ralph cannot use never stops a
+//     build. Found
 //     after an attempt, it is task trouble naming what was wrong and
 //     where the tree went; found when an attempt begins, when the build
 //     starts or when it ends, a notice of the worker's (loop.NoteNotice,
@@ -284,9 +318,10 @@
 // and errors.As and words them for its users (cmd/ralph names --into and
 // --commit):
 //
-//   - *IntoError: the integration branch refused, with the branches and
-//     the reason (IntoNotBranchName and IntoOwnBranch wrap
-//     loop.ErrConfig; the others ErrInto).
+//   - *IntoError: the integration branch, or its base (Config.Base),
+//     refused, with the branches and the reason (IntoNotBranchName,
+//     IntoOwnBranch and IntoBaseInvalid wrap loop.ErrConfig; the others
+//     ErrInto).
 //   - ErrCommitWithWorkers, ErrPeekWithWorkers: Config.Loop.Commit, or
 //     peek mode, does not go with workers (each wraps loop.ErrConfig).
 //   - ErrNoSettings, ErrNoLandings: the store cannot record the plan's

@@ -269,9 +269,10 @@ func (g *ExecGit) Trailers(ctx context.Context, base, tip, key string) ([]string
 
 // AddWorktree makes a worktree at dir, HEAD detached at commit. A relative
 // dir is taken from the current directory, not Root. It runs git worktree
-// add --force: a worktree the repository still has registered at dir,
-// whose directory was set aside (SetAside), is replaced (git refuses a
-// directory that exists and is not empty all the same).
+// add --force --force: a worktree the repository still has registered at
+// dir, whose directory was set aside (SetAside), is replaced, even one an
+// agent locked (git worktree lock) — git refuses a directory that exists
+// and is not empty all the same.
 func (g *ExecGit) AddWorktree(ctx context.Context, dir, commit string) error {
 	if err := checkName("commit", commit); err != nil {
 		return err
@@ -285,7 +286,7 @@ func (g *ExecGit) AddWorktree(ctx context.Context, dir, commit string) error {
 	// .git/worktrees/w3/commondir"). A failure that left no worktree
 	// behind is tried again, after a short wait.
 	for attempt := 1; ; attempt++ {
-		_, err = g.run(ctx, g.Root, nil, "worktree", "add", "--force", "--detach", "--quiet", "--", abs, commit)
+		_, err = g.run(ctx, g.Root, nil, "worktree", "add", "--force", "--force", "--detach", "--quiet", "--", abs, commit)
 		if err == nil || attempt == addWorktreeTries || ctx.Err() != nil {
 			return err
 		}

@@ -118,6 +118,8 @@ func readGitFile(path string) (named, problem string, err error) {
 		return "", "its .git is gone", nil
 	case errors.Is(err, syscall.ELOOP):
 		return "", "its .git is a symbolic link", nil
+	case errors.Is(err, fs.ErrPermission):
+		return "", "its .git cannot be read", nil
 	case err != nil:
 		return "", "", err
 	}

@@ -38,6 +38,8 @@ type fakeGit struct {
 
 type fakeCommit struct {
 	parent string
+	// merged is a merge commit's second parent ("" none).
+	merged string
 	msg    string
 	files  map[string]string
 }
@@ -188,12 +190,25 @@ func (g *fakeGit) refsUnder(prefix string) []string {
 func (g *fakeGit) IsAncestor(_ context.Context, a, b string) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for c := b; c != ""; c = g.commits[c].parent {
-		if c == a {
-			return true, nil
+	return g.reaches(b, a), nil
+}
+
+// history returns tip and its ancestors, both parents of a merge
+// followed, first parents first; g.mu is held.
+func (g *fakeGit) history(tip string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for stack := []string{tip}; len(stack) > 0; {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c == "" || seen[c] {
+			continue
 		}
+		seen[c] = true
+		out = append(out, c)
+		stack = append(stack, g.commits[c].merged, g.commits[c].parent)
 	}
-	return false, nil
+	return out
 }
 
 func (g *fakeGit) Trailers(_ context.Context, base, tip, key string) ([]string, error) {
@@ -234,12 +249,16 @@ func trailerBlock(msg string) []string {
 // g.mu is held.
 func (g *fakeGit) between(base, tip string) []string {
 	seen := map[string]bool{}
-	for c := base; c != ""; c = g.commits[c].parent {
-		seen[c] = true
+	if base != "" {
+		for _, c := range g.history(base) {
+			seen[c] = true
+		}
 	}
 	var out []string
-	for c := tip; c != "" && !seen[c]; c = g.commits[c].parent {
-		out = append(out, c)
+	for _, c := range g.history(tip) {
+		if !seen[c] {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -337,7 +356,10 @@ func (g *fakeGit) AddWorktree(_ context.Context, dir, commit string) error {
 func (g *fakeGit) HeadOf(_ context.Context, dir string) (string, string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	t := g.trees[dir]
+	t, ok := g.trees[dir]
+	if !ok {
+		return "refs/heads/main", g.head, nil // the repository's own tree
+	}
 	return t.branch, t.head, nil
 }
 
@@ -548,12 +570,78 @@ func (g *fakeGit) Push(_ context.Context, p PushParams) error {
 // reaches reports whether commit a has b among its ancestors (or is b);
 // g.mu is held.
 func (g *fakeGit) reaches(a, b string) bool {
-	for c := a; c != ""; c = g.commits[c].parent {
-		if c == b {
-			return true
+	return slices.Contains(g.history(a), b)
+}
+
+// Parents returns the commit's parents: a merge's two, another's one.
+func (g *fakeGit) Parents(_ context.Context, commit string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, ok := g.commits[commit]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("fake: no commit %s", commit)
+	case c.parent == "":
+		return nil, nil
+	case c.merged != "":
+		return []string{c.parent, c.merged}, nil
+	}
+	return []string{c.parent}, nil
+}
+
+// Merge merges theirs into ours file by file against their first common
+// ancestor (in ours' history, theirs' nearest): a file both sides
+// changed differently conflicts, and nothing is made.
+func (g *fakeGit) Merge(_ context.Context, ours, theirs, message string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	mine := map[string]bool{}
+	for _, c := range g.history(ours) {
+		mine[c] = true
+	}
+	var base string
+	for _, c := range g.history(theirs) {
+		if mine[c] {
+			base = c
+			break
 		}
 	}
-	return false
+	b, o, th := g.commits[base].files, g.commits[ours].files, g.commits[theirs].files
+	out := map[string]string{}
+	var conflicts []string
+	for _, p := range slices.Sorted(maps.Keys(unionKeys(unionKeysOf(b, o), th))) {
+		bv, ov, tv := b[p], o[p], th[p]
+		switch {
+		case ov == tv, tv == bv:
+		case ov == bv:
+			ov = tv
+		default:
+			conflicts = append(conflicts, p)
+		}
+		if ov != "" {
+			out[p] = ov
+		}
+	}
+	if len(conflicts) > 0 {
+		return "", &ConflictError{Paths: conflicts}
+	}
+	id := g.commit(ours, message, out)
+	c := g.commits[id]
+	c.merged = theirs
+	g.commits[id] = c
+	return id, nil
+}
+
+// unionKeysOf is a map holding the keys of a and b, for unionKeys.
+func unionKeysOf(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }
 
 var _ Git = (*fakeGit)(nil)

@@ -46,6 +46,14 @@ type Git interface {
 	// Branches returns the repository's branches (full ref names) and
 	// the commits they name.
 	Branches(ctx context.Context) (map[string]string, error)
+	// Parents returns commit's parents, the first parent first (none for
+	// a root commit).
+	Parents(ctx context.Context, commit string) ([]string, error)
+	// Merge makes a merge commit of theirs into ours, with parents ours
+	// and theirs in that order and message, moving no ref and writing no
+	// tree. On a conflict it makes nothing and returns the conflicting
+	// paths in a *ConflictError.
+	Merge(ctx context.Context, ours, theirs, message string) (string, error)
 
 	// AddWorktree makes a new worktree at dir with a detached HEAD at
 	// commit (git worktree add --detach). dir must not exist; a worktree

@@ -32,6 +32,12 @@ type Config struct {
 	// plan's recorded one, or DefaultInto for a plan's first parallel
 	// build.
 	Into string
+	// Base is the branch the integration branch follows (--base): each
+	// build merges its new commits into the integration branch before any
+	// worker starts (with Remote, the remote's branch, fetched). Empty
+	// takes the plan's recorded one, or the branch HEAD is on when a
+	// build first finds none recorded; it is recorded with the plan.
+	Base string
 	// Setup, if set, runs with sh -c in each worker's tree before its
 	// first agent (--setup), by Loop.Commands (in the agent's sandbox when
 	// the build has one).
@@ -102,6 +108,9 @@ type Report struct {
 	Into string
 	// Remote is the remote where it lives ("" the repository's own).
 	Remote string
+	// Base is the branch it follows ("" none), and BaseMerge the merge
+	// commit of the base's new commits this build made ("" none).
+	Base, BaseMerge string
 	// Workers are the reports of the workers, w1 first.
 	Workers []loop.Report
 	// AcceptedTip is the tip Config.AcceptTip accepted, and Reopened the
@@ -194,6 +203,13 @@ const (
 	// IntoDiverged: Branch here and on Remote each have commits the
 	// other has not.
 	IntoDiverged
+	// IntoBaseInvalid: Branch, Config.Base, is not a branch name git
+	// takes, or one of ralph's own, or the integration branch Recorded
+	// itself.
+	IntoBaseInvalid
+	// IntoBaseRecorded: the plan's integration branch follows Recorded,
+	// and Config.Base names another, Branch.
+	IntoBaseRecorded
 )
 
 func (e *IntoError) Error() string {
@@ -210,6 +226,10 @@ func (e *IntoError) Error() string {
 		return fmt.Sprintf("%v: %s is checked out in a worktree; ralph never writes a checked-out branch (set Config.Into to another, or switch that worktree away)", ErrInto, e.Branch)
 	case IntoDiverged:
 		return fmt.Sprintf("%v: %s", ErrInto, Diverged(e.Branch, e.Remote))
+	case IntoBaseInvalid:
+		return fmt.Sprintf("%v: Config.Base %q: the integration branch %s cannot follow it (not a branch name git takes, ralph's own, or the integration branch itself)", loop.ErrConfig, e.Branch, e.Recorded)
+	case IntoBaseRecorded:
+		return fmt.Sprintf("%v: this plan's integration branch follows %s (recorded with the plan); Config.Base %s refused", ErrInto, e.Recorded, e.Branch)
 	}
 	return fmt.Sprintf("%v: %s refused", ErrInto, e.Branch)
 }
@@ -223,7 +243,7 @@ func Diverged(branch, remote string) string {
 
 // Unwrap returns loop.ErrConfig or ErrInto (see IntoError).
 func (e *IntoError) Unwrap() error {
-	if e.Reason == IntoNotBranchName || e.Reason == IntoOwnBranch {
+	if e.Reason == IntoNotBranchName || e.Reason == IntoOwnBranch || e.Reason == IntoBaseInvalid {
 		return loop.ErrConfig
 	}
 	return ErrInto
@@ -236,7 +256,10 @@ func (e *IntoError) Unwrap() error {
 //     OutcomeGitFailed, exit 5); the plan's integration branch is the one
 //     recorded with it, or — on the plan's first parallel build — Into
 //     (DefaultInto), made from HEAD and recorded; another Into, or a
-//     branch checked out in any worktree, is refused (OutcomeError).
+//     branch checked out in any worktree, is refused (OutcomeError). The
+//     base's new commits are merged into it (Config.Base; see the package
+//     doc): a conflict stops the build (OutcomeGitFailed) before any
+//     worker starts.
 //   - Worker wK works in <WorktreeDir>/wK, made on first use (git
 //     worktree add, detached): .ralph/worktree-include's files copied in,
 //     Setup run before its first agent. A tree left with uncommitted work
@@ -308,12 +331,13 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	guard := &tipGuard{git: g, store: landings, remote: cfg.Remote, acceptWord: words.AcceptTip}
 	into, since, err := integrationBranch(ctx, g, settings, cfg.Into, cfg.Remote, guard)
 	if err != nil {
-		if errors.Is(err, ErrInto) || errors.Is(err, loop.ErrConfig) {
-			return fail(loop.OutcomeError, err)
-		}
-		return fail(loop.OutcomeGitFailed, err)
+		return fail(intoOutcome(err), err)
 	}
 	rep.Into, rep.Remote = strings.TrimPrefix(into, heads), cfg.Remote
+	if guard.base, err = baseBranch(ctx, g, settings, cfg.Base, into, base.Root); err != nil {
+		return fail(intoOutcome(err), err)
+	}
+	rep.Base = guard.base
 	// The branch is ralph's before anything builds on it
 	// (ARCHITECTURE.md §7.3): a tip someone else moved, rewound or deleted
 	// stops the build here, unless the person accepts it.
@@ -361,6 +385,15 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 	wtInfo, err := prepareWorktreeDir(base.Root, wtDir)
 	if err != nil {
 		return fail(loop.OutcomeError, err)
+	}
+	// The base's new commits join the branch before any tree is made or
+	// readied from its tip.
+	say := func(msg string) { tell(base, slog, session, "", msg) }
+	if rep.BaseMerge, err = followBase(ctx, guard, tip, say); err != nil {
+		return fail(loop.OutcomeGitFailed, err)
+	}
+	if rep.BaseMerge != "" {
+		tip = rep.BaseMerge
 	}
 	land := &sync.Mutex{}
 	spaces := make([]*workspace, 0, cfg.Workers)
@@ -464,6 +497,16 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		slog.Observe(loop.Note{Kind: loop.NoteSessionEnd, At: time.Now(), Session: session, Mode: loop.ModeBuild, Report: &total})
 	}
 	return rep, errors.Join(errs...)
+}
+
+// intoOutcome is the outcome of a failure to find the integration branch
+// or its base: a refusal (ErrInto, loop.ErrConfig) is an error of the
+// build's configuration, anything else a git failure.
+func intoOutcome(err error) loop.Outcome {
+	if errors.Is(err, ErrInto) || errors.Is(err, loop.ErrConfig) {
+		return loop.OutcomeError
+	}
+	return loop.OutcomeGitFailed
 }
 
 // combine makes the run's report from the workers': the first stop that

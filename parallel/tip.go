@@ -106,6 +106,9 @@ type tipGuard struct {
 	// acceptWord names a build that accepts the tip (Words.AcceptTip; "":
 	// Config's field's).
 	acceptWord string
+	// base is the branch the integration branch follows (short name; ""
+	// none): a person's merge of it is accepted as a tip (adoptMerge).
+	base string
 }
 
 // acceptName is g.acceptWord, or Config's field's name.
@@ -159,6 +162,13 @@ func (g *tipGuard) check(ctx context.Context, last string, recorded bool, tip st
 		return nil
 	}
 	chain, ok, err := g.walk(ctx, tip, last)
+	if err == nil && !ok {
+		// A person's merge of the base, after a build stopped on its
+		// conflict, is the branch's tip from now on.
+		if ok, err = g.adoptMerge(ctx, tip, last); ok {
+			chain, ok, err = g.walk(ctx, tip, last)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -283,7 +293,7 @@ func (g *tipGuard) missing(ctx context.Context, tip string) (tasks, commits []st
 			continue
 		}
 		commits = append(commits, l.Commit)
-		if !slices.Contains(tasks, l.TaskID) {
+		if l.TaskID != BaseTask && !slices.Contains(tasks, l.TaskID) {
 			tasks = append(tasks, l.TaskID)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // A WorktreeError is a worker's directory that is not the worktree ralph
@@ -35,10 +37,12 @@ func (e *WorktreeError) Error() string {
 // ensureTree makes sure that the worker's directory is the worktree ralph
 // made before ralph runs git there. One that is not is made so: repaired
 // in place when only its .git is broken (the broken one moved to
-// <tree>.aside/<time>/.git), else set aside whole as <tree>.aside/<time>
-// — a link is moved, never followed, and nothing in it is deleted — and
-// made again at the integration tip. problem says what was wrong ("" when
-// nothing was); err is a failure to look or to mend.
+// <tree>.aside/<time>/.git), else — or when the repair fails — set aside
+// whole as <tree>.aside/<time> — a link is moved, never followed, and
+// nothing in it is deleted — and made again at the integration tip. A
+// <tree>.aside that is not a directory (a file an agent left there) is
+// left as it is and <tree>.aside-<time> used instead. problem says what
+// was wrong ("" when nothing was); err is a failure to look or to mend.
 func (w *workspace) ensureTree(ctx context.Context) (problem string, err error) {
 	if w.parent != nil {
 		dir := filepath.Dir(w.dir)
@@ -51,23 +55,28 @@ func (w *workspace) ensureTree(ctx context.Context) (problem string, err error) 
 	if !errors.As(err, &we) {
 		return "", err
 	}
-	aside := filepath.Join(w.dir+".aside", strconv.FormatInt(time.Now().UnixNano(), 10))
-	// A link planted at <tree>.aside would send the tree, or its .git,
-	// wherever it points: it is removed (the link, not its target), and
-	// the set-aside refuses one planted again meanwhile.
-	if err := removeLinks(treeBase(w.root, w.dir), filepath.Dir(w.dir), filepath.Base(w.dir)+".aside"); err != nil {
-		return "", fmt.Errorf("%v; clearing the way to %s: %w", we, aside, err)
+	aside, err := w.asidePath()
+	if err != nil {
+		return "", fmt.Errorf("%v; %w", we, err)
 	}
+	var repairErr error
 	if we.GitFileOnly {
-		if err := w.git.RepairWorktree(ctx, w.dir, aside); err != nil {
-			return "", fmt.Errorf("%v; repairing it: %w", we, err)
+		if repairErr = w.git.RepairWorktree(ctx, w.dir, aside); repairErr == nil {
+			return fmt.Sprintf("%s (its .git was repaired; what was there is kept in %s)", we, aside), nil
 		}
-		return fmt.Sprintf("%s (its .git was repaired; what was there is kept in %s)", we, aside), nil
+		// A tree ralph cannot repair is made again: its .git as it was
+		// goes aside with the rest of it.
 	}
 	what := "set aside as " + aside
+	if repairErr != nil {
+		what = fmt.Sprintf("repairing its .git failed (%v), so it was set aside as %s", repairErr, aside)
+	}
 	if we.Gone {
 		what = "nothing was there to set aside"
 	} else if err := w.git.SetAside(ctx, w.dir, aside); err != nil {
+		if repairErr != nil {
+			return "", fmt.Errorf("%v; repairing it: %v; setting it aside: %w", we, repairErr, err)
+		}
 		return "", fmt.Errorf("%v; setting it aside: %w", we, err)
 	}
 	tip, ok, err := w.knownTip(ctx)
@@ -83,6 +92,24 @@ func (w *workspace) ensureTree(ctx context.Context) (problem string, err error) 
 		return "", fmt.Errorf("%v; %s, but making the worktree again failed: %w", we, what, err)
 	}
 	return fmt.Sprintf("%s (%s; the worktree was made again)", we, what), nil
+}
+
+// asidePath returns where what is wrong with the tree goes:
+// <tree>.aside/<time>, or <tree>.aside-<time> when <tree>.aside is there
+// and not a directory. A link planted at <tree>.aside would send the
+// tree, or its .git, wherever it points: it is removed (the link, not its
+// target), and the set-aside refuses one planted again meanwhile.
+func (w *workspace) asidePath() (string, error) {
+	now := strconv.FormatInt(time.Now().UnixNano(), 10)
+	base, name := treeBase(w.root, w.dir), filepath.Base(w.dir)+".aside"
+	aside := filepath.Join(w.dir+".aside", now)
+	if err := removeLinks(base, filepath.Dir(w.dir), name); err != nil {
+		return "", fmt.Errorf("clearing the way to %s: %w", aside, err)
+	}
+	if fi, err := safefile.Lstat(base, w.dir+".aside"); err == nil && !fi.IsDir() {
+		return w.dir + ".aside-" + now, nil
+	}
+	return aside, nil
 }
 
 // treeNotice tells the person that worker's tree was not the worktree

@@ -57,6 +57,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.StringFlag{Name: "into", Usage: "with workers: the integration `BRANCH`, recorded with the plan by its first parallel build", DefaultText: parallel.DefaultInto + ", or the plan's"},
 			&cli.StringFlag{Name: "setup", Usage: "with workers: shell command `C` run in each worker's tree before its first agent (e.g. install dependencies)"},
 			&cli.StringFlag{Name: "remote", Usage: "with workers, or a plan that has an integration branch: the git remote `NAME` where the integration branch lives, for builds of one plan on several machines; task and attempt branches are pushed there, and a task lands by a push that only fast-forwards"},
+			&cli.StringFlag{Name: "base", Usage: "with workers, or a plan that has an integration branch: the `BRANCH` the integration branch follows, recorded with the plan: each build first merges its new commits into the integration branch (with --remote, the remote's BRANCH)", DefaultText: "the plan's, or the branch checked out when it is first recorded"},
 			&cli.BoolFlag{Name: "accept-tip", Usage: "with workers, or a plan that has an integration branch: accept the integration branch as it is now where it is not where ralph last put it (someone moved, rewound or deleted it; a deleted one is made again from HEAD): the tasks whose landed work it lacks go back to pending, and the build goes on from it"},
 			otelFlag(),
 		}, append(agentCLIFlags(),
@@ -114,6 +115,8 @@ func checkBuildFlags(c *cli.Context) error {
 		return buildUsage("--remote needs the name of a git remote (git remote -v lists them)")
 	case c.IsSet("verify-agent-cli") && !c.Bool("verify"):
 		return buildUsage("--verify-agent-cli goes with --verify")
+	case c.IsSet("base") && strings.TrimSpace(c.String("base")) == "":
+		return buildUsage("--base needs the name of a branch")
 	case c.IsSet("remote") && progressFile != "":
 		return buildUsage("--remote goes with --workers, and needs the task database, not --progress")
 	}
@@ -295,6 +298,8 @@ func checkWorkers(c *cli.Context, lc loop.Config, workers int) error {
 	switch {
 	case c.IsSet("remote") && workers == 0:
 		return buildUsage("--remote goes with --workers (or a plan that has an integration branch): only the integration branch lives on the remote")
+	case c.IsSet("base") && workers == 0:
+		return buildUsage("--base goes with --workers (or a plan that has an integration branch): it names the branch the integration branch follows")
 	case c.Bool("accept-tip") && workers == 0:
 		return buildUsage("--accept-tip goes with --workers (or a plan that has an integration branch): it accepts the integration branch's tip")
 	case workers > 0:
@@ -336,7 +341,7 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, wor
 	defer stopTraces()
 	lc.Observer = withTraces(view, traces)
 	pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
-		Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}, Words: buildWords}
+		Base: strings.TrimSpace(c.String("base")), Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}, Words: buildWords}
 	rep, err := parallel.Run(c.Context, pc, store, runner)
 	if traces != nil {
 		total := rep.Report

@@ -65,6 +65,10 @@ func flagWords(err error) (msg string, ok bool) {
 			return fmt.Sprintf("integration branch: another build recorded %s for this plan just now; --into %s refused", into.Recorded, into.Branch), true
 		case parallel.IntoDiverged:
 			return "integration branch: " + parallel.Diverged(into.Branch, into.Remote), true
+		case parallel.IntoBaseInvalid:
+			return fmt.Sprintf(invalid+"--base %q: the integration branch %s cannot follow it (not a branch name git takes, ralph's own, or the integration branch itself)", into.Branch, into.Recorded), true
+		case parallel.IntoBaseRecorded:
+			return fmt.Sprintf("integration branch: it follows %s (recorded with the plan); --base %s refused", into.Recorded, into.Branch), true
 		case parallel.IntoCheckedOut:
 			return fmt.Sprintf("integration branch: %s is checked out in a worktree; ralph never writes a checked-out branch (name another with --into, or switch that worktree away)", into.Branch), true
 		}

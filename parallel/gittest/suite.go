@@ -33,6 +33,7 @@ func TestGit(t *testing.T, newRepo NewRepo) {
 		{"Commit", testCommit},
 		{"Rebase", testRebase},
 		{"RebaseConflict", testRebaseConflict},
+		{"MergeAndParents", testMergeAndParents},
 		{"SetAsideAndRepair", testSetAsideAndRepair},
 		{"Remote", testRemote},
 		{"TrustNoPlantedProgram", testTrustNoPlantedProgram},
@@ -525,4 +526,44 @@ func testRemote(t *testing.T, newRepo NewRepo) {
 		t.Errorf("Fetch(%s) = %s, %v; want %s", ref, c, ok, two)
 	}
 	diff(t, "the fetched commit's files", r.Files(t, two), origin.Files(t, two))
+}
+
+// testMergeAndParents: Merge makes a merge commit of two lines, parents
+// in order, moving no ref; a conflict makes nothing and names the files.
+func testMergeAndParents(t *testing.T, newRepo NewRepo) {
+	r := newRepo(t, base)
+	g, ctx := r.Git(), t.Context()
+	h := head(t, r)
+	ours := commitOn(t, r, "ours", h, "ours", map[string]string{"a.txt": "ours\n"})
+	theirs := commitOn(t, r, "theirs", h, "theirs", map[string]string{"c.txt": "c\n", "dir/b.txt": ""})
+	refs, err := g.Branches(ctx)
+	must(t, err)
+	m, err := g.Merge(ctx, ours, theirs, "Merge theirs")
+	must(t, err)
+	diff(t, "the merge's files", with(base, map[string]string{"a.txt": "ours\n", "c.txt": "c\n", "dir/b.txt": ""}), r.Files(t, m))
+	ps, err := g.Parents(ctx, m)
+	must(t, err)
+	diff(t, "Parents of the merge", []string{ours, theirs}, ps)
+	ps, err = g.Parents(ctx, ours)
+	must(t, err)
+	diff(t, "Parents of a commit", []string{h}, ps)
+	for _, c := range []string{ours, theirs} {
+		if in, err := g.IsAncestor(ctx, c, m); err != nil || !in {
+			t.Errorf("IsAncestor(%s, the merge) = %v, %v; want true", c, in, err)
+		}
+	}
+	cs, err := g.Commits(ctx, ours, m)
+	must(t, err)
+	diff(t, "Commits(ours, the merge), sorted", slices.Sorted(slices.Values([]string{m, theirs})), slices.Sorted(slices.Values(cs)))
+	after, err := g.Branches(ctx)
+	must(t, err)
+	diff(t, "the branches after a merge (no ref moves)", refs, after)
+
+	other := commitOn(t, r, "other", h, "other", map[string]string{"a.txt": "other\n"})
+	_, err = g.Merge(ctx, ours, other, "Merge other")
+	var ce *parallel.ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Merge of a conflicting line = %v, want a *ConflictError", err)
+	}
+	diff(t, "ConflictError.Paths", []string{"a.txt"}, ce.Paths)
 }
