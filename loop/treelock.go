@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -93,10 +94,14 @@ type TreeBusyError struct {
 
 func (e *TreeBusyError) Error() string {
 	who := describeTreeHolders(e.Holders)
-	if e.Writing {
-		return fmt.Sprintf("loop: another build runs agents in %s (%s): a build that verifies or commits needs the tree alone; wait until it ends", e.Root, who)
+	writer := !e.Writing || slices.ContainsFunc(e.Holders, func(h TreeHolder) bool { return h.Writing })
+	switch {
+	case writer:
+		return fmt.Sprintf("loop: a build that verifies or commits holds %s (%s): no other build runs in the tree until it ends", e.Root, who)
+	case len(e.Holders) > 1:
+		return fmt.Sprintf("loop: other builds run agents in %s (%s): a build that verifies or commits needs the tree alone; wait until they end", e.Root, who)
 	}
-	return fmt.Sprintf("loop: a build that verifies or commits holds %s (%s): no other build runs in the tree until it ends", e.Root, who)
+	return fmt.Sprintf("loop: another build runs agents in %s (%s): a build that verifies or commits needs the tree alone; wait until it ends", e.Root, who)
 }
 
 // Unwrap is ErrTreeBusy.
