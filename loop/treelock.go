@@ -193,30 +193,51 @@ func acquireTree(f *os.File, me TreeHolder) (ok bool, err error) {
 	if !treeLocks {
 		return true, nil
 	}
-	ok, err = tryLock(f, true)
-	switch {
-	case err != nil:
-		return false, err
-	case ok:
+	if me.Writing {
+		if ok, err = tryLock(f, true); !ok || err != nil {
+			return false, err
+		}
 		// The tree is free: the records are of builds that ended.
 		if err := f.Truncate(0); err != nil {
 			return false, err
 		}
-		if err := writeTreeRecord(f, me); err != nil || me.Writing {
-			return err == nil, err
-		}
-		// A plain run shares the tree: down to a shared lock. flock's
-		// conversion is not atomic, and a writing build may take the tree
-		// in between: then this run is refused, as it would have been a
-		// moment later.
-		return tryLock(f, false)
-	case me.Writing:
-		return false, nil
+		return true, writeTreeRecord(f, me)
 	}
-	if ok, err = tryLock(f, false); !ok || err != nil {
+	// A plain run shares the tree. Another plain run holds the lock alone
+	// for an instant when it finds the tree free (below), so a lock held
+	// alone is tried again a few times before this run gives up: a
+	// writing build holds it for its whole run.
+	for try := range plainTries {
+		if try > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if ok, err = sharePlain(f); ok || err != nil {
+			break
+		}
+	}
+	if !ok || err != nil {
 		return false, err
 	}
 	return true, writeTreeRecord(f, me)
+}
+
+// plainTries bounds a plain run's tries at a tree held alone.
+const plainTries = 20
+
+// sharePlain tries once to take f's lock shared. When it can take it alone
+// the tree is free, and it empties the records (of builds that ended)
+// before going down to shared. flock's conversion is not atomic: another
+// build may take the lock in between, and then ok is false.
+func sharePlain(f *os.File) (ok bool, err error) {
+	if ok, err = tryLock(f, true); err != nil {
+		return false, err
+	}
+	if ok {
+		if err := f.Truncate(0); err != nil {
+			return false, err
+		}
+	}
+	return tryLock(f, false)
 }
 
 // writeTreeRecord appends me's record to f, in one write (O_APPEND: the

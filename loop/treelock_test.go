@@ -310,3 +310,44 @@ func TestTreeLockLinkRefused(t *testing.T) {
 		t.Errorf("the link's target now holds %q", data)
 	}
 }
+
+// Six plain builds started together in one tree all run (none is refused
+// while another takes the free tree an instant alone): each session waits
+// until all six hold a task.
+func TestSixPlainBuildsStartTogether(t *testing.T) {
+	const n = 6
+	for range 5 {
+		store := newStore(t, tasks("a", "b", "c", "d", "e", "f")...)
+		root := t.TempDir()
+		var started sync.WaitGroup
+		started.Add(n)
+		all := make(chan struct{})
+		go func() { started.Wait(); close(all) }()
+		runner := loop.RunnerFunc(func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
+			started.Done()
+			select {
+			case <-all:
+			case <-time.After(10 * time.Second):
+				t.Error("not all six builds ran")
+			}
+			return looptest.Result(done(envOf(req, "RALPH_TASK_ID"))), nil
+		})
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			cfg := testConfig(t)
+			cfg.Root, cfg.MaxIterations, cfg.AgentID = root, 1, fmt.Sprintf("agent-0000000%d", i)
+			wg.Go(func() {
+				<-start
+				if rep, err := loop.Run(t.Context(), cfg, store, runner); err != nil || rep.ExitCode() != 0 {
+					t.Errorf("build %d: %s (%q), err %v; want exit 0", i, rep.Outcome, rep.Message, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+	}
+}
