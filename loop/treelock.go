@@ -23,8 +23,9 @@ import (
 // writing there meanwhile would have its files restored away, or swept
 // into a commit that is not its own. So every run in Root (no Workspace)
 // takes the lock file <Root>/.ralph/tree.lock with flock(2) before its
-// first agent, without waiting: a writing run exclusively, any other run
-// shared. A run that cannot take it ends at once with a *TreeBusyError
+// first agent, without waiting for another build: a writing run
+// exclusively, any other run shared (a plain run tries a lock held alone
+// again for some milliseconds: see acquireTree). A run that cannot take it ends at once with a *TreeBusyError
 // (OutcomeError), before it writes a log. Plain runs share the tree as
 // before (many loops on one plan); a worker's run (Workspace set) works in
 // a tree of its own and takes no lock. Plan and prompt mode take part as
