@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/ralph-dev/ralph/safefile"
 )
@@ -275,6 +276,9 @@ func readTreeHolders(f *os.File, writing bool) []TreeHolder {
 		if json.Unmarshal(sc.Bytes(), &rec) != nil {
 			continue // a line being written, or not ralph's
 		}
+		if !plainText(rec.Holder) || !plainText(rec.AgentID) {
+			continue // not a record ralph wrote: an agent can write the file
+		}
 		h, err := ParseHolder(rec.Holder)
 		if err != nil || h.IsZero() || h.Liveness() == HolderGone || (!writing && !rec.Writing) {
 			continue
@@ -301,4 +305,10 @@ func (r *run) holdTree() (*treeLock, *stop) {
 		return nil, internal(err)
 	}
 	return l, nil
+}
+
+// plainText reports whether a record's field is one ralph could have
+// written: short, with printable characters only (a message shows it).
+func plainText(s string) bool {
+	return len(s) <= 200 && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) && r != ' ' })
 }

@@ -272,6 +272,8 @@ func TestTreeLockRecordOfEndedBuild(t *testing.T) {
 	gone := loop.Holder{Host: loop.HostID(), PID: cmd.Process.Pid, Start: 1}
 	cfg := testConfig(t)
 	rec := fmt.Sprintf(`{"writing":true,"started":"2026-01-02T03:04:05Z","agent":"agent-dead","holder":%q}`+"\n", gone.String())
+	// A record an agent forged, with escape sequences: never shown.
+	rec += fmt.Sprintf(`{"writing":true,"agent":"\u001b[2J","holder":%q}`+"\n", loop.ThisProcess().String())
 	if err := safefile.MkdirAll(cfg.Root, ".ralph", 0o755); err != nil {
 		t.Fatal(err)
 	}
