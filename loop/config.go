@@ -82,7 +82,9 @@ type Config struct {
 	// CustomStrategy, if set, replaces Model and Strategy.
 	CustomStrategy Strategy
 	// Verify runs a read-only verifier session after each task-done. It
-	// needs ClaimLoop.
+	// needs ClaimLoop. A run with Verify or Commit and no Workspace needs
+	// Root alone: it is refused (*TreeBusyError) beside another run there,
+	// and refuses others while it runs (ARCHITECTURE.md §3.4).
 	Verify bool
 	// Verifier, if not nil, runs the verifier sessions instead of the
 	// Runner given to Run: another agent checks the work (`ralph build

@@ -40,8 +40,9 @@
 // Where to read more. ARCHITECTURE.md, at the repository's root, says how
 // the loop works and which rules it keeps: one iteration (§3.1), trouble
 // and retries (§3.2), the modes — build, peek, plan, prompt, a progress
-// file (§3.3) —, the rules of a run: errors, claims, leases, usage limits,
-// model strategies (§3.4), the test and commit gates (§3.5), the
+// file (§3.3) —, the rules of a run: errors, one writing run per working
+// tree (TreeBusyError), claims, leases, usage limits, model strategies
+// (§3.4), the test and commit gates (§3.5), the
 // verifier's tree and repository guards (§3.6), the logs (§3.7), the
 // prompts (§3.8), workers (§5) and the rules that keep an untrusted agent
 // in its place (§7). The declarations below say the details: Config's

@@ -209,6 +209,15 @@ func (r *run) exec(parent context.Context) (Report, error) {
 		r.report.Outcome, r.report.Message, r.report.Cause = s.outcome, s.message, s.err
 		return r.report, s.err
 	}
+	// The working tree before anything is written: a run refused here
+	// leaves no log (treelock.go). Released on every way out, a panic's
+	// included.
+	lock, held := r.holdTree()
+	if held != nil {
+		r.report.Outcome, r.report.Message, r.report.Cause = held.outcome, held.message, held.err
+		return r.report, held.err
+	}
+	defer lock.release()
 	slog := r.cfg.Shared.log()
 	if slog != nil {
 		// A worker: the build's one session log, which the pool opened.

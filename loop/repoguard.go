@@ -66,13 +66,15 @@ var gitState = []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "ME
 // store's files (progress.db and its -wal, -shm, -journal and -lock
 // files; db.json, a JSON store), worktrees/ (the workers' trees, each
 // with its own guard, and their snapshot stores), verify-snapshot.git
-// (the tree guard's store, inspected on its own) and ralph's own
-// temporary files. Everything else is read by ralph to make a prompt or
+// (the tree guard's store, inspected on its own), tree.lock (the lock
+// of the working tree, which a restore would replace by another file
+// while the run holds its lock: treelock.go) and ralph's own temporary
+// files. Everything else is read by ralph to make a prompt or
 // set up a tree — prompts/, skills/, features/<name>/spec.md and plan.md,
 // worktree-include — or unknown, and guarded.
 func ralphGuarded(name string) bool {
 	switch {
-	case name == "logs", name == "worktrees", name == snapshotDir,
+	case name == "logs", name == "worktrees", name == snapshotDir, name == treeLockName,
 		strings.HasPrefix(name, "progress.db"), strings.HasPrefix(name, "db.json"),
 		strings.HasPrefix(name, ".ralph-tmp-"), strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") && strings.Contains(name, ".ralph-"):
 		return false
