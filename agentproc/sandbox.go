@@ -75,3 +75,21 @@ func TempDir(kind string) (string, error) {
 func NoVerifierShell(agent string, err error) string {
 	return fmt.Sprintf("note: the verifier (%s) cannot run commands, the tests included: its CLI has no read-only shell, and no sandbox is available to give it one with the tree read-only (%v); it checks the work by reading it", agent, err)
 }
+
+// Boundary is the sandbox a session of req runs in (nil: none) and
+// whether its tree is read-only there, for a runner whose CLI has no
+// read-only shell of its own (Gemini CLI, OpenCode): a working session
+// runs in box (--sandbox); a verifier session runs in box, else in
+// verifierBox, with the tree read-only, so that it can run the tests but
+// not write.
+func Boundary(req loop.RunRequest, box, verifierBox *sandbox.Boundary) (*sandbox.Boundary, bool) {
+	switch {
+	case req.Sandboxed:
+		return box, false
+	case box != nil:
+		return box, true
+	case verifierBox != nil:
+		return verifierBox, true
+	}
+	return nil, false
+}

@@ -45,20 +45,6 @@ type Runner struct {
 	VerifierSandbox *sandbox.Boundary
 }
 
-// boundary returns the sandbox a session of req runs in (nil: none) and
-// whether its tree is read-only there: a verifier's, given a sandbox.
-func (r *Runner) boundary(req loop.RunRequest) (*sandbox.Boundary, bool) {
-	switch {
-	case req.Sandboxed:
-		return r.Sandbox, false
-	case r.Sandbox != nil:
-		return r.Sandbox, true
-	case r.VerifierSandbox != nil:
-		return r.VerifierSandbox, true
-	}
-	return nil, false
-}
-
 var _ loop.Runner = (*Runner)(nil)
 
 // Run runs one session; see loop.Runner. It returns an error only when the
@@ -84,7 +70,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		defer remove()
 		contextDir = dir
 	}
-	box, readOnly := r.boundary(req)
+	box, readOnly := agentproc.Boundary(req, r.Sandbox, r.VerifierSandbox)
 	dec := NewDecoder(r.Now)
 	var sess Session
 	x, err := agentproc.Run(ctx, agentproc.Spec{

@@ -92,20 +92,6 @@ type Runner struct {
 	VerifierSandbox *sandbox.Boundary
 }
 
-// boundary returns the sandbox a session of req runs in (nil: none) and
-// whether its tree is read-only there: a verifier's, given a sandbox.
-func (r *Runner) boundary(req loop.RunRequest) (*sandbox.Boundary, bool) {
-	switch {
-	case req.Sandboxed:
-		return r.Sandbox, false
-	case r.Sandbox != nil:
-		return r.Sandbox, true
-	case r.VerifierSandbox != nil:
-		return r.VerifierSandbox, true
-	}
-	return nil, false
-}
-
 var _ loop.Runner = (*Runner)(nil)
 
 // ModelFor returns the model to pass with -m: the loop's tiers (opus,
@@ -309,7 +295,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		defer remove()
 		instructions = file
 	}
-	box, readOnly := r.boundary(req)
+	box, readOnly := agentproc.Boundary(req, r.Sandbox, r.VerifierSandbox)
 	env, err := environ(os.Environ(), req, instructions, readOnly)
 	if err != nil {
 		return loop.RunResult{}, err
