@@ -103,9 +103,9 @@ func received(t *testing.T, r *otlptest.Receiver) (names []string, resource map[
 
 var wantReceived = []string{
 	"ralph.iteration > ralph.agent", "ralph.run > ralph.iteration",
-	"ralph.iteration > ralph.agent", "ralph.iteration > ralph.verify", "ralph.iteration > ralph.gate", "ralph.run > ralph.iteration",
-	"ralph.iteration > ralph.agent", "ralph.iteration > ralph.verify", "ralph.run > ralph.iteration",
-	"ralph.iteration > ralph.agent", "ralph.iteration > ralph.verify", "ralph.iteration > ralph.gate", "ralph.run > ralph.iteration",
+	"ralph.iteration > ralph.agent", "ralph.iteration > ralph.gate", "ralph.iteration > ralph.verify", "ralph.run > ralph.iteration",
+	"ralph.iteration > ralph.agent", "ralph.iteration > ralph.gate", "ralph.iteration > ralph.verify", "ralph.run > ralph.iteration",
+	"ralph.iteration > ralph.agent", "ralph.iteration > ralph.gate", "ralph.iteration > ralph.verify", "ralph.run > ralph.iteration",
 	"ralph.run",
 }
 
