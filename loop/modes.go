@@ -53,6 +53,30 @@ type mode interface {
 	close(ctx context.Context, clean bool)
 }
 
+// verdict is how an iteration, or a step of it, ended: the status the
+// session log and receipts show, the reason, and the stop that ends the
+// run (nil: the loop goes on). The zero verdict means the step passed and
+// the iteration goes on.
+type verdict struct {
+	status IterationStatus
+	why    string
+	stop   *stop
+	// detail is a gate failure with its output's tail: the reason the
+	// claim is released with, which the next attempt's prompt shows.
+	detail string
+	// limited is the verifier's usage-limited result: the iteration is a
+	// wait for its reset, not counted.
+	limited *RunResult
+}
+
+// decided reports whether v ends the iteration.
+func (v verdict) decided() bool { return v.status != "" }
+
+// judged is the verdict of a status, its reason and the stop, if any.
+func judged(status IterationStatus, why string, s *stop) verdict {
+	return verdict{status: status, why: why, stop: s}
+}
+
 // modeKind is a mode before it runs: what it takes of a Config and what
 // its run begins with. modeOf is the one place a Config's mode is decided.
 type modeKind struct {
