@@ -147,6 +147,21 @@ func workout(t *testing.T, r Repo) {
 	}
 	must(t, g.Switch(ctx, clash, "refs/heads/ralph/task/t-2", rebased))
 
+	// A clean merge (a base's new commits) and one that conflicts on a.txt,
+	// whose merge driver the attributes name: git merge-tree stops on the
+	// conflict without running it.
+	side := tree(t, r, "side", h)
+	r.Write(t, side, map[string]string{"side.txt": "side\n"})
+	sideCommit, _, err := g.Commit(ctx, side, h, "side", nil)
+	must(t, err)
+	merged, err := g.Merge(ctx, rebased, sideCommit, "merge the base")
+	must(t, err)
+	_, err = g.Parents(ctx, merged)
+	must(t, err)
+	if _, err := g.Merge(ctx, rebased, c1, "merge a clash"); !errors.As(err, &ce) {
+		t.Errorf("Merge of a clash = %v, want a *ConflictError", err)
+	}
+
 	r.BreakGitFile(t, other)
 	must(t, g.RepairWorktree(ctx, other, r.NewDir(t, "repair-aside")))
 	must(t, g.SetAside(ctx, other, r.NewDir(t, "aside")))
