@@ -416,3 +416,29 @@ func filesNeedGit(t *testing.T) {
 		t.Skip("git is not installed")
 	}
 }
+
+// TestAttackTreeLockLink: the agent replaces .ralph/tree.lock, which every
+// build in the tree opens and writes its record to (loop/treelock.go),
+// with a link to a file outside the project. The next builds, plain and
+// verifying, do not start and name the link; the file outside is
+// neither written nor truncated.
+func TestAttackTreeLockLink(t *testing.T) {
+	e := newProject(t, nil)
+	filesAddTasks(e, 2)
+	home, bashrc := filesOutsideHome(t)
+	payload := `rm -f .ralph/tree.lock && ln -s ` + shQuote(bashrc) + ` .ralph/tree.lock`
+	agent, _ := fakeAgentPath(t, agentStep{Sh: payload, Text: done}, agentStep{Text: done})
+	if r := e.run("build", "--claude", agent, "--once"); r.code != 0 {
+		t.Fatalf("first build: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if fi, err := os.Lstat(filepath.Join(e.dir, ".ralph", "tree.lock")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the payload planted no link: %v", err)
+	}
+	for _, args := range [][]string{{"build"}, {"build", "--verify"}} {
+		r := e.run(append(args, "--claude", agent)...)
+		if r.code != exitError || !strings.Contains(r.stderr, "tree.lock") {
+			t.Errorf("%v over a planted link: exit %d, stderr %q; want exit 1 naming .ralph/tree.lock", args, r.code, r.stderr)
+		}
+	}
+	filesHomeUntouched(t, home)
+}
