@@ -475,3 +475,32 @@ func stateSnapshot(t *testing.T, home string) map[string]string {
 	})
 	return out
 }
+
+// TestAttackBoxAgentCheck: a sandboxed agent gives a task it adds a check
+// (through the broker) that tries to write outside the tree. The check is
+// marked as that agent's, and when the task is done it runs where the test
+// gate runs — in the sandbox — where the writes fail: the check fails, and
+// nothing is written outside.
+func TestAttackBoxAgentCheck(t *testing.T) {
+	etc := outside(t, "check")
+	check := `echo x > "$HOME/check-escaped"; echo x > ` + etc
+	p := newBoxProject(t, true, []string{"Plan the next step"},
+		agentStep{Sh: `"$RALPH_BIN" task add "The next step" --id t-2 --check ` + shQuote(check), Text: done},
+		agentStep{Sh: "echo work > work.txt", Text: done})
+	code, stdout, stderr := p.ralph("build", "--sandbox", "--max-iterations", "2", "--max-retries", "0")
+	t.Logf("build: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if _, show, _ := p.ralph("task", "show", "t-2"); !strings.Contains(show, "written by agent") {
+		t.Errorf("the agent's check is not marked as the agent's:\n%s", show)
+	}
+	if got := p.status("t-2"); got == "done" {
+		t.Errorf("t-2 is done: its check, run in the sandbox, should have failed")
+	}
+	if !strings.Contains(stdout+stderr, "Read-only file system") {
+		t.Errorf("the check did not fail on a read-only file system:\n%s%s", stdout, stderr)
+	}
+	for _, f := range []string{etc, filepath.Join(p.home, "check-escaped")} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("the agent's check wrote %s", f)
+		}
+	}
+}
