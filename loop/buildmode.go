@@ -469,7 +469,8 @@ func (b *buildMode) checked(ctx context.Context, n int, task Task) verdict {
 	if o := tail(out); o != "" {
 		why += ":\n" + o
 	}
-	b.note.notice(n, "task %s: check %s: %s", task.ID, task.Check, why)
+	// Said as the test gate's failure is: its output in its lines.
+	b.note.failed(n, fmt.Errorf("task %s: check %s: %s", task.ID, task.Check, why))
 	return b.taskTrouble(ctx, n, task, IterCheckFailed, why)
 }
 
