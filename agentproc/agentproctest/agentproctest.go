@@ -218,3 +218,21 @@ func zombie(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
 }
+
+// Cancelled fails t unless the run that returned at returned was
+// cancelled (the time sent on cancelled, when what started its process)
+// at most 3 s before, and nothing carrying the environment entry kv is
+// left (NoneLeft): a cancelled gate, setup or agent ends at once, its
+// process group with it.
+func Cancelled(t testing.TB, what string, cancelled <-chan time.Time, returned time.Time, kv string) {
+	t.Helper()
+	select {
+	case at := <-cancelled:
+		if d := returned.Sub(at); d > 3*time.Second {
+			t.Errorf("the run returned %v after the cancel", d)
+		}
+	default:
+		t.Fatalf("the %s never started its process", what)
+	}
+	NoneLeft(t, kv)
+}
