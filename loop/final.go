@@ -148,12 +148,3 @@ func (b *buildMode) finalCheck(ctx context.Context, s *stop) *stop {
 	b.note.notice(n, "added task %s %q (final check round %d of %d); going on", t.ID, FinalTaskTitle, f.rounds, MaxFinalRounds)
 	return nil
 }
-
-// excerptEnd keeps the end of s, at most n bytes, its lines kept.
-func excerptEnd(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[runeStart(s, len(s)-n):]
-}

@@ -34,12 +34,16 @@ var (
 // outputTail is how much of a failing command's output an error quotes.
 const outputTail = 2000
 
-func tail(s string) string {
+// tail is the end of a command's output an error quotes.
+func tail(s string) string { return excerptEnd(s, outputTail) }
+
+// excerptEnd keeps the end of s, at most n bytes, its lines kept.
+func excerptEnd(s string, n int) string {
 	s = strings.TrimSpace(s)
-	if len(s) > outputTail {
-		s = "…" + s[len(s)-outputTail:]
+	if len(s) <= n {
+		return s
 	}
-	return s
+	return "…" + s[runeStart(s, len(s)-n):]
 }
 
 // runTests runs the test command with sh -c in dir (the project root or
