@@ -25,10 +25,6 @@ const MaxFinalRounds = 3
 // FinalTaskTitle is the title of the task a failing final command adds.
 const FinalTaskTitle = "Make the final check pass"
 
-// finalDescLimit caps the output a final task's description keeps (its
-// end).
-const finalDescLimit = 2000
-
 // errToTip is a tree that could not be put at the integration tip.
 var errToTip = errors.New("readying the tree at the integration tip")
 
@@ -138,8 +134,8 @@ func (b *buildMode) finalCheck(ctx context.Context, s *stop) *stop {
 	if !ok {
 		return internal(fmt.Errorf("%w: a final command needs a store that adds tasks", ErrConfig))
 	}
-	desc := fmt.Sprintf("The final check `%s` fails on the complete plan. Make it pass. The end of its output:\n\n%s",
-		cmd, excerptEnd(out, finalDescLimit))
+	// out is the end of the output already (runTests quotes its tail).
+	desc := fmt.Sprintf("The final check `%s` fails on the complete plan. Make it pass. The end of its output:\n\n%s", cmd, out)
 	t, err := adder.AddTask(ctx, NewTask{Title: FinalTaskTitle, Description: desc, Priority: 2, Feature: b.cfg.Scope.Feature, Check: cmd})
 	if err != nil {
 		return b.storeErr(ctx, err)
