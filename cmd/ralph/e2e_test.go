@@ -416,6 +416,66 @@ func TestE2EPlanThenBuild(t *testing.T) {
 	}
 }
 
+// TestE2EPlanChecksThenBuild: the real Claude Code, asked by the plan
+// prompt for a check per task, adds a task with one through $RALPH_BIN
+// (marked as its own); the build prompt shows the check, ralph runs it
+// when the agent reports done — the first attempt's work fails it and is
+// sent back with the check's output, the second passes it.
+func TestE2EPlanChecksThenBuild(t *testing.T) {
+	var mu sync.Mutex
+	var prompts []string
+	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
+		if strings.Contains(r.UserText(), "You are the planner of ralph") {
+			if !strings.Contains(r.UserText(), `--check "CMD"`) {
+				return claudetest.Text("the plan prompt asks for no check")
+			}
+			if r.ToolResults() == 0 {
+				return claudetest.Bash(`"$RALPH_BIN" task add "Write greet.sh" --check 'sh greet.sh | grep -qx hello'`)
+			}
+			return claudetest.Text("Planned.\n<promise>COMPLETE</promise>")
+		}
+		if r.ToolResults() == 0 {
+			mu.Lock()
+			prompts = append(prompts, r.UserText())
+			attempt := len(prompts)
+			mu.Unlock()
+			if attempt == 1 {
+				return claudetest.Bash(`echo 'echo bye' > greet.sh`)
+			}
+			return claudetest.Bash(`echo 'echo hello' > greet.sh`)
+		}
+		return claudetest.Text("Wrote greet.sh.\n<task-done>t-1</task-done>")
+	})
+	if err := os.MkdirAll(filepath.Join(e.dir, "specs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "specs", "greet.md"), []byte("# Greet\n\nA script that says hello.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run("plan", "--use-api-key"); r.code != 0 {
+		t.Fatalf("plan: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if show := e.ok("task", "show", "t-1"); !strings.Contains(show, "sh greet.sh | grep -qx hello") || !strings.Contains(show, "written by agent") {
+		t.Fatalf("t-1 after plan:\n%s", show)
+	}
+	r := e.run("build", "--use-api-key")
+	if r.code != 0 {
+		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if e.status("t-1") != "done" || len(prompts) != 2 {
+		t.Fatalf("t-1 %s after %d sessions; want done after 2", e.status("t-1"), len(prompts))
+	}
+	if !strings.Contains(prompts[0], "## The task's check") || !strings.Contains(prompts[0], "sh greet.sh | grep -qx hello") {
+		t.Errorf("the build prompt does not show the check:\n%s", prompts[0])
+	}
+	if !strings.Contains(prompts[1], "the task's check failed") {
+		t.Errorf("the second attempt is not told the check failed:\n%s", prompts[1])
+	}
+	if got := e.read("greet.sh"); got != "echo hello\n" {
+		t.Errorf("greet.sh = %q", got)
+	}
+}
+
 // TestE2EVerify runs `ralph build --verify`. The real verifier session is
 // offered only Bash, Read, Glob and Grep, and its first session tries to
 // write anyway: the tree comes back as it was, that verdict does not count,
