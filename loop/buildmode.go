@@ -127,6 +127,15 @@ func (b *buildMode) terminal(ctx context.Context, token string) *stop {
 			}
 			return nil
 		}
+		// None ready now, but the counts are from before: another
+		// agent may have claimed (or finished) the task they counted
+		// as pending. Counted again, the plan is what it is now.
+		if c, err = b.store.Counts(ctx, b.cfg.Scope); err != nil {
+			return b.storeErr(ctx, err)
+		}
+		if c.InProgress > 0 {
+			return b.waitForAgents(ctx, token)
+		}
 	}
 	return b.finalCheck(ctx, terminalStop(c))
 }

@@ -248,3 +248,52 @@ func TestClaimMissedReadyTaskLooksAgain(t *testing.T) {
 		t.Errorf("run (-want +got):\n%s", diff)
 	}
 }
+
+// claimedBehind is a store whose first claim finds nothing and whose
+// first count is overtaken: right after it counted task a pending,
+// another agent claimed a and finished it.
+type claimedBehind struct {
+	*looptest.MemStore
+	t               *testing.T
+	missed, counted bool
+}
+
+func (s *claimedBehind) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error) {
+	if !s.missed {
+		s.missed = true
+		return loop.Task{}, loop.ErrNoReadyTask
+	}
+	return s.MemStore.Claim(ctx, p)
+}
+
+func (s *claimedBehind) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, error) {
+	c, err := s.MemStore.Counts(ctx, scope)
+	if !s.counted {
+		s.counted = true
+		other := loop.Actor{Agent: "other"}
+		if _, err := s.MemStore.Claim(ctx, loop.ClaimParams{TaskID: "a", Agent: "other"}); err != nil {
+			s.t.Fatal(err)
+		}
+		if err := s.MemStore.Complete(ctx, loop.MoveParams{TaskID: "a", Message: "done elsewhere", By: other}); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return c, err
+}
+
+// Counts taken before another agent claimed and finished the last task
+// do not end the run "blocked": with none ready, the loop counts again
+// and finds the plan complete.
+func TestStaleCountsAreNotBlocked(t *testing.T) {
+	store := &claimedBehind{MemStore: newStore(t, tasks("a")...), t: t}
+	runner := looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+		return looptest.Result(done("a")), nil
+	})
+	rep, err := loop.Run(t.Context(), testConfig(t), store, runner)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %s (%q), %v; want complete", rep.Outcome, rep.Message, err)
+	}
+	if n := len(runner.Requests()); n != 0 {
+		t.Errorf("%d sessions; want none (another agent did the task)", n)
+	}
+}
