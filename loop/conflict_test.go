@@ -71,3 +71,40 @@ func TestConflictRounds(t *testing.T) {
 		})
 	}
 }
+
+// elsewhereWorkspace finds the task's work landed by another claim when
+// its attempt is ready to land (loop.IntegrateResult.Elsewhere).
+type elsewhereWorkspace struct{ dir string }
+
+func (w elsewhereWorkspace) Dir() string { return w.dir }
+
+func (w elsewhereWorkspace) Begin(context.Context, loop.Task, int) (bool, error) { return false, nil }
+
+func (w elsewhereWorkspace) Integrate(context.Context, loop.IntegrateRequest) (loop.IntegrateResult, error) {
+	return loop.IntegrateResult{Elsewhere: true}, nil
+}
+
+// A task whose work another claim landed already is done at once by the
+// holder that finds it: one session, no retry, no claim called lost, the
+// run complete.
+func TestLandedElsewhereIsDone(t *testing.T) {
+	store := newStore(t, loop.Task{ID: "a", Title: "a task"})
+	cfg := testConfig(t)
+	cfg.Workspace = elsewhereWorkspace{dir: cfg.Root}
+	var notes []string
+	cfg.Observer = loop.ObserverFunc(func(n loop.Note) { notes = append(notes, n.Message) })
+	runner := looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+		return looptest.Result("<task-done>a</task-done>"), nil
+	})
+	rep, err := loop.Run(t.Context(), cfg, store, runner)
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	task, _ := store.Get(t.Context(), "a")
+	if task.Status != loop.StatusDone || task.RetryCount != 0 || len(runner.Requests()) != 1 {
+		t.Errorf("task %s, %d retries, %d sessions; want done, 0, 1", task.Status, task.RetryCount, len(runner.Requests()))
+	}
+	if said := strings.Join(notes, "\n"); !strings.Contains(said, "landed already, from another claim") || strings.Contains(said, "claim was lost") {
+		t.Errorf("the notes do not say the work landed from another claim, or call the claim lost:\n%s", said)
+	}
+}

@@ -99,6 +99,8 @@ func (b *buildMode) integrate(ctx context.Context, a attempt, ws Workspace, res 
 	switch {
 	case err == nil:
 		switch {
+		case got.Elsewhere:
+			b.note.notice(n, "task %s: its work landed already, from another claim (a holder that lost its claim moved the branch before it knew): done, this attempt's work kept but not landed", task.ID)
 		case got.Commit == "" && got.Replayed:
 			b.note.notice(n, "task %s: its changes are on the integration branch already (the replay onto the moved tip changed nothing): done, no commit", task.ID)
 		case got.Commit == "":

@@ -84,6 +84,11 @@ type IntegrateResult struct {
 	// that the work was replayed onto it (and the gate run again, unless
 	// the replay changed nothing).
 	Replayed bool
+	// Elsewhere is set when another claim's landing of the task is on
+	// the integration branch already (a holder that lost its claim and
+	// moved the branch before it knew): the task's work is there, this
+	// attempt's is kept but not landed, and the task is done.
+	Elsewhere bool
 }
 
 // An IntegrationError is work that could not land: task trouble, whose

@@ -291,19 +291,15 @@
 //   - A holder that lost its claim never lands its work. The claim's
 //     generation is checked right before every push of the branch, each
 //     time round; and a stale holder whose check passed before it lost
-//     the claim still cannot land the task a second time: the claim that
-//     took over lands its own commit only by a push that fast-forwards
-//     from the tip it fetched, and the stale one's push, made from an
-//     older tip, is refused once the new one's commit is there — after
-//     which the stale holder's fetch finds the task's landing by another
-//     claim and gives up (ErrStaleClaim). Either order, the
-//     branch holds the task's work once: the first push to reach the
-//     remote decides, and whoever comes second sees its trailer. (When
-//     the stale holder's push came first — its check passed an instant
-//     before it lost the claim — its commit is the task's landing, as
-//     after a crash between landing and recording: the current claim
-//     gives up its own attempt, and the task is done when it is next
-//     claimed, after that claim's lease.) The stale holder's work that
+//     the claim (a machine suspended between the check and the push)
+//     is refused by the remote itself: the push that lands moves the
+//     task's claim fence on the remote with the branch, atomically, and
+//     the claim that took over replaced that fence when its attempt
+//     began (fence.go). Whichever push reaches the remote, the branch
+//     holds the task's work once, the current claim's; a holder that
+//     finds the task landed by another claim has the task done (the
+//     loop completes it under its own claim, which the store refuses
+//     when that claim is the stale one). The stale holder's work that
 //     did not land is kept as an attempt branch, here and on the remote.
 //   - An unknown remote name is refused before anything runs, as a git
 //     failure (exit 5); so is a remote that cannot be reached when the

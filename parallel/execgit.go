@@ -66,6 +66,9 @@ type ExecGit struct {
 	findOnce sync.Once
 	repo     *hostgit.Repo
 	findErr  error
+	// emptyTree is the empty tree's object name once Mark wrote it.
+	emptyTreeMu sync.Mutex
+	emptyTree   string
 }
 
 // hostRepo is the repository's working tree that holds dir.
@@ -213,6 +216,77 @@ func (g *ExecGit) SwapRef(ctx context.Context, ref, new, old string) error {
 		}
 	}
 	return err
+}
+
+// SwapRefs moves every ref from its Old to its New in one git update-ref
+// --stdin transaction, which takes all or none; like SwapRef, a failure
+// with every ref still at its Old (another update held a lock) is tried
+// again.
+func (g *ExecGit) SwapRefs(ctx context.Context, moves ...RefMove) error {
+	var in strings.Builder
+	for _, m := range moves {
+		if err := checkNames(m.Ref, m.New, m.Old); err != nil {
+			return err
+		}
+		fmt.Fprintf(&in, "update %s %s %s\n", m.Ref, m.New, m.Old)
+	}
+	const tries = 3
+	var err error
+	for range tries {
+		_, err = g.run(ctx, g.Root, strings.NewReader(in.String()), "update-ref", "-m", "ralph: swap", "--stdin")
+		if err == nil {
+			return nil
+		}
+		for _, m := range moves {
+			at, ok, rerr := g.resolve(ctx, g.Root, m.Ref)
+			if rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			if !ok || at != m.Old {
+				return fmt.Errorf("%w: %s is at %q, not %s", ErrRefMoved, m.Ref, at, m.Old)
+			}
+		}
+	}
+	return err
+}
+
+// SetRef points ref at commit (git update-ref REF COMMIT).
+func (g *ExecGit) SetRef(ctx context.Context, ref, commit string) error {
+	if err := checkNames(ref, commit); err != nil {
+		return err
+	}
+	_, err := g.run(ctx, g.Root, nil, "update-ref", "-m", "ralph: set", ref, commit)
+	return err
+}
+
+// markIdentity is the author and committer of every Mark: fixed, with
+// the time 0, so that a mark's commit depends on its text alone.
+const markIdentity = "ralph <ralph@localhost> 0 +0000"
+
+// Mark writes the empty tree (once an ExecGit) and the commit object
+// for text (git hash-object -w -t commit, which checks its form).
+func (g *ExecGit) Mark(ctx context.Context, text string) (string, error) {
+	if strings.ContainsRune(text, 0) {
+		return "", fmt.Errorf("parallel: mark %q: a NUL in the text", text)
+	}
+	g.emptyTreeMu.Lock()
+	tree := g.emptyTree
+	if tree == "" {
+		out, err := g.run(ctx, g.Root, strings.NewReader(""), "hash-object", "-w", "-t", "tree", "--stdin")
+		if err != nil {
+			g.emptyTreeMu.Unlock()
+			return "", err
+		}
+		tree = strings.TrimSpace(out)
+		g.emptyTree = tree
+	}
+	g.emptyTreeMu.Unlock()
+	obj := "tree " + tree + "\nauthor " + markIdentity + "\ncommitter " + markIdentity + "\n\n" + strings.TrimRight(text, "\n") + "\n"
+	out, err := g.run(ctx, g.Root, strings.NewReader(obj), "hash-object", "-w", "-t", "commit", "--stdin")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
 }
 
 // IsAncestor reports whether commit a is an ancestor of, or equal to, b.

@@ -115,48 +115,48 @@ func (g *ExecGit) RemoteRefs(ctx context.Context, remote, prefix string) (map[st
 	return refs, nil
 }
 
-// Push runs git push --porcelain for the one ref and reads the ref's
-// status line: "!" with "[rejected] (non-fast-forward)" or "(fetch
-// first)" is a fast-forward the remote's ref has outrun (ErrRefMoved),
-// "(stale info)" a create whose ref exists (ErrRefExists). "[remote
-// rejected]" is what the remote says when its ref moved between the
-// push's look and its update ("failed to update ref"), and also what its
-// hooks say: the ref is read again (git ls-remote) to tell them apart.
+// Push runs git push --porcelain for the one ref (and p.Guard's, in
+// one --atomic push) and reads the refs' status lines: "!" with
+// "[rejected] (non-fast-forward)" or "(fetch first)" is a fast-forward
+// the remote's ref has outrun (ErrRefMoved), "(stale info)" a lease the
+// remote's ref no longer matches (ErrRefExists for PushCreate, else
+// ErrRefMoved). "[remote rejected]" is what the remote says when its ref
+// moved between the push's look and its update ("failed to update ref"),
+// and also what its hooks say: the refs are read again (git ls-remote)
+// to tell them apart.
 //
 // No pre-push hook runs (--no-verify: ralph's own gates decide, as for
 // Commit), no tags follow, no submodule is pushed and nothing is signed,
 // whatever the configuration says.
 func (g *ExecGit) Push(ctx context.Context, p PushParams) error {
-	if err := checkNames(p.Remote, p.Ref, p.Commit); err != nil {
-		return err
-	}
-	if b, ok := strings.CutPrefix(p.Ref, heads); !ok || b == "" {
-		return fmt.Errorf("parallel: push to %q: not a branch (refs/heads/…)", p.Ref)
-	}
-	if p.Old != "" {
-		if err := checkName("old", p.Old); err != nil {
-			return err
-		}
-	}
 	if p.Mode == "" {
 		p.Mode = PushFastForward
 	}
-	args := []string{"-c", "push.gpgSign=false", "push", "--porcelain", "--no-verify", "--no-follow-tags", "--recurse-submodules=no"}
-	switch p.Mode {
-	case PushFastForward:
-	case PushCreate:
-		args = append(args, "--force-with-lease="+p.Ref+":")
-	default:
-		return fmt.Errorf("parallel: push mode %q: want one of %v", p.Mode, PushModes())
+	args, err := pushArgs(p)
+	if err != nil {
+		return err
 	}
 	g.remote.Lock()
-	out, err := g.run(ctx, g.Root, nil, append(args, "--", p.Remote, p.Commit+":"+p.Ref)...)
+	out, err := g.run(ctx, g.Root, nil, args...)
 	g.remote.Unlock()
 	if err == nil {
 		return nil
 	}
+	if ctx.Err() != nil {
+		return err
+	}
 	flag, summary, ok := pushStatus(out, p.Ref)
-	if !ok || flag != '!' || ctx.Err() != nil {
+	if p.Guard != nil {
+		// An atomic push names the ref that refused first; the other
+		// says only "(atomic push failed)".
+		if gflag, gsummary, gok := pushStatus(out, p.Guard.Ref); gok && gflag == '!' && !strings.Contains(gsummary, "atomic push failed") {
+			flag, summary, ok = gflag, gsummary, true
+			if strings.Contains(summary, "(stale info)") {
+				return fmt.Errorf("%w: %s on %s is no longer at %s: %s", ErrRefMoved, p.Guard.Ref, p.Remote, p.Guard.Old, summary)
+			}
+		}
+	}
+	if !ok || flag != '!' {
 		return err
 	}
 	switch {
@@ -164,20 +164,96 @@ func (g *ExecGit) Push(ctx context.Context, p PushParams) error {
 		return fmt.Errorf("%w: %s on %s is no longer at %s: %s", ErrRefMoved, p.Ref, p.Remote, orNone(p.Old), summary)
 	case p.Mode == PushCreate && strings.Contains(summary, "(stale info)"):
 		return fmt.Errorf("%w: %s on %s", ErrRefExists, p.Ref, p.Remote)
+	case p.Mode == PushReplace && strings.Contains(summary, "(stale info)"):
+		return fmt.Errorf("%w: %s on %s is no longer at %s: %s", ErrRefMoved, p.Ref, p.Remote, orNone(p.Old), summary)
 	case strings.Contains(summary, "[remote rejected]"):
-		refs, rerr := g.RemoteRefs(ctx, p.Remote, p.Ref)
+		return g.rejected(ctx, p, err, summary)
+	}
+	return err
+}
+
+// pushArgs checks p and returns git's arguments for it.
+func pushArgs(p PushParams) ([]string, error) {
+	if err := checkNames(p.Remote, p.Ref, p.Commit); err != nil {
+		return nil, err
+	}
+	if err := pushable(p.Ref, p.Mode); err != nil {
+		return nil, err
+	}
+	if p.Old != "" {
+		if err := checkName("old", p.Old); err != nil {
+			return nil, err
+		}
+	}
+	args := []string{"-c", "push.gpgSign=false", "push", "--porcelain", "--no-verify", "--no-follow-tags", "--recurse-submodules=no"}
+	spec := p.Commit + ":" + p.Ref
+	switch p.Mode {
+	case PushFastForward:
+	case PushCreate:
+		args = append(args, "--force-with-lease="+p.Ref+":")
+	case PushReplace:
+		if p.Old != "" {
+			args = append(args, "--force-with-lease="+p.Ref+":"+p.Old)
+		} else {
+			spec = "+" + spec
+		}
+	default:
+		return nil, fmt.Errorf("parallel: push mode %q: want one of %v", p.Mode, PushModes())
+	}
+	specs := []string{spec}
+	if m := p.Guard; m != nil {
+		if err := checkNames(m.Ref, m.New, m.Old); err != nil {
+			return nil, err
+		}
+		if err := pushable(m.Ref, PushReplace); err != nil {
+			return nil, err
+		}
+		args = append(args, "--atomic", "--force-with-lease="+m.Ref+":"+m.Old)
+		specs = append(specs, m.New+":"+m.Ref)
+	}
+	return append(append(args, "--", p.Remote), specs...), nil
+}
+
+// pushable refuses a push to ref in mode unless ref is a branch, or one
+// of ralph's own refs (refs/ralph/…) made or replaced.
+func pushable(ref string, mode PushMode) error {
+	if b, ok := strings.CutPrefix(ref, heads); ok && b != "" {
+		return nil
+	}
+	if b, ok := strings.CutPrefix(ref, ownRefs); ok && b != "" && (mode == PushReplace || mode == PushCreate) {
+		return nil
+	}
+	return fmt.Errorf("parallel: push to %q: not a branch (refs/heads/…), nor a ref of ralph's own (refs/ralph/…) made or replaced", ref)
+}
+
+// rejected tells a push the remote refused because its refs moved under
+// it (ErrRefMoved, ErrRefExists) from one its hooks refused (err): the
+// refs are read again. A remote already where the push would have put
+// it is success (another push of the same made it).
+func (g *ExecGit) rejected(ctx context.Context, p PushParams, err error, summary string) error {
+	refs, rerr := g.RemoteRefs(ctx, p.Remote, p.Ref)
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	now, there := refs[p.Ref]
+	guardMoved, guardDone := false, true
+	if m := p.Guard; m != nil {
+		grefs, rerr := g.RemoteRefs(ctx, p.Remote, m.Ref)
 		if rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		now, there := refs[p.Ref]
-		switch {
-		case there && now == p.Commit:
-			return nil // another push of the same commit made it
-		case p.Mode == PushCreate && there && now != p.Commit:
-			return fmt.Errorf("%w: %s on %s (%s)", ErrRefExists, p.Ref, p.Remote, summary)
-		case p.Mode == PushFastForward && there && now != p.Old && now != p.Commit:
-			return fmt.Errorf("%w: %s on %s moved to %s while the push was under way (%s)", ErrRefMoved, p.Ref, p.Remote, now, summary)
-		}
+		gnow := grefs[m.Ref]
+		guardMoved, guardDone = gnow != m.Old && gnow != m.New, gnow == m.New
+	}
+	switch {
+	case guardMoved:
+		return fmt.Errorf("%w: %s on %s moved while the push was under way (%s)", ErrRefMoved, p.Guard.Ref, p.Remote, summary)
+	case there && now == p.Commit && guardDone:
+		return nil
+	case p.Mode == PushCreate && there && now != p.Commit:
+		return fmt.Errorf("%w: %s on %s (%s)", ErrRefExists, p.Ref, p.Remote, summary)
+	case p.Mode != PushCreate && there && now != p.Old && now != p.Commit:
+		return fmt.Errorf("%w: %s on %s moved to %s while the push was under way (%s)", ErrRefMoved, p.Ref, p.Remote, now, summary)
 	}
 	return err
 }

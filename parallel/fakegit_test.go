@@ -169,6 +169,42 @@ func (g *fakeGit) SwapRef(_ context.Context, ref, new, old string) error {
 	return nil
 }
 
+// SwapRefs counts as one SwapRef of each ref; beforeSwap runs for the
+// first.
+func (g *fakeGit) SwapRefs(_ context.Context, moves ...RefMove) error {
+	if g.beforeSwap != nil && len(moves) > 0 {
+		g.beforeSwap(moves[0].Ref)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range moves {
+		g.swaps[m.Ref]++
+		if at, ok := g.refs[m.Ref]; !ok || at != m.Old {
+			return fmt.Errorf("%w: %s", ErrRefMoved, m.Ref)
+		}
+	}
+	for _, m := range moves {
+		g.refs[m.Ref] = m.New
+	}
+	return nil
+}
+
+func (g *fakeGit) SetRef(_ context.Context, ref, commit string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refs[ref] = commit
+	return nil
+}
+
+// Mark's commit depends on its text alone, as git's does.
+func (g *fakeGit) Mark(_ context.Context, text string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id := fmt.Sprintf("%x", sha1.Sum([]byte("mark\x00"+text)))
+	g.commits[id] = fakeCommit{msg: strings.TrimRight(text, "\n") + "\n", files: map[string]string{}}
+	return id, nil
+}
+
 // refsUnder lists the refs under prefix, sorted, for the tests (the seam
 // lists branches only: Branches).
 func (g *fakeGit) refsUnder(prefix string) []string {
@@ -543,6 +579,14 @@ func (g *fakeGit) Push(_ context.Context, p PushParams) error {
 	if g.beforePush != nil {
 		g.beforePush(p)
 	}
+	if err := pushable(p.Ref, p.Mode); err != nil {
+		return err
+	}
+	if p.Guard != nil {
+		if err := pushable(p.Guard.Ref, PushReplace); err != nil {
+			return err
+		}
+	}
 	g.mu.Lock()
 	g.pushes[p.Ref]++
 	r := g.remotes[p.Remote]
@@ -554,16 +598,25 @@ func (g *fakeGit) Push(_ context.Context, p PushParams) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	maps.Copy(r.commits, commits)
+	if m := p.Guard; m != nil {
+		if at, ok := r.refs[m.Ref]; !ok || at != m.Old {
+			return ErrRefMoved
+		}
+	}
 	now, there := r.refs[p.Ref]
 	switch {
 	case there && now == p.Commit:
-		return nil
 	case p.Mode == PushCreate && there:
 		return ErrRefExists
-	case p.Mode != PushCreate && there && !r.reaches(p.Commit, now):
+	case p.Mode == PushReplace && p.Old != "" && now != p.Old:
+		return ErrRefMoved
+	case (p.Mode == "" || p.Mode == PushFastForward) && there && !r.reaches(p.Commit, now):
 		return ErrRefMoved
 	}
 	r.refs[p.Ref] = p.Commit
+	if m := p.Guard; m != nil {
+		r.refs[m.Ref] = m.New
+	}
 	return nil
 }
 

@@ -34,6 +34,19 @@ type Git interface {
 	// OLD); when ref no longer points at old it changes nothing and
 	// returns ErrRefMoved.
 	SwapRef(ctx context.Context, ref, new, old string) error
+	// SwapRefs moves several refs in one transaction: each from its Old
+	// to its New, or — when any is not at its Old (a missing ref counts
+	// as moved) — none, and the error wraps ErrRefMoved.
+	SwapRefs(ctx context.Context, moves ...RefMove) error
+	// SetRef points ref at commit, whatever it named before; a missing
+	// ref is made.
+	SetRef(ctx context.Context, ref, commit string) error
+	// Mark returns the commit that stands for text, written to the
+	// repository: the empty tree, no parent, text as its message and a
+	// fixed author, committer and time, so that one text names one
+	// commit in every clone of the repository (a claim's fence, see
+	// ARCHITECTURE.md §7).
+	Mark(ctx context.Context, text string) (string, error)
 	// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
 	IsAncestor(ctx context.Context, a, b string) (bool, error)
 	// Trailers returns the values of trailer key ("Ralph-Task") of the
@@ -134,10 +147,17 @@ type Git interface {
 	Push(ctx context.Context, p PushParams) error
 }
 
+// A RefMove is one ref's compare-and-swap: from Old to New.
+type RefMove struct {
+	Ref, New, Old string
+}
+
 // PushParams is one ref to set on a remote (Git.Push).
 type PushParams struct {
 	Remote string
-	// Ref is the ref on the remote, a full name under refs/heads/.
+	// Ref is the ref on the remote, a full name under refs/heads/ (or,
+	// with PushCreate and PushReplace, under refs/ralph/: ralph's own
+	// refs).
 	Ref string
 	// Commit is what Ref is to name.
 	Commit string
@@ -146,8 +166,15 @@ type PushParams struct {
 	Mode PushMode
 	// Old is where the caller last saw Ref on the remote (after a Fetch),
 	// "" when it saw none: with PushFastForward, a push the remote
-	// refused after it moved from Old is ErrRefMoved.
+	// refused after it moved from Old is ErrRefMoved; with PushReplace,
+	// the push replaces Ref only while it names Old ("": whatever it
+	// names).
 	Old string
+	// Guard, when set, is a ref of ralph's own (under refs/ralph/) that
+	// the same push moves from its Old to its New, atomically with Ref
+	// (git push --atomic): the remote takes both or neither. A remote
+	// where Guard is not at its Old refuses both, ErrRefMoved.
+	Guard *RefMove
 }
 
 // A PushMode says which of a remote's refs a push may replace.
@@ -162,10 +189,14 @@ const (
 	// PushCreate makes a ref that does not exist on the remote (git push
 	// --force-with-lease=REF: with nothing expected).
 	PushCreate PushMode = "create"
+	// PushReplace sets a ref of ralph's own (under refs/ralph/) whatever
+	// it names (git push +COMMIT:REF), or, with Old, only while it names
+	// Old (--force-with-lease=REF:OLD; else ErrRefMoved).
+	PushReplace PushMode = "replace"
 )
 
 // PushModes lists the push modes.
-func PushModes() []PushMode { return []PushMode{PushFastForward, PushCreate} }
+func PushModes() []PushMode { return []PushMode{PushFastForward, PushCreate, PushReplace} }
 
 // headCommit returns the commit HEAD of the repository's own working tree
 // names (Resolve "HEAD"), ErrNoCommit when it names none.

@@ -90,6 +90,9 @@ type workspace struct {
 	ref      string
 	base     string
 	recorded int
+	// fence is the mark of the attempt's claim that Begin put on the
+	// task's fence (fence.go).
+	fence string
 
 	// notices are what Begin found and the person should know (a tree
 	// set aside), until the loop takes them (loop.Noticer).
@@ -132,6 +135,12 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bo
 	if err != nil {
 		return false, err
 	}
+	// The claim's fence before the tip is read: a landing by an older
+	// claim is on the tip read after it, or never lands.
+	fence, err := w.raiseFence(ctx, task)
+	if err != nil {
+		return false, err
+	}
 	// The tip first (checked to be ralph's): with a remote, keep then
 	// reads the tip just fetched.
 	tip, err := w.guard.current(ctx)
@@ -163,7 +172,7 @@ func (w *workspace) Begin(ctx context.Context, task loop.Task, recorded int) (bo
 	if err := copyInclude(w.root, w.dir, w.include); err != nil {
 		return false, err
 	}
-	w.task, w.ref, w.base, w.recorded = task, branch, tip, recorded
+	w.task, w.ref, w.base, w.recorded, w.fence = task, branch, tip, recorded, fence
 	return false, nil
 }
 
@@ -327,7 +336,7 @@ func (w *workspace) keep(ctx context.Context) (string, error) {
 
 // end forgets the attempt under way.
 func (w *workspace) end() {
-	w.task, w.ref, w.base = loop.Task{}, "", ""
+	w.task, w.ref, w.base, w.fence = loop.Task{}, "", "", ""
 	w.removeMarker()
 }
 
@@ -373,14 +382,17 @@ func (w *workspace) notCheckedOut(ctx context.Context) error {
 	return nil
 }
 
-// moveInto moves the integration branch from tip to head: a
-// compare-and-swap of the local branch, or, on a remote, a push that only
-// fast-forwards. Either way ErrRefMoved is a lost race.
+// moveInto moves the integration branch from tip to head, and the task's
+// fence from the claim's mark to head, in one transaction (fence.go): a
+// compare-and-swap of the local refs, or, on a remote, an atomic push
+// that only fast-forwards the branch. Either way ErrRefMoved is a lost
+// race, or a fence another claim moved.
 func (w *workspace) moveInto(ctx context.Context, head, tip string) error {
+	branch, fence := w.landMoves(head, tip)
 	if w.remote == "" {
-		return w.git.SwapRef(ctx, w.into, head, tip)
+		return w.git.SwapRefs(ctx, branch, fence)
 	}
-	return w.git.Push(ctx, PushParams{Remote: w.remote, Ref: w.into, Commit: head, Mode: PushFastForward, Old: tip})
+	return w.git.Push(ctx, PushParams{Remote: w.remote, Ref: w.into, Commit: head, Mode: PushFastForward, Old: tip, Guard: &fence})
 }
 
 // landedOnRemote follows a landing on the remote: the task's branch is
@@ -653,6 +665,9 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 	// refAt is where the attempt's branch is: it follows the attempt's
 	// commit once, right before the integration branch moves.
 	base, replayed, refAt := w.base, false, w.base
+	// held is a landing recorded whose move the fence refused and that
+	// is tried again while the tip stays where it was.
+	held := ""
 	for {
 		if err := ctx.Err(); err != nil {
 			return loop.IntegrateResult{}, err
@@ -661,13 +676,18 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		if err != nil {
 			return loop.IntegrateResult{}, err
 		}
-		// Work that landed since the attempt began includes this task's
-		// only when another claim landed it: this one is stale then.
-		if landed, err := w.landedAlready(ctx, task, w.recorded, tip, task.Generation); err != nil || landed {
-			if err == nil {
-				err = fmt.Errorf("%w: task %s landed from another claim while this attempt worked", loop.ErrStaleClaim, task.ID)
+		if held != "" && tip != base {
+			if err := w.guard.store.VoidLanding(ctx, branch, held); err != nil {
+				return loop.IntegrateResult{}, err
 			}
-			return loop.IntegrateResult{}, err
+			held = ""
+		}
+		// Work that landed since the attempt began includes this task's
+		// only when another claim landed it (one that began before this
+		// one's fence went up): the task's work is on the branch, and
+		// this attempt's is kept when the tree is next used.
+		if landed, err := w.landedAlready(ctx, task, w.recorded, tip, task.Generation); err != nil || landed {
+			return loop.IntegrateResult{Elsewhere: landed}, err
 		}
 		if tip != base {
 			moved, err := w.git.Rebase(ctx, w.dir, base, tip)
@@ -727,9 +747,19 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 		err = w.moveInto(ctx, head, tip)
 		if errors.Is(err, ErrRefMoved) {
 			// Another process or machine landed first: this commit can
-			// no longer land; replay onto the new tip.
+			// no longer land; replay onto the new tip. Or another claim
+			// moved the fence: a stale claim gives up, the current one
+			// puts its mark back and tries again.
+			fenced, ferr := w.refence(ctx, req)
+			if fenced && ferr == nil {
+				held = head
+				continue
+			}
 			if err := w.guard.store.VoidLanding(ctx, branch, head); err != nil {
 				return loop.IntegrateResult{}, err
+			}
+			if ferr != nil {
+				return loop.IntegrateResult{}, ferr
 			}
 			continue
 		}

@@ -24,6 +24,7 @@ func TestGit(t *testing.T, newRepo NewRepo) {
 		{"HeadAndResolve", testHeadAndResolve},
 		{"CreateRef", testCreateRef},
 		{"SwapRef", testSwapRef},
+		{"SwapRefsAndMarks", testSwapRefsAndMarks},
 		{"IsAncestor", testIsAncestor},
 		{"CommitsAndTrailers", testCommitsAndTrailers},
 		{"Branches", testBranches},
@@ -36,6 +37,7 @@ func TestGit(t *testing.T, newRepo NewRepo) {
 		{"MergeAndParents", testMergeAndParents},
 		{"SetAsideAndRepair", testSetAsideAndRepair},
 		{"Remote", testRemote},
+		{"PushGuard", testPushGuard},
 		{"TrustNoPlantedProgram", testTrustNoPlantedProgram},
 		{"TrustExplicitGitDir", testTrustExplicitGitDir},
 	} {
@@ -566,4 +568,101 @@ func testMergeAndParents(t *testing.T, newRepo NewRepo) {
 		t.Fatalf("Merge of a conflicting line = %v, want a *ConflictError", err)
 	}
 	diff(t, "ConflictError.Paths", []string{"a.txt"}, ce.Paths)
+}
+
+// testSwapRefsAndMarks: SwapRefs moves all its refs or none; SetRef sets
+// a ref whatever it named; a Mark is one commit of no files for one text,
+// the same in a clone, which a ref outside refs/heads may name.
+func testSwapRefsAndMarks(t *testing.T, newRepo NewRepo) {
+	r := newRepo(t, base)
+	g, ctx := r.Git(), t.Context()
+	h := head(t, r)
+	next := commitOn(t, r, "w", h, "next", map[string]string{"c.txt": "c\n"})
+	const branch, fence = "refs/heads/ralph/integration", "refs/ralph/claims/ralph%2Fintegration/t-1"
+	mark, err := g.Mark(ctx, "ralph: claim 1 of task t-1\n")
+	must(t, err)
+	if again, err := g.Mark(ctx, "ralph: claim 1 of task t-1\n"); err != nil || again != mark {
+		t.Errorf("Mark of the same text again = %s, %v; want %s", again, err, mark)
+	}
+	other, err := g.Mark(ctx, "ralph: claim 2 of task t-1\n")
+	must(t, err)
+	if other == mark {
+		t.Error("two texts, one mark")
+	}
+	diff(t, "a mark's files", map[string]string{}, r.Files(t, mark))
+	must(t, g.SetRef(ctx, fence, mark))
+	must(t, g.CreateRef(ctx, branch, h))
+
+	// The fence moved: neither ref moves.
+	if err := g.SwapRefs(ctx, parallel.RefMove{Ref: branch, New: next, Old: h}, parallel.RefMove{Ref: fence, New: next, Old: other}); !errors.Is(err, parallel.ErrRefMoved) {
+		t.Errorf("SwapRefs with one ref not at its old = %v, want ErrRefMoved", err)
+	}
+	if got := resolve(t, g, branch); got != h {
+		t.Errorf("a refused SwapRefs moved the branch to %s", got)
+	}
+	must(t, g.SwapRefs(ctx, parallel.RefMove{Ref: branch, New: next, Old: h}, parallel.RefMove{Ref: fence, New: next, Old: mark}))
+	if b, f := resolve(t, g, branch), resolve(t, g, fence); b != next || f != next {
+		t.Errorf("after SwapRefs the refs are at %s and %s, want both at %s", b, f, next)
+	}
+	must(t, g.SetRef(ctx, fence, other))
+	if got := resolve(t, g, fence); got != other {
+		t.Errorf("after SetRef the ref is at %s, want %s", got, other)
+	}
+
+	c := r.Clone(t)
+	if m, err := c.Git().Mark(ctx, "ralph: claim 1 of task t-1\n"); err != nil || m != mark {
+		t.Errorf("Mark in a clone = %s, %v; want the same commit, %s", m, err, mark)
+	}
+}
+
+// testPushGuard: a ref of ralph's own is made, replaced, and replaced
+// only from what it names (PushReplace); a push with a guard moves the
+// branch and the guard together, or neither.
+func testPushGuard(t *testing.T, newRepo NewRepo) {
+	origin := newRepo(t, base)
+	oh := head(t, origin)
+	r := origin.Clone(t)
+	g, ctx := r.Git(), t.Context()
+	const branch, fence = "refs/heads/ralph/integration", "refs/ralph/claims/ralph%2Fintegration/t-1"
+	one, err := g.Mark(ctx, "claim 1\n")
+	must(t, err)
+	two, err := g.Mark(ctx, "claim 2\n")
+	must(t, err)
+	push := func(p parallel.PushParams) error {
+		p.Remote = "origin"
+		return g.Push(ctx, p)
+	}
+	at := func(ref string) string {
+		t.Helper()
+		refs, err := g.RemoteRefs(ctx, "origin", ref)
+		must(t, err)
+		return refs[ref]
+	}
+	if err := push(parallel.PushParams{Ref: fence, Commit: one}); err == nil {
+		t.Error("a fast-forward push to a ref outside refs/heads went through")
+	}
+	must(t, push(parallel.PushParams{Ref: fence, Commit: one, Mode: parallel.PushCreate}))
+	must(t, push(parallel.PushParams{Ref: fence, Commit: two, Mode: parallel.PushReplace}))
+	if err := push(parallel.PushParams{Ref: fence, Commit: one, Mode: parallel.PushReplace, Old: one}); !errors.Is(err, parallel.ErrRefMoved) {
+		t.Errorf("PushReplace from an old the ref has left = %v, want ErrRefMoved", err)
+	}
+	must(t, push(parallel.PushParams{Ref: fence, Commit: one, Mode: parallel.PushReplace, Old: two}))
+	if got := at(fence); got != one {
+		t.Errorf("the remote's fence is at %s, want %s", got, one)
+	}
+
+	must(t, push(parallel.PushParams{Ref: branch, Commit: oh, Mode: parallel.PushCreate}))
+	next := commitOn(t, r, "w1", oh, "next", map[string]string{"c.txt": "1\n"})
+	stale := parallel.RefMove{Ref: fence, New: next, Old: two}
+	if err := push(parallel.PushParams{Ref: branch, Commit: next, Old: oh, Guard: &stale}); !errors.Is(err, parallel.ErrRefMoved) {
+		t.Errorf("a push whose guard is not at its old = %v, want ErrRefMoved", err)
+	}
+	if b, f := at(branch), at(fence); b != oh || f != one {
+		t.Errorf("a refused guarded push left the branch at %s and the guard at %s; want %s and %s", b, f, oh, one)
+	}
+	held := parallel.RefMove{Ref: fence, New: next, Old: one}
+	must(t, push(parallel.PushParams{Ref: branch, Commit: next, Old: oh, Guard: &held}))
+	if b, f := at(branch), at(fence); b != next || f != next {
+		t.Errorf("after a guarded push the branch is at %s and the guard at %s; want both at %s", b, f, next)
+	}
 }

@@ -123,6 +123,11 @@ func workout(t *testing.T, r Repo) {
 	const ref = "refs/heads/ralph/task/t-1"
 	must(t, g.CreateRef(ctx, ref, c))
 	must(t, g.SwapRef(ctx, ref, c2, c))
+	const fence = "refs/ralph/claims/x/t-1"
+	mark, err := g.Mark(ctx, "claim 1 of t-1\n")
+	must(t, err)
+	must(t, g.SetRef(ctx, fence, mark))
+	must(t, g.SwapRefs(ctx, parallel.RefMove{Ref: ref, New: c, Old: c2}, parallel.RefMove{Ref: fence, New: c, Old: mark}))
 
 	other := tree(t, r, "other", h)
 	r.Write(t, other, map[string]string{"c.txt": "other\n"})
@@ -171,6 +176,9 @@ func workout(t *testing.T, r Repo) {
 	_, _, err = g.Fetch(ctx, "origin", main)
 	must(t, err)
 	must(t, g.Push(ctx, parallel.PushParams{Remote: "origin", Ref: "refs/heads/ralph/integration", Commit: rebased, Mode: parallel.PushCreate}))
+	must(t, g.Push(ctx, parallel.PushParams{Remote: "origin", Ref: fence, Commit: mark, Mode: parallel.PushReplace}))
+	must(t, g.Push(ctx, parallel.PushParams{Remote: "origin", Ref: "refs/heads/ralph/integration", Commit: merged, Old: rebased,
+		Guard: &parallel.RefMove{Ref: fence, New: merged, Old: mark}}))
 	_, err = g.RemoteRefs(ctx, "origin", "refs/heads/ralph/")
 	must(t, err)
 }
