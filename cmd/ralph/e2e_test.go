@@ -910,8 +910,9 @@ func TestE2EPythonJourney(t *testing.T) {
 
 // TestE2EPythonJourneyBaseline is the journey's project built with the
 // whole failing suite as the test gate, as the user of issue 22 first
-// did: the build runs the suite once before any agent, stops with exit 3
-// (no request reached the API) and says what to do instead.
+// did: the build runs the suite once before any agent, shows its output
+// once, stops with exit 3 (no request reached the API) and says what to
+// do instead.
 func TestE2EPythonJourneyBaseline(t *testing.T) {
 	e := newPythonJourney(t, journeyScript)
 	for _, f := range pythonJourney {
@@ -928,6 +929,9 @@ func TestE2EPythonJourneyBaseline(t *testing.T) {
 		if !strings.Contains(r.stderr, s) {
 			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
 		}
+	}
+	if n := strings.Count(r.stdout, "the test gate's output on the starting tree"); n != 1 || !strings.Contains(r.stdout, "No module named 'greet'") {
+		t.Errorf("the suite's output is shown %d times (want once, with the failure):\n%s", n, r.stdout)
 	}
 	if got := e.ok("task", "plan-status"); got != "open=3 active=0 done=0 failed=0 blocked=0 total=3\n" {
 		t.Errorf("plan-status: %s", got)
