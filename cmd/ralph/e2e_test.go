@@ -829,7 +829,8 @@ func shellQuote(s string) string {
 // Claude Code: a Python project with a spec of three features and a
 // failing unittest suite; `ralph plan` writes three tasks, each with its
 // own tests as its check; `ralph build --workers 2 --verify --final-cmd
-// 'python -m unittest'` finishes all three in one build — each check and
+// 'python -m unittest'` lists those checks as the agent's, one a line,
+// and finishes all three in one build — each check and
 // verifier passed, each task landed once on ralph/integration — and the
 // whole suite, run once the plan is complete, passes there.
 func TestE2EPythonJourney(t *testing.T) {
@@ -863,6 +864,13 @@ func TestE2EPythonJourney(t *testing.T) {
 	}
 	if got := e.ok("task", "plan-status"); got != "open=0 active=0 done=3 failed=0 blocked=0 total=3\n" {
 		t.Errorf("plan-status: %s\nbuild stdout:\n%s", got, r.stdout)
+	}
+	// The build announces the checks the planner wrote, one a line.
+	for id, title := range ids {
+		line := regexp.MustCompile(`(?m)^\[w\d\]     ` + id + `: ` + regexp.QuoteMeta(checks[title]) + `  \(written by agent agent-[0-9a-f]+\)$`)
+		if !line.MatchString(r.stdout) {
+			t.Errorf("the build does not list %s's check on a line of its own:\n%s", id, r.stdout)
+		}
 	}
 	if !strings.Contains(r.stdout, "the final check passed: python -m unittest") {
 		t.Errorf("the build does not say the final check passed:\n%s", r.stdout)
