@@ -835,28 +835,7 @@ func shellQuote(s string) string {
 // whole suite, run once the plan is complete, passes there.
 func TestE2EPythonJourney(t *testing.T) {
 	e := newPythonJourney(t, journeyScript)
-	if r := e.run("plan", "--use-api-key"); r.code != 0 {
-		t.Fatalf("plan: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	var planned []taskJSON
-	if err := json.Unmarshal([]byte(e.ok("task", "list", "--json")), &planned); err != nil {
-		t.Fatal(err)
-	}
-	checks := map[string]string{} // title → check
-	ids := map[string]string{}    // id → title
-	for _, task := range planned {
-		if task.CheckBy == "" {
-			t.Errorf("%s: check %q not marked as the agent's", task.ID, task.Check)
-		}
-		checks[task.Title], ids[task.ID] = task.Check, task.Title
-	}
-	want := map[string]string{}
-	for _, f := range pythonJourney {
-		want[f.title] = "python -m unittest tests." + f.test
-	}
-	if diff := cmp.Diff(want, checks); diff != "" {
-		t.Fatalf("planned tasks and their checks (-want +got):\n%s", diff)
-	}
+	checks, ids := planJourney(t, e)
 
 	r := e.run("build", "--workers", "2", "--verify", "--final-cmd", "python -m unittest", "--use-api-key")
 	if r.code != 0 {
@@ -885,8 +864,43 @@ func TestE2EPythonJourney(t *testing.T) {
 			t.Errorf("%s.py on ralph/integration = %q, want %q", f.module, got, f.code)
 		}
 	}
+	checkJourneyRequests(t, e, checks, ids)
+}
 
-	// Every worker was shown its task's check; every task was verified.
+// planJourney runs `ralph plan` on the journey's project and checks what
+// it planned: a task per feature, its test module as its check, marked as
+// the agent's. It returns the checks by title and the titles by id.
+func planJourney(t *testing.T, e *e2e) (checks, ids map[string]string) {
+	t.Helper()
+	if r := e.run("plan", "--use-api-key"); r.code != 0 {
+		t.Fatalf("plan: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var planned []taskJSON
+	if err := json.Unmarshal([]byte(e.ok("task", "list", "--json")), &planned); err != nil {
+		t.Fatal(err)
+	}
+	checks, ids = map[string]string{}, map[string]string{}
+	for _, task := range planned {
+		if task.CheckBy == "" {
+			t.Errorf("%s: check %q not marked as the agent's", task.ID, task.Check)
+		}
+		checks[task.Title], ids[task.ID] = task.Check, task.Title
+	}
+	want := map[string]string{}
+	for _, f := range pythonJourney {
+		want[f.title] = "python -m unittest tests." + f.test
+	}
+	if diff := cmp.Diff(want, checks); diff != "" {
+		t.Fatalf("planned tasks and their checks (-want +got):\n%s", diff)
+	}
+	return checks, ids
+}
+
+// checkJourneyRequests checks what the fake API saw of the journey's
+// build, and the tasks' histories: every task's build prompt showed its
+// check, a verifier judged it, and no attempt was sent back.
+func checkJourneyRequests(t *testing.T, e *e2e, checks, ids map[string]string) {
+	t.Helper()
 	shown, verified := map[string]bool{}, map[string]bool{}
 	for _, req := range e.api.Requests() {
 		text := req.UserText()
