@@ -505,16 +505,16 @@ func (b *buildMode) announceAgentChecks(ctx context.Context) {
 			more++
 			return nil
 		}
-		lines = append(lines, fmt.Sprintf("  %s: %s  (written by agent %s)", t.ID, strings.Join(strings.Fields(t.Check), " "), t.CheckBy))
+		lines = append(lines, fmt.Sprintf("%s: %s  (written by agent %s)", t.ID, strings.Join(strings.Fields(t.Check), " "), t.CheckBy))
 		return nil
 	})
 	if len(lines) == 0 {
 		return
 	}
 	if more > 0 {
-		lines = append(lines, fmt.Sprintf("  and %d more (ralph task list --json shows them)", more))
+		lines = append(lines, fmt.Sprintf("and %d more (ralph task list --json shows them)", more))
 	}
-	b.note.notice(0, "this build runs checks that agents wrote, in the task's tree, once the agent reports the task done:\n%s", strings.Join(lines, "\n"))
+	b.note.list(0, "this build runs checks that agents wrote, in the task's tree, once the agent reports the task done:", lines)
 }
 
 // verified is the verification of a done task, as a verdict on the

@@ -58,7 +58,12 @@ func (b *buildMode) baseline(ctx context.Context) *stop {
 		if err := b.toTip(ctx); err != nil {
 			return fmt.Errorf("%w: %w", errToTip, err)
 		}
-		return b.runTests(ctx, b.dir(), cmd)
+		err := b.runTests(ctx, b.dir(), cmd)
+		// The worker that ran it shows the output, once for the build.
+		if head, out := baselineFailure(err); ctx.Err() == nil && out != "" {
+			b.note.failed(0, fmt.Errorf("the test gate's output on the starting tree (%s):\n%s", head, out))
+		}
+		return err
 	})
 	switch {
 	case err == nil:
@@ -70,14 +75,23 @@ func (b *buildMode) baseline(ctx context.Context) *stop {
 	case !errors.Is(err, ErrTestsFailed):
 		return internal(err)
 	}
-	// err is ErrTestsFailed's "…: cmd: how\noutput".
-	head, out, _ := strings.Cut(strings.TrimPrefix(err.Error(), ErrTestsFailed.Error()+": "), "\n")
+	head, out := baselineFailure(err)
 	msg := fmt.Sprintf("%s (%s), %s", strings.TrimPrefix(ErrBaselineFailed.Error(), "loop: "), head, BaselineHint)
-	if out = strings.TrimSpace(out); out != "" {
+	if out != "" {
 		msg += "\n" + out
-		b.note.failed(0, fmt.Errorf("the test gate's output on the starting tree (%s):\n%s", head, out))
 	}
 	return &stop{outcome: OutcomeTestGateFailed, message: msg, cause: fmt.Errorf("%w: %w", ErrBaselineFailed, err)}
+}
+
+// baselineFailure splits runTests' ErrTestsFailed ("…: cmd: how\noutput")
+// into the command and how it ended, and its output, trimmed; both ""
+// for any other error.
+func baselineFailure(err error) (head, out string) {
+	if !errors.Is(err, ErrTestsFailed) {
+		return "", ""
+	}
+	head, out, _ = strings.Cut(strings.TrimPrefix(err.Error(), ErrTestsFailed.Error()+": "), "\n")
+	return head, strings.TrimSpace(out)
 }
 
 // finalCheck is the final command's turn when the plan in scope is

@@ -61,18 +61,24 @@ func TestBaselineStopsBeforeAnyAgent(t *testing.T) {
 }
 
 // TestBaselineOncePerBuild: the workers of one build (one Shared) run the
-// baseline once, on the tip, in the first worker's tree; a later worker
-// takes its verdict.
+// baseline once, on the tip, in the first worker's tree, and that worker
+// alone shows its output; a later worker takes its verdict.
 func TestBaselineOncePerBuild(t *testing.T) {
 	store := newStore(t, tasks("a")...)
 	shared := loop.NewShared(nil)
 	marks := filepath.Join(t.TempDir(), "ran")
+	var shown []string // the workers that showed the output
 	for _, w := range []string{"w1", "w2"} {
 		cfg := testConfig(t)
 		cfg.Worker, cfg.AgentID, cfg.Shared = w, "agent-0000000a-"+w, shared
+		cfg.Observer = loop.ObserverFunc(func(n loop.Note) {
+			if n.Kind == loop.NoteNotice && n.Output != "" {
+				shown = append(shown, w)
+			}
+		})
 		ws := &tipWorkspace{fakeWorkspace: fakeWorkspace{dir: cfg.Root}}
 		cfg.Workspace = ws
-		cfg.TestCmd = "echo x >> " + marks + "; exit 1"
+		cfg.TestCmd = "echo x >> " + marks + "; echo FAIL: test_login; exit 1"
 		runner := looptest.NewFakeRunner(t).Always(agent(done, ""))
 		rep, err := loop.Run(t.Context(), cfg, store, runner)
 		if err != nil {
@@ -87,6 +93,9 @@ func TestBaselineOncePerBuild(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(marks); string(b) != "x\n" {
 		t.Errorf("the baseline ran %q; want once for the build", b)
+	}
+	if len(shown) != 1 || shown[0] != "w1" {
+		t.Errorf("the baseline's output was shown by %q; want once, by w1, which ran it", shown)
 	}
 }
 

@@ -101,8 +101,10 @@ type Note struct {
 	Phase Phase
 	// Output is, on the notice that a command failed (the test gate, the
 	// baseline, the final command), that command's output with its
-	// lines, the end kept (Message holds it too, after its first line): a
-	// view prints it as lines, not folded onto one.
+	// lines, the end kept; on a notice that lists (the checks agents
+	// wrote that a build will run), the list, one item a line. Message
+	// holds it too, after its first line: a view prints it as lines, not
+	// folded onto one.
 	Output string
 }
 
@@ -217,4 +219,11 @@ func (n *notifier) failed(iter int, err error) {
 	msg := err.Error()
 	_, out, _ := strings.Cut(msg, "\n")
 	n.send(Note{Kind: NoteNotice, Iteration: iter, Message: msg, Output: strings.TrimSpace(out)})
+}
+
+// list is a notice of a list: head, then items one a line, with the
+// items as the Output, so that a view prints them as lines too.
+func (n *notifier) list(iter int, head string, items []string) {
+	body := strings.Join(items, "\n")
+	n.send(Note{Kind: NoteNotice, Iteration: iter, Message: head + "\n" + body, Output: body})
 }

@@ -191,17 +191,22 @@ func TestAgentChecksAnnounced(t *testing.T) {
 	if _, err := loop.Run(t.Context(), cfg, store, runner); err != nil {
 		t.Fatal(err)
 	}
-	var said []string
+	var said []loop.Note
 	for _, n := range obs.kind(loop.NoteNotice) {
 		if strings.Contains(n.Message, "checks that agents wrote") {
-			said = append(said, n.Message)
+			said = append(said, n)
 		}
 	}
 	if len(said) != 1 {
-		t.Fatalf("notices about agents' checks: %q, want one", said)
+		t.Fatalf("notices about agents' checks: %+v, want one", said)
 	}
-	if !strings.Contains(said[0], "a: go test ./parser/...  (written by agent agent-1a2b3c4d)") ||
-		strings.Contains(said[0], "make lint") || strings.Contains(said[0], "rm -rf build") {
-		t.Errorf("notice %q: want task a's check alone", said[0])
+	if !strings.Contains(said[0].Message, "a: go test ./parser/...  (written by agent agent-1a2b3c4d)") ||
+		strings.Contains(said[0].Message, "make lint") || strings.Contains(said[0].Message, "rm -rf build") {
+		t.Errorf("notice %q: want task a's check alone", said[0].Message)
+	}
+	// The list is the notice's Output, one check a line: a view prints
+	// it as lines (the CLI folded it onto one line, "; "-joined).
+	if want := "a: go test ./parser/...  (written by agent agent-1a2b3c4d)"; said[0].Output != want {
+		t.Errorf("notice's Output %q, want %q", said[0].Output, want)
 	}
 }

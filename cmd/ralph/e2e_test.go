@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -692,5 +694,268 @@ func TestE2EWorkers(t *testing.T) {
 				t.Errorf("%s log: %s %q", id, l.Kind, l.Message)
 			}
 		}
+	}
+}
+
+// pythonJourney is the project of a new user's first build (issue 22): a
+// spec of three small features, one Python module each, and a unittest
+// suite whose tests of all three fail until they are written. Each feature
+// is the file its worker writes and the test module that checks it.
+var pythonJourney = []struct {
+	title, module, code, test string
+}{
+	{"Add greet", "greet", "def greet(name):\n    return f\"Hello, {name}!\"\n", "test_greet"},
+	{"Add square", "square", "def square(n):\n    return n * n\n", "test_square"},
+	{"Add shout", "shout", "def shout(s):\n    return s.upper() + \"!\"\n", "test_shout"},
+}
+
+// pythonFiles are the journey's spec and tests, and a .gitignore that
+// keeps out ralph's own files and Python's caches (the checks, the
+// verifiers and the final command write __pycache__ in the trees).
+var pythonFiles = map[string]string{
+	".gitignore": ".ralph/\n__pycache__/\n",
+	"specs/toolkit.md": "# Toolkit\n\nThree small functions, one module each at the project's root:\n\n" +
+		"- `greet.greet(name)` returns `Hello, NAME!`.\n" +
+		"- `square.square(n)` returns n squared.\n" +
+		"- `shout.shout(s)` returns s in upper case followed by `!`.\n\n" +
+		"The tests are in tests/ (`python -m unittest`).\n",
+	"tests/__init__.py": "",
+	"tests/test_greet.py": "import unittest\n\nfrom greet import greet\n\n\nclass GreetTest(unittest.TestCase):\n" +
+		"    def test_name(self):\n        self.assertEqual(greet(\"Ada\"), \"Hello, Ada!\")\n\n" +
+		"    def test_empty(self):\n        self.assertEqual(greet(\"\"), \"Hello, !\")\n",
+	"tests/test_square.py": "import unittest\n\nfrom square import square\n\n\nclass SquareTest(unittest.TestCase):\n" +
+		"    def test_positive(self):\n        self.assertEqual(square(3), 9)\n\n" +
+		"    def test_negative(self):\n        self.assertEqual(square(-4), 16)\n",
+	"tests/test_shout.py": "import unittest\n\nfrom shout import shout\n\n\nclass ShoutTest(unittest.TestCase):\n" +
+		"    def test_word(self):\n        self.assertEqual(shout(\"hey\"), \"HEY!\")\n\n" +
+		"    def test_empty(self):\n        self.assertEqual(shout(\"\"), \"!\")\n",
+}
+
+// needPython returns the environment entries that put `python` on PATH:
+// none where it is there already, else a directory holding `python` →
+// python3 (a fresh Debian has only python3). Without either it skips the
+// test (fails it under CI=true).
+func needPython(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("python"); err == nil {
+		return nil
+	}
+	needTools(t, "python3")
+	python3, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if python3, err = filepath.Abs(python3); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(python3, filepath.Join(dir, "python")); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}
+}
+
+// newPythonJourney makes the journey's project with `ralph init`, commits
+// it on main in a fresh git repository, and serves script for its agent
+// sessions.
+func newPythonJourney(t *testing.T, script func(claudetest.Request) claudetest.Reply) *e2e {
+	t.Helper()
+	needTools(t, "git")
+	python := needPython(t)
+	e := newE2E(t, script)
+	e.env = append(e.env, python...)
+	for name, content := range pythonFiles {
+		e.write(name, content)
+	}
+	commitProject(t, e.dir)
+	return e
+}
+
+// journeyTask is the task id in a build or verify prompt ("# Your task:
+// t-2: …", "# Task t-2: …").
+var journeyTask = regexp.MustCompile(`(?m)^# (?:Your task: |Task )(t-\d+): (.*)$`)
+
+// journeyScript is the agents of the journey, keyed on what each request
+// holds, never on the order they come in (two workers and their
+// verifiers call at once): the planner adds the three tasks, each with
+// its test module as its check; a worker writes the module of its task's
+// title; a verifier runs the task's tests and passes it only if they
+// passed.
+func journeyScript(r claudetest.Request) claudetest.Reply {
+	text := r.UserText()
+	switch {
+	case strings.Contains(text, "You are the planner of ralph"):
+		if r.ToolResults() > 0 {
+			return claudetest.Text("Planned the three features.\n<promise>COMPLETE</promise>")
+		}
+		var adds []string
+		for _, f := range pythonJourney {
+			adds = append(adds, fmt.Sprintf(`"$RALPH_BIN" task add %q -d "Write %s.py as specs/toolkit.md says." --check 'python -m unittest tests.%s'`,
+				f.title, f.module, f.test))
+		}
+		return claudetest.Bash(strings.Join(adds, " && "))
+	}
+	m := journeyTask.FindStringSubmatch(text)
+	if m == nil {
+		return claudetest.Text("a prompt without a task")
+	}
+	id, title := m[1], m[2]
+	i := slices.IndexFunc(pythonJourney, func(f struct{ title, module, code, test string }) bool { return f.title == title })
+	if i < 0 {
+		return claudetest.Text("no such feature: " + title)
+	}
+	f := pythonJourney[i]
+	if strings.Contains(text, "You are the verifier of ralph") {
+		if r.ToolResults() == 0 {
+			return claudetest.Bash("python -m unittest tests." + f.test + " 2>&1 && echo TESTS-PASSED")
+		}
+		if strings.Contains(r.LastToolResult(), "TESTS-PASSED") {
+			return claudetest.Text("The tests of " + f.module + " pass.\n<verify-pass/>")
+		}
+		return claudetest.Text("<verify-fail>the tests of " + f.module + " fail</verify-fail>")
+	}
+	if r.ToolResults() == 0 {
+		return claudetest.Bash(fmt.Sprintf("printf '%%s' %s > %s.py && python -m unittest tests.%s", shellQuote(f.code), f.module, f.test))
+	}
+	return claudetest.Text("Wrote " + f.module + ".py; its tests pass.\n<task-done>" + id + "</task-done>")
+}
+
+// shellQuote quotes s for sh in single quotes.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// TestE2EPythonJourney is issue 22's journey of a new user with the real
+// Claude Code: a Python project with a spec of three features and a
+// failing unittest suite; `ralph plan` writes three tasks, each with its
+// own tests as its check; `ralph build --workers 2 --verify --final-cmd
+// 'python -m unittest'` lists those checks as the agent's, one a line,
+// and finishes all three in one build — each check and
+// verifier passed, each task landed once on ralph/integration — and the
+// whole suite, run once the plan is complete, passes there.
+func TestE2EPythonJourney(t *testing.T) {
+	e := newPythonJourney(t, journeyScript)
+	checks, ids := planJourney(t, e)
+
+	r := e.run("build", "--workers", "2", "--verify", "--final-cmd", "python -m unittest", "--use-api-key")
+	if r.code != 0 {
+		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=0 active=0 done=3 failed=0 blocked=0 total=3\n" {
+		t.Errorf("plan-status: %s\nbuild stdout:\n%s", got, r.stdout)
+	}
+	// The build announces the checks the planner wrote, one a line.
+	for id, title := range ids {
+		line := regexp.MustCompile(`(?m)^\[w\d\]     ` + id + `: ` + regexp.QuoteMeta(checks[title]) + `  \(written by agent agent-[0-9a-f]+\)$`)
+		if !line.MatchString(r.stdout) {
+			t.Errorf("the build does not list %s's check on a line of its own:\n%s", id, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "the final check passed: python -m unittest") {
+		t.Errorf("the build does not say the final check passed:\n%s", r.stdout)
+	}
+	landed := strings.Fields(e.git("log", "--format=%(trailers:key=Ralph-Task,valueonly)", "ralph/integration"))
+	sort.Strings(landed)
+	if diff := cmp.Diff([]string{"t-1", "t-2", "t-3"}, landed); diff != "" {
+		t.Errorf("tasks landed on ralph/integration (-want +got):\n%s", diff)
+	}
+	for _, f := range pythonJourney {
+		if got := e.git("show", "ralph/integration:"+f.module+".py") + "\n"; got != f.code {
+			t.Errorf("%s.py on ralph/integration = %q, want %q", f.module, got, f.code)
+		}
+	}
+	checkJourneyRequests(t, e, checks, ids)
+}
+
+// planJourney runs `ralph plan` on the journey's project and checks what
+// it planned: a task per feature, its test module as its check, marked as
+// the agent's. It returns the checks by title and the titles by id.
+func planJourney(t *testing.T, e *e2e) (checks, ids map[string]string) {
+	t.Helper()
+	if r := e.run("plan", "--use-api-key"); r.code != 0 {
+		t.Fatalf("plan: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var planned []taskJSON
+	if err := json.Unmarshal([]byte(e.ok("task", "list", "--json")), &planned); err != nil {
+		t.Fatal(err)
+	}
+	checks, ids = map[string]string{}, map[string]string{}
+	for _, task := range planned {
+		if task.CheckBy == "" {
+			t.Errorf("%s: check %q not marked as the agent's", task.ID, task.Check)
+		}
+		checks[task.Title], ids[task.ID] = task.Check, task.Title
+	}
+	want := map[string]string{}
+	for _, f := range pythonJourney {
+		want[f.title] = "python -m unittest tests." + f.test
+	}
+	if diff := cmp.Diff(want, checks); diff != "" {
+		t.Fatalf("planned tasks and their checks (-want +got):\n%s", diff)
+	}
+	return checks, ids
+}
+
+// checkJourneyRequests checks what the fake API saw of the journey's
+// build, and the tasks' histories: every task's build prompt showed its
+// check, a verifier judged it, and no attempt was sent back.
+func checkJourneyRequests(t *testing.T, e *e2e, checks, ids map[string]string) {
+	t.Helper()
+	shown, verified := map[string]bool{}, map[string]bool{}
+	for _, req := range e.api.Requests() {
+		text := req.UserText()
+		m := journeyTask.FindStringSubmatch(text)
+		if m == nil {
+			continue
+		}
+		switch {
+		case strings.Contains(text, "You are the verifier of ralph"):
+			verified[m[1]] = true
+		case strings.Contains(text, "## The task's check") && strings.Contains(text, checks[m[2]]):
+			shown[m[1]] = true
+		}
+	}
+	for id, title := range ids {
+		if !shown[id] {
+			t.Errorf("%s (%s): no build prompt showed its check %q", id, title, checks[title])
+		}
+		if !verified[id] {
+			t.Errorf("%s (%s): no verifier ran", id, title)
+		}
+		for _, l := range e.show(id).Logs {
+			if l.Kind == "release" || l.Kind == "retry" || l.Kind == "fail" {
+				t.Errorf("%s log: %s %q", id, l.Kind, l.Message)
+			}
+		}
+	}
+}
+
+// TestE2EPythonJourneyBaseline is the journey's project built with the
+// whole failing suite as the test gate, as the user of issue 22 first
+// did: the build runs the suite once before any agent, shows its output
+// once, stops with exit 3 (no request reached the API) and says what to
+// do instead.
+func TestE2EPythonJourneyBaseline(t *testing.T) {
+	e := newPythonJourney(t, journeyScript)
+	for _, f := range pythonJourney {
+		e.ok("task", "add", f.title, "--check", "python -m unittest tests."+f.test)
+	}
+	r := e.run("build", "--workers", "2", "--verify", "--test-cmd", "python -m unittest", "--use-api-key")
+	if r.code != 3 {
+		t.Fatalf("build: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(e.api.Requests()); n != 0 {
+		t.Errorf("%d requests reached the API; want none before the baseline", n)
+	}
+	for _, s := range []string{"the test gate already fails on the starting tree", "before any agent ran", "ralph task add --check", "--final-cmd"} {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stdout, "the test gate's output on the starting tree"); n != 1 || !strings.Contains(r.stdout, "No module named 'greet'") {
+		t.Errorf("the suite's output is shown %d times (want once, with the failure):\n%s", n, r.stdout)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=3 active=0 done=0 failed=0 blocked=0 total=3\n" {
+		t.Errorf("plan-status: %s", got)
 	}
 }
