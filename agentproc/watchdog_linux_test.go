@@ -482,7 +482,10 @@ func ppid(pid int) int {
 // goes on.
 func TestWatchdogLetGo(t *testing.T) {
 	var evs events
-	s := shSpec(t, `echo started; sleep 60`, &evs)
+	// exec: one agent process from the start, so that the processes
+	// counted right after "started" are all there will be (a shell
+	// that forks its sleep may not have forked yet).
+	s := shSpec(t, `echo started; exec sleep 60`, &evs)
 	started := make(chan struct{})
 	var once sync.Once
 	s.OnEvent = func(ev loop.Event) { evs.add(ev); once.Do(func() { close(started) }) }
