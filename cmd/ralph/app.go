@@ -18,7 +18,8 @@ import (
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); "dev"
-// falls back to the module version recorded in the binary.
+// falls back to the module version recorded in the binary. `ralph
+// --version` adds the commit from the build information (version.go).
 var version = "dev"
 
 // Exit codes of the non-loop commands (README, "Exit codes").
@@ -147,6 +148,7 @@ func newAppConfig(cfg appConfig) *cli.App {
 			statusCommand(cfg),
 			serveCommand(cfg),
 			hookCommand(cfg),
+			versionCommand(cfg),
 		},
 		// cli's own --help and --version flags are package globals that
 		// every app and command shares, and parsing writes to them: two
@@ -166,8 +168,8 @@ func newAppConfig(cfg appConfig) *cli.App {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("version") {
-				cli.ShowVersion(c)
-				return nil
+				_, err := fmt.Fprint(c.App.Writer, readVersion().line())
+				return err
 			}
 			if !c.Args().Present() {
 				return cli.ShowAppHelp(c)
