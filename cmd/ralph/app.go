@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -174,29 +175,32 @@ func newAppConfig(cfg appConfig) *cli.App {
 			if !c.Args().Present() {
 				return cli.ShowAppHelp(c)
 			}
-			return &usageError{cmd: "ralph", err: fmt.Errorf("unknown command %q", c.Args().First())}
+			name := c.Args().First()
+			return unknownCommand("ralph", fmt.Sprintf("unknown command %q", name), name, c.App.Commands)
 		},
 	}
-	setupCommands("ralph", app.Commands)
+	setupCommands("ralph", app.Commands, app.Flags)
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return &usageError{cmd: "ralph", err: err}
+		return &usageError{cmd: "ralph", err: flagError(err, app.Flags)}
 	}
 	return app
 }
 
 // setupCommands makes every command report a bad flag as a one-line usage
-// error (exit 1) instead of printing its help and the error to stdout, and
-// gives it its own --help flag in place of cli's shared one.
-func setupCommands(prefix string, cmds []*cli.Command) {
+// error (exit 1) instead of printing its help and the error to stdout, worded
+// by flagError among its flags and the global ones (which reorderArgs
+// accepts after any command), and gives it its own --help flag in place of
+// cli's shared one.
+func setupCommands(prefix string, cmds []*cli.Command, global []cli.Flag) {
 	for _, c := range cmds {
 		name := prefix + " " + c.Name
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return &usageError{cmd: name, err: err}
+			return &usageError{cmd: name, err: flagError(err, slices.Concat(c.Flags, global))}
 		}
 		c.HideHelp = true
 		c.HideHelpCommand = true
 		c.Flags = append(c.Flags, helpFlag())
-		setupCommands(name, c.Subcommands)
+		setupCommands(name, c.Subcommands, global)
 	}
 }
 
@@ -211,8 +215,8 @@ func groupAction(c *cli.Context) error {
 	if !c.Args().Present() {
 		return cli.ShowSubcommandHelp(c)
 	}
-	name := commandPath(c)
-	return &usageError{cmd: name, err: fmt.Errorf("unknown command %q for %q", c.Args().First(), name)}
+	name, sub := commandPath(c), c.Args().First()
+	return unknownCommand(name, fmt.Sprintf("unknown command %q for %q", sub, name), sub, c.Command.Subcommands)
 }
 
 // commandPath is "ralph task dep" for the dep command's context.
