@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -237,15 +236,9 @@ func commandPath(c *cli.Context) string {
 	return path
 }
 
-func buildVersion() string {
-	if version != "dev" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return version
-}
+// buildVersion is the version alone (versionInfo.Version), for cli.App
+// and OpenTelemetry's service.version.
+func buildVersion() string { return readVersion().Version }
 
 // args checks the number of positional arguments and returns them.
 func args(c *cli.Context, min, max int, usage string) ([]string, error) {
