@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -18,7 +18,8 @@ import (
 )
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); "dev"
-// falls back to the module version recorded in the binary.
+// falls back to the module version recorded in the binary. `ralph
+// --version` adds the commit from the build information (version.go).
 var version = "dev"
 
 // Exit codes of the non-loop commands (README, "Exit codes").
@@ -147,6 +148,7 @@ func newAppConfig(cfg appConfig) *cli.App {
 			statusCommand(cfg),
 			serveCommand(cfg),
 			hookCommand(cfg),
+			versionCommand(cfg),
 		},
 		// cli's own --help and --version flags are package globals that
 		// every app and command shares, and parsing writes to them: two
@@ -166,35 +168,38 @@ func newAppConfig(cfg appConfig) *cli.App {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("version") {
-				cli.ShowVersion(c)
-				return nil
+				_, err := fmt.Fprint(c.App.Writer, readVersion().line())
+				return err
 			}
 			if !c.Args().Present() {
 				return cli.ShowAppHelp(c)
 			}
-			return &usageError{cmd: "ralph", err: fmt.Errorf("unknown command %q", c.Args().First())}
+			name := c.Args().First()
+			return unknownCommand("ralph", fmt.Sprintf("unknown command %q", name), name, c.App.Commands)
 		},
 	}
-	setupCommands("ralph", app.Commands)
+	setupCommands("ralph", app.Commands, app.Flags)
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return &usageError{cmd: "ralph", err: err}
+		return &usageError{cmd: "ralph", err: flagError(err, app.Flags)}
 	}
 	return app
 }
 
 // setupCommands makes every command report a bad flag as a one-line usage
-// error (exit 1) instead of printing its help and the error to stdout, and
-// gives it its own --help flag in place of cli's shared one.
-func setupCommands(prefix string, cmds []*cli.Command) {
+// error (exit 1) instead of printing its help and the error to stdout, worded
+// by flagError among its flags and the global ones (which reorderArgs
+// accepts after any command), and gives it its own --help flag in place of
+// cli's shared one.
+func setupCommands(prefix string, cmds []*cli.Command, global []cli.Flag) {
 	for _, c := range cmds {
 		name := prefix + " " + c.Name
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return &usageError{cmd: name, err: err}
+			return &usageError{cmd: name, err: flagError(err, slices.Concat(c.Flags, global))}
 		}
 		c.HideHelp = true
 		c.HideHelpCommand = true
 		c.Flags = append(c.Flags, helpFlag())
-		setupCommands(name, c.Subcommands)
+		setupCommands(name, c.Subcommands, global)
 	}
 }
 
@@ -209,8 +214,8 @@ func groupAction(c *cli.Context) error {
 	if !c.Args().Present() {
 		return cli.ShowSubcommandHelp(c)
 	}
-	name := commandPath(c)
-	return &usageError{cmd: name, err: fmt.Errorf("unknown command %q for %q", c.Args().First(), name)}
+	name, sub := commandPath(c), c.Args().First()
+	return unknownCommand(name, fmt.Sprintf("unknown command %q for %q", sub, name), sub, c.Command.Subcommands)
 }
 
 // commandPath is "ralph task dep" for the dep command's context.
@@ -231,15 +236,9 @@ func commandPath(c *cli.Context) string {
 	return path
 }
 
-func buildVersion() string {
-	if version != "dev" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return version
-}
+// buildVersion is the version alone (versionInfo.Version), for cli.App
+// and OpenTelemetry's service.version.
+func buildVersion() string { return readVersion().Version }
 
 // args checks the number of positional arguments and returns them.
 func args(c *cli.Context, min, max int, usage string) ([]string, error) {

@@ -81,7 +81,7 @@ func TestVersion(t *testing.T) {
 	if code := run(t.Context(), []string{"ralph", "--version"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
-	if diff := cmp.Diff("ralph version "+buildVersion()+"\n", out.String()); diff != "" {
+	if diff := cmp.Diff(readVersion().line(), out.String()); diff != "" {
 		t.Errorf("--version (-want +got):\n%s", diff)
 	}
 }

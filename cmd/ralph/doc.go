@@ -40,6 +40,26 @@
 // those two printers write to the terminal directly and escape all the text
 // they show.
 //
+// # Version
+//
+// `ralph --version` and `ralph version` print one line, "ralph version V",
+// followed, when the binary records a commit, by "(commit HASH, TIME[,
+// modified])". V is the -ldflags "-X main.version=…" value if given, else
+// the module version from runtime/debug.ReadBuildInfo (a pseudo-version in
+// a checkout built by Go 1.24 or later), else "dev"; HASH, TIME and
+// modified are its vcs.revision, vcs.time and vcs.modified settings. `ralph
+// version --json` prints them as an object with the fields version,
+// commit, commit_time, modified and go (the Go release), the three VCS
+// ones null when unknown (versionInfo). The command is hidden from `ralph
+// --help`, which lists --version and stays as it was.
+//
+// Usage errors suggest: an unknown command, or an unknown flag (among the
+// command's own and the global ones), gets ", did you mean NAME?" when
+// exactly one name is near (suggest.go, nearest), and a value a duration
+// flag cannot parse says that a duration needs a unit. The start of the
+// flag package's message (`flag provided but not defined: -x`, `invalid
+// value "30" for flag -timeout:`) is kept, as is exit 1.
+//
 // # Command lines
 //
 // Flags may come before or after positional arguments, and the global --dir
