@@ -97,7 +97,49 @@ func (b *buildMode) close(ctx context.Context, clean bool) {
 // exitChecks ends the run when the plan is resolved or the iteration
 // limit is reached.
 func (b *buildMode) exitChecks(ctx context.Context) *stop {
-	return b.finalCheck(ctx, b.planChecks(ctx, false))
+	return b.nameFailed(ctx, b.finalCheck(ctx, b.planChecks(ctx, false)))
+}
+
+// mostNamed bounds the failed tasks an end names.
+const mostNamed = 5
+
+// nameFailed adds to an end with failed tasks — complete with failures,
+// blocked — the tasks that failed, when the store can list them:
+// "complete: 3 done, 2 failed: a, b (ralph task show ID says why)",
+// "blocked: 1 task remains but none is ready; failed: a, b (…)". Other
+// stops are returned as they are.
+func (b *buildMode) nameFailed(ctx context.Context, s *stop) *stop {
+	if s == nil || s.outcome != OutcomeBlocked && s.outcome != OutcomeCompleteWithFailures {
+		return s
+	}
+	l, ok := b.store.(TaskLister)
+	if !ok {
+		return s
+	}
+	var ids []string
+	more := 0
+	err := l.ListTasks(ctx, ListQuery{Status: StatusFailed, Feature: b.cfg.Scope.Feature}, func(t Task) error {
+		if len(ids) == mostNamed {
+			more++
+		} else {
+			ids = append(ids, t.ID)
+		}
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return s
+	}
+	named := strings.Join(ids, ", ")
+	if more > 0 {
+		named += fmt.Sprintf(" and %d more", more)
+	}
+	if s.outcome == OutcomeBlocked {
+		s.message += "; failed: " + named
+	} else {
+		s.message += ": " + named // "complete: 3 done, 2 failed: a, b"
+	}
+	s.message += " (ralph task show ID says why)"
+	return s
 }
 
 // terminal is step 2: nothing could be claimed. With tasks in scope held
@@ -137,7 +179,7 @@ func (b *buildMode) terminal(ctx context.Context, token string) *stop {
 			return b.waitForAgents(ctx, token)
 		}
 	}
-	return b.finalCheck(ctx, terminalStop(c))
+	return b.nameFailed(ctx, b.finalCheck(ctx, terminalStop(c)))
 }
 
 // iteration runs one loop-claimed iteration (steps 1–8). counted is false

@@ -297,3 +297,32 @@ func TestStaleCountsAreNotBlocked(t *testing.T) {
 		t.Errorf("%d sessions; want none (another agent did the task)", n)
 	}
 }
+
+// An end with failed tasks names them: blocked behind a failed task, and
+// complete with failures.
+func TestEndNamesFailedTasks(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		tasks []loop.Task
+		want  string
+	}{
+		{"blocked", []loop.Task{{ID: "a", Title: "A"}, {ID: "b", Title: "B", BlockedBy: []string{"a"}}},
+			"blocked: 1 task remains but none is ready; failed: a (ralph task show ID says why)"},
+		{"complete", []loop.Task{{ID: "a", Title: "A"}, {ID: "b", Title: "B"}},
+			"complete: 1 done, 1 failed: a (ralph task show ID says why)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, tt.tasks...)
+			runner := looptest.NewFakeRunner(t).Always(func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
+				if id := envOf(req, "RALPH_TASK_ID"); id != "a" {
+					return looptest.Result(done(id)), nil
+				}
+				return looptest.Result(failed("a")), nil
+			})
+			rep, err := loop.Run(t.Context(), testConfig(t), store, runner)
+			if err != nil || rep.Message != tt.want {
+				t.Errorf("Run ended %q, %v; want %q", rep.Message, err, tt.want)
+			}
+		})
+	}
+}

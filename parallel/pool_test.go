@@ -817,3 +817,22 @@ func TestPoolResetTaskIsWorkedAgain(t *testing.T) {
 		t.Errorf("landed %v; want a twice", got)
 	}
 }
+
+// TestLimitSaysWhatRemains: a build that ends at the iteration limit says
+// how many tasks remain, not only how many iterations ran.
+func TestLimitSaysWhatRemains(t *testing.T) {
+	g := newFakeGit(map[string]string{"README": "r"})
+	store := newStore(t, task("a"), task("b"), task("c"))
+	cfg := poolConfig(t, g, 1)
+	cfg.Loop.MaxIterations = 1
+	rep, err := Run(t.Context(), cfg, store, agent(g, func(g *fakeGit, dir, id string) error {
+		g.write(dir, id+".txt", id)
+		return nil
+	}))
+	if err != nil || rep.Outcome != loop.OutcomeLimitReached {
+		t.Fatalf("Run = %v, %v (%s)", rep.Outcome, err, rep.Message)
+	}
+	if !strings.HasSuffix(rep.Message, "; 2 tasks remain") {
+		t.Errorf("the end says %q; want it to end with the 2 tasks that remain", rep.Message)
+	}
+}
