@@ -111,7 +111,7 @@ func Classify(s *Session, e agentproc.Ending) loop.RunResult {
 		res.Class = loop.ClassSuccess
 	case r.Subtype == "error_max_turns" || r.TerminalReason == "max_turns":
 		res.Class = loop.ClassMaxTurns
-	case r.APIErrorStatus == 401 || r.APIErrorStatus == 403:
+	case r.APIErrorStatus == 401 || r.APIErrorStatus == 403 || r.IsError && notLoggedIn(res.Text):
 		res.Class = loop.ClassAuth
 	case r.APIErrorStatus == 408 || r.APIErrorStatus == 429 || r.APIErrorStatus >= 500:
 		res.Class = loop.ClassAPIError
@@ -125,6 +125,13 @@ func Classify(s *Session, e agentproc.Ending) loop.RunResult {
 		res.Class = loop.ClassAgentError
 	}
 	return res
+}
+
+// notLoggedIn reports whether a result's text is Claude Code's (2.1.330)
+// "Not logged in · Please run /login": no API key and no login, a result
+// with is_error, no API status and terminal reason api_error.
+func notLoggedIn(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), "Not logged in")
 }
 
 // rootRefusalLine is how Claude Code (2.1.330) refuses

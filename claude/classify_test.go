@@ -32,6 +32,9 @@ func TestClassifyFixtures(t *testing.T) {
 	}{
 		{file: "default_model", wantClass: loop.ClassSuccess, wantText: "All done: wrote out.txt.\n<task-done>t-1</task-done>\n<promise>COMPLETE</promise>"},
 		{file: "err_http401", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAuth, wantText: "Invalid API key · Fix external API key"},
+		// No key and no login: is_error, no API status, terminal reason
+		// api_error — not a transient API error, never retried.
+		{file: "not_logged_in", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAuth, wantText: "Not logged in · Please run /login"},
 		{file: "err_http429", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAPIError, wantText: "API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"},
 		{file: "err_http500", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAPIError},
 		{file: "err_http529", end: agentproc.Ending{ExitCode: 1}, wantClass: loop.ClassAPIError},

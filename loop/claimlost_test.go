@@ -326,3 +326,26 @@ func TestEndNamesFailedTasks(t *testing.T) {
 		})
 	}
 }
+
+// An agent that is not logged in (ClassAuth) ends the run at once: one
+// session, no retry, exit 4, ErrNotLoggedIn as the cause and the login
+// hint in the message.
+func TestNotLoggedInStopsAtOnce(t *testing.T) {
+	store := newStore(t, tasks("a")...)
+	runner := looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+		return loop.RunResult{Class: loop.ClassAuth, IsError: true, Text: "Not logged in · Please run /login"}, nil
+	})
+	rep, err := loop.Run(t.Context(), testConfig(t), store, runner)
+	if err != nil || rep.Outcome != loop.OutcomeAgentFailed || !errors.Is(rep.Cause, loop.ErrNotLoggedIn) {
+		t.Fatalf("Run = %s (%q), cause %v, %v; want agent_failed caused by ErrNotLoggedIn", rep.Outcome, rep.Message, rep.Cause, err)
+	}
+	if n := len(runner.Requests()); n != 1 {
+		t.Errorf("%d sessions; want 1", n)
+	}
+	if !strings.Contains(rep.Message, "Please run /login") || !strings.Contains(rep.Message, loop.LoginHint) {
+		t.Errorf("the message %q does not carry the agent's words and the hint", rep.Message)
+	}
+	if task, _ := store.Get(t.Context(), "a"); task.Status != loop.StatusPending || task.RetryCount != 0 {
+		t.Errorf("task %s with %d retries; want pending, none", task.Status, task.RetryCount)
+	}
+}

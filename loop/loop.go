@@ -750,13 +750,28 @@ func (r *run) gateTrouble(ctx context.Context, st IterationStatus, o Outcome, er
 	return v
 }
 
+// ErrNotLoggedIn (Report.Cause) stops a run whose agent is not logged in
+// or whose credentials were refused (ClassAuth): at once, since every
+// retry would be refused the same way.
+var ErrNotLoggedIn = errors.New("loop: the agent is not logged in, or its credentials were refused")
+
+// LoginHint is what Report.Message suggests after ErrNotLoggedIn.
+const LoginHint = "log in to the agent's CLI (its own login command), or give it an API key (Config.UseAPIKey), then run again"
+
 // agentTrouble counts agent trouble; the (1+MaxRetries)-th in a row stops
-// the run. A refusal (ClassRefused) stops it at once: the agent refuses to
-// run as it is set up, and would refuse every retry the same way.
+// the run. A refusal (ClassRefused) or an auth failure (ClassAuth: not
+// logged in, a key refused) stops it at once: the agent refuses to run as
+// it is set up, and would refuse every retry the same way.
 func (r *run) agentTrouble(res RunResult, why string) *stop {
 	r.agentStreak++
-	if res.Class == ClassRefused {
+	switch res.Class {
+	case ClassRefused:
 		return stopWith(OutcomeAgentFailed, "the agent refused to run: %s", why)
+	case ClassAuth:
+		// Not logged in, or a key refused: every retry would be too.
+		s := stopWith(OutcomeAgentFailed, "%s: %s; %s", strings.TrimPrefix(ErrNotLoggedIn.Error(), "loop: "), why, LoginHint)
+		s.cause = ErrNotLoggedIn
+		return s
 	}
 	if r.agentStreak >= 1+r.cfg.MaxRetries {
 		return stopWith(OutcomeAgentFailed, "agent failed %d %s in a row: %s", r.agentStreak, plural(r.agentStreak, "time", "times"), why)

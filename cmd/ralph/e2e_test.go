@@ -959,3 +959,31 @@ func TestE2EPythonJourneyBaseline(t *testing.T) {
 		t.Errorf("plan-status: %s", got)
 	}
 }
+
+// TestE2ENotLoggedIn: the real Claude Code with no API key and no login
+// ("Not logged in · Please run /login") ends the build at once — one
+// session, no retry — with exit 4 and the words that fix it; the task
+// stays pending.
+func TestE2ENotLoggedIn(t *testing.T) {
+	home := t.TempDir()
+	e := newProject(t, []string{"RALPH_CLAUDE=" + claudetest.Binary(t), claudetest.IsSandbox,
+		"HOME=" + home, "TMPDIR=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+		"ANTHROPIC_API_KEY=", "ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN=", "ANTHROPIC_BASE_URL=",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1"})
+	e.ok("task", "add", "Write greet.sh")
+	r := e.run("build")
+	if r.code != 4 {
+		t.Fatalf("ralph build: exit %d; want 4\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"not logged in", "Not logged in · Please run /login", "claude, then /login", "--use-api-key"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the build's end does not say %q:\n%s", want, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stdout, "== iteration"); n != 2 { // the start and the end of one
+		t.Errorf("%d iteration lines; want one session, not retried:\n%s", n, r.stdout)
+	}
+	if show := e.ok("task", "show", "t-1", "--json"); !strings.Contains(show, `"status": "pending"`) || !strings.Contains(show, `"retry_count": 0`) {
+		t.Errorf("the task after the build:\n%s", show)
+	}
+}

@@ -219,6 +219,11 @@ func noticeWords(n loop.Note) string {
 const baselineWords = "before any agent ran, so every task's gate would fail: give each task a check of its own (ralph task add --check) " +
 	"or check the whole suite once the plan is complete (--final-cmd instead of --test-cmd)"
 
+// loginWords is loop.LoginHint in the CLI's words, with each agent's
+// login step.
+const loginWords = "log in and build again: claude, then /login (Claude Code); codex login (Codex); gemini, then choose a login (Gemini CLI); " +
+	"opencode auth login (OpenCode) — or set the provider's API key and build with --use-api-key"
+
 // firstLineOf is s up to its first line break.
 func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
@@ -236,6 +241,8 @@ func reportWords(rep loop.Report) string {
 	var ns *loop.NoSpecsError
 	var fe *loop.EmptyFeatureError
 	switch {
+	case errors.Is(rep.Cause, loop.ErrNotLoggedIn):
+		return strings.Replace(msg, loop.LoginHint, loginWords, 1)
 	case errors.Is(rep.Cause, loop.ErrBaselineFailed):
 		// The command's output was shown, in lines, by the notice.
 		return firstLineOf(strings.Replace(msg, loop.BaselineHint, baselineWords, 1))
