@@ -35,7 +35,7 @@ func Describe(res RunResult) string {
 	if strings.TrimSpace(detail) == "" {
 		detail = res.Stderr
 	}
-	if d := excerpt(detail, 200); d != "" {
+	if d := excerpt(plain(detail), 200); d != "" {
 		s += ": " + d
 	}
 	return s
@@ -60,6 +60,40 @@ func excerpt(text string, n int) string {
 
 // fold puts text on one line, its runs of space made single spaces.
 func fold(text string) string { return strings.Join(strings.Fields(text), " ") }
+
+// plain is s without terminal escapes — colours and cursor moves (CSI:
+// ESC [ … final byte), titles and links (OSC: ESC ] … BEL or ESC \), any
+// other ESC and the byte after it — and without other control characters
+// than line breaks and tabs: what an agent CLI that thought it wrote to a
+// terminal printed on stderr, as words.
+func plain(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' && r != '\n' && r != '\t' || r == 0x7f }) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == 0x1b && i+1 < len(s) && s[i+1] == '[':
+			i += 2
+			for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
+				i++
+			}
+		case c == 0x1b && i+1 < len(s) && s[i+1] == ']':
+			for i += 2; i < len(s) && s[i] != 0x07 && !(s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\'); i++ {
+			}
+			if i < len(s) && s[i] == 0x1b {
+				i++
+			}
+		case c == 0x1b:
+			i++
+		case c < ' ' && c != '\n' && c != '\t' || c == 0x7f:
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
 
 // runeStart is the first character boundary of s at or after i.
 func runeStart(s string, i int) int {
