@@ -304,7 +304,16 @@ func (s *Store) Unblock(ctx context.Context, p loop.MoveParams) error {
 		p.Message = "unblocked"
 	}
 	return s.writeAs(ctx, p.By.Name(), func(t *txn) error {
-		_, err := t.transition(p.TaskID, loop.StatusPending, loop.LogUnblock, p.Message)
+		// Only blocked -> pending is an unblock: the other moves to
+		// pending (a release, a reset) are not this command's.
+		st, err := t.state(p.TaskID)
+		if err != nil {
+			return err
+		}
+		if st.status != loop.StatusBlocked {
+			return &loop.TransitionError{TaskID: p.TaskID, From: st.status, To: loop.StatusPending}
+		}
+		_, err = t.transition(p.TaskID, loop.StatusPending, loop.LogUnblock, p.Message)
 		return err
 	})
 }

@@ -357,6 +357,30 @@ func TestAutoTransitions(t *testing.T) {
 	})
 }
 
+// TestUnblockMovesOnlyBlocked: an unblock of a claimed or failed task once
+// released or reset it; blocked -> pending is the only unblock.
+func TestUnblockMovesOnlyBlocked(t *testing.T) {
+	forEachStore(t, func(t *testing.T, o *opener) {
+		ctx := context.Background()
+		s := o.open(t, newClock(testStart).Now)
+		mustAdd(t, s, dag.AddParams{ID: "w"}, dag.AddParams{ID: "f"})
+		if _, err := s.Claim(ctx, loop.ClaimParams{TaskID: "w", Agent: "ag"}); err != nil {
+			t.Fatal(err)
+		}
+		claimAndDo(t, s, "f", func(id string) error { return s.Fail(ctx, loop.MoveParams{TaskID: id, Message: "broken"}) })
+		for _, id := range []string{"w", "f"} {
+			var te *loop.TransitionError
+			if err := s.Unblock(ctx, loop.MoveParams{TaskID: id}); !errors.As(err, &te) || te.To != loop.StatusPending {
+				t.Errorf("Unblock(%s) = %v, want a *loop.TransitionError to pending", id, err)
+			}
+		}
+		want := map[string]loop.Status{"w": "in_progress", "f": "failed"}
+		if diff := cmp.Diff(want, statuses(t, s)); diff != "" {
+			t.Errorf("statuses after the refused unblocks (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestRecover(t *testing.T) {
 	forEachStore(t, func(t *testing.T, o *opener) {
 		ctx := context.Background()

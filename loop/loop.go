@@ -893,9 +893,7 @@ func (r *run) record(ctx context.Context, rc Receipt, res *RunResult) {
 	r.report.CostUSD += rc.CostUSD
 	r.budget.Spend(rc.CostUSD)
 	if r.receipts != nil {
-		if err := r.receipts.RecordReceipt(context.WithoutCancel(ctx), rc); err != nil {
-			r.note.notice(rc.Iteration, "could not record the receipt: %v", err)
-		}
+		r.keepReceipt(ctx, rc)
 	}
 	r.note.send(Note{Kind: NoteReceipt, Iteration: rc.Iteration, Receipt: &rc, Result: res})
 }

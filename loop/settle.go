@@ -62,6 +62,41 @@ func (b *buildMode) settle(ctx context.Context, task Task, what string, move fun
 	}
 }
 
+// keepReceipt records rc, the receipt of a session, as durably as settle
+// records an outcome: a transient store error (the database locked by
+// another process, a full disk) is retried with settle's backoff for up
+// to a lease (Config.Lease, the longest an outcome waits between
+// renewals), and said once, as a notice. In a build the outcome is
+// recorded after the receipt, so a store busy when a session ends delays
+// both and drops neither. The end of ctx ends the tries (after one).
+//
+// A receipt that cannot be recorded (the tries ran out, or the store
+// refused it) is said as a notice naming the session and its cost: the
+// run's Report still counts it, but the plan's receipts, which status
+// views sum, lack it.
+func (r *run) keepReceipt(ctx context.Context, rc Receipt) {
+	until := r.cfg.Now().Add(r.cfg.Lease)
+	wait := settleFirstWait
+	for said := false; ; said = true {
+		err := r.receipts.RecordReceipt(context.WithoutCancel(ctx), rc)
+		if err == nil {
+			return
+		}
+		if !transient(err) || ctx.Err() != nil || !r.cfg.Now().Add(wait).Before(until) {
+			r.note.notice(rc.Iteration, "could not record the receipt of the %s session (cost $%.4f): %v; the plan's receipts lack it",
+				rc.Mode, rc.CostUSD, err)
+			return
+		}
+		if !said {
+			r.note.notice(rc.Iteration, "could not record the receipt of the %s session yet (%v); retrying for up to %s",
+				rc.Mode, err, r.cfg.Lease)
+		}
+		// A cancelled ctx ends the sleep at once; the next try is the last.
+		_ = r.cfg.Sleep(ctx, wait)
+		wait = min(2*wait, settleMaxWait)
+	}
+}
+
 // leaseUntil is when the loop's claim on task lapses unless renewed: the
 // last renewal's lease, else the claim's.
 func (b *buildMode) leaseUntil(task Task) time.Time {

@@ -293,6 +293,9 @@ type SettingStore interface {
 // ReceiptStore is implemented by stores that keep iteration receipts for
 // `ralph status` and the cost budget.
 type ReceiptStore interface {
+	// RecordReceipt keeps r. The loop retries an error marked Temporary()
+	// (see TaskStore) as it retries an outcome, so a receipt is as
+	// durable as the outcome it goes with.
 	RecordReceipt(ctx context.Context, r Receipt) error
 	// Receipts returns the latest receipts, newest first, at most limit
 	// (limit <= 0: all).

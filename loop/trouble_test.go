@@ -242,3 +242,80 @@ func TestOutcomeNotRecorded(t *testing.T) {
 	}
 	noneInProgress(t, store.MemStore)
 }
+
+// receiptStore refuses receipts: with err for the first fails tries (a
+// negative fails: always).
+type receiptStore struct {
+	*looptest.MemStore
+	err   error
+	mu    sync.Mutex
+	fails int
+	tries int
+}
+
+func (s *receiptStore) RecordReceipt(ctx context.Context, r loop.Receipt) error {
+	s.mu.Lock()
+	s.tries++
+	fail := s.fails != 0
+	if s.fails > 0 {
+		s.fails--
+	}
+	s.mu.Unlock()
+	if fail {
+		return s.err
+	}
+	return s.MemStore.RecordReceipt(ctx, r)
+}
+
+// A receipt is as durable as an outcome: one the store refuses for a while
+// (its database locked by another process) is tried again until the store
+// takes it, and the wait is said once; one it refuses for good is said,
+// with the session's cost, never dropped in silence.
+func TestReceiptRetriedUntilRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		fails   int
+		tries   int
+		kept    int
+		notices []string
+	}{
+		{"busy for a while", errDisk, 5, 6, 1, []string{"could not record the receipt of the build session yet (disk I/O error); retrying for up to 15m0s"}},
+		{"refused", errors.New("constraint failed"), -1, 1, 0, []string{"could not record the receipt of the build session (cost $0.0100): constraint failed; the plan's receipts lack it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			store := &receiptStore{MemStore: looptest.NewMemStore(clock.Now), err: tc.err, fails: tc.fails}
+			if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig(t)
+			cfg.Now = clock.Now
+			cfg.Sleep = func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
+			rec := &recorder{}
+			cfg.Observer = rec
+			rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+				res := looptest.Result("<task-done>a</task-done>")
+				res.CostUSD = 0.01
+				return res, nil
+			}))
+			if err != nil || rep.Outcome != loop.OutcomeComplete {
+				t.Fatalf("outcome %s (%q), err %v; want complete", rep.Outcome, rep.Message, err)
+			}
+			if store.tries != tc.tries {
+				t.Errorf("RecordReceipt tried %d times, want %d", store.tries, tc.tries)
+			}
+			kept, err := store.Receipts(t.Context(), 0)
+			if err != nil || len(kept) != tc.kept {
+				t.Errorf("receipts kept: %d (%v), want %d", len(kept), err, tc.kept)
+			}
+			var notices []string
+			for _, n := range rec.kind(loop.NoteNotice) {
+				notices = append(notices, n.Message)
+			}
+			if diff := cmp.Diff(tc.notices, notices); diff != "" {
+				t.Errorf("notices (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -215,7 +215,7 @@ func TestAttackBrokerRefuses(t *testing.T) {
 		{`RALPH_AGENT_ID= "$RALPH_BIN" task done t-2`, "cannot act as a person"},
 		{`"$RALPH_BIN" task done t-2 --agent agent-other`, "it cannot act as agent-other"},
 		{`RALPH_AGENT_ID=agent-other "$RALPH_BIN" task fail t-2 --reason mine-now`, "it cannot act as agent-other"},
-		{`"$RALPH_BIN" task claim t-2`, "task t-2 is in_progress"},
+		{`"$RALPH_BIN" task claim t-2`, "task t-2 is in progress: it is claimed already"},
 		{`"$RALPH_BIN" task claim t-1 --agent agent-other`, "it cannot claim as agent-other"},
 		{`"$RALPH_BIN" task release --agent agent-other`, "is not served to a sandboxed agent"},
 		{`"$RALPH_BIN" task reset t-2`, "is not served to a sandboxed agent"},

@@ -177,7 +177,7 @@ func TestTaskBrokerRefuses(t *testing.T) {
 		{cmd: []string{"task", "done", "t-2", "--agent", "agent-b"}, says: "this session's agent is agent-a; it cannot act as agent-b"},
 		{cmd: []string{"task", "fail", "t-2", "--agent", "agent-b", "--reason", "x"}, says: "it cannot act as agent-b"},
 		{cmd: []string{"task", "done", "t-2"}, says: "task t-2 is held by agent-b, not agent-a"},
-		{cmd: []string{"task", "claim", "t-2"}, says: "task t-2 is in_progress"},
+		{cmd: []string{"task", "claim", "t-2"}, says: "task t-2 is in progress: it is claimed already"},
 		{cmd: []string{"task", "claim", "--agent", "agent-b"}, says: "it cannot claim as agent-b"},
 		{cmd: []string{"task", "note", "t-2", "hi", "--agent", "agent-b"}, says: "it cannot act as agent-b"},
 		{cmd: []string{"task", "reset", "t-2"}, says: "'ralph task reset' is not served to a sandboxed agent"},

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -54,11 +55,13 @@ func resolveDB(c *cli.Context, p project) (dbTarget, error) {
 		return dbTarget{}, err
 	}
 	// An empty --db or $RALPH_DB (RALPH_DB= in an agent's environment)
-	// names nothing.
-	flagPlan := strings.TrimSpace(c.String("plan"))
+	// names nothing. Both are the app's flags, read where the app holds
+	// them: `feature add --plan FILE` has a flag of the same name.
+	flagPlan := strings.TrimSpace(globalString(c, "plan"))
+	flagDB := strings.TrimSpace(globalString(c, "db"))
 	switch {
-	case strings.TrimSpace(c.String("db")) != "":
-		d.url, d.from = strings.TrimSpace(c.String("db")), "--db"
+	case flagDB != "":
+		d.url, d.from = flagDB, "--db"
 	case remembered.URL != "":
 		d.url, d.from = remembered.URL, p.rel(p.dbFilePath())
 	}
@@ -83,6 +86,27 @@ func resolveDB(c *cli.Context, p project) (dbTarget, error) {
 		return dbTarget{}, errors.New(strings.TrimPrefix(err.Error(), "postgres: "))
 	}
 	return d, nil
+}
+
+// globalString is the value of the app's flag name (given before the
+// command, or its environment variable). c.String finds the nearest flag
+// of that name instead, which is a command's own where it has one: after
+// `feature add`, --plan is the plan file to copy, not the plan's name on
+// the server.
+func globalString(c *cli.Context, name string) string {
+	lineage := c.Lineage()
+	for i := len(lineage) - 1; i >= 0; i-- {
+		l := lineage[i]
+		if l.Command == nil {
+			continue
+		}
+		for _, f := range l.Command.Flags {
+			if slices.Contains(f.Names(), name) {
+				return l.String(name)
+			}
+		}
+	}
+	return c.String(name)
 }
 
 func isPostgresURL(s string) bool {

@@ -27,6 +27,11 @@ func featureCommand(cfg appConfig) *cli.Command {
 				Name:      "add",
 				Usage:     "add a feature: .ralph/features/NAME/spec.md and plan.md",
 				ArgsUsage: "NAME",
+				// --plan is the command's own flag here, whatever its place
+				// on the line: the plan's name on a server goes before the
+				// command, or in $RALPH_PLAN (resolveDB reads the app's).
+				Description: "After 'feature add', --plan FILE is the feature's plan to copy. The plan's name on a\n" +
+					"--db server goes before the command: ralph --plan NAME feature add ... (or $RALPH_PLAN).",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "spec", Usage: "copy the spec from `FILE`"},
 					&cli.StringFlag{Name: "plan", Usage: "copy the plan from `FILE`"},

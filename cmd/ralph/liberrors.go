@@ -113,10 +113,10 @@ func intoError(err error) error {
 	return &codedError{code: exitError, err: err}
 }
 
-// taskError is the error of ralph task done, fail and claim, with the
-// refusals whose library words name a field a flag sets in the flag's
-// words: a *loop.HeldError (loop.Actor.Force: --force) and the broker's
-// *broker.RefusalError (Actor.Force: --force; peek mode: --claim agent).
+// taskError is the error of ralph task done, fail and claim (through
+// moveError), with the refusals whose library words name a field a flag
+// sets in the flag's words: a *loop.HeldError (loop.Actor.Force:
+// --force) and the broker's *broker.RefusalError (Actor.Force: --force; peek mode: --claim agent).
 func taskError(err error) error {
 	var held *loop.HeldError
 	var refusal *broker.RefusalError
@@ -130,6 +130,72 @@ func taskError(err error) error {
 		return reword(err, refusal, fmt.Sprintf("%v: in this run the ralph loop claims the tasks; an agent claims for itself in peek mode only (ralph build --claim agent)", broker.ErrRefused))
 	}
 	return err
+}
+
+// moveError is the error of the task command move ("done", "fail",
+// "claim", "reset", "block", "unblock"): taskError's refusals, and a move
+// the task's status does not allow (a *loop.TransitionError, "illegal
+// transition pending -> done" in the library's words) in words: what the
+// task's status means and the command that would work. The worded error
+// wraps the library's: errors.Is and errors.As, and so the exit code, are
+// as they were.
+func moveError(move string, err error) error {
+	var te *loop.TransitionError
+	if errors.As(err, &te) {
+		return &worded{msg: illegalMove(move, te.TaskID, te.From), err: err}
+	}
+	return taskError(err)
+}
+
+// illegalMoves words a refused move by the command and the task's status;
+// %[1]s is the task's id. The moves the status machine allows
+// (loop.Transitions) are not here: they are never refused as illegal.
+var illegalMoves = map[string]map[loop.Status]string{
+	"claim": {
+		loop.StatusInProgress: "task %[1]s is in progress: it is claimed already ('ralph task show %[1]s' names its holder)",
+		loop.StatusDone:       "task %[1]s is done: there is nothing left to claim",
+		loop.StatusFailed:     "task %[1]s failed: return it to pending with 'ralph task reset %[1]s', then claim it",
+		loop.StatusBlocked:    "task %[1]s is blocked: return it to pending with 'ralph task unblock %[1]s', then claim it",
+	},
+	"done": {
+		loop.StatusPending: "task %[1]s is pending: it has not been claimed; claim it first with 'ralph task claim %[1]s', then mark it done",
+		loop.StatusDone:    "task %[1]s is done already",
+		loop.StatusFailed:  "task %[1]s failed: return it to pending with 'ralph task reset %[1]s', then claim it and mark it done",
+		loop.StatusBlocked: "task %[1]s is blocked: return it to pending with 'ralph task unblock %[1]s', then claim it and mark it done",
+	},
+	"fail": {
+		loop.StatusPending: "task %[1]s is pending: it has not been claimed, so it cannot fail; claim it first with 'ralph task claim %[1]s', or hold it back with 'ralph task block %[1]s'",
+		loop.StatusDone:    "task %[1]s is done: a done task cannot fail; for more work on it, add a task with 'ralph task add TITLE'",
+		loop.StatusFailed:  "task %[1]s has failed already",
+		loop.StatusBlocked: "task %[1]s is blocked: it has not been claimed, so it cannot fail; it stays blocked until 'ralph task unblock %[1]s'",
+	},
+	"reset": {
+		loop.StatusPending:    "task %[1]s is pending, not failed: there is nothing to reset",
+		loop.StatusInProgress: "task %[1]s is in progress, not failed: only a failed task is reset; its holder gives it back with 'ralph task release --agent AGENT' ('ralph task show %[1]s' names the holder)",
+		loop.StatusDone:       "task %[1]s is done, not failed: only a failed task is reset; for more work on it, add a task with 'ralph task add TITLE'",
+		loop.StatusBlocked:    "task %[1]s is blocked, not failed: return it to pending with 'ralph task unblock %[1]s'",
+	},
+	"block": {
+		loop.StatusInProgress: "task %[1]s is in progress: only a pending task can be blocked; its holder gives it back first with 'ralph task release --agent AGENT' ('ralph task show %[1]s' names the holder)",
+		loop.StatusDone:       "task %[1]s is done: only a pending task can be blocked",
+		loop.StatusFailed:     "task %[1]s failed: only a pending task can be blocked; return it to pending first with 'ralph task reset %[1]s'",
+		loop.StatusBlocked:    "task %[1]s is blocked already",
+	},
+	"unblock": {
+		loop.StatusPending:    "task %[1]s is pending, not blocked: there is nothing to unblock",
+		loop.StatusInProgress: "task %[1]s is in progress, not blocked: there is nothing to unblock",
+		loop.StatusDone:       "task %[1]s is done, not blocked: there is nothing to unblock",
+		loop.StatusFailed:     "task %[1]s failed, not blocked: return it to pending with 'ralph task reset %[1]s'",
+	},
+}
+
+// illegalMove is the words of `ralph task move ID` refused for a task
+// whose status is from.
+func illegalMove(move, id string, from loop.Status) string {
+	if words, ok := illegalMoves[move][from]; ok {
+		return fmt.Sprintf(words, id)
+	}
+	return fmt.Sprintf("task %[1]s is %[2]s: 'ralph task %[3]s' does not apply to it ('ralph task show %[1]s' shows it)", id, from, move)
 }
 
 // reword is err with lib, the library error in its chain, in the CLI's

@@ -103,7 +103,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if err != nil {
 						return err
 					}
-					return taskError(st.Complete(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("summary")), By: mover(c, cfg)}))
+					return moveError("done", st.Complete(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("summary")), By: mover(c, cfg)}))
 				}),
 			},
 			{
@@ -122,7 +122,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if reason == "" {
 						return &usageError{cmd: commandPath(c), err: errors.New("--reason is required")}
 					}
-					return taskError(st.Fail(c.Context, loop.MoveParams{TaskID: a[0], Message: reason, By: mover(c, cfg)}))
+					return moveError("fail", st.Fail(c.Context, loop.MoveParams{TaskID: a[0], Message: reason, By: mover(c, cfg)}))
 				}),
 			},
 			{
@@ -143,7 +143,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if err != nil {
 						return err
 					}
-					return st.Reset(c.Context, loop.MoveParams{TaskID: a[0], By: mover(c, cfg)})
+					return moveError("reset", st.Reset(c.Context, loop.MoveParams{TaskID: a[0], By: mover(c, cfg)}))
 				})),
 			},
 			{
@@ -166,7 +166,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if err != nil {
 						return err
 					}
-					return st.Block(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("reason")), By: mover(c, cfg)})
+					return moveError("block", st.Block(c.Context, loop.MoveParams{TaskID: a[0], Message: strings.TrimSpace(c.String("reason")), By: mover(c, cfg)}))
 				})),
 			},
 			{
@@ -178,7 +178,7 @@ func taskCommand(cfg appConfig) *cli.Command {
 					if err != nil {
 						return err
 					}
-					return st.Unblock(c.Context, loop.MoveParams{TaskID: a[0], By: mover(c, cfg)})
+					return moveError("unblock", st.Unblock(c.Context, loop.MoveParams{TaskID: a[0], By: mover(c, cfg)}))
 				})),
 			},
 			{
@@ -523,7 +523,7 @@ func taskClaim(cfg appConfig) planAction {
 			return nothingToDo("no task is ready to claim")
 		}
 		if err != nil {
-			return taskError(err)
+			return moveError("claim", err)
 		}
 		_, err = fmt.Fprintln(cfg.stdout, t.ID)
 		return err
