@@ -42,6 +42,10 @@ import (
 // claim (two git processes: the mark and the ref), or one push with a
 // remote, counted in BenchmarkWorkspaceTask.
 
+// maxRetakes bounds how often one landing puts its fence back: a fence
+// that keeps moving is task trouble, not a race to go on losing.
+const maxRetakes = 10
+
 // ownRefs is where ralph keeps refs of its own that are not branches.
 const ownRefs = "refs/ralph/"
 

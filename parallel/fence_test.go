@@ -193,3 +193,34 @@ func TestLandedFromAnotherClaimIsDone(t *testing.T) {
 		t.Errorf("claim 2's work is not kept on ralph/attempt/a/1 (%q)", kept)
 	}
 }
+
+// TestFenceKeptMoving: something moves the task's fence before every move
+// of the branch (an agent's process left behind): the current claim puts
+// it back maxRetakes times, then gives the attempt up as task trouble,
+// its work kept — never a loop without end.
+func TestFenceKeptMoving(t *testing.T) {
+	ctx := t.Context()
+	s := newFenceSetup(t, false)
+	if _, err := s.ws1.Begin(ctx, s.fresh, 0); err != nil {
+		t.Fatal(err)
+	}
+	s.g1.write("/w1", "a.txt", "work")
+	moves := 0
+	s.g1.beforeSwap = func(ref string) {
+		if ref == into {
+			moves++
+			s.g1.SetRef(ctx, fenceRef(into, "a"), s.g1.head)
+		}
+	}
+	_, err := s.ws1.Integrate(ctx, loop.IntegrateRequest{Task: s.fresh})
+	var ie *loop.IntegrationError
+	if !errors.As(err, &ie) || ie.Attempt == "" {
+		t.Fatalf("Integrate = %v; want task trouble with the attempt kept", err)
+	}
+	if moves != maxRetakes+1 {
+		t.Errorf("%d tries to move the branch; want %d", moves, maxRetakes+1)
+	}
+	if tip := s.remote.refs[into]; tip != s.remote.head {
+		t.Errorf("the branch moved to %s", tip)
+	}
+}

@@ -667,7 +667,7 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 	base, replayed, refAt := w.base, false, w.base
 	// held is a landing recorded whose move the fence refused and that
 	// is tried again while the tip stays where it was.
-	held := ""
+	held, retaken := "", 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return loop.IntegrateResult{}, err
@@ -752,6 +752,14 @@ func (w *workspace) Integrate(ctx context.Context, req loop.IntegrateRequest) (l
 			// puts its mark back and tries again.
 			fenced, ferr := w.refence(ctx, req)
 			if fenced && ferr == nil {
+				if retaken++; retaken > maxRetakes {
+					// Something keeps moving it: an agent's process
+					// left behind, say. Not a race to go on losing.
+					if err := w.guard.store.VoidLanding(ctx, branch, head); err != nil {
+						return loop.IntegrateResult{}, err
+					}
+					return loop.IntegrateResult{}, w.trouble(ctx, head, tip, fmt.Sprintf("the task's claim fence (%s) was moved by someone else %d times while its work was landing", fenceRef(w.into, task.ID), retaken))
+				}
 				held = head
 				continue
 			}

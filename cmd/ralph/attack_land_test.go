@@ -355,3 +355,35 @@ func TestAttackLandOnPostgres(t *testing.T) {
 	t.Run("ForgedLanding", func(t *testing.T) { attackForgedLanding(t, url) })
 	t.Run("RewoundOrDeleted", func(t *testing.T) { attackRewoundOrDeleted(t, url) })
 }
+
+// TestAttackAgentMovesFence: the agent points its own task's claim fence
+// (refs/ralph/claims/…) at the tip it began from, and deletes the next
+// task's before that one began. Neither lets a stale claim land nor stops
+// the current one: the fence is ralph's to put back, by compare-and-swap
+// under the claim the store still says is current, and every task lands
+// once with its own work.
+func TestAttackAgentMovesFence(t *testing.T) {
+	p := newLandProject(t, "")
+	moveFence := agentStep{Sh: `echo "work of {task}" > "{task}.txt"
+git update-ref refs/ralph/claims/ralph%2Fintegration/{task} HEAD
+git update-ref -d refs/ralph/claims/ralph%2Fintegration/t-3 2>/dev/null || true`, Text: "Done. <task-done>{task}</task-done>"}
+	agent, _ := fakeAgentPath(t, moveFence, moveFence, moveFence)
+	code, out := p.build(agent)
+	if code != 0 {
+		t.Fatalf("build with the agent that moves its fence: exit %d\n%s", code, out)
+	}
+	for _, id := range []string{"t-1", "t-2", "t-3"} {
+		if st := p.status(id); st != "done" {
+			t.Errorf("%s is %s", id, st)
+		}
+		if got := p.git("show", "ralph/integration:"+id+".txt"); got != "work of "+id {
+			t.Errorf("%s.txt on the branch = %q", id, got)
+		}
+		if n := strings.Count(p.git("log", "--format=%B", "ralph/integration"), "Ralph-Task: "+id+"\n"); n != 1 {
+			t.Errorf("%s landed %d times; want once", id, n)
+		}
+		if fence, tip := p.git("rev-parse", "refs/ralph/claims/ralph%2Fintegration/"+id), p.git("log", "-1", "--format=%H", "--grep", "Ralph-Task: "+id, "ralph/integration"); fence != tip {
+			t.Errorf("%s's fence is at %s; want its landing, %s", id, fence, tip)
+		}
+	}
+}
