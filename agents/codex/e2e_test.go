@@ -241,7 +241,7 @@ func TestRealDetachedToolIsReaped(t *testing.T) {
 	bin := codextest.Binary(t)
 	api := codextest.NewAPI(t, func(r codextest.Request) codextest.Reply {
 		if len(r.ToolOutputs()) == 0 {
-			return codextest.Shell("setsid sh -c 'sleep 3; echo late > late.txt' > /dev/null 2>&1 &")
+			return codextest.Shell("setsid sh -c 'i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo late > late.txt' > /dev/null 2>&1 &")
 		}
 		return codextest.Text("Done. <task-done>T1</task-done>")
 	})
@@ -251,7 +251,11 @@ func TestRealDetachedToolIsReaped(t *testing.T) {
 		t.Fatalf("class %s (%s), want success", res.Class, loop.Describe(res))
 	}
 	rr.leftovers()
-	time.Sleep(4 * time.Second)
+	// The detached command writes late.txt once told to, if it lives.
+	if err := os.WriteFile(filepath.Join(rr.dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
 	if _, err := os.Stat(filepath.Join(rr.dir, "late.txt")); !os.IsNotExist(err) {
 		t.Errorf("a detached tool command outlived the run and wrote late.txt (%v)", err)
 	}

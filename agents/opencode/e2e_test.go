@@ -354,7 +354,7 @@ func TestE2ECancel(t *testing.T) {
 func TestE2EDetached(t *testing.T) {
 	api := opencodetest.NewAPI(t, func(r opencodetest.Request) opencodetest.Reply {
 		if r.ToolResults() == 0 {
-			return opencodetest.Shell("setsid sh -c 'sleep 3; echo late > late.txt' >/dev/null 2>&1 &")
+			return opencodetest.Shell("setsid sh -c 'i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo late > late.txt' >/dev/null 2>&1 &")
 		}
 		return opencodetest.Text("Done. <task-done>T1</task-done>")
 	})
@@ -366,7 +366,11 @@ func TestE2EDetached(t *testing.T) {
 	if left := opencodetest.ProcessesWithEnv(home(req)); len(left) > 0 {
 		t.Errorf("processes left after Run: %v", left)
 	}
-	time.Sleep(4 * time.Second)
+	// The detached command writes late.txt once told to, if it lives.
+	if err := os.WriteFile(filepath.Join(req.Dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
 	if _, err := os.Stat(filepath.Join(req.Dir, "late.txt")); err == nil {
 		t.Errorf("late.txt written: the detached command outlived the run")
 	}
