@@ -178,7 +178,7 @@ func fakeAgent(mode string) int {
 		// A slow SessionEnd hook: the exit comes a while after the result.
 		out(fakeInit)
 		out(fakeResult("done, slowly"))
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(800 * time.Millisecond)
 		return 0
 	case "exit-leaving-child":
 		out(fakeInit)
@@ -609,11 +609,12 @@ func TestRunProcessHygiene(t *testing.T) {
 		},
 		{
 			// Exiting within the grace is an ordinary exit: exit code 0
-			// counts, and the idle timeout (shorter than the exit's delay)
-			// no longer applies once the result is read.
+			// counts, and the idle timeout (shorter than the exit's delay,
+			// 800 ms, but longer than a loaded machine takes to start the
+			// helper) no longer applies once the result is read.
 			name: "result, then a slow exit within the grace", mode: "result-then-slow-exit",
-			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 100 * time.Millisecond },
-			wantClass: loop.ClassSuccess, wantText: "done, slowly", maxElapsed: margin,
+			edit:      func(r *loop.RunRequest) { r.IdleTimeout = 400 * time.Millisecond },
+			wantClass: loop.ClassSuccess, wantText: "done, slowly", maxElapsed: margin, resultGrace: 3 * time.Second,
 		},
 		{
 			name: "normal exit leaving a grandchild: it is stopped too", mode: "exit-leaving-child",
