@@ -67,32 +67,48 @@ func fold(text string) string { return strings.Join(strings.Fields(text), " ") }
 // than line breaks and tabs: what an agent CLI that thought it wrote to a
 // terminal printed on stderr, as words.
 func plain(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' && r != '\n' && r != '\t' || r == 0x7f }) {
+	if !strings.ContainsFunc(s, control) {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == 0x1b && i+1 < len(s) && s[i+1] == '[':
-			i += 2
-			for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
-				i++
-			}
-		case c == 0x1b && i+1 < len(s) && s[i+1] == ']':
-			for i += 2; i < len(s) && s[i] != 0x07 && !(s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\'); i++ {
-			}
-			if i < len(s) && s[i] == 0x1b {
-				i++
-			}
+		switch c := s[i]; {
 		case c == 0x1b:
-			i++
-		case c < ' ' && c != '\n' && c != '\t' || c == 0x7f:
-		default:
+			i = escapeEnd(s, i)
+		case !control(rune(c)):
 			b.WriteByte(c)
 		}
 	}
 	return b.String()
+}
+
+// control reports whether r is a control character other than a line
+// break or a tab.
+func control(r rune) bool { return r < ' ' && r != '\n' && r != '\t' || r == 0x7f }
+
+// escapeEnd returns the index of the last byte of the escape that starts
+// at s[i] (an ESC).
+func escapeEnd(s string, i int) int {
+	if i+1 >= len(s) {
+		return i
+	}
+	switch s[i+1] {
+	case '[': // CSI: parameters, then a final byte in 0x40–0x7e
+		for i += 2; i < len(s) && (s[i] < 0x40 || s[i] > 0x7e); i++ {
+		}
+		return i
+	case ']': // OSC: up to BEL or ESC \
+		for i += 2; i < len(s); i++ {
+			if s[i] == 0x07 {
+				return i
+			}
+			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 1
+			}
+		}
+		return i
+	}
+	return i + 1
 }
 
 // runeStart is the first character boundary of s at or after i.

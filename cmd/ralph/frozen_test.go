@@ -60,8 +60,75 @@ func frozenHolder(t *testing.T, db string) {
 		build = append(build, "--remote", "origin")
 		freezeOn = "push"
 	}
-	agent := filepath.Join(t.TempDir(), "agent.sh")
+	agent, wrap := frozenScripts(t, m, realGit, freezeOn)
 	build = append(build, "--claude", agent)
+	env1 := append(slices.Clip(m.env), "RALPH_HOST_ID=machine-1", "PATH="+wrap+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env2 := append(slices.Clip(m.env), "RALPH_HOST_ID=machine-2")
+
+	var first machineRun
+	done1 := make(chan struct{})
+	go func() {
+		defer close(done1)
+		first.code, first.out, first.errs = runBinary(t, m.bin, dirs[0], env1, build...)
+	}()
+	t.Cleanup(func() {
+		// Whatever happened, nothing stays stopped.
+		if b, err := os.ReadFile(filepath.Join(m.marks, "frozen", "pids")); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					syscall.Kill(pid, syscall.SIGCONT)
+				}
+			}
+		}
+	})
+	waitFrozen(t, m, done1, &first)
+
+	start := time.Now()
+	code, out, errs := runBinary(t, m.bin, dirs[1], env2, build...)
+	took := time.Since(start)
+	select {
+	case <-done1:
+	case <-time.After(60 * time.Second):
+		t.Fatal("machine 1 did not end after it was woken")
+	}
+	if code != 0 {
+		t.Fatalf("machine 2: exit %d after %v\nstdout:\n%s\nstderr:\n%s\nmachine 1: exit %d\nstdout:\n%s\nstderr:\n%s", code, took, out, errs, first.code, first.out, first.errs)
+	}
+	if first.code != 0 {
+		t.Errorf("machine 1: exit %d\nstdout:\n%s\nstderr:\n%s", first.code, first.out, first.errs)
+	}
+	moved, err := os.ReadFile(filepath.Join(m.marks, "frozen", "done"))
+	if err != nil || strings.TrimSpace(string(moved)) == "0" {
+		t.Errorf("machine 1's stale move of the integration branch went through (git's exit %q, %v); want it refused", moved, err)
+	}
+	// Seconds: the lease, two short sessions, a few git runs; never the
+	// lease again and again, or a wait on itself.
+	if took > 30*time.Second {
+		t.Errorf("machine 2 took %v; want seconds", took)
+	}
+	if strings.Contains(out, "claim was lost") {
+		t.Errorf("machine 2 lost its own claim:\n%s", out)
+	}
+
+	checkOneLanding(t, m, dirs[1], db != "")
+	runs, _ := os.ReadFile(filepath.Join(m.marks, "runs"))
+	if n := strings.Count(string(runs), "a machine-2"); n != 1 {
+		t.Errorf("machine 2 ran task a %d times; want once:\n%s", n, runs)
+	}
+	for _, id := range m.ids {
+		if _, js, _ := m.ralph(dirs[1], m.env, append(slices.Clip(m.dbArgs), "task", "show", id, "--json")...); !strings.Contains(js, `"status": "done"`) {
+			t.Errorf("task %s is not done:\n%s", id, js)
+		}
+	}
+	t.Logf("machine 2 ended in %v", took)
+}
+
+// frozenScripts writes the stand-in agent and machine 1's git (which
+// stops ralph at the move named by freezeOn, "update-ref" or "push") and
+// returns the agent and the directory of the git.
+func frozenScripts(t *testing.T, m *machinesRun, realGit, freezeOn string) (agent, wrap string) {
+	t.Helper()
+	agent = filepath.Join(t.TempDir(), "agent.sh")
 	writeFile(t, agent, `#!/bin/sh
 cat >/dev/null
 id=$RALPH_TASK_ID
@@ -82,7 +149,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <t
 	// integration branch after machine 1's agent ran (its landing) stops
 	// ralph (its parent) and itself first; it goes ahead when continued,
 	// and says how it ended.
-	wrap := t.TempDir()
+	wrap = t.TempDir()
 	writeFile(t, filepath.Join(wrap, "git"), `#!/bin/sh
 marks=`+shQuote(m.marks)+`
 in=$(mktemp)
@@ -112,25 +179,14 @@ code=$?
 rm -f "$in"
 exit $code
 `, 0o755)
-	env1 := append(slices.Clip(m.env), "RALPH_HOST_ID=machine-1", "PATH="+wrap+string(os.PathListSeparator)+os.Getenv("PATH"))
-	env2 := append(slices.Clip(m.env), "RALPH_HOST_ID=machine-2")
+	return agent, wrap
+}
 
-	var first machineRun
-	done1 := make(chan struct{})
-	go func() {
-		defer close(done1)
-		first.code, first.out, first.errs = runBinary(t, m.bin, dirs[0], env1, build...)
-	}()
-	t.Cleanup(func() {
-		// Whatever happened, nothing stays stopped.
-		if b, err := os.ReadFile(filepath.Join(m.marks, "frozen", "pids")); err == nil {
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					syscall.Kill(pid, syscall.SIGCONT)
-				}
-			}
-		}
-	})
+// waitFrozen waits until machine 1's git has stopped it (its pids
+// written), failing the test if machine 1 ends first (done1) or never
+// stops.
+func waitFrozen(t *testing.T, m *machinesRun, done1 <-chan struct{}, first *machineRun) {
+	t.Helper()
 	pids := filepath.Join(m.marks, "frozen", "pids")
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		if _, err := os.Stat(pids); err == nil {
@@ -145,36 +201,14 @@ exit $code
 			t.Fatal("machine 1 never moved the integration branch")
 		}
 	}
+}
 
-	start := time.Now()
-	code, out, errs := runBinary(t, m.bin, dirs[1], env2, build...)
-	took := time.Since(start)
-	select {
-	case <-done1:
-	case <-time.After(60 * time.Second):
-		t.Fatal("machine 1 did not end after it was woken")
-	}
-	if code != 0 {
-		t.Fatalf("machine 2: exit %d after %v\nstdout:\n%s\nstderr:\n%s\nmachine 1: exit %d\nstdout:\n%s\nstderr:\n%s", code, took, out, errs, first.code, first.out, first.errs)
-	}
-	if first.code != 0 {
-		t.Errorf("machine 1: exit %d\nstdout:\n%s\nstderr:\n%s", first.code, first.out, first.errs)
-	}
-	moved, err := os.ReadFile(filepath.Join(m.marks, "frozen", "done"))
-	if err != nil || strings.TrimSpace(string(moved)) == "0" {
-		t.Errorf("machine 1's stale move of the integration branch went through (git's exit %q, %v); want it refused", moved, err)
-	}
-	// Seconds: the lease, two short sessions, a few git runs; never the
-	// lease again and again, or a wait on itself.
-	if took > 30*time.Second {
-		t.Errorf("machine 2 took %v; want seconds", took)
-	}
-	if strings.Contains(out, "claim was lost") {
-		t.Errorf("machine 2 lost its own claim:\n%s", out)
-	}
-
-	repo := dirs[1]
-	if db != "" {
+// checkOneLanding checks that task a landed once on the integration
+// branch (the bare repository's, onRemote), with machine 2's work.
+func checkOneLanding(t *testing.T, m *machinesRun, dir string, onRemote bool) {
+	t.Helper()
+	repo := dir
+	if onRemote {
 		repo = m.bare
 	}
 	var landings []string
@@ -190,16 +224,6 @@ exit $code
 	if got := m.git(repo, "show", landings[0]+":a.txt"); got != "a by machine-2" {
 		t.Errorf("a.txt as landed = %q; want the current claim's work (machine 2's)", got)
 	}
-	runs, _ := os.ReadFile(filepath.Join(m.marks, "runs"))
-	if n := strings.Count(string(runs), "a machine-2"); n != 1 {
-		t.Errorf("machine 2 ran task a %d times; want once:\n%s", n, runs)
-	}
-	for _, id := range m.ids {
-		if _, js, _ := m.ralph(dirs[1], m.env, append(slices.Clip(m.dbArgs), "task", "show", id, "--json")...); !strings.Contains(js, `"status": "done"`) {
-			t.Errorf("task %s is not done:\n%s", id, js)
-		}
-	}
-	t.Logf("machine 2 ended in %v", took)
 }
 
 // writeFile writes a test's file, failing the test when it cannot.
