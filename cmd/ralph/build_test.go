@@ -124,6 +124,18 @@ func TestBuildOutcomes(t *testing.T) {
 			check: checkOutcomeNoSigilIsRetriedThenFailed,
 		},
 		{
+			name: "the totals before the end", tasks: 1, steps: []agentStep{{Text: done, Cost: 0.01}},
+			code: 0, out: "run: 1 done, 0 failed, 0 remain · $0.0100 over 1 agent session · next: ralph status\nsession log: ",
+			want: map[string]loop.Status{"t-1": "done"},
+		},
+		{
+			name: "the totals name what to look at", tasks: 1, steps: []agentStep{{Text: "I worked on it.", Cost: 0.02}},
+			args: []string{"--max-retries", "0"},
+			code: 8, out: "run: 0 done, 1 failed, 0 remain · $0.0200 over 1 agent session · next: ralph task list --status failed",
+			errOut: "ralph: complete: 0 done, 1 failed: t-1 (ralph task show ID says why)",
+			want:   map[string]loop.Status{"t-1": "failed"},
+		},
+		{
 			name: "wrong id", tasks: 1, steps: []agentStep{{Text: "<task-done>t-99</task-done>"}},
 			args: []string{"--max-retries", "0"},
 			code: 8, errOut: "1 failed",

@@ -250,7 +250,10 @@
 // turns, tokens, cost and how it ended, from the runner's own result, which
 // the view taps from the Runner), the verifier's verdict,
 // usage-limit waits, the loop's notices ("note: …"), how each iteration
-// ended, then "session log: PATH". The closing line is the Report's message:
+// ended, then the run's totals when the plan was counted ("run: D done, F
+// failed, R remain · $C over N agent sessions · next: COMMAND", the command
+// by outcome: nextCommand), then "session log: PATH". The closing line is
+// the Report's message:
 // on stdout for an exit-0 outcome (complete, iteration limit with "N tasks
 // remain"), as "ralph: <message>" on stderr for every other outcome, like
 // any error ("ralph: usage limit reached; resets at <RFC 3339 time>",

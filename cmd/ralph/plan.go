@@ -160,6 +160,7 @@ func plan(c *cli.Context, cfg appConfig) error {
 		}
 		return err
 	}
+	printTotals(cfg.stdout, rep)
 	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
 	return closing(rep, reportWords(rep), cfg.stdout)
 }
@@ -200,4 +201,41 @@ func closing(rep loop.Report, msg string, stdout io.Writer) error {
 		return nil
 	}
 	return &codedError{code: rep.ExitCode(), err: errors.New(msg)}
+}
+
+// printTotals prints a run's totals before its closing line: the plan's
+// counts at the end, the cost and sessions, and the command to run next —
+// "run: 3 done, 1 failed, 2 remain · $0.4012 over 16 agent sessions ·
+// next: ralph task list --status failed". Nothing when the run never
+// reached the plan (its counts unknown).
+func printTotals(w io.Writer, rep loop.Report) {
+	c := rep.Counts
+	if rep.Remaining < 0 {
+		return
+	}
+	remain := "remain"
+	if rep.Remaining == 1 {
+		remain = "remains"
+	}
+	fmt.Fprintf(w, "run: %d done, %d failed, %d %s · $%.4f over %d agent session%s · next: %s\n",
+		c.Done, c.Failed, max(rep.Remaining, 0), remain, rep.CostUSD, len(rep.Receipts), plural(len(rep.Receipts)), nextCommand(rep))
+}
+
+// nextCommand is what a person runs after a run that ended as rep did.
+func nextCommand(rep loop.Report) string {
+	switch {
+	case rep.Counts.Failed > 0:
+		return "ralph task list --status failed (then ralph task show ID; ralph task reset ID to try again)"
+	}
+	switch rep.Outcome {
+	case loop.OutcomeLimitReached, loop.OutcomeCancelled, loop.OutcomeBudgetExhausted:
+		return "ralph build (it goes on where this run stopped)"
+	case loop.OutcomeUsageLimit:
+		return "ralph build once the usage limit resets"
+	case loop.OutcomeTestGateFailed, loop.OutcomeAgentFailed, loop.OutcomeGitFailed, loop.OutcomeFailure:
+		return "fix what the run's last line says, then ralph build"
+	case loop.OutcomeBlocked:
+		return "ralph status (what holds the tasks that remain)"
+	}
+	return "ralph status"
 }
