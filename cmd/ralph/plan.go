@@ -207,10 +207,10 @@ func closing(rep loop.Report, msg string, stdout io.Writer) error {
 // counts at the end, the cost and sessions, and the command to run next —
 // "run: 3 done, 1 failed, 2 remain · $0.4012 over 16 agent sessions ·
 // next: ralph task list --status failed". Nothing when the run never
-// reached the plan (its counts unknown).
+// counted the plan, or the plan is empty.
 func printTotals(w io.Writer, rep loop.Report) {
 	c := rep.Counts
-	if rep.Remaining < 0 {
+	if rep.Remaining < 0 || c.Total() == 0 {
 		return
 	}
 	remain := "remain"
