@@ -83,7 +83,7 @@ func agentConfig(c *cli.Context, cfg appConfig, p project, lc *loop.Config) {
 }
 
 // plan is the action of `ralph plan`.
-func plan(c *cli.Context, cfg appConfig) error {
+func plan(c *cli.Context, cfg appConfig) (err error) {
 	a, err := args(c, 0, 1, "at most one argument (N)")
 	if err != nil {
 		return err
@@ -138,6 +138,8 @@ func plan(c *cli.Context, cfg appConfig) error {
 		}
 		return err
 	}
+	run := beginRun(c.Context, cfg, st, loop.RunKindPlan, lc.Scope)
+	defer func() { run.end(c.Context, cfg, err) }()
 
 	runner, agent, err := findAgent(c, cfg, p.root, lc.UseAPIKey)
 	if err != nil {
@@ -154,6 +156,7 @@ func plan(c *cli.Context, cfg appConfig) error {
 	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.Plan(c.Context, lc, st, runner)
+	run.rep = &rep
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
 			return configError("ralph plan", err)
