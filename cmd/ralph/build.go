@@ -171,8 +171,8 @@ func build(c *cli.Context, cfg appConfig) (err error) {
 	if c.Bool("dry-run") {
 		return dryRun(c.Context, cfg, lc, store)
 	}
-	run := beginRun(c.Context, cfg, store, loop.RunKindBuild, lc.Scope)
-	defer func() { run.end(c.Context, cfg, err) }()
+	run := newRun(c.Context, cfg, store, loop.RunKindBuild, lc.Scope)
+	defer func() { run.end(c.Context, err) }()
 	// The agents must exist before anything is claimed.
 	agent, verifier, err := buildAgents(c, cfg)
 	if err != nil {
@@ -317,7 +317,7 @@ func checkWorkers(c *cli.Context, lc loop.Config, workers int) error {
 func buildSolo(c *cli.Context, cfg appConfig, p project, lc loop.Config, store loop.TaskStore, runner loop.Runner, view *buildView, run *runRecord) error {
 	traces, stopTraces := startTraces(c, cfg, 0)
 	defer stopTraces()
-	lc.Observer = withTraces(view, traces)
+	lc.Observer = run.observe(withTraces(view, traces))
 	rep, err := loop.Run(c.Context, lc, store, runner)
 	run.rep = &rep
 	if err != nil {
@@ -342,7 +342,7 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, wor
 	}
 	traces, stopTraces := startTraces(c, cfg, workers)
 	defer stopTraces()
-	lc.Observer = withTraces(view, traces)
+	lc.Observer = run.observe(withTraces(view, traces))
 	pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
 		Base: strings.TrimSpace(c.String("base")), Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}, Words: buildWords}
 	rep, err := parallel.Run(c.Context, pc, store, runner)

@@ -313,8 +313,9 @@
 // # runs
 //
 // build, plan and prompt each record their run in the store
-// (loop.RunRecorder; runs.go): begun once the store is open and the
-// command is sure to run (not a dry run, not "nothing to do"), ended by a
+// (loop.RunRecorder; runs.go): begun at the loop's first note, so that a
+// command refused before its loop starts (bad flags or configuration, a
+// missing agent, a dry run) is no run and changes nothing; ended by a
 // deferred call however the command returns, with the exit code run gives
 // its error and the outcome of its report (or of that exit code, for an
 // error before any report); the counts are the run's scope's at the end.

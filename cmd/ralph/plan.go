@@ -138,8 +138,8 @@ func plan(c *cli.Context, cfg appConfig) (err error) {
 		}
 		return err
 	}
-	run := beginRun(c.Context, cfg, st, loop.RunKindPlan, lc.Scope)
-	defer func() { run.end(c.Context, cfg, err) }()
+	run := newRun(c.Context, cfg, st, loop.RunKindPlan, lc.Scope)
+	defer func() { run.end(c.Context, err) }()
 
 	runner, agent, err := findAgent(c, cfg, p.root, lc.UseAPIKey)
 	if err != nil {
@@ -152,7 +152,7 @@ func plan(c *cli.Context, cfg appConfig) (err error) {
 	}
 	traces, stopTraces := startTraces(c, cfg, 0)
 	defer stopTraces()
-	lc.Observer = withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "plan"}, traces)
+	lc.Observer = run.observe(withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "plan"}, traces))
 	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.Plan(c.Context, lc, st, runner)

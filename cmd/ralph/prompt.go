@@ -60,8 +60,8 @@ func promptRun(c *cli.Context, cfg appConfig) (err error) {
 		return err
 	}
 	defer st.Close()
-	run := beginRun(c.Context, cfg, st, loop.RunKindPrompt, loop.Scope{})
-	defer func() { run.end(c.Context, cfg, err) }()
+	run := newRun(c.Context, cfg, st, loop.RunKindPrompt, loop.Scope{})
+	defer func() { run.end(c.Context, err) }()
 	lc := loop.PromptConfig(p.root)
 	lc.Model = strings.TrimSpace(c.String("model"))
 	lc.Commit = c.Bool("commit")
@@ -77,7 +77,7 @@ func promptRun(c *cli.Context, cfg appConfig) (err error) {
 	}
 	traces, stopTraces := startTraces(c, cfg, 0)
 	defer stopTraces()
-	lc.Observer = withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "prompt " + filepath.Base(file)}, traces)
+	lc.Observer = run.observe(withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "prompt " + filepath.Base(file)}, traces))
 	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.RunPrompt(c.Context, lc, loop.PromptParams{Text: string(text), Title: c.String("title"), Receipts: st}, runner)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -19,47 +20,66 @@ import (
 const defaultRuns = 20
 
 // runRecord is the store's record of this build, plan or prompt run
-// (loop.RunRecorder, DESIGN §15): begun before the run claims or asks
-// anything, ended by end however the command returns. The CLI writes it,
-// not package loop: the kind of run and its exit code are the CLI's. A
-// store that keeps no records (a progress file) gets none.
+// (loop.RunRecorder, DESIGN §15). It begins when the loop tells its first
+// note (observe): a command refused before its loop starts — bad flags, a
+// bad configuration, a missing agent — is no run and changes nothing. end
+// ends it however the command returns. The CLI writes it, not package
+// loop: the kind of run and its exit code are the CLI's. A store that
+// keeps no records (a progress file) gets none.
 type runRecord struct {
-	rec   loop.RunRecorder // nil: no record
-	id    int64
+	cfg   appConfig
+	ctx   context.Context
+	kind  loop.RunKind
 	store loop.TaskStore
 	scope loop.Scope
+
+	once sync.Once
+	rec  loop.RunRecorder // nil: not begun, or no record
+	id   int64
 	// rep is the run's report, once there is one; into the integration
 	// branch of a parallel build.
 	rep  *loop.Report
 	into string
 }
 
-// beginRun records the start of a run of kind on store. A store that
-// cannot record it only costs a warning: the run goes on.
-func beginRun(ctx context.Context, cfg appConfig, store loop.TaskStore, kind loop.RunKind, scope loop.Scope) *runRecord {
-	r := &runRecord{store: store, scope: scope}
-	rec, ok := store.(loop.RunRecorder)
+// newRun is the record of a run of kind on store, begun by observe.
+func newRun(ctx context.Context, cfg appConfig, store loop.TaskStore, kind loop.RunKind, scope loop.Scope) *runRecord {
+	return &runRecord{cfg: cfg, ctx: ctx, kind: kind, store: store, scope: scope}
+}
+
+// observe returns obs telling r that the run began at its first note.
+func (r *runRecord) observe(obs loop.Observer) loop.Observer {
+	return loop.ObserverFunc(func(n loop.Note) {
+		r.once.Do(r.begin)
+		obs.Observe(n)
+	})
+}
+
+// begin records the start of the run. A store that cannot record it only
+// costs a warning: the run goes on.
+func (r *runRecord) begin() {
+	rec, ok := r.store.(loop.RunRecorder)
 	if !ok {
-		return r
+		return
 	}
-	id, err := rec.BeginRun(ctx, loop.RunRecord{Kind: kind, Holder: loop.ThisProcess()})
+	id, err := rec.BeginRun(r.ctx, loop.RunRecord{Kind: r.kind, Holder: loop.ThisProcess()})
 	if err != nil {
-		fmt.Fprintf(cfg.stderr, "ralph: warning: this run is not recorded: %v\n", err)
-		return r
+		fmt.Fprintf(r.cfg.stderr, "ralph: warning: this run is not recorded: %v\n", err)
+		return
 	}
 	r.rec, r.id = rec, id
-	return r
 }
 
 // end records how the run ended: err is what the command returns, whose
 // exit code (exitCode) and outcome the record keeps; the counts are the
 // scope's now. It runs when the context is cancelled too (a signal).
-func (r *runRecord) end(ctx context.Context, cfg appConfig, err error) {
-	if r == nil || r.rec == nil {
+func (r *runRecord) end(ctx context.Context, err error) {
+	r.once.Do(func() {}) // a note that comes later begins nothing
+	if r.rec == nil {
 		return
 	}
+	code := exitCode(ctx, err) // before the context loses its cancellation
 	ctx = context.WithoutCancel(ctx)
-	code := exitCode(ctx, err)
 	e := loop.RunEnd{Outcome: outcomeOf(code), ExitCode: code}
 	if r.rep != nil {
 		e.Outcome, e.CostUSD, e.Agents = r.rep.Outcome, r.rep.CostUSD, len(r.rep.Receipts)
@@ -76,7 +96,7 @@ func (r *runRecord) end(ctx context.Context, cfg appConfig, err error) {
 		}
 	}
 	if err := r.rec.EndRun(ctx, r.id, e); err != nil {
-		fmt.Fprintf(cfg.stderr, "ralph: warning: the end of this run is not recorded: %v\n", err)
+		fmt.Fprintf(r.cfg.stderr, "ralph: warning: the end of this run is not recorded: %v\n", err)
 	}
 }
 

@@ -121,13 +121,24 @@ func testRunsRecorded(t *testing.T, db string) {
 		t.Errorf("status's last_run (-want +got):\n%s", diff)
 	}
 
-	// 3. A build killed with kill -9 while its agent works.
-	code, pid := killBuildMidAgent(t, p)
+	// 3. A build stopped by SIGTERM while its agent works: cancelled,
+	// exit 130.
+	if code, _ := signalBuildMidAgent(t, p, syscall.SIGTERM); code != exitInterrupted {
+		t.Fatalf("the build stopped by SIGTERM exited %d, want %d", code, exitInterrupted)
+	}
+	runs, _ = p.runs()
+	if c := runs[0]; len(runs) != 3 || c.Outcome != "cancelled" || c.ExitCode == nil || *c.ExitCode != exitInterrupted ||
+		c.EndedAt == "" || c.Done != 2 || c.Remaining != 1 {
+		t.Errorf("after SIGTERM: %+v; want the newest cancelled, exit 130, ended, 1 task remaining", runs)
+	}
+
+	// 4. A build killed with kill -9 while its agent works.
+	code, pid := signalBuildMidAgent(t, p, syscall.SIGKILL)
 	if code != -1 {
 		t.Fatalf("the killed build exited %d", code)
 	}
 	runs, last = p.runs()
-	if len(runs) != 3 {
+	if len(runs) != 4 {
 		t.Fatalf("after the killed build: %d runs: %+v", len(runs), runs)
 	}
 	k := runs[0]
@@ -145,11 +156,11 @@ func testRunsRecorded(t *testing.T, db string) {
 	}
 }
 
-// killBuildMidAgent starts a build whose agent says it started (through
-// a FIFO, so the test waits for nothing else) and then sleeps, kills the
-// build with SIGKILL, and returns its exit code and pid. The orphaned agent
-// is killed at the end of the test.
-func killBuildMidAgent(t *testing.T, p *runsProject) (code, pid int) {
+// signalBuildMidAgent starts a build whose agent says it started (through
+// a FIFO, so the test waits for nothing else) and then sleeps, sends the
+// build sig, and returns its exit code (-1: killed) and pid. An agent that
+// outlives it is killed at the end of the test.
+func signalBuildMidAgent(t *testing.T, p *runsProject, sig syscall.Signal) (code, pid int) {
 	t.Helper()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "started")
@@ -173,7 +184,7 @@ func killBuildMidAgent(t *testing.T, p *runsProject) (code, pid int) {
 	if apid, err := strconv.Atoi(strings.TrimSpace(string(started))); err == nil {
 		t.Cleanup(func() { _ = syscall.Kill(apid, syscall.SIGKILL) })
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
