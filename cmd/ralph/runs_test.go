@@ -86,19 +86,7 @@ func testRunsRecorded(t *testing.T, db string) {
 	if code, _, errs := p.ralph("build", "--claude", agent); code != 0 {
 		t.Fatalf("build: exit %d, stderr %q", code, errs)
 	}
-	runs, last := p.runs()
-	if len(runs) != 1 {
-		t.Fatalf("after one build: %d runs: %+v", len(runs), runs)
-	}
-	r := runs[0]
-	if r.Kind != "build" || r.Outcome != "complete" || r.ExitCode == nil || *r.ExitCode != 0 ||
-		r.Done != 2 || r.Failed != 0 || r.Remaining != 0 || r.CostUSD != 0.25 || r.Agents != 2 ||
-		r.StartedAt == "" || r.EndedAt == "" || r.PID <= 0 || r.Host == "" || r.IntegrationTip != "" {
-		t.Errorf("the completed build's run: %+v", r)
-	}
-	if diff := cmp.Diff(&r, last); diff != "" {
-		t.Errorf("status's last_run (-want +got):\n%s", diff)
-	}
+	first := p.wantLastRun(1, true, runJSON{Kind: "build", Outcome: "complete", ExitCode: intp(0), Done: 2, CostUSD: 0.25, Agents: 2})
 	if out := p.ok("status"); !strings.HasPrefix(out, "last run: build complete (exit 0) · done 2, failed 0, remaining 0 · $0.2500 over 2 agent sessions · ended ") {
 		t.Errorf("status does not lead with the build:\n%s", out)
 	}
@@ -108,45 +96,26 @@ func testRunsRecorded(t *testing.T, db string) {
 	if code, _, errs := p.ralph("build", "--claude", agent, "--test-cmd", "false"); code != 3 {
 		t.Fatalf("build with a failing gate: exit %d, want 3; stderr %q", code, errs)
 	}
-	runs, last = p.runs()
-	if len(runs) != 2 || !cmp.Equal(runs[1], r) {
-		t.Fatalf("after two builds: %+v; want the new one, then the first unchanged", runs)
-	}
-	g := runs[0]
-	if g.ID <= r.ID || g.Outcome != "test_gate_failed" || g.ExitCode == nil || *g.ExitCode != 3 ||
-		g.Done != 2 || g.Remaining != 1 || g.Agents != 0 || g.CostUSD != 0 || g.EndedAt == "" {
-		t.Errorf("the gate-stopped build's run: %+v", g)
-	}
-	if diff := cmp.Diff(&g, last); diff != "" {
-		t.Errorf("status's last_run (-want +got):\n%s", diff)
+	p.wantLastRun(2, true, runJSON{Kind: "build", Outcome: "test_gate_failed", ExitCode: intp(3), Done: 2, Remaining: 1})
+	if runs, _ := p.runs(); !cmp.Equal(runs[1], first) {
+		t.Errorf("the first run changed: %+v, was %+v", runs[1], first)
 	}
 
 	// 3. A build stopped by SIGTERM while its agent works: cancelled,
-	// exit 130.
+	// exit 130, the stopped session counted.
 	if code, _ := signalBuildMidAgent(t, p, syscall.SIGTERM); code != exitInterrupted {
 		t.Fatalf("the build stopped by SIGTERM exited %d, want %d", code, exitInterrupted)
 	}
-	runs, _ = p.runs()
-	if c := runs[0]; len(runs) != 3 || c.Outcome != "cancelled" || c.ExitCode == nil || *c.ExitCode != exitInterrupted ||
-		c.EndedAt == "" || c.Done != 2 || c.Remaining != 1 {
-		t.Errorf("after SIGTERM: %+v; want the newest cancelled, exit 130, ended, 1 task remaining", runs)
-	}
+	p.wantLastRun(3, true, runJSON{Kind: "build", Outcome: "cancelled", ExitCode: intp(exitInterrupted), Done: 2, Remaining: 1, Agents: 1})
 
-	// 4. A build killed with kill -9 while its agent works.
+	// 4. A build killed with kill -9 while its agent works: died, no exit
+	// code, no end.
 	code, pid := signalBuildMidAgent(t, p, syscall.SIGKILL)
 	if code != -1 {
 		t.Fatalf("the killed build exited %d", code)
 	}
-	runs, last = p.runs()
-	if len(runs) != 4 {
-		t.Fatalf("after the killed build: %d runs: %+v", len(runs), runs)
-	}
-	k := runs[0]
-	if k.Outcome != "died" || k.ExitCode != nil || k.EndedAt != "" || k.PID != pid || k.StartedAt == "" {
-		t.Errorf("the killed build's run: %+v; want died, no exit code, no end, pid %d", k, pid)
-	}
-	if diff := cmp.Diff(&k, last); diff != "" {
-		t.Errorf("status's last_run (-want +got):\n%s", diff)
+	if k := p.wantLastRun(4, false, runJSON{Kind: "build", Outcome: "died"}); k.PID != pid {
+		t.Errorf("the killed build's run has pid %d; want %d", k.PID, pid)
 	}
 	if out := p.ok("status"); !strings.HasPrefix(out, "last run: build died (no exit code: its process died)") {
 		t.Errorf("status does not lead with the death:\n%s", out)
@@ -155,6 +124,36 @@ func testRunsRecorded(t *testing.T, db string) {
 		t.Errorf("runs -n 1:\n%s", out)
 	}
 }
+
+// wantLastRun checks that `ralph runs --json` lists n runs, the newest
+// want (apart from its id, times and process, which must be there; ended
+// says whether it has an end), and that status's last_run is the same; it
+// returns the newest.
+func (p *runsProject) wantLastRun(n int, ended bool, want runJSON) runJSON {
+	p.t.Helper()
+	runs, last := p.runs()
+	if len(runs) != n {
+		p.t.Fatalf("%d runs, want %d: %+v", len(runs), n, runs)
+	}
+	got := runs[0]
+	if diff := cmp.Diff(&got, last); diff != "" {
+		p.t.Errorf("status's last_run is not the newest run (-runs +status):\n%s", diff)
+	}
+	if got.StartedAt == "" || (got.EndedAt != "") != ended || got.PID <= 0 || got.Host == "" || got.Holder == "" {
+		p.t.Errorf("run %d: started %q, ended %q, pid %d, host %q, holder %q; want an end: %v", n, got.StartedAt, got.EndedAt, got.PID, got.Host, got.Holder, ended)
+	}
+	if n > 1 && got.ID <= runs[1].ID {
+		p.t.Errorf("run ids %d, then %d: want increasing", runs[1].ID, got.ID)
+	}
+	stable := got
+	stable.ID, stable.StartedAt, stable.EndedAt, stable.Host, stable.PID, stable.Holder = 0, "", "", "", 0, ""
+	if diff := cmp.Diff(want, stable); diff != "" {
+		p.t.Errorf("run %d (-want +got):\n%s", n, diff)
+	}
+	return got
+}
+
+func intp(n int) *int { return &n }
 
 // signalBuildMidAgent starts a build whose agent says it started (through
 // a FIFO, so the test waits for nothing else) and then sleeps, sends the
