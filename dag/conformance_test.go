@@ -39,3 +39,7 @@ func TestConformance(t *testing.T) {
 func TestLandingConformance(t *testing.T) {
 	looptest.TestLandingStore(t, seedStore)
 }
+
+func TestRunRecorderConformance(t *testing.T) {
+	looptest.TestRunRecorder(t, seedStore)
+}

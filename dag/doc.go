@@ -210,6 +210,16 @@
 //   - Feature names must be usable as directory names; spec and plan paths
 //     are stored as given (the CLI fills in the defaults).
 //
+// # Runs
+//
+// Schema version 7 (PostgreSQL: 7) keeps a record of each build, plan and
+// prompt run (loop.RunRecorder, DESIGN §15): the runs table, one row a
+// run, whose seq is its id; outcome 'running' and exit_code NULL until
+// EndRun. The holder's host, pid and start time are stored as a claim's
+// are, so that a reader can tell a run whose process died
+// (loop.RunRecord.Settled); the store itself never marks one dead. The
+// writes touch no task and skip the look for expired claims.
+//
 // # Landings
 //
 // Schema version 5 (PostgreSQL: 4) records what ralph lands on a plan's

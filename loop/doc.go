@@ -33,6 +33,14 @@
 //	}
 //	fmt.Println(rep.Outcome, rep.Message)
 //
+// Run records (DESIGN §15) are the caller's to write: package loop keeps
+// none itself, since a run's kind and its exit code belong to whoever
+// runs it. A store that implements RunRecorder (dag's stores,
+// looptest.MemStore) keeps them: call BeginRun before Run and EndRun
+// however it ends, as the ralph CLI does for build, plan and prompt;
+// RunRecord.Settled shows a record whose process died (kill -9) as
+// RunDied.
+//
 // ExampleRun, ExamplePlan and ExampleRunPrompt run against the fakes of
 // looptest; the programs under examples/ (quickstart, custom-store,
 // custom-runner, policy) are complete.

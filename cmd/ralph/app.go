@@ -146,6 +146,7 @@ func newAppConfig(cfg appConfig) *cli.App {
 			planCommand(cfg),
 			promptCommand(cfg),
 			statusCommand(cfg),
+			runsCommand(cfg),
 			serveCommand(cfg),
 			hookCommand(cfg),
 			versionCommand(cfg),

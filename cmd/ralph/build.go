@@ -148,7 +148,7 @@ func checkWorkerFlags(c *cli.Context, progressMode bool) error {
 // build is the action of `ralph build`: flags → loop.Config, the plan
 // opened, the runners chosen, then one loop (buildSolo) or the workers
 // (buildParallel), as package parallel decides, and the run printed.
-func build(c *cli.Context, cfg appConfig) error {
+func build(c *cli.Context, cfg appConfig) (err error) {
 	if _, err := args(c, 0, 0, ""); err != nil {
 		return err
 	}
@@ -171,6 +171,8 @@ func build(c *cli.Context, cfg appConfig) error {
 	if c.Bool("dry-run") {
 		return dryRun(c.Context, cfg, lc, store)
 	}
+	run := newRun(c.Context, cfg, store, loop.RunKindBuild, lc.Scope)
+	defer func() { run.end(c.Context, err) }()
 	// The agents must exist before anything is claimed.
 	agent, verifier, err := buildAgents(c, cfg)
 	if err != nil {
@@ -187,9 +189,9 @@ func build(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	if workers > 0 {
-		return buildParallel(c, cfg, p, lc, workers, store, runner, view)
+		return buildParallel(c, cfg, p, lc, workers, store, runner, view, run)
 	}
-	return buildSolo(c, cfg, p, lc, store, runner, view)
+	return buildSolo(c, cfg, p, lc, store, runner, view, run)
 }
 
 // buildConfig is the loop.Config the flags of ralph build ask for.
@@ -312,11 +314,12 @@ func checkWorkers(c *cli.Context, lc loop.Config, workers int) error {
 
 // buildSolo runs one loop in the checkout and prints its end: the
 // session log, the outcome.
-func buildSolo(c *cli.Context, cfg appConfig, p project, lc loop.Config, store loop.TaskStore, runner loop.Runner, view *buildView) error {
+func buildSolo(c *cli.Context, cfg appConfig, p project, lc loop.Config, store loop.TaskStore, runner loop.Runner, view *buildView, run *runRecord) error {
 	traces, stopTraces := startTraces(c, cfg, 0)
 	defer stopTraces()
-	lc.Observer = withTraces(view, traces)
+	lc.Observer = run.observe(withTraces(view, traces))
 	rep, err := loop.Run(c.Context, lc, store, runner)
+	run.rep = &rep
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
 			return configError("ralph build", err)
@@ -333,17 +336,18 @@ func buildSolo(c *cli.Context, cfg appConfig, p project, lc loop.Config, store l
 // board on a terminal), and prints its end (printParallel). The traces
 // get the run's own session_end (the workers send theirs), which ends
 // the run span.
-func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, workers int, store loop.TaskStore, runner loop.Runner, view *buildView) error {
+func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, workers int, store loop.TaskStore, runner loop.Runner, view *buildView, run *runRecord) error {
 	view.workers = true
 	if claude.IsTerminal(rawOut(cfg.stdout)) {
 		view.board = newBoard(rawOut(cfg.stdout), cfg.now, cfg.getenv)
 	}
 	traces, stopTraces := startTraces(c, cfg, workers)
 	defer stopTraces()
-	lc.Observer = withTraces(view, traces)
+	lc.Observer = run.observe(withTraces(view, traces))
 	pc := parallel.Config{Loop: lc, Workers: workers, Into: strings.TrimSpace(c.String("into")), Setup: c.String("setup"),
 		Base: strings.TrimSpace(c.String("base")), Remote: strings.TrimSpace(c.String("remote")), AcceptTip: c.Bool("accept-tip"), AcceptedBy: loop.Actor{Person: personName(cfg)}, Words: buildWords}
 	rep, err := parallel.Run(c.Context, pc, store, runner)
+	run.rep, run.into = &rep.Report, rep.Into
 	if traces != nil {
 		total := rep.Report
 		traces.Observe(loop.Note{Kind: loop.NoteSessionEnd, At: cfg.now(), Session: rep.Session, Mode: loop.ModeBuild, Report: &total})

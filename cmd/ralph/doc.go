@@ -306,5 +306,29 @@
 // input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
 // cost_usd, started_at, duration_seconds, turns, exit_reason and verdict;
 // sessions counts every receipt (verifier sessions included) and
-// total_cost_usd sums them. Arrays are [] when empty.
+// total_cost_usd sums them. Arrays are [] when empty. When the store holds
+// a run record, status leads with the last run ("last run: build complete
+// (exit 0) · done 2, failed 0, remaining 0 · $0.2500 over 2 agent sessions
+// · ended 3m ago", then a blank line) and --json has last_run first, an
+// object as `ralph runs --json` prints; with no run the output is as
+// before, last_run left out.
+//
+// # runs
+//
+// build, plan and prompt each record their run in the store
+// (loop.RunRecorder; runs.go): begun at the loop's first note, so that a
+// command refused before its loop starts (bad flags or configuration, a
+// missing agent, a dry run) is no run and changes nothing; ended by a
+// deferred call however the command returns, with the exit code run gives
+// its error and the outcome of its report (or of that exit code, for an
+// error before any report); the counts are the run's scope's at the end.
+// The CLI writes the records, not package loop, since a run's kind and
+// exit code are the CLI's. Only kill -9 leaves a record running; its
+// holder (pid, start time, host) then shows it "died"
+// (loop.RunRecord.Settled). `ralph runs [-n N] [--json]` lists the latest
+// N (default 20, 0 all), newest first; --json is an array of {id, kind,
+// outcome, exit_code, done, failed, remaining, cost_usd, agents,
+// started_at, ended_at, host, pid, holder, integration_tip}: outcome is a
+// loop.Outcome word, "running" or "died"; exit_code null while running
+// and for a run that died; ended_at "" until the run ends.
 package main

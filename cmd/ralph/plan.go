@@ -83,7 +83,7 @@ func agentConfig(c *cli.Context, cfg appConfig, p project, lc *loop.Config) {
 }
 
 // plan is the action of `ralph plan`.
-func plan(c *cli.Context, cfg appConfig) error {
+func plan(c *cli.Context, cfg appConfig) (err error) {
 	a, err := args(c, 0, 1, "at most one argument (N)")
 	if err != nil {
 		return err
@@ -138,6 +138,8 @@ func plan(c *cli.Context, cfg appConfig) error {
 		}
 		return err
 	}
+	run := newRun(c.Context, cfg, st, loop.RunKindPlan, lc.Scope)
+	defer func() { run.end(c.Context, err) }()
 
 	runner, agent, err := findAgent(c, cfg, p.root, lc.UseAPIKey)
 	if err != nil {
@@ -150,10 +152,11 @@ func plan(c *cli.Context, cfg appConfig) error {
 	}
 	traces, stopTraces := startTraces(c, cfg, 0)
 	defer stopTraces()
-	lc.Observer = withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "plan"}, traces)
+	lc.Observer = run.observe(withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "plan"}, traces))
 	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.Plan(c.Context, lc, st, runner)
+	run.rep = &rep
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
 			return configError("ralph plan", err)

@@ -39,7 +39,7 @@ func promptCommand(cfg appConfig) *cli.Command {
 }
 
 // promptRun is the action of `ralph prompt`.
-func promptRun(c *cli.Context, cfg appConfig) error {
+func promptRun(c *cli.Context, cfg appConfig) (err error) {
 	a, err := args(c, 1, 1, "one argument (FILE)")
 	if err != nil {
 		return err
@@ -60,6 +60,8 @@ func promptRun(c *cli.Context, cfg appConfig) error {
 		return err
 	}
 	defer st.Close()
+	run := newRun(c.Context, cfg, st, loop.RunKindPrompt, loop.Scope{})
+	defer func() { run.end(c.Context, err) }()
 	lc := loop.PromptConfig(p.root)
 	lc.Model = strings.TrimSpace(c.String("model"))
 	lc.Commit = c.Bool("commit")
@@ -75,10 +77,11 @@ func promptRun(c *cli.Context, cfg appConfig) error {
 	}
 	traces, stopTraces := startTraces(c, cfg, 0)
 	defer stopTraces()
-	lc.Observer = withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "prompt " + filepath.Base(file)}, traces)
+	lc.Observer = run.observe(withTraces(&modeView{buildView: newBuildView(cfg.stdout), label: "prompt " + filepath.Base(file)}, traces))
 	sweepLeftovers(c.Context, cfg)
 
 	rep, err := loop.RunPrompt(c.Context, lc, loop.PromptParams{Text: string(text), Title: c.String("title"), Receipts: st}, runner)
+	run.rep = &rep
 	if err != nil {
 		if errors.Is(err, loop.ErrConfig) {
 			return configError("ralph prompt", err)

@@ -30,7 +30,10 @@ func statusCommand(cfg appConfig) *cli.Command {
 // statusJSON is `ralph status --json`. The keys are stable: counts has the
 // keys of `task plan-status --json`; receipts are the latest ones, newest
 // first; total_cost_usd and sessions cover every receipt the database holds.
+// last_run is the latest run record (runJSON, as `ralph runs --json` gives
+// it), omitted when there is none.
 type statusJSON struct {
+	LastRun      *runJSON      `json:"last_run,omitempty"`
 	Counts       countsJSON    `json:"counts"`
 	Active       []claimJSON   `json:"active"`
 	Receipts     []receiptJSON `json:"receipts"`
@@ -112,10 +115,24 @@ func status(cfg appConfig) storeAction {
 		for _, r := range all {
 			total += r.CostUSD
 		}
+		runs, err := st.Runs(ctx, 1)
+		if err != nil {
+			return err
+		}
 		latest := all[:min(len(all), statusReceipts)]
 		now := cfg.now()
 		if c.Bool("json") {
-			return writeJSON(cfg.stdout, toStatusJSON(counts, active, latest, len(all), total, now))
+			s := toStatusJSON(counts, active, latest, len(all), total, now)
+			if len(runs) > 0 {
+				last := toRunJSON(runs[0])
+				s.LastRun = &last
+			}
+			return writeJSON(cfg.stdout, s)
+		}
+		if len(runs) > 0 {
+			// The last run leads: how it went is the first thing a
+			// person coming back asks.
+			fmt.Fprintf(cfg.stdout, "%s\n\n", lastRunLine(runs[0], now))
 		}
 		return writeStatusText(cfg.stdout, counts, active, latest, all, total, now)
 	}

@@ -2,14 +2,15 @@
 // programs that embed package loop (as net/http/httptest is for net/http):
 //
 //   - MemStore, an in-memory loop.TaskStore (also loop.FeatureStore,
-//     loop.ReceiptStore and loop.LandingStore) with the full ARCHITECTURE.md §2
+//     loop.ReceiptStore, loop.LandingStore and loop.RunRecorder) with the full ARCHITECTURE.md §2
 //     semantics and an injected clock;
 //   - FakeRunner, a scripted loop.Runner, with Result, ErrorResult,
 //     UsageLimited and Cancelled to build its answers;
 //   - TestTaskStore, the one conformance suite every loop.TaskStore passes:
 //     MemStore, the SQLite store in package dag, the progress-file store;
-//     and TestLandingStore, the suite of loop.LandingStore (MemStore, the
-//     SQLite and the PostgreSQL store);
+//     TestLandingStore, the suite of loop.LandingStore, and TestRunRecorder,
+//     the suite of loop.RunRecorder (each over MemStore, the SQLite and the
+//     PostgreSQL store);
 //   - Clock, a fake clock that moves only when told.
 //
 // It imports only package loop, the standard library (testing included)
@@ -81,6 +82,8 @@
 //     AddDependency, Block and Unblock mirror `ralph task dep add`,
 //     `task block` and `task unblock`.
 //   - Receipts come newest (last recorded) first.
+//   - Run records (loop.RunRecorder) are a slice; a run's id is its place
+//     in it, from 1.
 //   - Landings (loop.LandingStore) live in memory beside the tasks;
 //     AcceptTip's reopen runs the same index updates as any status change
 //     (dependents count the task as an unmet blocker again).

@@ -21,7 +21,7 @@ var (
 )
 
 // MemStore is an in-memory loop.TaskStore, loop.FeatureStore,
-// loop.ReceiptStore and loop.LandingStore with the semantics documented on
+// loop.ReceiptStore, loop.LandingStore and loop.RunRecorder with the semantics documented on
 // loop.TaskStore and in ARCHITECTURE.md §2. It is meant for tests: it
 // passes TestTaskStore, and a loop policy tested against it behaves the
 // same against the SQLite store.
@@ -44,6 +44,9 @@ type MemStore struct {
 	// landings are the integration branches' landings and tips
 	// (loop.LandingStore).
 	landings memLandings
+	// runs are the run records (loop.RunRecorder), oldest first; a
+	// run's ID is its index plus one.
+	runs []loop.RunRecord
 
 	// Indexes kept on every write (see memindex.go), so that reads and
 	// claims do not scan the plan.

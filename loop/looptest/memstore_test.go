@@ -306,3 +306,7 @@ func ids(tasks []loop.Task) []string {
 	}
 	return out
 }
+
+func TestMemStoreRuns(t *testing.T) {
+	looptest.TestRunRecorder(t, newMemStore)
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/loop"
+)
+
+// defaultRuns is how many runs `ralph runs` lists without -n.
+const defaultRuns = 20
+
+// runRecord is the store's record of this build, plan or prompt run
+// (loop.RunRecorder, DESIGN §15). It begins when the loop tells its first
+// note (observe): a command refused before its loop starts — bad flags, a
+// bad configuration, a missing agent — is no run and changes nothing. end
+// ends it however the command returns. The CLI writes it, not package
+// loop: the kind of run and its exit code are the CLI's. A store that
+// keeps no records (a progress file) gets none.
+type runRecord struct {
+	cfg   appConfig
+	ctx   context.Context
+	kind  loop.RunKind
+	store loop.TaskStore
+	scope loop.Scope
+
+	once sync.Once
+	rec  loop.RunRecorder // nil: not begun, or no record
+	id   int64
+	// rep is the run's report, once there is one; into the integration
+	// branch of a parallel build.
+	rep  *loop.Report
+	into string
+}
+
+// newRun is the record of a run of kind on store, begun by observe.
+func newRun(ctx context.Context, cfg appConfig, store loop.TaskStore, kind loop.RunKind, scope loop.Scope) *runRecord {
+	return &runRecord{cfg: cfg, ctx: ctx, kind: kind, store: store, scope: scope}
+}
+
+// observe returns obs telling r that the run began at its first note.
+func (r *runRecord) observe(obs loop.Observer) loop.Observer {
+	return loop.ObserverFunc(func(n loop.Note) {
+		r.once.Do(r.begin)
+		obs.Observe(n)
+	})
+}
+
+// begin records the start of the run. A store that cannot record it only
+// costs a warning: the run goes on.
+func (r *runRecord) begin() {
+	rec, ok := r.store.(loop.RunRecorder)
+	if !ok {
+		return
+	}
+	id, err := rec.BeginRun(r.ctx, loop.RunRecord{Kind: r.kind, Holder: loop.ThisProcess()})
+	if err != nil {
+		fmt.Fprintf(r.cfg.stderr, "ralph: warning: this run is not recorded: %v\n", err)
+		return
+	}
+	r.rec, r.id = rec, id
+}
+
+// end records how the run ended: err is what the command returns, whose
+// exit code (exitCode) and outcome the record keeps; the counts are the
+// scope's now. It runs when the context is cancelled too (a signal).
+func (r *runRecord) end(ctx context.Context, err error) {
+	r.once.Do(func() {}) // a note that comes later begins nothing
+	if r.rec == nil {
+		return
+	}
+	code := exitCode(ctx, err) // before the context loses its cancellation
+	ctx = context.WithoutCancel(ctx)
+	e := loop.RunEnd{Outcome: outcomeOf(code), ExitCode: code}
+	if r.rep != nil {
+		e.Outcome, e.CostUSD, e.Agents = r.rep.Outcome, r.rep.CostUSD, len(r.rep.Receipts)
+		if err != nil && !errors.As(err, new(*codedError)) {
+			e.Outcome = loop.OutcomeError // the report came, then an error
+		}
+	}
+	if counts, cerr := r.store.Counts(ctx, r.scope); cerr == nil {
+		e.Done, e.Failed, e.Remaining = counts.Done, counts.Failed, counts.Open()+counts.InProgress
+	}
+	if ls, ok := r.store.(loop.LandingStore); ok && r.into != "" {
+		if tip, ok, terr := ls.BranchTip(ctx, r.into); terr == nil && ok {
+			e.IntegrationTip = tip
+		}
+	}
+	if err := r.rec.EndRun(ctx, r.id, e); err != nil {
+		fmt.Fprintf(r.cfg.stderr, "ralph: warning: the end of this run is not recorded: %v\n", err)
+	}
+}
+
+// exitCode is the exit code runApp gives err.
+func exitCode(ctx context.Context, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return exitInterrupted
+	}
+	var ce *codedError
+	if errors.As(storeError(err), &ce) {
+		return ce.code
+	}
+	return exitError
+}
+
+// outcomeOf is the outcome of a run that ended with exit code code before
+// it had a report: the outcome of that code (README, "Exit codes").
+func outcomeOf(code int) loop.Outcome {
+	if code == exitOK {
+		return loop.OutcomeComplete
+	}
+	for _, o := range loop.Outcomes() {
+		if o.ExitCode() == code {
+			return o
+		}
+	}
+	return loop.OutcomeError
+}
+
+func runsCommand(cfg appConfig) *cli.Command {
+	return &cli.Command{
+		Name:      "runs",
+		Usage:     "list the build, plan and prompt runs, newest first",
+		UsageText: "ralph runs [-n N] [--json]",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "n", Value: defaultRuns, Usage: "list the latest `N` runs (0: all)"},
+			jsonFlag(),
+		},
+		Action: withStore(cfg, func(c *cli.Context, _ project, st *dag.Store) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			if c.Int("n") < 0 {
+				return &usageError{cmd: "ralph runs", err: fmt.Errorf("-n must be 0 or more, not %d", c.Int("n"))}
+			}
+			runs, err := st.Runs(c.Context, c.Int("n"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				out := make([]runJSON, 0, len(runs))
+				for _, r := range runs {
+					out = append(out, toRunJSON(r))
+				}
+				return writeJSON(cfg.stdout, out)
+			}
+			return writeRunsText(cfg.stdout, runs, cfg.now())
+		}),
+	}
+}
+
+// runJSON is one run record in `ralph runs --json` (an array of them,
+// newest first) and `ralph status --json`'s last_run. outcome is a
+// loop.Outcome word, "running" while the run goes on, or "died" when its
+// holder process is gone from this host with the run not ended (killed
+// with kill -9); exit_code is the CLI's exit code, null while running and
+// for a run that died; ended_at is "" until the run ends. done, failed
+// and remaining are the run's scope's tasks at its end (remaining: open
+// or in progress); agents counts its agent sessions, cost_usd their cost;
+// integration_tip is the integration branch's tip at the end of a build
+// that had one, else "". holder is the process that ran it (RALPH_HOLDER's
+// form), host its host identity.
+type runJSON struct {
+	ID             int64   `json:"id"`
+	Kind           string  `json:"kind"`
+	Outcome        string  `json:"outcome"`
+	ExitCode       *int    `json:"exit_code"`
+	Done           int     `json:"done"`
+	Failed         int     `json:"failed"`
+	Remaining      int     `json:"remaining"`
+	CostUSD        float64 `json:"cost_usd"`
+	Agents         int     `json:"agents"`
+	StartedAt      string  `json:"started_at"`
+	EndedAt        string  `json:"ended_at"`
+	Host           string  `json:"host"`
+	PID            int     `json:"pid"`
+	Holder         string  `json:"holder"`
+	IntegrationTip string  `json:"integration_tip"`
+}
+
+func toRunJSON(r loop.RunRecord) runJSON {
+	r = r.Settled()
+	return runJSON{ID: r.ID, Kind: string(r.Kind), Outcome: string(r.Outcome), ExitCode: r.ExitCode,
+		Done: r.Done, Failed: r.Failed, Remaining: r.Remaining, CostUSD: r.CostUSD, Agents: r.Agents,
+		StartedAt: jsonTime(r.StartedAt), EndedAt: jsonTime(r.EndedAt),
+		Host: r.Holder.Host, PID: r.Holder.PID, Holder: r.Holder.String(), IntegrationTip: r.IntegrationTip}
+}
+
+// writeRunsText prints the runs as a table, newest first.
+func writeRunsText(w io.Writer, runs []loop.RunRecord, now time.Time) error {
+	if len(runs) == 0 {
+		_, err := fmt.Fprintln(w, "runs: none yet")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tOUTCOME\tEXIT\tDONE\tFAILED\tREMAINING\tAGENTS\tCOST\tSTARTED\tTOOK")
+	for _, r := range runs {
+		r = r.Settled()
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.4f\t%s\t%s\n", r.ID, r.Kind, r.Outcome, exitText(r),
+			r.Done, r.Failed, r.Remaining, r.Agents, r.CostUSD, r.StartedAt.UTC().Format(time.RFC3339), took(r, now))
+	}
+	return tw.Flush()
+}
+
+// exitText is a run's exit code, "-" when it has none.
+func exitText(r loop.RunRecord) string {
+	if r.ExitCode == nil {
+		return "-"
+	}
+	return strconv.Itoa(*r.ExitCode)
+}
+
+// took is how long a run took, or has been running ("running 3m").
+func took(r loop.RunRecord, now time.Time) string {
+	switch {
+	case !r.EndedAt.IsZero():
+		return age(r.EndedAt.Sub(r.StartedAt))
+	case r.Outcome == loop.RunDied:
+		return "-"
+	}
+	return "running " + age(now.Sub(r.StartedAt))
+}
+
+// lastRunLine is `ralph status`'s first line: the last run, in one line.
+// "last run: build test_gate_failed (exit 3) · done 1, failed 0, remaining 2
+// · $0.0120 over 2 agent sessions · ended 3m ago".
+func lastRunLine(r loop.RunRecord, now time.Time) string {
+	r = r.Settled()
+	exit := "exit " + exitText(r)
+	when := "started " + age(now.Sub(r.StartedAt)) + " ago"
+	switch {
+	case !r.EndedAt.IsZero():
+		when = "ended " + age(now.Sub(r.EndedAt)) + " ago"
+	case r.Outcome == loop.RunDied:
+		exit = "no exit code: its process died"
+	}
+	return fmt.Sprintf("last run: %s %s (%s) · done %d, failed %d, remaining %d · $%.4f over %d agent %s · %s",
+		r.Kind, r.Outcome, exit, r.Done, r.Failed, r.Remaining, r.CostUSD, r.Agents, "session"+plural(r.Agents), when)
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
+)
+
+// TestRunsRecorded: through the binary, each way a build ends leaves a run
+// record that `ralph runs --json` and `ralph status --json` tell
+// truthfully: a build that completes, one the test gate stops on the
+// starting tree (exit 3), and one killed with kill -9 while its agent
+// works, which shows as ended by its holder's death.
+func TestRunsRecorded(t *testing.T) { testRunsRecorded(t, "") }
+
+// TestRunsRecordedOnPostgres is TestRunsRecorded with the plan on
+// PostgreSQL.
+func TestRunsRecordedOnPostgres(t *testing.T) { testRunsRecorded(t, pgtest.URL(t)) }
+
+// runsProject is a project run through the ralph binary.
+type runsProject struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	env  []string
+	args []string // --db URL --plan NAME, on PostgreSQL
+}
+
+func (p *runsProject) ralph(args ...string) (int, string, string) {
+	p.t.Helper()
+	return runBinary(p.t, p.bin, p.dir, p.env, append(append([]string{}, p.args...), args...)...)
+}
+
+func (p *runsProject) ok(args ...string) string {
+	p.t.Helper()
+	code, out, errs := p.ralph(args...)
+	if code != 0 {
+		p.t.Fatalf("ralph %s: exit %d, stderr %q", strings.Join(args, " "), code, errs)
+	}
+	return out
+}
+
+// runs is `ralph runs --json` and `ralph status --json`'s last_run.
+func (p *runsProject) runs() ([]runJSON, *runJSON) {
+	p.t.Helper()
+	var runs []runJSON
+	if err := json.Unmarshal([]byte(p.ok("runs", "--json")), &runs); err != nil {
+		p.t.Fatal(err)
+	}
+	var st statusJSON
+	if err := json.Unmarshal([]byte(p.ok("status", "--json")), &st); err != nil {
+		p.t.Fatal(err)
+	}
+	return runs, st.LastRun
+}
+
+func testRunsRecorded(t *testing.T, db string) {
+	p := &runsProject{t: t, bin: ralphBinary(t), dir: t.TempDir(),
+		env: append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=")}
+	if db != "" {
+		p.args = []string{"--db", db, "--plan", fmt.Sprintf("runs-%d", harnessPlans.Add(1))}
+	}
+	p.ok("init")
+	// No run yet: status has no last_run, runs lists none.
+	if runs, last := p.runs(); len(runs) != 0 || last != nil {
+		t.Fatalf("before any run: runs %+v, last_run %+v", runs, last)
+	}
+	if out := p.ok("status"); strings.HasPrefix(out, "last run") {
+		t.Errorf("status before any run leads with a run:\n%s", out)
+	}
+	p.ok("task", "add", "First")
+	p.ok("task", "add", "Second")
+
+	// 1. A build that completes.
+	agent, _ := fakeAgentPath(t, agentStep{Text: done, Cost: 0.125})
+	if code, _, errs := p.ralph("build", "--claude", agent); code != 0 {
+		t.Fatalf("build: exit %d, stderr %q", code, errs)
+	}
+	first := p.wantLastRun(1, true, runJSON{Kind: "build", Outcome: "complete", ExitCode: intp(0), Done: 2, CostUSD: 0.25, Agents: 2})
+	if out := p.ok("status"); !strings.HasPrefix(out, "last run: build complete (exit 0) · done 2, failed 0, remaining 0 · $0.2500 over 2 agent sessions · ended ") {
+		t.Errorf("status does not lead with the build:\n%s", out)
+	}
+
+	// 2. A build the test gate stops before any agent: exit 3.
+	p.ok("task", "add", "Third")
+	if code, _, errs := p.ralph("build", "--claude", agent, "--test-cmd", "false"); code != 3 {
+		t.Fatalf("build with a failing gate: exit %d, want 3; stderr %q", code, errs)
+	}
+	p.wantLastRun(2, true, runJSON{Kind: "build", Outcome: "test_gate_failed", ExitCode: intp(3), Done: 2, Remaining: 1})
+	if runs, _ := p.runs(); !cmp.Equal(runs[1], first) {
+		t.Errorf("the first run changed: %+v, was %+v", runs[1], first)
+	}
+
+	// 3. A build stopped by SIGTERM while its agent works: cancelled,
+	// exit 130, the stopped session counted.
+	if code, _ := signalBuildMidAgent(t, p, syscall.SIGTERM); code != exitInterrupted {
+		t.Fatalf("the build stopped by SIGTERM exited %d, want %d", code, exitInterrupted)
+	}
+	p.wantLastRun(3, true, runJSON{Kind: "build", Outcome: "cancelled", ExitCode: intp(exitInterrupted), Done: 2, Remaining: 1, Agents: 1})
+
+	// 4. A build killed with kill -9 while its agent works: died, no exit
+	// code, no end.
+	code, pid := signalBuildMidAgent(t, p, syscall.SIGKILL)
+	if code != -1 {
+		t.Fatalf("the killed build exited %d", code)
+	}
+	if k := p.wantLastRun(4, false, runJSON{Kind: "build", Outcome: "died"}); k.PID != pid {
+		t.Errorf("the killed build's run has pid %d; want %d", k.PID, pid)
+	}
+	if out := p.ok("status"); !strings.HasPrefix(out, "last run: build died (no exit code: its process died)") {
+		t.Errorf("status does not lead with the death:\n%s", out)
+	}
+	if out := p.ok("runs", "-n", "1"); !strings.Contains(out, "OUTCOME") || !strings.Contains(out, " died ") || strings.Contains(out, "complete") {
+		t.Errorf("runs -n 1:\n%s", out)
+	}
+}
+
+// wantLastRun checks that `ralph runs --json` lists n runs, the newest
+// want (apart from its id, times and process, which must be there; ended
+// says whether it has an end), and that status's last_run is the same; it
+// returns the newest.
+func (p *runsProject) wantLastRun(n int, ended bool, want runJSON) runJSON {
+	p.t.Helper()
+	runs, last := p.runs()
+	if len(runs) != n {
+		p.t.Fatalf("%d runs, want %d: %+v", len(runs), n, runs)
+	}
+	got := runs[0]
+	if diff := cmp.Diff(&got, last); diff != "" {
+		p.t.Errorf("status's last_run is not the newest run (-runs +status):\n%s", diff)
+	}
+	if got.StartedAt == "" || (got.EndedAt != "") != ended || got.PID <= 0 || got.Host == "" || got.Holder == "" {
+		p.t.Errorf("run %d: started %q, ended %q, pid %d, host %q, holder %q; want an end: %v", n, got.StartedAt, got.EndedAt, got.PID, got.Host, got.Holder, ended)
+	}
+	if n > 1 && got.ID <= runs[1].ID {
+		p.t.Errorf("run ids %d, then %d: want increasing", runs[1].ID, got.ID)
+	}
+	stable := got
+	stable.ID, stable.StartedAt, stable.EndedAt, stable.Host, stable.PID, stable.Holder = 0, "", "", "", 0, ""
+	if diff := cmp.Diff(want, stable); diff != "" {
+		p.t.Errorf("run %d (-want +got):\n%s", n, diff)
+	}
+	return got
+}
+
+func intp(n int) *int { return &n }
+
+// signalBuildMidAgent starts a build whose agent says it started (through
+// a FIFO, so the test waits for nothing else) and then sleeps, sends the
+// build sig, and returns its exit code (-1: killed) and pid. An agent that
+// outlives it is killed at the end of the test.
+func signalBuildMidAgent(t *testing.T, p *runsProject, sig syscall.Signal) (code, pid int) {
+	t.Helper()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "started")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := filepath.Join(dir, "claude")
+	script := "#!/bin/sh\ncat >/dev/null\necho $$ > " + shQuote(fifo) + "\nexec sleep 60\n"
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(p.bin, append(append([]string{}, p.args...), "build", "--claude", agent)...)
+	cmd.Dir, cmd.Env = p.dir, p.env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started, err := os.ReadFile(fifo) // until the agent wrote its pid
+	if err != nil {
+		t.Fatal(err)
+	}
+	if apid, err := strconv.Atoi(strings.TrimSpace(string(started))); err == nil {
+		t.Cleanup(func() { _ = syscall.Kill(apid, syscall.SIGKILL) })
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	return cmd.ProcessState.ExitCode(), cmd.Process.Pid
+}
