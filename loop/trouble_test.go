@@ -149,24 +149,35 @@ func TestPeekModeCommit(t *testing.T) {
 	}
 }
 
-// lockedStore fails Complete with a transient error (a locked database, a
-// full disk) until fails is spent; fails < 0 fails it for good.
-type lockedStore struct {
-	*looptest.MemStore
+// refusals counts a store's tries at one write and says which to refuse:
+// the first fails (fails < 0: all).
+type refusals struct {
 	mu    sync.Mutex
 	fails int
 	tries int
 }
 
-func (s *lockedStore) Complete(ctx context.Context, p loop.MoveParams) error {
-	s.mu.Lock()
-	s.tries++
-	fail := s.fails != 0
-	if s.fails > 0 {
-		s.fails--
+// refuse counts a try and reports whether to refuse it.
+func (r *refusals) refuse() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tries++
+	fail := r.fails != 0
+	if r.fails > 0 {
+		r.fails--
 	}
-	s.mu.Unlock()
-	if fail {
+	return fail
+}
+
+// lockedStore fails Complete with a transient error (a locked database, a
+// full disk) until fails is spent; fails < 0 fails it for good.
+type lockedStore struct {
+	*looptest.MemStore
+	refusals
+}
+
+func (s *lockedStore) Complete(ctx context.Context, p loop.MoveParams) error {
+	if s.refuse() {
 		return errDisk
 	}
 	return s.MemStore.Complete(ctx, p)
@@ -177,7 +188,7 @@ func (s *lockedStore) Complete(ctx context.Context, p loop.MoveParams) error {
 // the store takes it; the iteration says "done" only then.
 func TestOutcomeRetriedUntilRecorded(t *testing.T) {
 	clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	store := &lockedStore{MemStore: looptest.NewMemStore(clock.Now), fails: 5}
+	store := &lockedStore{MemStore: looptest.NewMemStore(clock.Now), refusals: refusals{fails: 5}}
 	if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +225,7 @@ func TestOutcomeRetriedUntilRecorded(t *testing.T) {
 // text and says the iteration was not recorded, never "done".
 func TestOutcomeNotRecorded(t *testing.T) {
 	clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	store := &lockedStore{MemStore: looptest.NewMemStore(clock.Now), fails: -1}
+	store := &lockedStore{MemStore: looptest.NewMemStore(clock.Now), refusals: refusals{fails: -1}}
 	if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,21 +258,12 @@ func TestOutcomeNotRecorded(t *testing.T) {
 // negative fails: always).
 type receiptStore struct {
 	*looptest.MemStore
-	err   error
-	mu    sync.Mutex
-	fails int
-	tries int
+	err error
+	refusals
 }
 
 func (s *receiptStore) RecordReceipt(ctx context.Context, r loop.Receipt) error {
-	s.mu.Lock()
-	s.tries++
-	fail := s.fails != 0
-	if s.fails > 0 {
-		s.fails--
-	}
-	s.mu.Unlock()
-	if fail {
+	if s.refuse() {
 		return s.err
 	}
 	return s.MemStore.RecordReceipt(ctx, r)
@@ -285,7 +287,7 @@ func TestReceiptRetriedUntilRecorded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-			store := &receiptStore{MemStore: looptest.NewMemStore(clock.Now), err: tc.err, fails: tc.fails}
+			store := &receiptStore{MemStore: looptest.NewMemStore(clock.Now), err: tc.err, refusals: refusals{fails: tc.fails}}
 			if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
 				t.Fatal(err)
 			}
