@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -188,4 +189,50 @@ func signalBuildMidAgent(t *testing.T, p *runsProject, sig syscall.Signal) (code
 	}
 	_ = cmd.Wait()
 	return cmd.ProcessState.ExitCode(), cmd.Process.Pid
+}
+
+// TestRunsEveryEnding: the other ways a build ends — complete with
+// failures, blocked behind a failed task, agent trouble, the cost budget,
+// a usage limit it does not wait for — each leave a run that says so,
+// with the exit code the build exited with, on a plan of their own.
+func TestRunsEveryEnding(t *testing.T) {
+	cases := []struct {
+		name    string
+		steps   []agentStep
+		args    []string
+		blocked bool // the second task waits for the first
+		want    runJSON
+	}{
+		{"complete with failures", []agentStep{{Text: "Cannot. <task-failed>{task}</task-failed>", Cost: 0.01}}, nil, false,
+			runJSON{Outcome: "complete_with_failures", ExitCode: intp(8), Failed: 2, CostUSD: 0.02, Agents: 2}},
+		{"blocked", []agentStep{{Text: "Cannot. <task-failed>{task}</task-failed>", Cost: 0.01}}, nil, true,
+			runJSON{Outcome: "blocked", ExitCode: intp(6), Failed: 1, Remaining: 1, CostUSD: 0.01, Agents: 1}},
+		{"agent trouble", []agentStep{{Crash: true}}, []string{"--max-retries", "0"}, false,
+			runJSON{Outcome: "agent_failed", ExitCode: intp(4), Remaining: 2, Agents: 1}},
+		{"cost budget", []agentStep{{Text: done, Cost: 0.5}}, []string{"--max-cost", "0.4"}, false,
+			runJSON{Outcome: "budget_exhausted", ExitCode: intp(9), Done: 1, Remaining: 1, CostUSD: 0.5, Agents: 1}},
+		{"usage limit", []agentStep{{UsageLimit: time.Now().Add(3 * time.Hour).Unix()}}, []string{"--max-wait", "0"}, false,
+			runJSON{Outcome: "usage_limit", ExitCode: intp(10), Remaining: 2, Agents: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &runsProject{t: t, bin: ralphBinary(t), dir: t.TempDir(),
+				env: append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=")}
+			p.ok("init")
+			p.ok("task", "add", "First")
+			if tc.blocked {
+				p.ok("task", "add", "Second", "--blocked-by", "t-1")
+			} else {
+				p.ok("task", "add", "Second")
+			}
+			agent, _ := fakeAgentPath(t, tc.steps...)
+			code, _, errs := p.ralph(append([]string{"build", "--claude", agent}, tc.args...)...)
+			if code != *tc.want.ExitCode {
+				t.Fatalf("build: exit %d, want %d; stderr %q", code, *tc.want.ExitCode, errs)
+			}
+			want := tc.want
+			want.Kind = "build"
+			p.wantLastRun(1, true, want)
+		})
+	}
 }
