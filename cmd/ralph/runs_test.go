@@ -236,3 +236,23 @@ func TestRunsEveryEnding(t *testing.T) {
 		})
 	}
 }
+
+// TestRunsRecordIntegrationTip: a --workers build's run records where it
+// left the integration branch.
+func TestRunsRecordIntegrationTip(t *testing.T) {
+	p := newLandProject(t, "")
+	agent, _ := fakeAgentPath(t, work)
+	if code, out := p.build(agent); code != 0 {
+		t.Fatalf("build: exit %d\n%s", code, out)
+	}
+	var runs []runJSON
+	if err := json.Unmarshal([]byte(p.ok("runs", "--json")), &runs); err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Outcome != "complete" || runs[0].Done != 3 {
+		t.Fatalf("runs: %+v; want one complete build of 3 tasks", runs)
+	}
+	if tip := p.git("rev-parse", "ralph/integration"); runs[0].IntegrationTip != tip {
+		t.Errorf("the run's integration tip is %q; want the branch's, %s", runs[0].IntegrationTip, tip)
+	}
+}
