@@ -64,8 +64,9 @@ var treeName = regexp.MustCompile(`^w[0-9]+$`)
 // integration branch (DESIGN §15 "Clean-up"), in the repository only:
 //
 //   - the workers' trees wK that no build holds (its lock, as takeTree
-//     takes it), that are clean and whose HEAD is on a branch or is a
-//     commit some branch holds: git worktree remove;
+//     takes it), in which no attempt was left under way (a crashed
+//     build's marker), that are clean and whose HEAD is on a branch or is
+//     a commit some branch holds: git worktree remove;
 //   - the task branches ralph/task/<id> and attempt branches
 //     ralph/attempt/<id>/<n> whose commits all landed — patch-equivalent
 //     to commits of the integration branch (Git.Cherry: landings rebase)
@@ -162,6 +163,10 @@ func (c *cleaner) tree(ctx context.Context, dir, name string) error {
 		return nil
 	}
 	defer lock.Close()
+	if id := (&workspace{root: c.cfg.Root, dir: path}).readMarker(); id != "" {
+		c.keep("worktree", path, "an attempt at task "+id+" was under way in it when its build stopped (the next build keeps its work)")
+		return nil
+	}
 	if err := c.g.CheckWorktree(ctx, path); err != nil {
 		var we *WorktreeError
 		if errors.As(err, &we) {

@@ -16,7 +16,8 @@ import (
 // onto a newer tip), task b failed (its branch and attempt hold work that
 // never landed), task c is in progress, task d's branch holds nothing;
 // the trees w1 (clean, on the branch's tip), w2 (a change), w3 (HEAD on
-// no branch) and w4 (a build holds it).
+// no branch), w4 (a build holds it) and w5 (a crashed build's attempt
+// at b).
 func cleanRepo(t *testing.T) (*fakeGit, CleanConfig, func() []string) {
 	t.Helper()
 	g := newFakeGit(map[string]string{"f": "0"})
@@ -42,7 +43,7 @@ func cleanRepo(t *testing.T) (*fakeGit, CleanConfig, func() []string) {
 
 	root := t.TempDir()
 	dir := filepath.Join(root, ".ralph", "worktrees")
-	for i, at := range []string{landed, landed, stray, landed} {
+	for i, at := range []string{landed, landed, stray, landed, landed} {
 		name := filepath.Join(dir, fmt.Sprintf("w%d", i+1))
 		if err := os.MkdirAll(name, 0o755); err != nil {
 			t.Fatal(err)
@@ -50,6 +51,9 @@ func cleanRepo(t *testing.T) (*fakeGit, CleanConfig, func() []string) {
 		g.trees[name] = &fakeTree{head: at, files: maps.Clone(g.commits[at].files)}
 	}
 	g.trees[filepath.Join(dir, "w2")].files["new"] = "x"
+	if err := os.WriteFile(filepath.Join(dir, "w5.task"), []byte("b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	lock, ok, err := takeTree(root, dir, "w4")
 	if err != nil || !ok {
 		t.Fatal(ok, err)
@@ -98,6 +102,7 @@ func TestCleanRemovesWhatLandedAndKeepsTheRest(t *testing.T) {
 keep worktree w2: 1 uncommitted path
 keep worktree w3: its HEAD ` + "%s" + ` is on no branch
 keep worktree w4: a build is using it
+keep worktree w5: an attempt at task b was under way in it when its build stopped (the next build keeps its work)
 remove branch ralph/attempt/a/1
 keep branch ralph/attempt/b/1: 1 commit not on ralph/integration
 remove branch ralph/task/a
@@ -139,8 +144,8 @@ keep fence refs/ralph/claims/ralph%%2Fintegration/c: its task is in progress
 	if _, ok := g.trees[filepath.Join(cfg.Root, ".ralph", "worktrees", "w1")]; ok {
 		t.Error("w1 is still there")
 	}
-	if len(g.trees) != 3 {
-		t.Errorf("%d trees left, want 3", len(g.trees))
+	if len(g.trees) != 4 {
+		t.Errorf("%d trees left, want 4", len(g.trees))
 	}
 
 	again, err := Clean(t.Context(), cfg)
