@@ -33,7 +33,7 @@ func cleanCommand(cfg appConfig) *cli.Command {
 			g := &parallel.ExecGit{Root: p.root}
 			if err := g.Check(ctx); err != nil {
 				if errors.Is(err, parallel.ErrNotRepository) {
-					return fmt.Errorf("ralph clean: %s is not in a git repository: there is nothing of ralph's to clean", p.root)
+					return fmt.Errorf("%s is not in a git repository: ralph clean has nothing to clean there", p.root)
 				}
 				return err
 			}
