@@ -19,6 +19,13 @@
 //
 // # Decisions
 //
+//   - Clean (ralph clean) calls a branch landed when git cherry finds
+//     every commit of it patch-equivalent to one of the integration
+//     branch — landings rebase, so the landed commit is a copy, never the
+//     branch's own — or when its tip is an ancestor of the integration
+//     branch: an attempt branch of a task now done is then removed unless
+//     it holds other work. A tree counts as used while a build holds its
+//     lock (takeTree), and Clean takes that lock itself while it looks.
 //   - Worktrees live in <root>/.ralph/worktrees/wK: inside the project, so
 //     that they go where the plan goes and never land beside someone
 //     else's directories; the directory holds a .gitignore of "*", so the

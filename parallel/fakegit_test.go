@@ -698,3 +698,68 @@ func unionKeysOf(a, b map[string]string) map[string]string {
 }
 
 var _ Git = (*fakeGit)(nil)
+
+func (g *fakeGit) Refs(_ context.Context, prefix string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, r := range g.refsUnder(prefix) {
+		g.mu.Lock()
+		out[r] = g.refs[r]
+		g.mu.Unlock()
+	}
+	return out, nil
+}
+
+// Cherry compares commits by their change to their first parent, as git
+// cherry's patch ids do.
+func (g *fakeGit) Cherry(_ context.Context, upstream, head string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	landed := map[string]bool{}
+	for _, c := range g.between(head, upstream) {
+		landed[g.patch(c)] = true
+	}
+	var out []string
+	for _, c := range g.between(upstream, head) {
+		if !landed[g.patch(c)] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// patch is commit c's change to its first parent, as text; g.mu is held.
+func (g *fakeGit) patch(c string) string {
+	was, is := g.commits[g.commits[c].parent].files, g.commits[c].files
+	var b strings.Builder
+	for _, p := range slices.Sorted(maps.Keys(unionKeysOf(was, is))) {
+		if was[p] != is[p] {
+			fmt.Fprintf(&b, "%q %q %q\n", p, was[p], is[p])
+		}
+	}
+	return b.String()
+}
+
+func (g *fakeGit) DeleteRef(_ context.Context, ref, old string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if at, ok := g.refs[ref]; !ok || at != old {
+		return fmt.Errorf("%w: %s", ErrRefMoved, ref)
+	}
+	delete(g.refs, ref)
+	return nil
+}
+
+func (g *fakeGit) RemoveWorktree(_ context.Context, dir string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, ok := g.trees[dir]
+	if !ok {
+		return fmt.Errorf("fake: no worktree %s", dir)
+	}
+	head := g.commits[t.head].files
+	if !maps.Equal(head, t.files) {
+		return fmt.Errorf("fake: %s has changes", dir)
+	}
+	delete(g.trees, dir)
+	return nil
+}

@@ -59,6 +59,18 @@ type Git interface {
 	// Branches returns the repository's branches (full ref names) and
 	// the commits they name.
 	Branches(ctx context.Context) (map[string]string, error)
+	// Refs returns the refs under prefix ("refs/ralph/claims/"; whole
+	// components match) and the commits they name.
+	Refs(ctx context.Context, prefix string) (map[string]string, error)
+	// Cherry returns the commits reachable from head but not from
+	// upstream whose change no commit of upstream (not reachable from
+	// head) makes as well — git cherry's "+" lines: the work of head that
+	// did not land on upstream, patch-equivalent copies (a rebased
+	// landing) counting as landed. Newest first; none when all landed.
+	Cherry(ctx context.Context, upstream, head string) ([]string, error)
+	// DeleteRef deletes ref while it names old; when it names something
+	// else, or nothing, it changes nothing and returns ErrRefMoved.
+	DeleteRef(ctx context.Context, ref, old string) error
 	// Parents returns commit's parents, the first parent first (none for
 	// a root commit).
 	Parents(ctx context.Context, commit string) ([]string, error)
@@ -93,6 +105,10 @@ type Git interface {
 	// AddWorktree makes it again. No link on the way to dir or to aside
 	// is followed: one is an error (safefile.ErrLink), nothing moved.
 	SetAside(ctx context.Context, dir, aside string) error
+	// RemoveWorktree removes the worktree at dir, its directory and the
+	// repository's record of it; a tree with changes or untracked files
+	// that are not ignored is refused, nothing removed.
+	RemoveWorktree(ctx context.Context, dir string) error
 	// HeadOf returns the branch dir's HEAD is on (a full ref name; ""
 	// when HEAD is detached) and the commit HEAD names.
 	HeadOf(ctx context.Context, dir string) (branch, commit string, err error)

@@ -147,6 +147,7 @@ func newAppConfig(cfg appConfig) *cli.App {
 			promptCommand(cfg),
 			statusCommand(cfg),
 			runsCommand(cfg),
+			cleanCommand(cfg),
 			serveCommand(cfg),
 			hookCommand(cfg),
 			versionCommand(cfg),

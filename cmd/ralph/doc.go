@@ -331,4 +331,10 @@
 // started_at, ended_at, host, pid, holder, integration_tip}: outcome is a
 // loop.Outcome word, "running" or "died"; exit_code null while running
 // and for a run that died; ended_at "" until the run ends.
+//
+// `ralph clean [--dry-run]` (clean.go) removes what parallel builds left
+// whose work landed on the plan's recorded integration branch, as
+// parallel.Clean decides, and lists everything it keeps with why; exit
+// 1 outside a git repository or without a task database. The remote of
+// --remote builds is not touched.
 package main

@@ -3,6 +3,7 @@ package gittest
 import (
 	"errors"
 	"maps"
+	"os"
 	"slices"
 	"testing"
 
@@ -28,6 +29,9 @@ func TestGit(t *testing.T, newRepo NewRepo) {
 		{"IsAncestor", testIsAncestor},
 		{"CommitsAndTrailers", testCommitsAndTrailers},
 		{"Branches", testBranches},
+		{"RefsAndDeleteRef", testRefsAndDeleteRef},
+		{"Cherry", testCherry},
+		{"RemoveWorktree", testRemoveWorktree},
 		{"Worktree", testWorktree},
 		{"Status", testStatus},
 		{"Switch", testSwitch},
@@ -664,5 +668,100 @@ func testPushGuard(t *testing.T, newRepo NewRepo) {
 	must(t, push(parallel.PushParams{Ref: branch, Commit: next, Old: oh, Guard: &held}))
 	if b, f := at(branch), at(fence); b != next || f != next {
 		t.Errorf("after a guarded push the branch is at %s and the guard at %s; want both at %s", b, f, next)
+	}
+}
+
+func testRefsAndDeleteRef(t *testing.T, newRepo NewRepo) {
+	r := newRepo(t, base)
+	g, ctx := r.Git(), t.Context()
+	h := head(t, r)
+	next := commitOn(t, r, "w", h, "next", map[string]string{"c.txt": "c\n"})
+	const a, b, other = "refs/ralph/claims/x/a", "refs/ralph/claims/x/b", "refs/ralph/claims/xy/a"
+	must(t, g.SetRef(ctx, a, h))
+	must(t, g.SetRef(ctx, b, next))
+	must(t, g.SetRef(ctx, other, h))
+	got, err := g.Refs(ctx, "refs/ralph/claims/x/")
+	must(t, err)
+	diff(t, "Refs under refs/ralph/claims/x/", map[string]string{a: h, b: next}, got)
+	got, err = g.Refs(ctx, "refs/ralph/none/")
+	must(t, err)
+	if len(got) != 0 {
+		t.Errorf("Refs of an empty prefix = %v", got)
+	}
+
+	if err := g.DeleteRef(ctx, a, next); !errors.Is(err, parallel.ErrRefMoved) {
+		t.Errorf("DeleteRef from a stale old = %v, want ErrRefMoved", err)
+	}
+	if got := resolve(t, g, a); got != h {
+		t.Errorf("a refused DeleteRef moved the ref to %s", got)
+	}
+	must(t, g.DeleteRef(ctx, a, h))
+	if _, ok, _ := g.Resolve(ctx, a); ok {
+		t.Errorf("DeleteRef left the ref")
+	}
+	if err := g.DeleteRef(ctx, a, h); !errors.Is(err, parallel.ErrRefMoved) {
+		t.Errorf("DeleteRef of a missing ref = %v, want ErrRefMoved", err)
+	}
+	const branch = "refs/heads/ralph/task/t"
+	must(t, g.CreateRef(ctx, branch, next))
+	must(t, g.DeleteRef(ctx, branch, next))
+	branches, err := g.Branches(ctx)
+	must(t, err)
+	if _, ok := branches[branch]; ok {
+		t.Errorf("DeleteRef left the branch")
+	}
+}
+
+// testCherry: a commit whose change the upstream made too (a landing
+// rebased it) counts as landed; one it did not make is listed.
+func testCherry(t *testing.T, newRepo NewRepo) {
+	r := newRepo(t, base)
+	g, ctx := r.Git(), t.Context()
+	h := head(t, r)
+	onto := commitOn(t, r, "onto", h, "other", map[string]string{"o.txt": "o\n"})
+	task := commitOn(t, r, "task", h, "task", map[string]string{"c.txt": "c\n"})
+	more := commitOn(t, r, "more", task, "more", map[string]string{"d.txt": "d\n"})
+	landed := commitOn(t, r, "landed", onto, "task, rebased", map[string]string{"c.txt": "c\n"})
+
+	left, err := g.Cherry(ctx, landed, task)
+	must(t, err)
+	if len(left) != 0 {
+		t.Errorf("Cherry of a landed commit = %v, want none", left)
+	}
+	left, err = g.Cherry(ctx, landed, more)
+	must(t, err)
+	diff(t, "Cherry of a branch with one commit landed", []string{more}, left)
+	left, err = g.Cherry(ctx, h, more)
+	must(t, err)
+	diff(t, "Cherry of a branch with nothing landed (newest first)", []string{more, task}, left)
+	left, err = g.Cherry(ctx, landed, h)
+	must(t, err)
+	if len(left) != 0 {
+		t.Errorf("Cherry of an ancestor = %v, want none", left)
+	}
+}
+
+// testRemoveWorktree: a clean tree goes; one with changes is refused and
+// stays.
+func testRemoveWorktree(t *testing.T, newRepo NewRepo) {
+	r := newRepo(t, base)
+	g, ctx := r.Git(), t.Context()
+	h := head(t, r)
+	clean := tree(t, r, "clean", h)
+	dirty := tree(t, r, "dirty", h)
+	r.Write(t, dirty, map[string]string{"new.txt": "new\n"})
+	if err := g.RemoveWorktree(ctx, dirty); err == nil {
+		t.Errorf("RemoveWorktree of a tree with changes succeeded")
+	}
+	must(t, g.CheckWorktree(ctx, dirty))
+	must(t, g.RemoveWorktree(ctx, clean))
+	var we *parallel.WorktreeError
+	if err := g.CheckWorktree(ctx, clean); !errors.As(err, &we) || !we.Gone {
+		t.Errorf("CheckWorktree of a removed tree = %v, want a *WorktreeError, Gone", err)
+	}
+	if _, ok := r.(DiskRepo); ok {
+		if _, err := os.Stat(clean); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the removed tree's directory: %v, want gone", err)
+		}
 	}
 }

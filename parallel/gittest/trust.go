@@ -181,6 +181,14 @@ func workout(t *testing.T, r Repo) {
 		Guard: &parallel.RefMove{Ref: fence, New: merged, Old: mark}}))
 	_, err = g.RemoteRefs(ctx, "origin", "refs/heads/ralph/")
 	must(t, err)
+
+	// What ralph clean asks.
+	_, err = g.Cherry(ctx, onto, c2)
+	must(t, err)
+	_, err = g.Refs(ctx, "refs/ralph/claims/")
+	must(t, err)
+	must(t, g.DeleteRef(ctx, fence, c))
+	must(t, g.RemoveWorktree(ctx, side))
 }
 
 // testTrustExplicitGitDir: a worktree whose .git the agent rewrote to
