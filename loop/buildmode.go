@@ -117,22 +117,14 @@ func (b *buildMode) nameFailed(ctx context.Context, s *stop) *stop {
 		return s
 	}
 	var ids []string
-	more := 0
 	err := l.ListTasks(ctx, ListQuery{Status: StatusFailed, Feature: b.cfg.Scope.Feature}, func(t Task) error {
-		if len(ids) == mostNamed {
-			more++
-		} else {
-			ids = append(ids, t.ID)
-		}
+		ids = append(ids, t.ID)
 		return nil
 	})
 	if err != nil || len(ids) == 0 {
 		return s
 	}
-	named := strings.Join(ids, ", ")
-	if more > 0 {
-		named += fmt.Sprintf(" and %d more", more)
-	}
+	named := listSome(ids, mostNamed, ", ", func(id string) string { return id })
 	if s.outcome == OutcomeBlocked {
 		s.message += "; failed: " + named
 	} else {
@@ -484,8 +476,7 @@ func (b *buildMode) checkHead(ctx context.Context, n int, task Task) verdict {
 	why, err := b.headMoved(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		b.releaseHeld(ctx, ReasonLoopStopped)
-		return judged(IterCancelled, "", b.checkCancel(ctx))
+		return b.stopped(ctx)
 	case err != nil:
 		why = fmt.Sprintf("git: task %s: %v", task.ID, err)
 		b.releaseHeld(ctx, "HEAD could not be checked: "+firstLine(err.Error()))
@@ -511,8 +502,7 @@ func (b *buildMode) checked(ctx context.Context, n int, task Task) verdict {
 	case err == nil:
 		return verdict{}
 	case ctx.Err() != nil:
-		b.releaseHeld(ctx, ReasonLoopStopped)
-		return judged(IterCancelled, "", b.checkCancel(ctx))
+		return b.stopped(ctx)
 	}
 	// The check itself is in the task, and in the prompt: the reason
 	// keeps its room for the output.

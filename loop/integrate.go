@@ -112,8 +112,7 @@ func (b *buildMode) integrate(ctx context.Context, a attempt, ws Workspace, res 
 		}
 		return verdict{}
 	case ctx.Err() != nil:
-		b.releaseHeld(ctx, ReasonLoopStopped)
-		return judged(IterCancelled, "", b.checkCancel(ctx))
+		return b.stopped(ctx)
 	case errors.As(err, &ie) && ie.Conflict && a.conflicts < b.cfg.MaxConflicts:
 		b.note.notice(n, "task %s could not land: %v", task.ID, ie)
 		return b.lostRace(ctx, n, task, ie)
@@ -132,6 +131,13 @@ func (b *buildMode) integrate(ctx context.Context, a attempt, ws Workspace, res 
 	return judged(IterGitFailed, why, stopWith(OutcomeGitFailed, "%s", why))
 }
 
+// stopped is the verdict of a step the run's stop cut short (ctx done):
+// the claim released, the iteration cancelled.
+func (b *buildMode) stopped(ctx context.Context) verdict {
+	b.releaseHeld(ctx, ReasonLoopStopped)
+	return judged(IterCancelled, "", b.checkCancel(ctx))
+}
+
 // checkTree asks the workspace whether its tree is still its own after
 // the agent's session, when it can tell (TreeChecker). A zero verdict
 // means it is; a tree that was not is task trouble; a failure to look
@@ -147,8 +153,7 @@ func (b *buildMode) checkTree(ctx context.Context, n int, task Task) verdict {
 	case err == nil:
 		return verdict{}
 	case ctx.Err() != nil:
-		b.releaseHeld(ctx, ReasonLoopStopped)
-		return judged(IterCancelled, "", b.checkCancel(ctx))
+		return b.stopped(ctx)
 	case errors.As(err, &ie):
 		b.note.notice(n, "task %s: %v", task.ID, ie)
 		return b.taskTrouble(ctx, n, task, IterIntegrationFailed, "the worktree: "+ie.Error())

@@ -116,13 +116,7 @@ func describeTreeHolders(hs []TreeHolder) string {
 	if len(hs) == 0 {
 		return "it has not said which yet"
 	}
-	const most = 3
-	var parts []string
-	for i, h := range hs {
-		if i == most {
-			parts = append(parts, fmt.Sprintf("and %d more", len(hs)-most))
-			break
-		}
+	return listSome(hs, 3, "; ", func(h TreeHolder) string {
 		s := DescribeHolder(h.Holder)
 		if !h.Started.IsZero() {
 			s += ", started " + h.Started.Local().Format("2006-01-02 15:04:05 MST")
@@ -130,9 +124,8 @@ func describeTreeHolders(hs []TreeHolder) string {
 		if h.AgentID != "" {
 			s += ", " + h.AgentID
 		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, "; ")
+		return s
+	})
 }
 
 // treeLock is a hold on a working tree; release gives it up.

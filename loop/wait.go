@@ -52,16 +52,24 @@ func waitKey(active []Task) string {
 // describeHeld lists held tasks for people: "t-3 (agent-1a2b3c4d, pid 42
 // on this host), t-5 (agent-…, lease only)".
 func describeHeld(active []Task) string {
-	const most = 5
+	held := listSome(active, 5, ", ", func(t Task) string {
+		return fmt.Sprintf("%s (%s, %s)", t.ID, t.ClaimedBy, DescribeHolder(t.Holder))
+	})
+	return fmt.Sprintf("%d %s held by other agents: %s", len(active), plural(len(active), "task", "tasks"), held)
+}
+
+// listSome says the first most of items, each as say says it, joined by
+// sep, then how many more: "a, b, c, and 2 more".
+func listSome[T any](items []T, most int, sep string, say func(T) string) string {
 	var parts []string
-	for i, t := range active {
+	for i, it := range items {
 		if i == most {
-			parts = append(parts, fmt.Sprintf("and %d more", len(active)-most))
+			parts = append(parts, fmt.Sprintf("and %d more", len(items)-most))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s, %s)", t.ID, t.ClaimedBy, DescribeHolder(t.Holder)))
+		parts = append(parts, say(it))
 	}
-	return fmt.Sprintf("%d %s held by other agents: %s", len(active), plural(len(active), "task", "tasks"), strings.Join(parts, ", "))
+	return strings.Join(parts, sep)
 }
 
 // DescribeHolder says who keeps a claim alive, for people: "pid 42 on this
