@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/agents/gemini/geminitest"
 	"github.com/ralph-dev/ralph/loop"
-	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // End-to-end tests against the real Gemini CLI (the pinned release),
@@ -239,25 +239,6 @@ func TestE2EReadOnlyRefusesShell(t *testing.T) {
 	}
 }
 
-// verifierBoundary is a sandbox for the project at dir with the real
-// bubblewrap; the test is skipped where there is none (failed under CI,
-// where it must be).
-func verifierBoundary(t *testing.T, dir string) *sandbox.Boundary {
-	t.Helper()
-	sb, err := sandbox.Find()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	box, err := sb.Boundary(sandbox.BoundaryParams{Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return box
-}
-
 // TestE2EVerifierRunsTestsReadOnly: a verifier given a sandbox
 // (VerifierSandbox) gets the shell and runs the project's test command,
 // whose output reaches the model; its shell's write into the tree and
@@ -276,15 +257,10 @@ func TestE2EVerifierRunsTestsReadOnly(t *testing.T) {
 	})
 	req := e2eRequest(t, api)
 	req.Sandboxed, req.Tools = false, loop.VerifierTools
-	if err := os.WriteFile(filepath.Join(req.Dir, "test.sh"), []byte("echo \"tests: $(cat count) passed\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(req.Dir, "count"), []byte("3"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	agentproctest.WriteTestCommand(t, req.Dir)
 	c := &collector{}
 	req.OnEvent = c.add
-	r := &Runner{Path: geminitest.Binary(t), Grace: 2 * time.Second, VerifierSandbox: verifierBoundary(t, req.Dir)}
+	r := &Runner{Path: geminitest.Binary(t), Grace: 2 * time.Second, VerifierSandbox: agentproctest.VerifierBoundary(t, req.Dir)}
 	res, err := r.Run(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)

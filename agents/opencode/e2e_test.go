@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralph-dev/ralph/agentproc/agentproctest"
 	"github.com/ralph-dev/ralph/agents/opencode/opencodetest"
 	"github.com/ralph-dev/ralph/loop"
-	"github.com/ralph-dev/ralph/sandbox"
 )
 
 // End-to-end tests against the pinned OpenCode, driven by opencodetest's
@@ -208,24 +208,8 @@ func TestE2EVerifierRunsTestsReadOnly(t *testing.T) {
 	})
 	req := e2eRequest(t, api)
 	req.Sandboxed, req.Tools = false, loop.VerifierTools
-	if err := os.WriteFile(filepath.Join(req.Dir, "test.sh"), []byte("echo \"tests: $(cat count) passed\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(req.Dir, "count"), []byte("3"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandbox.Find()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	box, err := sb.Boundary(sandbox.BoundaryParams{Root: req.Dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, _ := runReal(t, t.Context(), &Runner{VerifierSandbox: box}, api, req)
+	agentproctest.WriteTestCommand(t, req.Dir)
+	res, _ := runReal(t, t.Context(), &Runner{VerifierSandbox: agentproctest.VerifierBoundary(t, req.Dir)}, api, req)
 
 	if res.Class != loop.ClassSuccess || res.Text != "<verify-pass>" {
 		t.Fatalf("class %s, text %q", res.Class, res.Text)
