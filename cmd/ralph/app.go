@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -84,24 +83,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func runApp(ctx context.Context, app *cli.App, args []string, stderr io.Writer) int {
 	err := app.RunContext(ctx, reorderArgs(app, args))
-	if err == nil {
-		return exitOK
-	}
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	switch {
+	case err == nil:
+	case interrupted(ctx, err):
 		fmt.Fprintln(stderr, "ralph: interrupted")
-		return exitInterrupted
+	default:
+		if msg := oneLine(storeError(err).Error()); msg != "" {
+			// stderr is the app's own, not escaping: the message quotes
+			// what it was given (ids, titles, lines of an import file).
+			fmt.Fprintf(stderr, "ralph: %s\n", claude.EscapeControls(msg))
+		}
 	}
-	err = storeError(err)
-	if msg := oneLine(err.Error()); msg != "" {
-		// stderr is the app's own, not escaping: the message quotes
-		// what it was given (ids, titles, lines of an import file).
-		fmt.Fprintf(stderr, "ralph: %s\n", claude.EscapeControls(msg))
-	}
-	var ce *codedError
-	if errors.As(err, &ce) {
-		return ce.code
-	}
-	return exitError
+	return exitCode(ctx, err)
 }
 
 // oneLine keeps an error on one line of stderr, without the package

@@ -100,12 +100,13 @@ func (r *runRecord) end(ctx context.Context, err error) {
 	}
 }
 
-// exitCode is the exit code runApp gives err.
+// exitCode is the exit code of a command that returned err (runApp's,
+// and a run record's).
 func exitCode(ctx context.Context, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	if interrupted(ctx, err) {
 		return exitInterrupted
 	}
 	var ce *codedError
@@ -113,6 +114,12 @@ func exitCode(ctx context.Context, err error) int {
 		return ce.code
 	}
 	return exitError
+}
+
+// interrupted reports whether err is ctx's own end: a signal stopped the
+// command (exit 130, "ralph: interrupted").
+func interrupted(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // outcomeOf is the outcome of a run that ended with exit code code before
