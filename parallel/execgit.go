@@ -191,37 +191,18 @@ func (g *ExecGit) CreateRef(ctx context.Context, ref, commit string) error {
 }
 
 // SwapRef moves ref from old to new atomically, or returns ErrRefMoved
-// when ref does not point at old (a missing ref counts as moved).
+// when ref does not point at old (a missing ref counts as moved): SwapRefs
+// of the one ref.
 func (g *ExecGit) SwapRef(ctx context.Context, ref, new, old string) error {
-	if err := checkNames(ref, new, old); err != nil {
-		return err
-	}
-	// git update-ref fails both when ref is not at old and when another
-	// update holds ref's lock for longer than core.filesRefLockTimeout
-	// (100ms). What the ref reads afterwards tells them apart: moved, or
-	// still at old, when trying again is right.
-	const tries = 3
-	var err error
-	for range tries {
-		_, err = g.run(ctx, g.Root, nil, "update-ref", "-m", "ralph: swap", ref, new, old)
-		if err == nil {
-			return nil
-		}
-		at, ok, rerr := g.resolve(ctx, g.Root, ref)
-		if rerr != nil {
-			return errors.Join(err, rerr)
-		}
-		if !ok || at != old {
-			return fmt.Errorf("%w: %s is at %q, not %s", ErrRefMoved, ref, at, old)
-		}
-	}
-	return err
+	return g.SwapRefs(ctx, RefMove{Ref: ref, New: new, Old: old})
 }
 
 // SwapRefs moves every ref from its Old to its New in one git update-ref
-// --stdin transaction, which takes all or none; like SwapRef, a failure
-// with every ref still at its Old (another update held a lock) is tried
-// again.
+// --stdin transaction, which takes all or none. git fails both when a
+// ref is not at its Old and when another update holds a ref's lock for
+// longer than core.filesRefLockTimeout (100ms): what the refs read
+// afterwards tells them apart — moved, or all still at their Old, when
+// trying again is right.
 func (g *ExecGit) SwapRefs(ctx context.Context, moves ...RefMove) error {
 	var in strings.Builder
 	for _, m := range moves {
