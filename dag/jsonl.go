@@ -286,10 +286,7 @@ func fromJSONL(jt jsonlTask) (ImportTask, error) {
 		BlockedBy:   jt.BlockedBy,
 		Feature:     strings.TrimSpace(jt.Feature),
 		Check:       strings.TrimSpace(jt.Check),
-		CheckBy:     strings.TrimSpace(jt.CheckBy),
-	}
-	if t.Check == "" {
-		t.CheckBy = ""
+		CheckBy:     checkAuthor(strings.TrimSpace(jt.Check), strings.TrimSpace(jt.CheckBy)),
 	}
 	if jt.Priority != nil {
 		t.Priority = *jt.Priority
@@ -444,10 +441,7 @@ func (w *jsonlWriter) write(t ImportTask) error {
 		Status:      string(t.Status),
 		Feature:     t.Feature,
 		Check:       t.Check,
-		CheckBy:     t.CheckBy,
-	}
-	if t.Check == "" {
-		jt.CheckBy = ""
+		CheckBy:     checkAuthor(t.Check, t.CheckBy),
 	}
 	if t.ParentID != "" {
 		jt.Parent = &t.ParentID

@@ -139,37 +139,27 @@ func (b *buildMode) nameFailed(ctx context.Context, s *stop) *stop {
 // again (waitForAgents); otherwise it says why it stops. token is the
 // store's change token from before the failed claim.
 func (b *buildMode) terminal(ctx context.Context, token string) *stop {
+	// A task may have become ready since the failed claim (another
+	// agent's completion), or the claim may have passed over one another
+	// transaction held for a moment (a server's SKIP LOCKED claims): with
+	// one ready, look again. The counts come after, so that a task
+	// another agent claims or finishes meanwhile is counted as it is now.
+	ready, err := b.store.Ready(ctx, b.cfg.Scope, 1)
+	if err != nil {
+		return b.storeErr(ctx, err)
+	}
+	if len(ready) > 0 {
+		if err := b.cfg.Sleep(ctx, lookAgainAfter); err != nil {
+			return b.checkCancel(ctx)
+		}
+		return nil
+	}
 	c, err := b.store.Counts(ctx, b.cfg.Scope)
 	if err != nil {
 		return b.storeErr(ctx, err)
 	}
 	if c.InProgress > 0 {
 		return b.waitForAgents(ctx, token)
-	}
-	if c.Total() > 0 && !c.Resolved() {
-		// A task may have become ready between the failed claim and
-		// the counts (another agent's completion), or the claim may
-		// have passed over one another transaction held for a moment (a
-		// server's SKIP LOCKED claims): with one ready, look again.
-		ready, err := b.store.Ready(ctx, b.cfg.Scope, 1)
-		if err != nil {
-			return b.storeErr(ctx, err)
-		}
-		if len(ready) > 0 {
-			if err := b.cfg.Sleep(ctx, lookAgainAfter); err != nil {
-				return b.checkCancel(ctx)
-			}
-			return nil
-		}
-		// None ready now, but the counts are from before: another
-		// agent may have claimed (or finished) the task they counted
-		// as pending. Counted again, the plan is what it is now.
-		if c, err = b.store.Counts(ctx, b.cfg.Scope); err != nil {
-			return b.storeErr(ctx, err)
-		}
-		if c.InProgress > 0 {
-			return b.waitForAgents(ctx, token)
-		}
 	}
 	return b.nameFailed(ctx, b.finalCheck(ctx, terminalStop(c)))
 }
@@ -537,7 +527,7 @@ func (b *buildMode) announceAgentChecks(ctx context.Context) {
 			more++
 			return nil
 		}
-		lines = append(lines, fmt.Sprintf("%s: %s  (written by agent %s)", t.ID, strings.Join(strings.Fields(t.Check), " "), t.CheckBy))
+		lines = append(lines, fmt.Sprintf("%s: %s  (written by agent %s)", t.ID, fold(t.Check), t.CheckBy))
 		return nil
 	})
 	if len(lines) == 0 {

@@ -250,12 +250,12 @@ func TestClaimMissedReadyTaskLooksAgain(t *testing.T) {
 }
 
 // claimedBehind is a store whose first claim finds nothing and whose
-// first count is overtaken: right after it counted task a pending,
-// another agent claimed a and finished it.
+// first look for a ready task is overtaken: right before it looked,
+// another agent claimed task a and finished it.
 type claimedBehind struct {
 	*looptest.MemStore
-	t               *testing.T
-	missed, counted bool
+	t              *testing.T
+	missed, looked bool
 }
 
 func (s *claimedBehind) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error) {
@@ -266,10 +266,9 @@ func (s *claimedBehind) Claim(ctx context.Context, p loop.ClaimParams) (loop.Tas
 	return s.MemStore.Claim(ctx, p)
 }
 
-func (s *claimedBehind) Counts(ctx context.Context, scope loop.Scope) (loop.Counts, error) {
-	c, err := s.MemStore.Counts(ctx, scope)
-	if !s.counted {
-		s.counted = true
+func (s *claimedBehind) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.Task, error) {
+	if !s.looked {
+		s.looked = true
 		other := loop.Actor{Agent: "other"}
 		if _, err := s.MemStore.Claim(ctx, loop.ClaimParams{TaskID: "a", Agent: "other"}); err != nil {
 			s.t.Fatal(err)
@@ -278,12 +277,12 @@ func (s *claimedBehind) Counts(ctx context.Context, scope loop.Scope) (loop.Coun
 			s.t.Fatal(err)
 		}
 	}
-	return c, err
+	return s.MemStore.Ready(ctx, scope, limit)
 }
 
-// Counts taken before another agent claimed and finished the last task
-// do not end the run "blocked": with none ready, the loop counts again
-// and finds the plan complete.
+// A task another agent claimed and finished while the loop looked does
+// not end the run "blocked": the counts are taken after the look for a
+// ready task, and find the plan complete.
 func TestStaleCountsAreNotBlocked(t *testing.T) {
 	store := &claimedBehind{MemStore: newStore(t, tasks("a")...), t: t}
 	runner := looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
