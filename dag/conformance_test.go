@@ -43,3 +43,7 @@ func TestLandingConformance(t *testing.T) {
 func TestRunRecorderConformance(t *testing.T) {
 	looptest.TestRunRecorder(t, seedStore)
 }
+
+func TestReceiptStoreConformance(t *testing.T) {
+	looptest.TestReceiptStore(t, seedStore)
+}

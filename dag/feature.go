@@ -108,6 +108,15 @@ func (s *Store) RecordReceipt(ctx context.Context, r loop.Receipt) error {
 	})
 }
 
+// RecordResult implements loop.ResultStore.
+func (s *Store) RecordResult(ctx context.Context, session, worker string, n int, status loop.IterationStatus) error {
+	return s.write(ctx, func(t *txn) error {
+		_, err := t.exec(`UPDATE receipts SET result = ? WHERE session = ? AND worker = ? AND iteration = ? AND mode <> ?`,
+			string(status), session, worker, n, string(loop.ModeVerify))
+		return err
+	})
+}
+
 // Receipts implements loop.ReceiptStore: the latest receipts, newest first
 // (by insertion), at most limit (limit <= 0: all).
 func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error) {
@@ -118,7 +127,7 @@ func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error)
 	err := s.read(ctx, func(t *txn) error {
 		rows, err := t.query(`SELECT session, iteration, mode, task_id, model, input_tokens, output_tokens,
 			cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns, exit_reason, verdict, worker,
-			agent, cost_source FROM receipts ORDER BY seq DESC LIMIT ?`, limit)
+			agent, cost_source, result FROM receipts ORDER BY seq DESC LIMIT ?`, limit)
 		if err != nil {
 			return err
 		}
@@ -128,7 +137,7 @@ func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error)
 			var started, dur int64
 			if err := rows.Scan(&r.Session, &r.Iteration, &r.Mode, &r.TaskID, &r.Model, &r.InputTokens,
 				&r.OutputTokens, &r.CacheReadTokens, &r.CacheWriteTokens, &r.CostUSD, &started, &dur,
-				&r.Turns, &r.ExitReason, &r.Verdict, &r.Worker, &r.Agent, &r.CostSource); err != nil {
+				&r.Turns, &r.ExitReason, &r.Verdict, &r.Worker, &r.Agent, &r.CostSource, &r.Result); err != nil {
 				return err
 			}
 			r.StartedAt, r.Duration = fromNanos(started), time.Duration(dur)

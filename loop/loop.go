@@ -649,6 +649,7 @@ func attemptResult(s IterationStatus) AttemptResult {
 
 func (r *run) endIteration(n int, task Task, model string, status IterationStatus, why string) {
 	r.note.send(Note{Kind: NoteIterationEnd, Iteration: n, Task: task, Model: model, Status: status, Message: why})
+	r.recordResult(n, status)
 	if status != IterUsageLimit {
 		r.recordIteration(n, task, model, status, why)
 	}

@@ -61,6 +61,9 @@ type iterState struct {
 	started    time.Time
 	cost       float64
 	doneBefore int // -1: unknown
+	// receipted: a receipt of this iteration was recorded in the store,
+	// whose result recordResult sets at the end.
+	receipted bool
 }
 
 // beginIteration notes the start of iteration n and reports it to the
@@ -74,6 +77,20 @@ func (r *run) beginIteration(ctx context.Context, n int, task Task, model string
 		}
 	}
 	r.note.send(Note{Kind: NoteIterationStart, Iteration: n, Task: task, Model: model})
+}
+
+// recordResult tells a ResultStore how iteration n ended, when a receipt
+// of it was recorded.
+func (r *run) recordResult(n int, status IterationStatus) {
+	rs, ok := r.receipts.(ResultStore)
+	if !ok || r.iter.n != n || !r.iter.receipted {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := rs.RecordResult(ctx, r.cfg.Session, r.cfg.Worker, n, status); err != nil {
+		r.note.notice(n, "could not record how iteration %d ended with its receipts: %v", n, err)
+	}
 }
 
 // recordIteration hands the finished iteration to the store, when it keeps

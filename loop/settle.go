@@ -80,6 +80,7 @@ func (r *run) keepReceipt(ctx context.Context, rc Receipt) {
 	for said := false; ; said = true {
 		err := r.receipts.RecordReceipt(context.WithoutCancel(ctx), rc)
 		if err == nil {
+			r.iter.receipted = r.iter.receipted || rc.Iteration == r.iter.n
 			return
 		}
 		if !transient(err) || ctx.Err() != nil || !r.cfg.Now().Add(wait).Before(until) {

@@ -277,6 +277,12 @@ type Receipt struct {
 	// estimated from tokens, or is unknown (RunResult.CostSource; ""
 	// means reported).
 	CostSource CostSource
+	// Result is how the iteration the session belongs to ended, once it
+	// has (an IterationStatus: a worker's session that succeeded may
+	// still end in "tests_failed", "check_failed" or "verify_failed");
+	// "" while it is under way, for a verifier's session (its Verdict
+	// says), and in stores that keep no results (ResultStore).
+	Result IterationStatus
 }
 
 // SettingStore is implemented by stores that record settings with the
@@ -300,4 +306,21 @@ type ReceiptStore interface {
 	// Receipts returns the latest receipts, newest first, at most limit
 	// (limit <= 0: all).
 	Receipts(ctx context.Context, limit int) ([]Receipt, error)
+}
+
+// ResultStore is implemented by receipt stores that keep, with the
+// receipts of an iteration's sessions, how the iteration ended
+// (Receipt.Result): a session can succeed while its iteration fails a
+// gate, a check or verification, and status views must not show such an
+// iteration as a success. The loop calls RecordResult once at the end of
+// every iteration that recorded a receipt, after RecordReceipt, from the
+// goroutine running the loop, with a context that outlives the run's
+// cancellation but has a timeout; an error is said as a notice and does
+// not stop the run.
+type ResultStore interface {
+	// RecordResult sets Result of the receipts of iteration n of session
+	// (worker: the worker of a parallel build, "" without workers) to
+	// status, except a verifier's (Mode "verify"). No receipt is no
+	// error.
+	RecordResult(ctx context.Context, session, worker string, n int, status IterationStatus) error
 }

@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -319,5 +320,34 @@ func TestReceiptRetriedUntilRecorded(t *testing.T) {
 				t.Errorf("notices (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A session that succeeded in an iteration that failed its test gate is
+// not shown as a success: its receipt's Result says how the iteration
+// ended (loop.ResultStore), and the next iteration's says done.
+func TestReceiptsKeepIterationResult(t *testing.T) {
+	store := newStore(t, loop.Task{ID: "a"})
+	cfg := testConfig(t)
+	// Passes on the starting tree (the baseline), fails once, then passes.
+	counter := filepath.Join(t.TempDir(), "runs")
+	cfg.TestCmd = fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); echo $((n+1)) > %[1]s; [ "$n" -ne 1 ]`, counter)
+	rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+		return looptest.Result("<task-done>a</task-done>"), nil
+	}))
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("outcome %s (%q), err %v; want complete", rep.Outcome, rep.Message, err)
+	}
+	kept, err := store.Receipts(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range kept {
+		got = append(got, fmt.Sprintf("%d %s %s", r.Iteration, r.ExitReason, r.Result))
+	}
+	want := []string{"2 success done", "1 success tests_failed"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("receipts (-want +got):\n%s", diff)
 	}
 }

@@ -91,6 +91,11 @@ type receiptJSON struct {
 	// "estimated" from tokens with ralph's price table, or "unknown" (no
 	// price known; cost_usd is 0).
 	CostSource string `json:"cost_source"`
+	// Result is how the session's iteration ended (a loop.IterationStatus:
+	// "done", "tests_failed", "check_failed", "verify_failed", …); ""
+	// while it is under way, for a verifier's session, and for receipts
+	// of a ralph that did not record it.
+	Result string `json:"result"`
 }
 
 func status(cfg appConfig) storeAction {
@@ -157,7 +162,7 @@ func toStatusJSON(counts loop.Counts, active []loop.Task, latest []loop.Receipt,
 			CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens,
 			CostUSD: r.CostUSD, StartedAt: jsonTime(r.StartedAt), DurationSeconds: seconds(r.Duration),
 			Turns: r.Turns, ExitReason: r.ExitReason, Verdict: r.Verdict, Worker: r.Worker,
-			Agent: r.Agent, CostSource: string(costSource(r.CostSource)),
+			Agent: r.Agent, CostSource: string(costSource(r.CostSource)), Result: string(r.Result),
 		})
 	}
 	return s
@@ -211,10 +216,7 @@ func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest
 		fmt.Fprintln(tw, head+"\tMODEL\tTURNS\tDURATION\tCOST\tENDED")
 		for i := len(latest) - 1; i >= 0; i-- {
 			r := latest[i]
-			ended := r.ExitReason
-			if r.Verdict != "" {
-				ended += " (verify " + r.Verdict + ")"
-			}
+			ended := endedText(r)
 			session := r.Session
 			if workers {
 				session += "\t" + orDash(r.Worker)
@@ -231,6 +233,23 @@ func writeStatusText(w io.Writer, counts loop.Counts, active []loop.Task, latest
 	}
 	fmt.Fprintf(bw, "\ncost so far: $%.4f over %d agent %s%s\n", total, n, "session"+plural(n), costNote(all))
 	return bw.Flush()
+}
+
+// endedText is the ENDED cell of a receipt: how the session ended, the
+// verifier's verdict, and how its iteration ended when that was not a
+// success the session's end already says — "success; tests failed", so
+// that a gate, a check or a verifier that failed the work is not shown as
+// a success.
+func endedText(r loop.Receipt) string {
+	ended := r.ExitReason
+	if r.Verdict != "" {
+		ended += " (verify " + r.Verdict + ")"
+	}
+	switch r.Result {
+	case "", loop.IterDone, loop.IterSessionOK, loop.IterAlreadyClosed, loop.IterAgentTrouble, loop.IterUsageLimit:
+		return ended
+	}
+	return ended + "; " + strings.ReplaceAll(string(r.Result), "_", " ")
 }
 
 // costSource is src with "" read as reported (receipts of Claude Code, and

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,7 +148,7 @@ func TestStatusJSON(t *testing.T) {
 		"session": "session-20260102-030000", "iteration": 2.0, "mode": "build", "task_id": "t-2", "model": "claude-opus-4-1",
 		"input_tokens": 0.0, "output_tokens": 0.0, "cache_read_tokens": 0.0, "cache_write_tokens": 0.0,
 		"cost_usd": 1.0, "started_at": "2026-01-02T02:14:05Z", "duration_seconds": 180.0, "turns": 12.0,
-		"exit_reason": "crashed", "verdict": "", "agent": "", "cost_source": "reported",
+		"exit_reason": "crashed", "verdict": "", "agent": "", "cost_source": "reported", "result": "",
 	}
 	if diff := cmp.Diff(wantFirst, receipts[0]); diff != "" {
 		t.Errorf("newest receipt (-want +got):\n%s", diff)
@@ -212,6 +213,36 @@ func TestStatusAfterBuild(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"t-2/success", "t-1/success"}, tasks); diff != "" {
 		t.Errorf("receipts, newest first (-want +got):\n%s", diff)
+	}
+}
+
+// TestStatusNamesGateFailures: an iteration whose session succeeded but
+// whose test gate failed is shown as such, in the table ("success; tests
+// failed") and in --json (result), not as a success.
+func TestStatusNamesGateFailures(t *testing.T) {
+	h := initHarness(t)
+	h.chain(1)
+	agent, _ := fakeAgentPath(t, agentStep{Text: done, Cost: 0.125})
+	// Passes on the starting tree (the baseline), fails once, then passes.
+	counter := filepath.Join(t.TempDir(), "runs")
+	gate := fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); echo $((n+1)) > %[1]s; [ "$n" -ne 1 ]`, counter)
+	if r := h.build(t.Context(), agent, "--test-cmd", gate); r.code != 0 {
+		t.Fatalf("build: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var got statusJSON
+	if err := json.Unmarshal([]byte(h.ok("status", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, r := range got.Receipts {
+		results = append(results, fmt.Sprintf("%d %s %s", r.Iteration, r.ExitReason, r.Result))
+	}
+	if diff := cmp.Diff([]string{"2 success done", "1 success tests_failed"}, results); diff != "" {
+		t.Errorf("receipts, newest first (-want +got):\n%s", diff)
+	}
+	out := h.ok("status")
+	if !strings.Contains(out, "success; tests failed\n") || strings.Count(out, "success\n") != 1 {
+		t.Errorf("status does not name the failed gate:\n%s", out)
 	}
 }
 

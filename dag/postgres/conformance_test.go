@@ -43,6 +43,10 @@ func TestRunRecorderConformance(t *testing.T) {
 	looptest.TestRunRecorder(t, seeded(pgtest.URL(t)))
 }
 
+func TestReceiptStoreConformance(t *testing.T) {
+	looptest.TestReceiptStore(t, seeded(pgtest.URL(t)))
+}
+
 // seeded is the StoreFactory of plans on the server at url.
 func seeded(url string) looptest.StoreFactory {
 	return func(t *testing.T, seeds []looptest.Seed, now func() time.Time) loop.TaskStore {

@@ -933,6 +933,20 @@ func (s *MemStore) RecordReceipt(ctx context.Context, r loop.Receipt) error {
 	return nil
 }
 
+// RecordResult implements loop.ResultStore.
+func (s *MemStore) RecordResult(ctx context.Context, session, worker string, n int, status loop.IterationStatus) error {
+	if _, err := s.begin(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	for i, r := range s.receipts {
+		if r.Session == session && r.Worker == worker && r.Iteration == n && r.Mode != string(loop.ModeVerify) {
+			s.receipts[i].Result = status
+		}
+	}
+	return nil
+}
+
 // Receipts implements loop.ReceiptStore: newest (last recorded) first.
 func (s *MemStore) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error) {
 	if _, err := s.begin(ctx); err != nil {

@@ -309,4 +309,5 @@ func ids(tasks []loop.Task) []string {
 
 func TestMemStoreRuns(t *testing.T) {
 	looptest.TestRunRecorder(t, newMemStore)
+	looptest.TestReceiptStore(t, newMemStore)
 }
