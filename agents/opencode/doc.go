@@ -104,9 +104,13 @@
 // newlines), else the last text of any step; Turns counts step_finish
 // lines; Usage sums their tokens (input excludes cache reads, as OpenCode
 // counts it; output includes reasoning; cache.read and cache.write);
-// SessionID is OpenCode's; Agent is "opencode"; Model is the -m model ("" when
-// OpenCode's config chose it: the stream does not say which). What the
-// CLI does not report: the model used, a usage limit's reset time (except
+// SessionID is OpenCode's; Agent is "opencode"; Model is the -m model,
+// else the "model" its config names (ConfiguredModel: the global config,
+// $OPENCODE_CONFIG, the project's opencode.json(c), then
+// $OPENCODE_CONFIG_CONTENT, the last that names one), else DefaultModel
+// ("opencode-default": OpenCode ran the model it used last, and the stream
+// does not say which) — never the loop's tier, which OpenCode does not
+// see. What the CLI does not report: the model used, a usage limit's reset time (except
 // through a retry-after header in an APIError's data), rate-limit notices,
 // its retries (see below), and the duration (RunResult.Duration is
 // ralph's).

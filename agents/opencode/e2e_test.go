@@ -102,7 +102,9 @@ func home(req loop.RunRequest) string {
 
 // TestE2ETaskDone: a tool call writes a file, then the final text carries
 // the sigil; ralph's system prompt is appended to OpenCode's own, and the
-// fake model's prices in the config give a reported cost.
+// fake model's prices in the config give a reported cost. The loop asks
+// for a tier (sonnet), so OpenCode runs the model of its config, and the
+// result names that model, the one the API was asked for.
 func TestE2ETaskDone(t *testing.T) {
 	api := opencodetest.NewAPI(t, func(r opencodetest.Request) opencodetest.Reply {
 		if r.ToolResults() == 0 {
@@ -112,6 +114,7 @@ func TestE2ETaskDone(t *testing.T) {
 	})
 	api.Cost = &opencodetest.Cost{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}
 	req := e2eRequest(t, api)
+	req.Model = "sonnet"
 	req.SystemPrompt = "RALPH-PROTOCOL: end your answer with <task-done>ID</task-done>.\n" + strings.Repeat("x", 256<<10)
 	res, evs := runReal(t, t.Context(), &Runner{}, api, req)
 
@@ -138,6 +141,11 @@ func TestE2ETaskDone(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	reqs := api.Requests()
+	for _, r := range reqs {
+		if "fake/"+r.Model != opencodetest.Model {
+			t.Errorf("the API was asked for model %q; the result names %q", r.Model, res.Model)
+		}
+	}
 	if len(reqs) != 2 {
 		t.Fatalf("%d model requests, want 2 (no title request with --title)", len(reqs))
 	}

@@ -300,6 +300,15 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	if err != nil {
 		return loop.RunResult{}, err
 	}
+	// The model: -m's, else what the config names, read before OpenCode
+	// starts (the project's files are the agent's to edit).
+	model := ModelFor(req.Model)
+	if model == "" {
+		model = ConfiguredModel(env, req.Dir)
+	}
+	if model == "" {
+		model = DefaultModel
+	}
 	grace := r.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
@@ -374,7 +383,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	// Run got runCtx: a stop on cancel while ctx stands is the retry
 	// watch's.
 	end := exit.Ending(ctx.Err() != nil, nil, r.Now)
-	end.Model = ModelFor(req.Model)
+	end.Model = model
 	res := Classify(sess, end)
 	exit.Fill(&res)
 	if end.GaveUp {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,6 +168,17 @@ func TestE2EAgentBuild(t *testing.T) {
 		}
 		if diff := cmp.Diff([]string{kit.name + ":build", kit.name + ":build", kit.name + ":build"}, e.receiptsAgents()); diff != "" {
 			t.Errorf("receipts (-want +got):\n%s", diff)
+		}
+		// Each receipt names the model the CLI ran, never the loop's tier
+		// (which only Claude Code takes as a model name).
+		var st statusJSON
+		if err := json.Unmarshal([]byte(e.ok("status", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range st.Receipts {
+			if r.Model == "" || slices.Contains([]string{"opus", "sonnet", "haiku"}, r.Model) {
+				t.Errorf("a %s receipt names model %q, not the model the CLI ran", r.Agent, r.Model)
+			}
 		}
 		want := "iter-1-" + kit.name + ".ndjson"
 		if kit.name == "claude" {
