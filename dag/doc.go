@@ -23,7 +23,10 @@
 // existing file is inspected over a plain connection before the WAL pragma
 // can touch it. A write that cannot get the lock within the busy timeout
 // fails with ErrLocked ("database is locked by another process …"), never
-// with SQLite's bare SQLITE_BUSY.
+// with SQLite's bare SQLITE_BUSY. On a database server the only lock a
+// write waits for in the process is its own previous write's: one that
+// waits too long fails with ErrNoAnswer, which says the server has not
+// answered (a partition, an overloaded server), never ErrLocked.
 //
 // Writers of one database are ordered by a lock of their own before SQLite
 // sees them: a semaphore inside the process and flock(2) on <db>-lock

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -92,6 +93,63 @@ type ServerOptions struct {
 	// backoff, before its error is returned; zero means
 	// DefaultServerRetry.
 	RetryFor time.Duration
+	// OnTrouble, when set, is told when the server stops answering — a
+	// read or write failed for a reason a retry may cure: the server
+	// unreachable, restarting, a connection lost — and again when a call
+	// succeeds after that, so that a person watching hears of an outage
+	// while it lasts and of its end, rather than a silent stall. It is
+	// called once per change, from the goroutine of the call that saw it,
+	// and must not block.
+	OnTrouble func(ServerTrouble)
+}
+
+// ServerTrouble is a change of the server's state, as OnTrouble hears of
+// it.
+type ServerTrouble struct {
+	// Down: the server stopped answering; false: it answers again.
+	Down bool
+	// Since is when the first call failed.
+	Since time.Time
+	// Err is that call's error (Down only).
+	Err error
+}
+
+// trouble tracks whether the server answers, for ServerOptions.OnTrouble.
+type trouble struct {
+	notify func(ServerTrouble)
+	mu     sync.Mutex
+	since  time.Time // zero: the server answers
+}
+
+// failed notes that a call failed with err, which a retry may cure.
+func (tr *trouble) failed(err error) {
+	if tr == nil || tr.notify == nil {
+		return
+	}
+	tr.mu.Lock()
+	first := tr.since.IsZero()
+	if first {
+		tr.since = time.Now()
+	}
+	since := tr.since
+	tr.mu.Unlock()
+	if first {
+		tr.notify(ServerTrouble{Down: true, Since: since, Err: err})
+	}
+}
+
+// answered notes that a call got the server's answer.
+func (tr *trouble) answered() {
+	if tr == nil || tr.notify == nil {
+		return
+	}
+	tr.mu.Lock()
+	since := tr.since
+	tr.since = time.Time{}
+	tr.mu.Unlock()
+	if !since.IsZero() {
+		tr.notify(ServerTrouble{Since: since})
+	}
 }
 
 // DefaultServerRetry is how long a Store on a server retries a write the
@@ -117,6 +175,7 @@ func OpenServer(ctx context.Context, srv Server, opts ServerOptions) (*Store, er
 		connector: srv.Connector(), wlock: newWriteLock("")}
 	s.d = serverDialect{s: s, srv: srv, retryFor: retry}
 	s.retryFor = retry
+	s.trouble = &trouble{notify: opts.OnTrouble}
 	if s.Now == nil {
 		s.Now = time.Now
 	}

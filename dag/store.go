@@ -38,9 +38,13 @@ const DefaultBusyTimeout = 5 * time.Second
 // of package loop: loop.ErrNotFound, loop.ErrNotReady, loop.ErrNoReadyTask,
 // loop.ErrNotHolder, loop.ErrFeatureNotFound and *loop.TransitionError.
 var (
-	ErrCycle         = errors.New("dag: dependency would create a cycle")
-	ErrDuplicateID   = errors.New("dag: task id already exists")
-	ErrLocked        = errors.New("dag: database is locked by another process")
+	ErrCycle       = errors.New("dag: dependency would create a cycle")
+	ErrDuplicateID = errors.New("dag: task id already exists")
+	ErrLocked      = errors.New("dag: database is locked by another process")
+	// ErrNoAnswer: on a database server, a write waited too long for the
+	// server to answer the write before it (a partition, an overloaded
+	// server): not a lock another process holds.
+	ErrNoAnswer      = errors.New("dag: the database server does not answer")
 	ErrNotADatabase  = errors.New("dag: not a ralph database") // corrupt / foreign file
 	ErrSchemaTooNew  = errors.New("dag: database schema is newer than this ralph")
 	ErrFeatureExists = errors.New("dag: feature already exists")
@@ -145,6 +149,9 @@ type Store struct {
 	// retryFor is how long a read or write the database could not take
 	// is retried (dialect.retryable); zero on SQLite.
 	retryFor time.Duration
+	// trouble hears of a server that stops answering and answers again
+	// (ServerOptions.OnTrouble); nil on SQLite.
+	trouble *trouble
 }
 
 // Options tune Open.
@@ -652,7 +659,15 @@ func (t *txn) commit() error {
 	return nil
 }
 
+// lockedErr is the error of a write that waited s.busy for the write
+// lock. On a server the lock it waited for is this process's own (the
+// plan's lock between machines is the server's, waited for in the
+// transaction): the write before it has had no answer from the server.
 func (s *Store) lockedErr() error {
+	if s.d.server() != nil {
+		return temporary{fmt.Errorf("%w: %s: a write waited %s behind this process's previous one, which the server has not answered (the server is unreachable, cut off by the network, or overloaded)",
+			ErrNoAnswer, s.path, s.busy)}
+	}
 	return temporary{fmt.Errorf("%w (%s; gave up after waiting %s)", ErrLocked, s.path, s.busy)}
 }
 
@@ -836,6 +851,7 @@ func (s *Store) retrying(ctx context.Context, try func() (committing bool, err e
 	wait := serverBackoff
 	for {
 		committing, err := try()
+		s.heard(ctx, err, committing)
 		if err == nil || ctx.Err() != nil || !s.d.retryable(err, committing) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
@@ -843,6 +859,25 @@ func (s *Store) retrying(ctx context.Context, try func() (committing bool, err e
 			return serr
 		}
 		wait = min(2*wait, serverBackoffMax)
+	}
+}
+
+// heard tells the store's trouble (ServerOptions.OnTrouble) what a call
+// to the server heard: an error a retry may cure says the server does
+// not answer; success, or a refusal (an error that is no trouble of the
+// connection's: not Temporary), says it answers. Anything else — the
+// call's context ending, a commit whose fate a lost connection hides, a
+// write that waited too long for the one before it — says neither.
+func (s *Store) heard(ctx context.Context, err error, committing bool) {
+	var tmp interface{ Temporary() bool }
+	switch {
+	case s.trouble == nil || ctx.Err() != nil:
+	case err == nil:
+		s.trouble.answered()
+	case s.d.retryable(err, committing):
+		s.trouble.failed(err)
+	case !committing && !(errors.As(err, &tmp) && tmp.Temporary()):
+		s.trouble.answered()
 	}
 }
 

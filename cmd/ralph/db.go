@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -121,8 +124,25 @@ func openServerStore(c *cli.Context, cfg appConfig, p project, d dbTarget, creat
 		Plan:       d.plan,
 		RootCommit: rootCommit(c.Context, p.root),
 		Create:     create,
-		Options:    dag.ServerOptions{Options: cfg.storeOptions()},
+		Options:    dag.ServerOptions{Options: cfg.storeOptions(), OnTrouble: serverTrouble(cfg.stderr)},
 	})
+}
+
+// serverTrouble says on w when the plan's server stops answering, while
+// ralph retries, and when it answers again: an outage is announced while
+// it lasts, never a silent stall (DESIGN §15). The error names the plan
+// and the server (without a password).
+func serverTrouble(w io.Writer) func(dag.ServerTrouble) {
+	var mu sync.Mutex
+	return func(tr dag.ServerTrouble) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tr.Down {
+			fmt.Fprintf(w, "ralph: the plan's server does not answer since %s; retrying: %v\n", tr.Since.Format(time.TimeOnly), tr.Err)
+			return
+		}
+		fmt.Fprintf(w, "ralph: the plan's server answers again (it did not for %s)\n", time.Since(tr.Since).Round(time.Second))
+	}
 }
 
 // rootCommit is the repository's first commit (the oldest root when it has

@@ -71,6 +71,17 @@
 //     committed, the write succeeded; rolled back, it runs again; still
 //     unknown after RetryFor, its error is Temporary. So no claim is made
 //     twice and no completion is refused as stale. PostgreSQL 13 or later.
+//   - Silence: a network partition drops packets without a reset, and a
+//     read would wait for TCP to give up (a quarter of an hour or more).
+//     The pool's and the writer's connections count as lost once the
+//     server has been silent for Config.AnswerTimeout (30 s) while ralph
+//     waits for its answer (answerConn: a read deadline from each write
+//     and each byte heard), and the call is retried as above; the
+//     listeners' connections, silent by design, are not bounded so. The
+//     sessions carry idle_in_transaction_session_timeout = 1 min, so that
+//     a machine cut off in the middle of a write transaction frees the
+//     plan's lock for the others. dag.ServerOptions.OnTrouble hears when
+//     the server stops answering and when it answers again.
 //   - Passwords: a URL may hold one (it is used), but ralph shows and
 //     stores URLs without it (Redact); PGPASSWORD and ~/.pgpass work as
 //     for psql. Connection errors say which user the server refused and

@@ -53,8 +53,14 @@ type Config struct {
 	// Create makes the plan (and ralph's registry) if missing.
 	Create bool
 	// Options of the store: the clock, how long writes wait for the
-	// plan's lock, how long a lost server is retried.
+	// plan's lock, how long a lost server is retried, who hears of an
+	// outage.
 	Options dag.ServerOptions
+	// AnswerTimeout is how long the server may stay silent while ralph
+	// waits for its answer before the connection counts as lost and the
+	// call is retried on a new one: a network partition drops packets
+	// without a word. Zero means DefaultAnswerTimeout.
+	AnswerTimeout time.Duration
 }
 
 //go:embed migrations/*.sql
@@ -125,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (*dag.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openPlan(ctx, cc, plan, where, cfg.Options)
+	return openPlan(ctx, cc, plan, where, cfg)
 }
 
 // CheckPlanName refuses plan names that would not survive a command line
@@ -410,13 +416,16 @@ func Plans(ctx context.Context, rawURL string) ([]Plan, error) {
 
 // openPlan opens the store of plan: a pool for reads and a connector for
 // the writer, both with the plan's schema as their search path.
-func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, opts dag.ServerOptions) (*dag.Store, error) {
-	pc := cc.Copy()
-	if pc.RuntimeParams == nil {
-		pc.RuntimeParams = map[string]string{}
+func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, cfg Config) (*dag.Store, error) {
+	lc := cc.Copy()
+	if lc.RuntimeParams == nil {
+		lc.RuntimeParams = map[string]string{}
 	}
-	pc.RuntimeParams["search_path"] = plan.schema()
-	pc.RuntimeParams["application_name"] = "ralph"
+	lc.RuntimeParams["search_path"] = plan.schema()
+	lc.RuntimeParams["application_name"] = "ralph"
+	// The listeners' connections wait for notifications, silent by
+	// design: only the pool's and the writer's wait for answers.
+	pc := withAnswerTimeout(lc, cfg.AnswerTimeout)
 	db := stdlib.OpenDB(*pc)
 	db.SetMaxIdleConns(4)
 	// lockSQL takes the plan's lock, then returns the transaction's id
@@ -429,10 +438,10 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 		plan:    plan,
 		lockSQL: fmt.Sprintf(`SELECT pg_current_xact_id()::text FROM (SELECT pg_advisory_xact_lock(%d, %d)) AS l`, lockKey, plan.ID),
 	}
-	srv.listen = newListener(pc, plan.schema())
-	srv.view = newListener(pc, plan.schema(), plan.schema()+"_claims")
+	srv.listen = newListener(lc, plan.schema())
+	srv.view = newListener(lc, plan.schema(), plan.schema()+"_claims")
 	srv.view.view = &[2]int32{viewKey, int32(plan.ID)}
-	return dag.OpenServer(ctx, srv, opts)
+	return dag.OpenServer(ctx, srv, cfg.Options)
 }
 
 // viewKey is the first key of the advisory lock a viewer of a plan waits
