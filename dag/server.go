@@ -235,6 +235,10 @@ func (d serverDialect) lock(t *txn) error {
 		return err
 	}
 	t.locked = true
+	// The transaction's time is taken under the lock, as on SQLite: a
+	// transaction that waited for it must not stamp its history earlier
+	// than the one it waited for.
+	t.now = t.s.now()
 	return nil
 }
 

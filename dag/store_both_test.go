@@ -286,3 +286,33 @@ func TestGuardedWritesRecoverFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestHistoryInTimeOrder: two machines whose clocks disagree write one
+// task's history; read in order, it is in time order too: an entry is
+// never stamped earlier than the one before it.
+func TestHistoryInTimeOrder(t *testing.T) {
+	forEachStore(t, func(t *testing.T, o *opener) {
+		ctx := context.Background()
+		ahead := o.open(t, newClock(testStart.Add(time.Hour)).Now)
+		behind := o.again(t, ahead, newClock(testStart).Now)
+		mustAdd(t, ahead, dag.AddParams{ID: "a"})
+		if _, err := ahead.Claim(ctx, loop.ClaimParams{TaskID: "a", Agent: "ag"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := behind.Complete(ctx, loop.MoveParams{TaskID: "a", Message: "done"}); err != nil {
+			t.Fatal(err)
+		}
+		logs, err := behind.Logs(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(logs) < 2 {
+			t.Fatalf("history of a: %+v, want claimed, done", logs)
+		}
+		for i := 1; i < len(logs); i++ {
+			if logs[i].At.Before(logs[i-1].At) {
+				t.Errorf("entry %d (%s at %v) is earlier than entry %d (%s at %v)", i, logs[i].Kind, logs[i].At, i-1, logs[i-1].Kind, logs[i-1].At)
+			}
+		}
+	})
+}

@@ -235,13 +235,16 @@ func (t *txn) log(id, kind, message string) error {
 }
 
 // logAs appends an entry made by actor (ralph's own moves: auto-transitions
-// and recoveries).
+// and recoveries). Its time is the transaction's, or the latest of the
+// task's history when that is later — another machine's clock ahead of
+// this one's — so that a history read in order is in time order too.
 func (t *txn) logAs(id, kind, message, actor string) error {
 	if actor == "" {
 		actor = loop.ActorRalph
 	}
 	_, err := t.exec(`INSERT INTO task_logs (task_id, seq, at, kind, message, actor)
-		VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM task_logs WHERE task_id = ?1), ?2, ?3, ?4, ?5)`,
+		SELECT ?1, coalesce(max(seq), 0) + 1, CASE WHEN max(at) > ?2 THEN max(at) ELSE ?2 END, ?3, ?4, ?5
+		FROM task_logs WHERE task_id = ?1`,
 		id, t.now, kind, message, actor)
 	return err
 }
