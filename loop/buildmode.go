@@ -169,6 +169,10 @@ func (b *buildMode) terminal(ctx context.Context, token string) *stop {
 func (b *buildMode) iteration(ctx context.Context) (counted bool, s *stop) {
 	token := b.changeToken(ctx)
 	task, err := b.claim(ctx, "")
+	if err != nil && !errors.Is(err, ErrNoReadyTask) && transient(err) {
+		return false, b.waitStore(ctx, err)
+	}
+	b.storeBack()
 	if errors.Is(err, ErrNoReadyTask) {
 		return false, b.terminal(ctx, token)
 	}

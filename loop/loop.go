@@ -145,6 +145,11 @@ type run struct {
 	// waited sums usage-limit waits since the last session that was not
 	// stopped by a limit.
 	waited time.Duration
+	// unwritable is when a claim first failed for a reason that may pass
+	// (a full disk, a locked database, a server away), zero while claims
+	// go through; unwritableWait is the next wait (waitStore).
+	unwritable     time.Time
+	unwritableWait time.Duration
 	// pausedUntil is the end of the last usage-limit pause of the runs
 	// sharing the budget that this run waited for.
 	pausedUntil time.Time

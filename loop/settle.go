@@ -98,6 +98,38 @@ func (r *run) keepReceipt(ctx context.Context, rc Receipt) {
 	}
 }
 
+// waitStore is a claim the store could not make for a reason that may
+// pass (transient: the disk full, the database locked by another process,
+// a server away): the loop waits with settle's backoff and claims again,
+// saying so once, as several loops on one plan each wait out the trouble
+// with their outcomes (settle) — for up to a lease (Config.Lease) from the
+// first failure; then it stops as with any store error (exit 1). A nil
+// stop: try again.
+func (r *run) waitStore(ctx context.Context, err error) *stop {
+	now := r.cfg.Now()
+	if r.unwritable.IsZero() {
+		r.unwritable, r.unwritableWait = now, settleFirstWait
+		r.note.notice(r.report.Iterations+1, "could not claim a task (%v); waiting for the plan to take writes again, for up to %s", err, r.cfg.Lease)
+	} else if !now.Add(r.unwritableWait).Before(r.unwritable.Add(r.cfg.Lease)) {
+		return r.storeErr(ctx, fmt.Errorf("%w (claims failed so for %s)", err, now.Sub(r.unwritable).Round(time.Second)))
+	}
+	if err := r.cfg.Sleep(ctx, r.unwritableWait); err != nil {
+		return r.checkCancel(ctx)
+	}
+	r.unwritableWait = min(2*r.unwritableWait, settleMaxWait)
+	return nil
+}
+
+// storeBack notes that a claim went through (or found nothing ready)
+// after waitStore waited: said once, with how long it took.
+func (r *run) storeBack() {
+	if r.unwritable.IsZero() {
+		return
+	}
+	r.note.notice(r.report.Iterations+1, "the plan takes writes again, after %s", r.cfg.Now().Sub(r.unwritable).Round(time.Second))
+	r.unwritable = time.Time{}
+}
+
 // leaseUntil is when the loop's claim on task lapses unless renewed: the
 // last renewal's lease, else the claim's.
 func (b *buildMode) leaseUntil(task Task) time.Time {

@@ -351,3 +351,70 @@ func TestReceiptsKeepIterationResult(t *testing.T) {
 		t.Errorf("receipts (-want +got):\n%s", diff)
 	}
 }
+
+// claimStore fails Claim with a transient error (a full disk) until fails
+// is spent; fails < 0 fails it for good.
+type claimStore struct {
+	*looptest.MemStore
+	refusals
+}
+
+func (s *claimStore) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error) {
+	if s.refuse() {
+		return loop.Task{}, errDisk
+	}
+	return s.MemStore.Claim(ctx, p)
+}
+
+// A claim the store cannot make for a while (the disk full) is waited
+// out, as an outcome is, and said once with its end — not an exit 1 of
+// this loop while the other loops on the plan wait; a store that stays
+// unwritable for a lease stops the run, naming how long.
+func TestClaimWaitsOutAFullDisk(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fails   int
+		outcome loop.Outcome
+		notices []string
+	}{
+		{"for a while", 5, loop.OutcomeComplete, []string{
+			"could not claim a task (disk I/O error); waiting for the plan to take writes again, for up to 15m0s",
+			"the plan takes writes again, after 2s",
+		}},
+		{"for good", -1, loop.OutcomeError, []string{
+			"could not claim a task (disk I/O error); waiting for the plan to take writes again, for up to 15m0s",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			store := &claimStore{MemStore: looptest.NewMemStore(clock.Now), refusals: refusals{fails: tc.fails}}
+			if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig(t)
+			cfg.Now = clock.Now
+			cfg.Sleep = func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
+			rec := &recorder{}
+			cfg.Observer = rec
+			rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+				return looptest.Result("<task-done>a</task-done>"), nil
+			}))
+			if rep.Outcome != tc.outcome {
+				t.Fatalf("outcome %s (%q), err %v; want %s", rep.Outcome, rep.Message, err, tc.outcome)
+			}
+			if tc.outcome == loop.OutcomeError && (!strings.Contains(rep.Message, "claims failed so for 14m59s") || !errors.Is(err, errDisk)) {
+				t.Errorf("the stop says %q (%v); want the store's error and how long", rep.Message, err)
+			}
+			var notices []string
+			for _, n := range rec.kind(loop.NoteNotice) {
+				notices = append(notices, n.Message)
+			}
+			if diff := cmp.Diff(tc.notices, notices); diff != "" {
+				t.Errorf("notices (-want +got):\n%s", diff)
+			}
+			if rep.Iterations > 1 {
+				t.Errorf("%d iterations counted; the waits are not iterations", rep.Iterations)
+			}
+		})
+	}
+}
