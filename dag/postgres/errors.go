@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -104,14 +105,42 @@ func connectErr(cc *pgx.ConnConfig, err error) error {
 }
 
 // unwrapConnect is the innermost error of a failed connection: pgconn's
-// own message repeats the host and user.
+// own message repeats the host and user. pgconn joins the errors of its
+// attempts, a line each — with sslmode=prefer, one with TLS and one without,
+// to the same address — so that the same words came twice: each is said
+// once.
 func unwrapConnect(err error) error {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) && ce.Unwrap() != nil {
-		return ce.Unwrap()
+		err = ce.Unwrap()
 	}
-	return err
+	return sayOnce(err)
 }
+
+// sayOnce is err with each line of its message said once (its chain
+// kept).
+func sayOnce(err error) error {
+	parts := strings.FieldsFunc(err.Error(), func(r rune) bool { return r == '\n' })
+	var once []string
+	for _, p := range parts {
+		if !slices.Contains(once, p) {
+			once = append(once, p)
+		}
+	}
+	if len(once) == len(parts) {
+		return err
+	}
+	return &saidOnce{msg: strings.Join(once, "\n"), err: err}
+}
+
+// saidOnce is err with the repeats taken out of its message.
+type saidOnce struct {
+	msg string
+	err error
+}
+
+func (e *saidOnce) Error() string { return e.msg }
+func (e *saidOnce) Unwrap() error { return e.err }
 
 // isConnectionTrouble reports whether err means the server could not be
 // reached or the connection was lost: the call may succeed later.
@@ -147,7 +176,7 @@ func (s *server) Err(err error) error {
 	case errors.As(err, &pe) && (pe.Code == codeDeadlock || pe.Code == codeSerialization):
 		return temporary{fmt.Errorf("postgres: %s: %w", s.name, err)}
 	case isConnectionTrouble(err):
-		return temporary{fmt.Errorf("postgres: %s: the server is unreachable or went away: %w", s.name, err)}
+		return temporary{fmt.Errorf("postgres: %s: the server is unreachable or went away: %w", s.name, sayOnce(err))}
 	}
 	return err
 }

@@ -139,3 +139,16 @@ func TestOutageEndsWithRefusal(t *testing.T) {
 		t.Errorf("OnTrouble heard %d outages and %d ends after a refusal; want 1 and 1", down, up)
 	}
 }
+
+// TestConnectErrorSaidOnce: pgx tries a server twice with sslmode=prefer
+// (with TLS, then without) and joins both errors: the words are said once.
+func TestConnectErrorSaidOnce(t *testing.T) {
+	_, err := postgres.Open(t.Context(), postgres.Config{URL: "postgres://postgres@127.0.0.1:1/postgres", Plan: "x"})
+	if err == nil {
+		t.Fatal("Open of a closed port succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "connection refused") || strings.Count(msg, "connection refused") != 1 {
+		t.Errorf("the error says 'connection refused' %d times: %q", strings.Count(msg, "connection refused"), msg)
+	}
+}
