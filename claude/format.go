@@ -162,7 +162,9 @@ func (f *Formatter) Event(ev loop.Event) {
 	case loop.EventMalformed:
 		f.printf("%s\n", f.style(ansiYellow, "! malformed stream line: "+shorten(ev.Text, 80)))
 	case loop.EventStderr:
-		f.printf("%s\n", f.style(ansiDim, "stderr: "+ev.Text))
+		// The agent's own colours, which it thought went to a terminal,
+		// are dropped; what is left is shown with its controls escaped.
+		f.printf("%s\n", f.style(ansiDim, "stderr: "+loop.Plain(ev.Text)))
 	}
 }
 

@@ -35,7 +35,7 @@ func Describe(res RunResult) string {
 	if strings.TrimSpace(detail) == "" {
 		detail = res.Stderr
 	}
-	if d := excerpt(plain(detail), 200); d != "" {
+	if d := excerpt(Plain(detail), 200); d != "" {
 		s += ": " + d
 	}
 	return s
@@ -61,12 +61,14 @@ func excerpt(text string, n int) string {
 // fold puts text on one line, its runs of space made single spaces.
 func fold(text string) string { return strings.Join(strings.Fields(text), " ") }
 
-// plain is s without terminal escapes — colours and cursor moves (CSI:
-// ESC [ … final byte), titles and links (OSC: ESC ] … BEL or ESC \), any
-// other ESC and the byte after it — and without other control characters
-// than line breaks and tabs: what an agent CLI that thought it wrote to a
-// terminal printed on stderr, as words.
-func plain(s string) string {
+// Plain is s without terminal escapes — colours and cursor moves (CSI:
+// ESC [ or the one-character C1 CSI U+009B, then parameters and a final
+// byte), titles and links (OSC: ESC ] … BEL or ESC \), any other ESC and
+// the byte after it — and without other control characters than line
+// breaks and tabs (C1 ones included): what an agent CLI that thought it
+// wrote to a terminal printed on stderr, as words. Runners and views use
+// it on an agent's stderr before they show it.
+func Plain(s string) string {
 	if !strings.ContainsFunc(s, control) {
 		return s
 	}
@@ -75,7 +77,14 @@ func plain(s string) string {
 		switch c := s[i]; {
 		case c == 0x1b:
 			i = escapeEnd(s, i)
-		case !control(rune(c)):
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
+			// A C1 control, two bytes in UTF-8; U+009B opens a CSI.
+			i++
+			if s[i] == 0x9b {
+				i = csiEnd(s, i+1)
+			}
+		case c >= 0x80 || !control(rune(c)):
+			// A byte of a multi-byte character, or a printable one.
 			b.WriteByte(c)
 		}
 	}
@@ -83,8 +92,18 @@ func plain(s string) string {
 }
 
 // control reports whether r is a control character other than a line
-// break or a tab.
-func control(r rune) bool { return r < ' ' && r != '\n' && r != '\t' || r == 0x7f }
+// break or a tab: C0, DEL and C1.
+func control(r rune) bool {
+	return r < ' ' && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f
+}
+
+// csiEnd returns the index of the final byte of a CSI whose parameters
+// start at s[i].
+func csiEnd(s string, i int) int {
+	for ; i < len(s) && (s[i] < 0x40 || s[i] > 0x7e); i++ {
+	}
+	return i
+}
 
 // escapeEnd returns the index of the last byte of the escape that starts
 // at s[i] (an ESC).
@@ -94,9 +113,7 @@ func escapeEnd(s string, i int) int {
 	}
 	switch s[i+1] {
 	case '[': // CSI: parameters, then a final byte in 0x40–0x7e
-		for i += 2; i < len(s) && (s[i] < 0x40 || s[i] > 0x7e); i++ {
-		}
-		return i
+		return csiEnd(s, i+2)
 	case ']': // OSC: up to BEL or ESC \
 		for i += 2; i < len(s); i++ {
 			if s[i] == 0x07 {

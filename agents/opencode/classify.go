@@ -36,6 +36,22 @@ type Session struct {
 	Errors []Error
 	// Malformed counts lines that could not be parsed.
 	Malformed int
+	// Rejected is the last tool call OpenCode's permissions rejected
+	// (RejectedCall), "" when none was.
+	Rejected string
+}
+
+// rejectedPermission is what a tool call's error says when OpenCode
+// rejected its permission: `opencode run` auto-rejects every permission
+// set to "ask" (no one is there to answer), and the session ends there.
+const rejectedPermission = "rejected permission"
+
+// refusal is the Text of a ClassRefused result for a session that ended
+// on the permission of call ("bash (make test)"): what to change.
+func refusal(call string) string {
+	tool, _, _ := strings.Cut(call, " ")
+	return fmt.Sprintf("OpenCode's permissions refused %s: `opencode run` rejects every permission set to \"ask\", and the session ends there. "+
+		"Allow it in the \"permission\" of your OpenCode config (e.g. {\"permission\": {%q: \"allow\"}} in opencode.json), or run ralph with --sandbox", call, tool)
 }
 
 // Error is an error line: one of OpenCode's named errors.
@@ -99,6 +115,9 @@ func (s *Session) result() loop.RunResult {
 //     agent_error for anything else (another 4xx, an unknown model, a
 //     context overflow).
 //   - api_error when ralph stopped an agent that kept retrying (GaveUp).
+//   - refused: no step_finish with reason "stop" after OpenCode's
+//     permissions rejected a tool call (a permission set to "ask", which
+//     `opencode run` rejects): every retry would end the same way.
 //   - crashed: no step_finish with reason "stop", whatever the exit code.
 //   - success: exit 0, or ralph stopped the agent after its last step.
 //   - agent_error: a non-zero exit after the last step.
@@ -128,6 +147,8 @@ func Classify(s *Session, e agentproc.Ending) loop.RunResult {
 	switch {
 	case e.GaveUp:
 		res.Class = loop.ClassAPIError
+	case !s.Stopped && s.Rejected != "":
+		res.Class, res.Text = loop.ClassRefused, refusal(s.Rejected)
 	case !s.Stopped:
 		res.Class = loop.ClassCrashed
 	case e.ExitCode == 0 || e.StoppedAfterResult:

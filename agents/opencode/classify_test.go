@@ -15,6 +15,7 @@ func TestClassify(t *testing.T) {
 	midway := Session{SessionID: "s", Steps: 1, Reason: "tool-calls", LastText: "Running it.",
 		Usage: loop.Usage{InputTokens: 1000}}
 	withErr := func(s Session, e Error) *Session { s.Errors = []Error{e}; return &s }
+	rejected := func(s Session, call string) *Session { s.Rejected = call; return &s }
 	ptr := func(s Session) *Session { return &s }
 
 	tests := []struct {
@@ -31,6 +32,7 @@ func TestClassify(t *testing.T) {
 		{"non-zero exit after the last step", ptr(done), agentproc.Ending{ExitCode: 1}, loop.ClassAgentError, 0, "<task-done>T1</task-done>", nil},
 		{"no final step", ptr(midway), agentproc.Ending{}, loop.ClassCrashed, 0, "Running it.", nil},
 		{"killed midway", ptr(midway), agentproc.Ending{ExitCode: -1}, loop.ClassCrashed, 0, "Running it.", nil},
+		{"a permission rejected", rejected(midway, "bash (make test)"), agentproc.Ending{}, loop.ClassRefused, 0, refusal("bash (make test)"), nil},
 		{"cancel wins over an error", withErr(midway, Error{Name: "APIError", StatusCode: 500}), agentproc.Ending{Cancelled: true}, loop.ClassCancelled, 0, "Running it.", nil},
 		{"timeout", ptr(midway), agentproc.Ending{TimedOut: true, ExitCode: -1}, loop.ClassTimeout, 0, "Running it.", nil},
 		{"idle timeout", ptr(midway), agentproc.Ending{IdleTimedOut: true, ExitCode: -1}, loop.ClassIdleTimeout, 0, "Running it.", nil},

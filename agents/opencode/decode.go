@@ -210,6 +210,12 @@ func (d *Decoder) Parse(raw []byte) Line {
 			if isErr && s.Error != "" {
 				out = s.Error
 			}
+			if isErr && strings.Contains(out, rejectedPermission) {
+				d.sess.Rejected = p.Tool
+				if in != "" {
+					d.sess.Rejected += " (" + agentproc.Cut(in, 80) + ")"
+				}
+			}
 		}
 		add(loop.Event{Kind: loop.EventToolUse, Tool: p.Tool, Input: in})
 		add(loop.Event{Kind: loop.EventToolResult, Tool: p.Tool, Text: agentproc.Cut(out, ToolOutputLimit), IsError: isErr})

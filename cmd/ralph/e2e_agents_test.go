@@ -417,3 +417,38 @@ func peekMode(t *testing.T, kit agentKit) {
 		t.Errorf("plan-status: %s", got)
 	}
 }
+
+// TestE2EOpenCodePermissionRefused: the real OpenCode, whose config sets
+// bash to "ask" (which `opencode run` rejects), ends the build at once —
+// one session, no retry — with exit 4 and words that name the permission
+// and how to allow it, free of OpenCode's terminal codes; the task is
+// back to pending.
+func TestE2EOpenCodePermissionRefused(t *testing.T) {
+	api := opencodetest.NewAPI(t, func(r opencodetest.Request) opencodetest.Reply {
+		if r.ToolResults() == 0 {
+			return opencodetest.Shell("make test")
+		}
+		return opencodetest.Text("<task-done>t-1</task-done>")
+	})
+	env := append(api.Env(t.TempDir()), "RALPH_OPENCODE="+opencodetest.Binary(t), `OPENCODE_CONFIG_CONTENT={"permission":{"bash":"ask"}}`)
+	e := newProject(t, env)
+	e.ok("task", "add", "Do it")
+	r := e.run("build", "--agent-cli", "opencode", "--use-api-key")
+	if r.code != 4 {
+		t.Fatalf("build: exit %d, want 4\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"OpenCode's permissions refused bash (make test)", `{"permission": {"bash": "allow"}}`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, "\x1b") || strings.Contains(r.stdout+r.stderr, `\x1b`) {
+		t.Errorf("the output carries OpenCode's terminal codes:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if n := len(api.Requests()); n != 1 {
+		t.Errorf("%d API requests, want 1: a refusal is not retried", n)
+	}
+	if got := e.show("t-1").Status; got != "pending" {
+		t.Errorf("t-1 is %s, want pending", got)
+	}
+}
