@@ -44,13 +44,13 @@ func TestDescribe(t *testing.T) {
 // multi-byte characters whole, the one-character C1 CSI as well as ESC [.
 func TestPlain(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain words, ā é 日本":                         "plain words, ā é 日本",
+		"plain words, ā é 日本":                          "plain words, ā é 日本",
 		"\x1b[93m\x1b[1m! \x1b[0mpermission requested": "! permission requested",
-		"a\u009b31mred\u009b0m b":                       "ared b",
+		"a\u009b31mred\u009b0m b":                      "ared b",
 		"title\x1b]0;x\x07 link\x1b]8;;http://x\x1b\\": "title link",
-		"bell\x07 del\x7f nl\n tab\t c1\u0085end":       "bell del nl\n tab\t c1end",
-		"cut\x1b[":                                      "cut",
-		"ā\u009b":                                       "ā",
+		"bell\x07 del\x7f nl\n tab\t c1\u0085end":      "bell del nl\n tab\t c1end",
+		"cut\x1b[": "cut",
+		"ā\u009b":  "ā",
 	} {
 		if got := loop.Plain(in); got != want {
 			t.Errorf("Plain(%q) = %q, want %q", in, got, want)
