@@ -104,27 +104,24 @@ func (b *buildMode) exitChecks(ctx context.Context) *stop {
 const mostNamed = 5
 
 // nameFailed adds to an end with failed tasks — complete with failures,
-// blocked — the tasks that failed, when the store can list them:
-// "complete: 3 done, 2 failed: a, b (ralph task show ID says why)",
-// "blocked: 1 task remains but none is ready; failed: a, b (…)". Other
-// stops are returned as they are.
+// blocked — the tasks that failed (at most mostNamed), when the store can
+// list them: "complete: 3 done, 2 failed: a, b (ralph task show ID says
+// why)", "blocked: 1 task remains but none is ready; failed: a, b (…)".
+// A build of one task (Scope.TaskID) names that task when it failed; its
+// failed descendants are only counted. Other stops are returned as they
+// are.
 func (b *buildMode) nameFailed(ctx context.Context, s *stop) *stop {
-	if s == nil || s.outcome != OutcomeBlocked && s.outcome != OutcomeCompleteWithFailures {
+	if s == nil || s.failed == 0 {
 		return s
 	}
-	l, ok := b.store.(TaskLister)
-	if !ok {
-		return s
-	}
-	var ids []string
-	err := l.ListTasks(ctx, ListQuery{Status: StatusFailed, Feature: b.cfg.Scope.Feature}, func(t Task) error {
-		ids = append(ids, t.ID)
-		return nil
-	})
+	ids, err := b.failedIDs(ctx)
 	if err != nil || len(ids) == 0 {
 		return s
 	}
-	named := listSome(ids, mostNamed, ", ", func(id string) string { return id })
+	named := strings.Join(ids, ", ")
+	if more := s.failed - len(ids); more > 0 {
+		named += fmt.Sprintf(", and %d more", more)
+	}
 	if s.outcome == OutcomeBlocked {
 		s.message += "; failed: " + named
 	} else {
@@ -132,6 +129,28 @@ func (b *buildMode) nameFailed(ctx context.Context, s *stop) *stop {
 	}
 	s.message += " (ralph task show ID says why)"
 	return s
+}
+
+// failedIDs lists the first mostNamed failed tasks in scope, when the
+// store can.
+func (b *buildMode) failedIDs(ctx context.Context) ([]string, error) {
+	if id := b.cfg.Scope.TaskID; id != "" {
+		t, err := b.store.Get(ctx, id)
+		if err != nil || t.Status != StatusFailed {
+			return nil, err
+		}
+		return []string{id}, nil
+	}
+	l, ok := b.store.(TaskLister)
+	if !ok {
+		return nil, nil
+	}
+	var ids []string
+	err := l.ListTasks(ctx, ListQuery{Status: StatusFailed, Feature: b.cfg.Scope.Feature, Limit: mostNamed}, func(t Task) error {
+		ids = append(ids, t.ID)
+		return nil
+	})
+	return ids, err
 }
 
 // terminal is step 2: nothing could be claimed. With tasks in scope held

@@ -303,22 +303,40 @@ func TestEndNamesFailedTasks(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		tasks []loop.Task
+		fail  string // the tasks that fail, by their id's first letter
+		scope loop.Scope
 		want  string
 	}{
-		{"blocked", []loop.Task{{ID: "a", Title: "A"}, {ID: "b", Title: "B", BlockedBy: []string{"a"}}},
+		{"blocked", []loop.Task{{ID: "a", Title: "A"}, {ID: "b", Title: "B", BlockedBy: []string{"a"}}}, "a", loop.Scope{},
 			"blocked: 1 task remains but none is ready; failed: a (ralph task show ID says why)"},
-		{"complete", []loop.Task{{ID: "a", Title: "A"}, {ID: "b", Title: "B"}},
+		{"complete", []loop.Task{{ID: "a", Title: "A"}, {ID: "b", Title: "B"}}, "a", loop.Scope{},
 			"complete: 1 done, 1 failed: a (ralph task show ID says why)"},
+		{"many: the first five", tasks("a1", "a2", "a3", "a4", "a5", "a6", "a7", "b"), "a", loop.Scope{},
+			"complete: 1 done, 7 failed: a1, a2, a3, a4, a5, and 2 more (ralph task show ID says why)"},
+		{"one task's build names it", tasks("a", "b"), "ab", loop.Scope{TaskID: "b"},
+			"complete: 0 done, 1 failed: b (ralph task show ID says why)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newStore(t, tt.tasks...)
-			runner := looptest.NewFakeRunner(t).Always(func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
-				if id := envOf(req, "RALPH_TASK_ID"); id != "a" {
-					return looptest.Result(done(id)), nil
+			if tt.scope.TaskID != "" {
+				// A task out of scope that failed before is not named.
+				if _, err := store.Claim(t.Context(), loop.ClaimParams{TaskID: "a", Agent: "other"}); err != nil {
+					t.Fatal(err)
 				}
-				return looptest.Result(failed("a")), nil
+				if err := store.Fail(t.Context(), loop.MoveParams{TaskID: "a", Message: "earlier"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runner := looptest.NewFakeRunner(t).Always(func(_ context.Context, req loop.RunRequest) (loop.RunResult, error) {
+				id := envOf(req, "RALPH_TASK_ID")
+				if strings.ContainsRune(tt.fail, rune(id[0])) {
+					return looptest.Result(failed(id)), nil
+				}
+				return looptest.Result(done(id)), nil
 			})
-			rep, err := loop.Run(t.Context(), testConfig(t), store, runner)
+			cfg := testConfig(t)
+			cfg.Scope = tt.scope
+			rep, err := loop.Run(t.Context(), cfg, store, runner)
 			if err != nil || rep.Message != tt.want {
 				t.Errorf("Run ended %q, %v; want %q", rep.Message, err, tt.want)
 			}

@@ -192,6 +192,10 @@ type stop struct {
 	// another outcome, for Report.Cause.
 	err, cause error
 	resetsAt   time.Time
+	// failed is how many tasks in scope had failed when the stop was
+	// made from the counts (completeStop, terminalStop): the ones
+	// nameFailed names.
+	failed int
 }
 
 func stopWith(o Outcome, format string, args ...any) *stop {
@@ -512,7 +516,9 @@ func (r *run) limitCheck(remaining int) *stop {
 
 func completeStop(c Counts) *stop {
 	if c.Failed > 0 {
-		return stopWith(OutcomeCompleteWithFailures, "complete: %d done, %d failed", c.Done, c.Failed)
+		s := stopWith(OutcomeCompleteWithFailures, "complete: %d done, %d failed", c.Done, c.Failed)
+		s.failed = c.Failed
+		return s
 	}
 	return stopWith(OutcomeComplete, "complete: all %d %s done", c.Done, plural(c.Done, "task", "tasks"))
 }
@@ -529,8 +535,9 @@ func terminalStop(c Counts) *stop {
 	case c.Resolved():
 		return completeStop(c)
 	default:
-		n := c.Open() + c.InProgress
-		return stopWith(OutcomeBlocked, "blocked: %s but none is ready", remain(n))
+		s := stopWith(OutcomeBlocked, "blocked: %s but none is ready", remain(c.Open()+c.InProgress))
+		s.failed = c.Failed
+		return s
 	}
 }
 
