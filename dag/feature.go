@@ -54,25 +54,13 @@ func checkFeatureName(name string) error {
 
 // Features implements loop.FeatureStore: every feature, in creation order.
 func (s *Store) Features(ctx context.Context) ([]loop.Feature, error) {
-	var out []loop.Feature
-	err := s.read(ctx, func(t *txn) error {
-		rows, err := t.query(`SELECT name, spec_path, plan_path, created_at FROM features ORDER BY seq`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var f loop.Feature
-			var at int64
-			if err := rows.Scan(&f.Name, &f.SpecPath, &f.PlanPath, &at); err != nil {
-				return err
-			}
-			f.CreatedAt = fromNanos(at)
-			out = append(out, f)
-		}
-		return rows.Err()
-	})
-	return out, err
+	return queryAll(ctx, s, func(r scanner) (loop.Feature, error) {
+		var f loop.Feature
+		var at int64
+		err := r.Scan(&f.Name, &f.SpecPath, &f.PlanPath, &at)
+		f.CreatedAt = fromNanos(at)
+		return f, err
+	}, `SELECT name, spec_path, plan_path, created_at FROM features ORDER BY seq`)
 }
 
 // Feature implements loop.FeatureStore. Error: loop.ErrFeatureNotFound.
@@ -123,29 +111,20 @@ func (s *Store) Receipts(ctx context.Context, limit int) ([]loop.Receipt, error)
 	if limit <= 0 {
 		limit = math.MaxInt64 // all (LIMIT -1 is SQLite's alone)
 	}
-	var out []loop.Receipt
-	err := s.read(ctx, func(t *txn) error {
-		rows, err := t.query(`SELECT session, iteration, mode, task_id, model, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns, exit_reason, verdict, worker,
-			agent, cost_source, result FROM receipts ORDER BY seq DESC LIMIT ?`, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r loop.Receipt
-			var started, dur int64
-			if err := rows.Scan(&r.Session, &r.Iteration, &r.Mode, &r.TaskID, &r.Model, &r.InputTokens,
-				&r.OutputTokens, &r.CacheReadTokens, &r.CacheWriteTokens, &r.CostUSD, &started, &dur,
-				&r.Turns, &r.ExitReason, &r.Verdict, &r.Worker, &r.Agent, &r.CostSource, &r.Result); err != nil {
-				return err
-			}
-			r.StartedAt, r.Duration = fromNanos(started), time.Duration(dur)
-			out = append(out, r)
-		}
-		return rows.Err()
-	})
-	return out, err
+	return queryAll(ctx, s, scanReceipt, `SELECT session, iteration, mode, task_id, model, input_tokens, output_tokens,
+		cache_read_tokens, cache_write_tokens, cost_usd, started_at, duration_ns, turns, exit_reason, verdict, worker,
+		agent, cost_source, result FROM receipts ORDER BY seq DESC LIMIT ?`, limit)
+}
+
+// scanReceipt reads a row of Receipts' query.
+func scanReceipt(rows scanner) (loop.Receipt, error) {
+	var r loop.Receipt
+	var started, dur int64
+	err := rows.Scan(&r.Session, &r.Iteration, &r.Mode, &r.TaskID, &r.Model, &r.InputTokens,
+		&r.OutputTokens, &r.CacheReadTokens, &r.CacheWriteTokens, &r.CostUSD, &started, &dur,
+		&r.Turns, &r.ExitReason, &r.Verdict, &r.Worker, &r.Agent, &r.CostSource, &r.Result)
+	r.StartedAt, r.Duration = fromNanos(started), time.Duration(dur)
+	return r, err
 }
 
 // PlanSetting implements loop.SettingStore: the value key was recorded

@@ -116,24 +116,7 @@ func (s *Store) Landings(ctx context.Context, q loop.LandingQuery) ([]loop.Landi
 			args = append(args, string(st))
 		}
 	}
-	var out []loop.Landing
-	err := s.read(ctx, func(t *txn) error {
-		out = out[:0]
-		rows, err := t.query(`SELECT `+landingCols+` FROM landings WHERE `+strings.Join(conds, " AND ")+` ORDER BY seq`, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			l, err := scanLanding(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, l)
-		}
-		return rows.Err()
-	})
-	return out, err
+	return queryAll(ctx, s, scanLanding, `SELECT `+landingCols+` FROM landings WHERE `+strings.Join(conds, " AND ")+` ORDER BY seq`, args...)
 }
 
 // BranchTip implements loop.LandingStore.

@@ -47,8 +47,8 @@ func (s *Store) BeginRun(ctx context.Context, r loop.RunRecord) (int64, error) {
 
 // EndRun implements loop.RunRecorder.
 func (s *Store) EndRun(ctx context.Context, id int64, end loop.RunEnd) error {
-	if end.Outcome == "" || end.Outcome == loop.RunRunning || end.Outcome == loop.RunDied {
-		return fmt.Errorf("dag: end of run %d: outcome %q is not an end", id, end.Outcome)
+	if err := end.Check(); err != nil {
+		return fmt.Errorf("dag: end of run %d: %w", id, err)
 	}
 	return s.writeNoTask(ctx, func(t *txn) error {
 		res, err := t.exec(`UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, done = ?, failed = ?, remaining = ?,
@@ -76,22 +76,5 @@ func (s *Store) Runs(ctx context.Context, n int) ([]loop.RunRecord, error) {
 	if n > 0 {
 		q, args = q+` LIMIT ?`, append(args, n)
 	}
-	var out []loop.RunRecord
-	err := s.read(ctx, func(t *txn) error {
-		out = out[:0]
-		rows, err := t.query(q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanRun(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
-	})
-	return out, err
+	return queryAll(ctx, s, scanRun, q, args...)
 }

@@ -2,6 +2,7 @@ package dag
 
 import (
 	"cmp"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -38,6 +39,30 @@ func readyFrom(scope loop.Scope) string {
 }
 
 type scanner interface{ Scan(dest ...any) error }
+
+// queryAll runs q in one read transaction and returns its rows, each read
+// by scan, in the query's order. A read the store tries again (a server's
+// lost connection) starts the list over.
+func queryAll[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	var out []T
+	err := s.read(ctx, func(t *txn) error {
+		out = out[:0]
+		rows, err := t.query(q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
 
 // scanTask reads taskCols; blockers is the task's number of blockers, so
 // that callers can skip the look-up in deps when it is zero.

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -89,6 +90,15 @@ type RunEnd struct {
 	CostUSD                 float64
 	Agents                  int
 	IntegrationTip          string
+}
+
+// Check returns an error when e cannot end a run: its Outcome is empty,
+// RunRunning or RunDied. RunRecorder.EndRun refuses such an end.
+func (e RunEnd) Check() error {
+	if e.Outcome == "" || e.Outcome == RunRunning || e.Outcome == RunDied {
+		return fmt.Errorf("outcome %q is not an end", e.Outcome)
+	}
+	return nil
 }
 
 // ErrNoRun is returned by RunRecorder.EndRun for a run the store does not

@@ -34,8 +34,8 @@ func (s *MemStore) EndRun(ctx context.Context, id int64, end loop.RunEnd) error 
 	if id < 1 || id > int64(len(s.runs)) {
 		return fmt.Errorf("%w: %d", loop.ErrNoRun, id)
 	}
-	if end.Outcome == "" || end.Outcome == loop.RunRunning || end.Outcome == loop.RunDied {
-		return fmt.Errorf("looptest: end of run %d: outcome %q is not an end", id, end.Outcome)
+	if err := end.Check(); err != nil {
+		return fmt.Errorf("looptest: end of run %d: %w", id, err)
 	}
 	r := &s.runs[id-1]
 	if !r.Running() {
