@@ -55,12 +55,9 @@ func (b *buildMode) baseline(ctx context.Context) *stop {
 		return nil
 	}
 	err := b.cfg.Shared.baseline(func() error {
-		if err := b.toTip(ctx); err != nil {
-			return fmt.Errorf("%w: %w", errToTip, err)
-		}
-		err := b.runTests(ctx, b.dir(), cmd)
+		err := b.runAtTip(ctx, cmd)
 		// The worker that ran it shows the output, once for the build.
-		if head, out := baselineFailure(err); ctx.Err() == nil && out != "" {
+		if head, out := testsFailure(err); ctx.Err() == nil && out != "" {
 			b.note.failed(0, fmt.Errorf("the test gate's output on the starting tree (%s):\n%s", head, out))
 		}
 		return err
@@ -75,7 +72,7 @@ func (b *buildMode) baseline(ctx context.Context) *stop {
 	case !errors.Is(err, ErrTestsFailed):
 		return internal(err)
 	}
-	head, out := baselineFailure(err)
+	head, out := testsFailure(err)
 	msg := fmt.Sprintf("%s (%s), %s", strings.TrimPrefix(ErrBaselineFailed.Error(), "loop: "), head, BaselineHint)
 	if out != "" {
 		msg += "\n" + out
@@ -83,15 +80,25 @@ func (b *buildMode) baseline(ctx context.Context) *stop {
 	return &stop{outcome: OutcomeTestGateFailed, message: msg, cause: fmt.Errorf("%w: %w", ErrBaselineFailed, err)}
 }
 
-// baselineFailure splits runTests' ErrTestsFailed ("…: cmd: how\noutput")
-// into the command and how it ended, and its output, trimmed; both ""
-// for any other error.
-func baselineFailure(err error) (head, out string) {
-	if !errors.Is(err, ErrTestsFailed) {
+// testsFailure is a TestsFailedError's command and how it ended, and
+// its output; both "" for any other error.
+func testsFailure(err error) (head, out string) {
+	var te *TestsFailedError
+	if !errors.As(err, &te) {
 		return "", ""
 	}
-	head, out, _ = strings.Cut(strings.TrimPrefix(err.Error(), ErrTestsFailed.Error()+": "), "\n")
-	return head, strings.TrimSpace(out)
+	return te.Head(), te.Output
+}
+
+// runAtTip runs the test command cmd in the worker's tree, put at the
+// integration tip first (toTip; without workers, the project as it is):
+// an error wrapping errToTip when the tree could not be put there, else
+// runTests'.
+func (b *buildMode) runAtTip(ctx context.Context, cmd string) error {
+	if err := b.toTip(ctx); err != nil {
+		return fmt.Errorf("%w: %w", errToTip, err)
+	}
+	return b.runTests(ctx, b.dir(), cmd)
 }
 
 // finalCheck is the final command's turn when the plan in scope is
@@ -123,10 +130,7 @@ func (b *buildMode) finalCheck(ctx context.Context, s *stop) *stop {
 		return nil
 	}
 	n := b.report.Iterations
-	err = b.toTip(ctx)
-	if err == nil {
-		err = b.runTests(ctx, b.dir(), cmd)
-	}
+	err = b.runAtTip(ctx, cmd)
 	switch {
 	case err == nil:
 		f.passed = true
@@ -135,10 +139,10 @@ func (b *buildMode) finalCheck(ctx context.Context, s *stop) *stop {
 	case ctx.Err() != nil:
 		return b.checkCancel(ctx)
 	case !errors.Is(err, ErrTestsFailed):
-		return stopWith(OutcomeGitFailed, "git: the final check: %v: %v", errToTip, err)
+		return stopWith(OutcomeGitFailed, "git: the final check: %v", err)
 	}
-	why := "the final check failed: " + strings.TrimPrefix(firstLine(err.Error()), ErrTestsFailed.Error()+": ")
-	_, out, _ := strings.Cut(err.Error(), "\n")
+	head, out := testsFailure(err)
+	why := "the final check failed: " + head
 	b.note.failed(n, fmt.Errorf("%s\n%s", why, out))
 	if f.rounds >= MaxFinalRounds {
 		return &stop{outcome: OutcomeTestGateFailed, cause: err,

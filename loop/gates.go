@@ -51,10 +51,31 @@ func excerptEnd(s string, n int) string {
 func (r *run) runTests(ctx context.Context, dir, testCmd string) error {
 	out, err := r.commands().RunCommand(ctx, CommandRequest{Command: testCmd, Dir: dir, UseAPIKey: r.cfg.UseAPIKey})
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v\n%s", ErrTestsFailed, testCmd, err, tail(out))
+		return &TestsFailedError{Command: testCmd, Err: err, Output: tail(out)}
 	}
 	return nil
 }
+
+// TestsFailedError is a test command that failed (the test gate, a
+// task's check, the baseline, the final check): it is ErrTestsFailed,
+// and says "loop: test gate failed: COMMAND: HOW" then, on the lines
+// after, the end of the command's output.
+type TestsFailedError struct {
+	Command string
+	// Err says how the command ended ("exit status 1").
+	Err error
+	// Output is the end of what it printed, trimmed.
+	Output string
+}
+
+func (e *TestsFailedError) Error() string {
+	return fmt.Sprintf("%v: %s\n%s", ErrTestsFailed, e.Head(), e.Output)
+}
+
+// Head is "COMMAND: HOW", the failure without its output.
+func (e *TestsFailedError) Head() string { return fmt.Sprintf("%s: %v", e.Command, e.Err) }
+
+func (e *TestsFailedError) Unwrap() error { return ErrTestsFailed }
 
 // checkGitRepo reports ErrNotGitRepo unless the run found a repository
 // (findErr is what hostgit.Find said).
