@@ -55,18 +55,14 @@ var Bin = agentproc.Bin{Name: Name, EnvVar: EnvBin, Install: "install the Gemini
 // Args returns the CLI's arguments for req: stream-json output, the model
 // (always given: see Model), contextDir as an included directory when the
 // request has a system prompt (it holds the prompt as a context file; see
-// WriteContext), and --yolo for a sandboxed work session. A session that
-// is not sandboxed (the verifier) runs in the CLI's default approval mode,
+// WriteContext), and --yolo when yolo says so: a sandboxed work session.
+// A session that is not sandboxed (the verifier) runs in the CLI's default approval mode,
 // where headless runs offer the model only read tools. The prompt is not
 // an argument: it goes on standard input (stdin that is not a terminal
-// makes the CLI headless). A verifier that runs in a sandbox with its tree
-// read-only gets --yolo too (Runner.VerifierSandbox): Run passes that on.
-func Args(req loop.RunRequest, contextDir string) []string {
-	return args(req, contextDir, req.Sandboxed)
-}
-
-// args is Args with yolo saying whether the session gets every tool.
-func args(req loop.RunRequest, contextDir string, yolo bool) []string {
+// makes the CLI headless). yolo gives the session every tool (--yolo):
+// Run passes req.Sandboxed, or true for a verifier that runs in a sandbox
+// with its tree read-only (Runner.VerifierSandbox).
+func Args(req loop.RunRequest, contextDir string, yolo bool) []string {
 	a := []string{"--output-format", "stream-json", "-m", Model(req.Model)}
 	if req.SystemPrompt != "" && contextDir != "" {
 		a = append(a, "--include-directories", contextDir)

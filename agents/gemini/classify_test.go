@@ -175,7 +175,7 @@ func TestArgs(t *testing.T) {
 			[]string{"--output-format", "stream-json", "-m", "gemini-3-pro-preview", "--yolo"}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, Args(tt.req, tt.ctx)); diff != "" {
+		if diff := cmp.Diff(tt.want, Args(tt.req, tt.ctx, tt.req.Sandboxed)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}

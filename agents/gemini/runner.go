@@ -76,7 +76,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 	x, err := agentproc.Run(ctx, agentproc.Spec{
 		Name:        Name,
 		Path:        path,
-		Args:        args(req, contextDir, req.Sandboxed || readOnly),
+		Args:        Args(req, contextDir, req.Sandboxed || readOnly),
 		Env:         env,
 		Sandbox:     box,
 		ReadOnly:    readOnly,

@@ -143,14 +143,9 @@ var shellPermission = map[string]any{"bash": "allow", "edit": "deny", "webfetch"
 // webfetch denied, for every agent and again for the verifier's agent.
 // OpenCode merges this config after the user's global and project ones,
 // so their providers and models still apply. It returns "" when there
-// is nothing to add to user.
-func Config(user string, req loop.RunRequest, instructionsFile string) (string, error) {
-	return config(user, req, instructionsFile, false)
-}
-
-// config is Config; shell says the verifier runs in a read-only sandbox
-// and gets bash (shellPermission instead of readOnlyPermission).
-func config(user string, req loop.RunRequest, instructionsFile string, shell bool) (string, error) {
+// is nothing to add to user. shell says the verifier runs in a read-only
+// sandbox and gets bash (shellPermission instead of readOnlyPermission).
+func Config(user string, req loop.RunRequest, instructionsFile string, shell bool) (string, error) {
 	if instructionsFile == "" && req.Sandboxed {
 		return user, nil
 	}
@@ -212,13 +207,8 @@ func overlay(base any, top map[string]any) map[string]any {
 // PWD matters: `opencode run` works in $PWD when it is set, not in its
 // working directory, and ralph's own PWD (the directory ralph was started
 // in) would send the agent to the wrong tree — the main checkout instead
-// of a worker's worktree.
-func Env(base []string, req loop.RunRequest, instructionsFile string) ([]string, error) {
-	return environ(base, req, instructionsFile, false)
-}
-
-// environ is Env; shell is config's.
-func environ(base []string, req loop.RunRequest, instructionsFile string, shell bool) ([]string, error) {
+// of a worker's worktree. shell is Config's.
+func Env(base []string, req loop.RunRequest, instructionsFile string, shell bool) ([]string, error) {
 	extra := append(append([]string(nil), req.Env...), EnvDisableUpdate+"=true")
 	if req.Dir != "" {
 		dir, err := filepath.Abs(req.Dir)
@@ -228,7 +218,7 @@ func environ(base []string, req loop.RunRequest, instructionsFile string, shell 
 		extra = append(extra, "PWD="+dir)
 	}
 	env := agentproc.Environ(base, extra, nil)
-	cfg, err := config(agentproc.Getenv(env, EnvConfigContent), req, instructionsFile, shell)
+	cfg, err := Config(agentproc.Getenv(env, EnvConfigContent), req, instructionsFile, shell)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +286,7 @@ func (r *Runner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, 
 		instructions = file
 	}
 	box, readOnly := agentproc.Boundary(req, r.Sandbox, r.VerifierSandbox)
-	env, err := environ(os.Environ(), req, instructions, readOnly)
+	env, err := Env(os.Environ(), req, instructions, readOnly)
 	if err != nil {
 		return loop.RunResult{}, err
 	}

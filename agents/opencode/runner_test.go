@@ -62,7 +62,7 @@ func TestConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Config(tt.user, tt.req, tt.file)
+			got, err := Config(tt.user, tt.req, tt.file, false)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -92,7 +92,7 @@ func TestConfig(t *testing.T) {
 func TestEnv(t *testing.T) {
 	base := []string{"HOME=/h", "PWD=/where/ralph/started", "OPENAI_API_KEY=sk-user", "ANTHROPIC_API_KEY=sk-ant", "OPENCODE_CONFIG=/h/my.json"}
 	req := loop.RunRequest{Sandboxed: true, Dir: "/work/tree", Env: []string{"RALPH_TASK_ID=T1"}}
-	env, err := Env(base, req, "/tmp/sp.md")
+	env, err := Env(base, req, "/tmp/sp.md", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestEnv(t *testing.T) {
 	if diff := cmp.Diff(want, env); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if _, err := Env(append(base, "OPENCODE_CONFIG_CONTENT=not json"), req, "/tmp/sp.md"); err == nil {
+	if _, err := Env(append(base, "OPENCODE_CONFIG_CONTENT=not json"), req, "/tmp/sp.md", false); err == nil {
 		t.Errorf("no error for a user's OPENCODE_CONFIG_CONTENT that is not JSON")
 	}
 }
