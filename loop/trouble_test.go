@@ -270,6 +270,32 @@ func (s *receiptStore) RecordReceipt(ctx context.Context, r loop.Receipt) error 
 	return s.MemStore.RecordReceipt(ctx, r)
 }
 
+// runOnClock runs a build of task "a" (added to mem, which store wraps)
+// that the agent completes at a cost of $0.01, with clock as the run's
+// clock (its sleeps advance it), and returns its report, the notices it
+// said and its error.
+func runOnClock(t *testing.T, store loop.TaskStore, mem *looptest.MemStore, clock *looptest.Clock) (loop.Report, []string, error) {
+	t.Helper()
+	if err := mem.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.Now = clock.Now
+	cfg.Sleep = func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
+	rec := &recorder{}
+	cfg.Observer = rec
+	rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+		res := looptest.Result("<task-done>a</task-done>")
+		res.CostUSD = 0.01
+		return res, nil
+	}))
+	var notices []string
+	for _, n := range rec.kind(loop.NoteNotice) {
+		notices = append(notices, n.Message)
+	}
+	return rep, notices, err
+}
+
 // A receipt is as durable as an outcome: one the store refuses for a while
 // (its database locked by another process) is tried again until the store
 // takes it, and the wait is said once; one it refuses for good is said,
@@ -289,19 +315,7 @@ func TestReceiptRetriedUntilRecorded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			store := &receiptStore{MemStore: looptest.NewMemStore(clock.Now), err: tc.err, refusals: refusals{fails: tc.fails}}
-			if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
-				t.Fatal(err)
-			}
-			cfg := testConfig(t)
-			cfg.Now = clock.Now
-			cfg.Sleep = func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
-			rec := &recorder{}
-			cfg.Observer = rec
-			rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
-				res := looptest.Result("<task-done>a</task-done>")
-				res.CostUSD = 0.01
-				return res, nil
-			}))
+			rep, notices, err := runOnClock(t, store, store.MemStore, clock)
 			if err != nil || rep.Outcome != loop.OutcomeComplete {
 				t.Fatalf("outcome %s (%q), err %v; want complete", rep.Outcome, rep.Message, err)
 			}
@@ -311,10 +325,6 @@ func TestReceiptRetriedUntilRecorded(t *testing.T) {
 			kept, err := store.Receipts(t.Context(), 0)
 			if err != nil || len(kept) != tc.kept {
 				t.Errorf("receipts kept: %d (%v), want %d", len(kept), err, tc.kept)
-			}
-			var notices []string
-			for _, n := range rec.kind(loop.NoteNotice) {
-				notices = append(notices, n.Message)
 			}
 			if diff := cmp.Diff(tc.notices, notices); diff != "" {
 				t.Errorf("notices (-want +got):\n%s", diff)
@@ -388,26 +398,12 @@ func TestClaimWaitsOutAFullDisk(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := looptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			store := &claimStore{MemStore: looptest.NewMemStore(clock.Now), refusals: refusals{fails: tc.fails}}
-			if err := store.Add(loop.Task{ID: "a", Title: "A", Priority: 2}); err != nil {
-				t.Fatal(err)
-			}
-			cfg := testConfig(t)
-			cfg.Now = clock.Now
-			cfg.Sleep = func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
-			rec := &recorder{}
-			cfg.Observer = rec
-			rep, err := loop.Run(t.Context(), cfg, store, looptest.NewFakeRunner(t).Always(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
-				return looptest.Result("<task-done>a</task-done>"), nil
-			}))
+			rep, notices, err := runOnClock(t, store, store.MemStore, clock)
 			if rep.Outcome != tc.outcome {
 				t.Fatalf("outcome %s (%q), err %v; want %s", rep.Outcome, rep.Message, err, tc.outcome)
 			}
 			if tc.outcome == loop.OutcomeError && (!strings.Contains(rep.Message, "claims failed so for 14m59s") || !errors.Is(err, errDisk)) {
 				t.Errorf("the stop says %q (%v); want the store's error and how long", rep.Message, err)
-			}
-			var notices []string
-			for _, n := range rec.kind(loop.NoteNotice) {
-				notices = append(notices, n.Message)
 			}
 			if diff := cmp.Diff(tc.notices, notices); diff != "" {
 				t.Errorf("notices (-want +got):\n%s", diff)
