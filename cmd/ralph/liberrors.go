@@ -113,14 +113,22 @@ func intoError(err error) error {
 	return &codedError{code: exitError, err: err}
 }
 
-// taskError is the error of ralph task done, fail and claim (through
-// moveError), with the refusals whose library words name a field a flag
-// sets in the flag's words: a *loop.HeldError (loop.Actor.Force:
-// --force) and the broker's *broker.RefusalError (Actor.Force: --force; peek mode: --claim agent).
-func taskError(err error) error {
+// moveError is the error of the task command move ("done", "fail",
+// "claim", "reset", "block", "unblock") in words, where the library's
+// would name a field: a move the task's status does not allow (a
+// *loop.TransitionError, "illegal transition pending -> done") says what
+// the status means and the command that would work; a *loop.HeldError
+// (loop.Actor.Force) and the broker's *broker.RefusalError (Actor.Force;
+// peek mode) name the flag that sets it, --force or --claim agent. The
+// worded error wraps the library's: errors.Is and errors.As, and so the
+// exit code, are as they were.
+func moveError(move string, err error) error {
+	var te *loop.TransitionError
 	var held *loop.HeldError
 	var refusal *broker.RefusalError
 	switch {
+	case errors.As(err, &te):
+		return &worded{msg: illegalMove(move, te.TaskID, te.From), err: err}
 	case errors.As(err, &held):
 		return reword(err, held, fmt.Sprintf("%v: task %s is held by %s (holder %s); pass --force to %s it anyway",
 			loop.ErrHeldByLiveAgent, held.TaskID, held.ClaimedBy, held.Holder, held.Move))
@@ -130,21 +138,6 @@ func taskError(err error) error {
 		return reword(err, refusal, fmt.Sprintf("%v: in this run the ralph loop claims the tasks; an agent claims for itself in peek mode only (ralph build --claim agent)", broker.ErrRefused))
 	}
 	return err
-}
-
-// moveError is the error of the task command move ("done", "fail",
-// "claim", "reset", "block", "unblock"): taskError's refusals, and a move
-// the task's status does not allow (a *loop.TransitionError, "illegal
-// transition pending -> done" in the library's words) in words: what the
-// task's status means and the command that would work. The worded error
-// wraps the library's: errors.Is and errors.As, and so the exit code, are
-// as they were.
-func moveError(move string, err error) error {
-	var te *loop.TransitionError
-	if errors.As(err, &te) {
-		return &worded{msg: illegalMove(move, te.TaskID, te.From), err: err}
-	}
-	return taskError(err)
 }
 
 // illegalMoves words a refused move by the command and the task's status;

@@ -104,22 +104,22 @@ func TestMoveErrorInFlagWords(t *testing.T) {
 	}
 
 	held := &loop.HeldError{TaskID: "t-2", ClaimedBy: "agent-b", Holder: loop.Holder{Host: "h", PID: 7, Start: 9}, Move: loop.MoveComplete}
-	err := taskError(fmt.Errorf("progress: %w", held))
+	err := moveError("done", fmt.Errorf("progress: %w", held))
 	if want := "progress: loop: a live agent holds the task: task t-2 is held by agent-b (holder 7:9@h); pass --force to complete it anyway"; err.Error() != want {
-		t.Errorf("taskError: %q, want %q", err, want)
+		t.Errorf("moveError: %q, want %q", err, want)
 	}
 	var back *loop.HeldError
 	if !errors.As(err, &back) || back != held || !errors.Is(err, loop.ErrHeldByLiveAgent) {
-		t.Errorf("taskError lost the chain: %#v", err)
+		t.Errorf("moveError lost the chain: %#v", err)
 	}
 	// A message that does not end with the refusal's own stays the
 	// library's; other errors pass untouched.
 	odd := fmt.Errorf("%w (and more)", held)
-	if got := taskError(odd); got != odd {
-		t.Errorf("taskError(%q) = %q, want it unchanged", odd, got)
+	if got := moveError("done", odd); got != odd {
+		t.Errorf("moveError(%q) = %q, want it unchanged", odd, got)
 	}
-	if got := taskError(loop.ErrNotHolder); got != loop.ErrNotHolder {
-		t.Errorf("taskError(%v) = %v, want it unchanged", loop.ErrNotHolder, got)
+	if got := moveError("done", loop.ErrNotHolder); got != loop.ErrNotHolder {
+		t.Errorf("moveError(%v) = %v, want it unchanged", loop.ErrNotHolder, got)
 	}
 }
 
