@@ -87,6 +87,7 @@ func (c *Commands) RunCommand(ctx context.Context, req loop.CommandRequest) (str
 		Args:    []string{"-c", "exec 2>&1\n" + req.Command},
 		Dir:     req.Dir,
 		Env:     c.env(req),
+		Stdin:   req.Stdin,
 		Sandbox: c.Sandbox,
 		Grace:   c.Grace,
 		Decode: func(r io.Reader, _ func(loop.Event)) error {

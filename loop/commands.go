@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 )
 
@@ -47,6 +48,9 @@ type CommandRequest struct {
 	// withholds the model providers' API keys from a sandboxed command
 	// (agentproc.Commands) keeps them when it is set.
 	UseAPIKey bool
+	// Stdin is written to the command's standard input, which is then
+	// closed ("" is an empty input).
+	Stdin string
 }
 
 // gateWaitDelay bounds how long a process that left a HostCommands
@@ -69,6 +73,7 @@ var HostCommands CommandRunner = CommandFunc(hostCommand)
 func hostCommand(ctx context.Context, req CommandRequest) (string, error) {
 	cmd := exec.CommandContext(ctx, "sh", "-c", req.Command)
 	cmd.Dir = req.Dir
+	cmd.Stdin = strings.NewReader(req.Stdin)
 	if len(req.Env) > 0 {
 		cmd.Env = append(os.Environ(), req.Env...)
 	}

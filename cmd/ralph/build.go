@@ -60,6 +60,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.StringFlag{Name: "base", Usage: "with workers, or a plan that has an integration branch: the `BRANCH` the integration branch follows, recorded with the plan: each build first merges its new commits into the integration branch (with --remote, the remote's BRANCH)", DefaultText: "the plan's, or the branch checked out when it is first recorded"},
 			&cli.BoolFlag{Name: "accept-tip", Usage: "with workers, or a plan that has an integration branch: accept the integration branch as it is now where it is not where ralph last put it (someone moved, rewound or deleted it; a deleted one is made again from HEAD): the tasks whose landed work it lacks go back to pending, and the build goes on from it"},
 			otelFlag(),
+			notifyFlag(),
 		}, append(agentCLIFlags(),
 			&cli.StringFlag{Name: "verify-agent-cli", Usage: "with --verify: another agent `CLI` checks the work (" + strings.Join(agentCLINames(), ", ") + "), read-only in its own way; its executable is $RALPH_<CLI>, else its name on PATH", DefaultText: "the --agent-cli"},
 		)...),
@@ -173,6 +174,9 @@ func build(c *cli.Context, cfg appConfig) (err error) {
 	}
 	run := newRun(c.Context, cfg, store, loop.RunKindBuild, lc.Scope)
 	defer func() { run.end(c.Context, err) }()
+	if run.notify, err = newNotifier(c, cfg, p, loop.RunKindBuild); err != nil {
+		return err
+	}
 	// The agents must exist before anything is claimed.
 	agent, verifier, err := buildAgents(c, cfg)
 	if err != nil {

@@ -332,6 +332,15 @@
 // loop.Outcome word, "running" or "died"; exit_code null while running
 // and for a run that died; ended_at "" until the run ends.
 //
+// --notify (notify.go, package notify) rides on the run record: the
+// notifier sees the notes the record begins with, and the record's end
+// sends run_end with the same outcome, exit code and counts, then waits
+// at most 15 s for the targets. So a command refused before its loop
+// starts notifies nobody, as it records nothing; a run over a progress
+// file, which records nothing, still notifies. Command targets run with
+// agentproc.Commands on the host (never in the --sandbox box: they are the
+// user's, from flags or $RALPH_NOTIFY); a bad target is a usage error.
+//
 // `ralph clean [--dry-run]` (clean.go) removes what parallel builds left
 // whose work landed on the plan's recorded integration branch, as
 // parallel.Clean decides, and lists everything it keeps with why; exit

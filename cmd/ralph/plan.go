@@ -58,6 +58,7 @@ func agentFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
 		&cli.BoolFlag{Name: "use-api-key", Usage: "keep the API key in the agent's environment (per-token billing): ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN for Claude Code, OPENAI_API_KEY and CODEX_API_KEY for Codex"},
 		otelFlag(),
+		notifyFlag(),
 	}, agentCLIFlags()...)
 }
 
@@ -140,6 +141,9 @@ func plan(c *cli.Context, cfg appConfig) (err error) {
 	}
 	run := newRun(c.Context, cfg, st, loop.RunKindPlan, lc.Scope)
 	defer func() { run.end(c.Context, err) }()
+	if run.notify, err = newNotifier(c, cfg, p, loop.RunKindPlan); err != nil {
+		return err
+	}
 
 	runner, agent, err := findAgent(c, cfg, p.root, lc.UseAPIKey)
 	if err != nil {

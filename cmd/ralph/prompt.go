@@ -62,6 +62,9 @@ func promptRun(c *cli.Context, cfg appConfig) (err error) {
 	defer st.Close()
 	run := newRun(c.Context, cfg, st, loop.RunKindPrompt, loop.Scope{})
 	defer func() { run.end(c.Context, err) }()
+	if run.notify, err = newNotifier(c, cfg, p, loop.RunKindPrompt); err != nil {
+		return err
+	}
 	lc := loop.PromptConfig(p.root)
 	lc.Model = strings.TrimSpace(c.String("model"))
 	lc.Commit = c.Bool("commit")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/loop"
+	"github.com/ralph-dev/ralph/notify"
 )
 
 // defaultRuns is how many runs `ralph runs` lists without -n.
@@ -33,9 +34,13 @@ type runRecord struct {
 	store loop.TaskStore
 	scope loop.Scope
 
-	once sync.Once
-	rec  loop.RunRecorder // nil: not begun, or no record
-	id   int64
+	once  sync.Once
+	begun bool             // the loop said its first note
+	rec   loop.RunRecorder // nil: not begun, or no record
+	id    int64
+	// notify tells the --notify targets of the run's events and its end
+	// (nil: none).
+	notify *notify.Notifier
 	// rep is the run's report, once there is one; into the integration
 	// branch of a parallel build.
 	rep  *loop.Report
@@ -52,12 +57,14 @@ func (r *runRecord) observe(obs loop.Observer) loop.Observer {
 	return loop.ObserverFunc(func(n loop.Note) {
 		r.once.Do(r.begin)
 		obs.Observe(n)
+		r.notify.Observe(n)
 	})
 }
 
 // begin records the start of the run. A store that cannot record it only
 // costs a warning: the run goes on.
 func (r *runRecord) begin() {
+	r.begun = true
 	rec, ok := r.store.(loop.RunRecorder)
 	if !ok {
 		return
@@ -72,10 +79,14 @@ func (r *runRecord) begin() {
 
 // end records how the run ended: err is what the command returns, whose
 // exit code (exitCode) and outcome the record keeps; the counts are the
-// scope's now. It runs when the context is cancelled too (a signal).
+// report's (what the run's last line said), else the scope's now. It
+// tells the --notify targets (run_end) and waits for the last
+// notifications (closeNotify). It runs when the context is cancelled too
+// (a signal).
 func (r *runRecord) end(ctx context.Context, err error) {
 	r.once.Do(func() {}) // a note that comes later begins nothing
-	if r.rec == nil {
+	if !r.begun {
+		r.closeNotify()
 		return
 	}
 	code := exitCode(ctx, err) // before the context loses its cancellation
@@ -87,7 +98,15 @@ func (r *runRecord) end(ctx context.Context, err error) {
 			e.Outcome = loop.OutcomeError // the report came, then an error
 		}
 	}
-	if counts, cerr := r.store.Counts(ctx, r.scope); cerr == nil {
+	// The report's counts, which the run's last line printed, else the
+	// store's now (a run that ended before its loop could count).
+	counts, cerr := loop.Counts{}, error(nil)
+	if r.rep != nil && r.rep.Remaining >= 0 && r.rep.Counts.Total() > 0 {
+		counts = r.rep.Counts
+	} else {
+		counts, cerr = r.store.Counts(ctx, r.scope)
+	}
+	if cerr == nil {
 		e.Done, e.Failed, e.Remaining = counts.Done, counts.Failed, counts.Open()+counts.InProgress
 	}
 	if ls, ok := r.store.(loop.LandingStore); ok && r.into != "" {
@@ -95,8 +114,34 @@ func (r *runRecord) end(ctx context.Context, err error) {
 			e.IntegrationTip = tip
 		}
 	}
-	if err := r.rec.EndRun(ctx, r.id, e); err != nil {
-		fmt.Fprintf(r.cfg.stderr, "ralph: warning: the end of this run is not recorded: %v\n", err)
+	if r.rec != nil {
+		if err := r.rec.EndRun(ctx, r.id, e); err != nil {
+			fmt.Fprintf(r.cfg.stderr, "ralph: warning: the end of this run is not recorded: %v\n", err)
+		}
+	}
+	if r.notify != nil {
+		end := notify.End{Outcome: e.Outcome, ExitCode: code, Done: e.Done, Failed: e.Failed, Remaining: e.Remaining, CostUSD: e.CostUSD}
+		if r.rep != nil {
+			end.Message = reportWords(*r.rep)
+		}
+		r.notify.RunEnd(end)
+	}
+	r.closeNotify()
+}
+
+// notifyWait bounds how long ralph waits, on its way out, for the last
+// notifications to be delivered.
+const notifyWait = 15 * time.Second
+
+// closeNotify delivers the notifications still queued, within notifyWait.
+func (r *runRecord) closeNotify() {
+	if r.notify == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
+	defer cancel()
+	if err := r.notify.Close(ctx); err != nil {
+		fmt.Fprintf(r.cfg.stderr, "ralph: warning: %v\n", err)
 	}
 }
 

@@ -3,11 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
+	"github.com/ralph-dev/ralph/notify"
 )
 
 // TestRunsRecorded: through the binary, each way a build ends leaves a run
@@ -193,31 +198,53 @@ func signalBuildMidAgent(t *testing.T, p *runsProject, sig syscall.Signal) (code
 
 // TestRunsEveryEnding: the other ways a build ends — complete with
 // failures, blocked behind a failed task, agent trouble, the cost budget,
-// a usage limit it does not wait for — each leave a run that says so,
-// with the exit code the build exited with, on a plan of their own.
-func TestRunsEveryEnding(t *testing.T) {
+// a usage limit it does not wait for, one it waits out — each leave a run
+// that says so, with the exit code the build exited with, on a plan of
+// their own; and each is told to a --notify webhook on loopback (run_end,
+// and task_failed, blocked and usage_limit_wait when they happen), to a
+// command target alike, while a dead target changes nothing.
+func TestRunsEveryEnding(t *testing.T) { testRunsEveryEnding(t, "") }
+
+// TestRunsEveryEndingOnPostgres is TestRunsEveryEnding with the plans on
+// PostgreSQL.
+func TestRunsEveryEndingOnPostgres(t *testing.T) { testRunsEveryEnding(t, pgtest.URL(t)) }
+
+func testRunsEveryEnding(t *testing.T, db string) {
+	failed := "Cannot. <task-failed>{task}</task-failed>"
 	cases := []struct {
 		name    string
 		steps   []agentStep
 		args    []string
 		blocked bool // the second task waits for the first
 		want    runJSON
+		events  []string // what the webhook hears, in order
 	}{
-		{"complete with failures", []agentStep{{Text: "Cannot. <task-failed>{task}</task-failed>", Cost: 0.01}}, nil, false,
-			runJSON{Outcome: "complete_with_failures", ExitCode: intp(8), Failed: 2, CostUSD: 0.02, Agents: 2}},
-		{"blocked", []agentStep{{Text: "Cannot. <task-failed>{task}</task-failed>", Cost: 0.01}}, nil, true,
-			runJSON{Outcome: "blocked", ExitCode: intp(6), Failed: 1, Remaining: 1, CostUSD: 0.01, Agents: 1}},
+		{"complete with failures", []agentStep{{Text: failed, Cost: 0.01}}, nil, false,
+			runJSON{Outcome: "complete_with_failures", ExitCode: intp(8), Failed: 2, CostUSD: 0.02, Agents: 2},
+			[]string{"task_failed t-1", "task_failed t-2", "run_end complete_with_failures 8"}},
+		{"blocked", []agentStep{{Text: failed, Cost: 0.01}}, nil, true,
+			runJSON{Outcome: "blocked", ExitCode: intp(6), Failed: 1, Remaining: 1, CostUSD: 0.01, Agents: 1},
+			[]string{"task_failed t-1", "blocked blocked", "run_end blocked 6"}},
 		{"agent trouble", []agentStep{{Crash: true}}, []string{"--max-retries", "0"}, false,
-			runJSON{Outcome: "agent_failed", ExitCode: intp(4), Remaining: 2, Agents: 1}},
+			runJSON{Outcome: "agent_failed", ExitCode: intp(4), Remaining: 2, Agents: 1},
+			[]string{"run_end agent_failed 4"}},
 		{"cost budget", []agentStep{{Text: done, Cost: 0.5}}, []string{"--max-cost", "0.4"}, false,
-			runJSON{Outcome: "budget_exhausted", ExitCode: intp(9), Done: 1, Remaining: 1, CostUSD: 0.5, Agents: 1}},
+			runJSON{Outcome: "budget_exhausted", ExitCode: intp(9), Done: 1, Remaining: 1, CostUSD: 0.5, Agents: 1},
+			[]string{"run_end budget_exhausted 9"}},
 		{"usage limit", []agentStep{{UsageLimit: time.Now().Add(3 * time.Hour).Unix()}}, []string{"--max-wait", "0"}, false,
-			runJSON{Outcome: "usage_limit", ExitCode: intp(10), Remaining: 2, Agents: 1}},
+			runJSON{Outcome: "usage_limit", ExitCode: intp(10), Remaining: 2, Agents: 1},
+			[]string{"run_end usage_limit 10"}},
+		{"usage limit waited out", []agentStep{{UsageLimit: time.Now().Add(-time.Hour).Unix()}, {Text: done}}, []string{"--max-wait", "1m"}, false,
+			runJSON{Outcome: "complete", ExitCode: intp(0), Done: 2, Agents: 3},
+			[]string{"usage_limit_wait", "run_end complete 0"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &runsProject{t: t, bin: ralphBinary(t), dir: t.TempDir(),
-				env: append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=")}
+				env: append(os.Environ(), "RALPH_AGENT_ID=", "RALPH_HOLDER=", "RALPH_DIR=", "RALPH_DB=", "RALPH_PLAN=", "RALPH_NOTIFY=")}
+			if db != "" {
+				p.args = []string{"--db", db, "--plan", fmt.Sprintf("endings-%d", harnessPlans.Add(1))}
+			}
 			p.ok("init")
 			p.ok("task", "add", "First")
 			if tc.blocked {
@@ -225,16 +252,104 @@ func TestRunsEveryEnding(t *testing.T) {
 			} else {
 				p.ok("task", "add", "Second")
 			}
+			hook := newWebhook(t)
+			cmdOut := filepath.Join(t.TempDir(), "events.ndjson")
 			agent, _ := fakeAgentPath(t, tc.steps...)
-			code, _, errs := p.ralph(append([]string{"build", "--claude", agent}, tc.args...)...)
+			args := append([]string{"build", "--claude", agent, "--notify", hook.url, "--notify", "cat >> " + shQuote(cmdOut) + "; echo >> " + shQuote(cmdOut),
+				"--notify", deadURL(t)}, tc.args...)
+			code, _, errs := p.ralph(args...)
 			if code != *tc.want.ExitCode {
 				t.Fatalf("build: exit %d, want %d; stderr %q", code, *tc.want.ExitCode, errs)
 			}
 			want := tc.want
 			want.Kind = "build"
 			p.wantLastRun(1, true, want)
+
+			heard := hook.events()
+			if diff := cmp.Diff(tc.events, summarize(heard)); diff != "" {
+				t.Errorf("the webhook heard (-want +got):\n%s", diff)
+			}
+			if end := heard[len(heard)-1]; end.Done != want.Done || end.Failed != want.Failed || end.Remaining != want.Remaining ||
+				end.Project != p.dir || end.Kind != "build" || !strings.HasPrefix(end.Text, "ralph build in "+p.dir+" ended: "+want.Outcome) {
+				t.Errorf("run_end: %+v; want the run's counts, project and a line that says how it ended", end)
+			}
+			b, err := os.ReadFile(cmdOut)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var byCommand []notify.Event
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var e notify.Event
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					t.Fatalf("the command got %q: %v", line, err)
+				}
+				byCommand = append(byCommand, e)
+			}
+			if diff := cmp.Diff(heard, byCommand); diff != "" {
+				t.Errorf("the command target did not get what the webhook did (-webhook +command):\n%s", diff)
+			}
+			if !strings.Contains(errs, "ralph: warning: notify: run_end to http://127.0.0.1:") {
+				t.Errorf("the dead target is not said: stderr %q", errs)
+			}
 		})
 	}
+}
+
+// webhook is a loopback receiver of --notify's POSTs.
+type webhook struct {
+	url string
+	mu  sync.Mutex
+	got []notify.Event
+}
+
+func newWebhook(t *testing.T) *webhook {
+	h := &webhook{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e notify.Event
+		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+			t.Errorf("a POST that is no event: %v", err)
+		}
+		h.mu.Lock()
+		h.got = append(h.got, e)
+		h.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL + "/hook"
+	return h
+}
+
+func (h *webhook) events() []notify.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]notify.Event(nil), h.got...)
+}
+
+// summarize is each event's name, then its task or outcome and exit code.
+func summarize(events []notify.Event) []string {
+	var out []string
+	for _, e := range events {
+		s := e.Event
+		switch {
+		case e.Task != nil:
+			s += " " + e.Task.ID
+		case e.ExitCode != nil:
+			s += fmt.Sprintf(" %s %d", e.Outcome, *e.ExitCode)
+		case e.Outcome != "":
+			s += " " + e.Outcome
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// deadURL is a loopback URL nothing listens on.
+func deadURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	return "http://" + ln.Addr().String() + "/hook"
 }
 
 // TestRunsRecordIntegrationTip: a --workers build's run records where it
