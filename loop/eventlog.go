@@ -100,6 +100,9 @@ type EventReceipt struct {
 	Turns            int     `json:"turns"`
 	ExitReason       string  `json:"exit_reason"`
 	Verdict          string  `json:"verdict"`
+	// Result is how the session's iteration ended (Receipt.Result), when
+	// the store knows; the event log's receipts are written before.
+	Result string `json:"result,omitempty"`
 }
 
 // EventReceiptOf is r as an event log line holds it, and as ralph serve
@@ -114,7 +117,7 @@ func EventReceiptOf(r Receipt) EventReceipt {
 		Worker: r.Worker, Agent: r.Agent, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens, CostUSD: r.CostUSD,
 		CostSource: string(src), DurationSeconds: r.Duration.Seconds(), Turns: r.Turns,
-		ExitReason: r.ExitReason, Verdict: r.Verdict}
+		ExitReason: r.ExitReason, Verdict: r.Verdict, Result: string(r.Result)}
 	if !r.StartedAt.IsZero() {
 		er.StartedAt = r.StartedAt.UTC().Format(time.RFC3339Nano)
 	}

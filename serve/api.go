@@ -59,6 +59,9 @@ type planJSON struct {
 	Counts   planCounts `json:"counts"`
 	Tasks    []planTask `json:"tasks"`
 	Features []string   `json:"features"`
+	// LastRun is the latest run record, null while there is none (or the
+	// store keeps none).
+	LastRun *recordJSON `json:"last_run"`
 }
 
 func jsonTime(t time.Time) string {
@@ -100,7 +103,18 @@ func (s *Server) readPlan(ctx context.Context) (*planJSON, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planOf(tasks, s.cfg.Now()), nil
+	p := planOf(tasks, s.cfg.Now())
+	runs, err := s.readRuns(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 {
+		p.LastRun = &runs[0]
+		// A run that begins or ends changes what the page shows.
+		r := runs[0]
+		p.Version += fmt.Sprintf(".%d.%s.%s", r.ID, r.Outcome, r.EndedAt)
+	}
+	return p, nil
 }
 
 // staleness says why t's claim no longer stands although t is still
@@ -207,7 +221,7 @@ func jsonError(w http.ResponseWriter, status int, msg string) {
 func (s *Server) apiPlan(w http.ResponseWriter, r *http.Request) {
 	p, err := s.readPlan(r.Context())
 	if err != nil {
-		jsonError(w, http.StatusInternalServerError, err.Error())
+		s.storeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, p)

@@ -11,10 +11,19 @@
 //	GET /api/receipts      every receipt, oldest first
 //	GET /api/run           the live sessions' workers, from their event logs
 //	GET /api/events        server-sent events: plan, run, receipts
+//	GET /api/runs?n=N      the latest N run records (default 50), newest first
 //	GET /logs/<s>/<file>   a raw stream of session s, as plain text
 //
 // It reads the store (opened with dag.Options.ReadOnly by the command)
-// and the log directory, and changes nothing.
+// and the log directory, and changes nothing. /api/plan carries the last
+// run record (last_run), which the page shows above every view.
+//
+// A plan on a database server (Config.DBPath empty) is looked at with one
+// small read, bounded by 800 ms, before each API request: a server that
+// does not answer — stopped, or cut off by the network, where a read
+// would wait for TCP — is answered 503, {"error": "the plan's store is
+// unreachable: …", "unreachable": true}, within a second, not after the
+// store's minute of retries.
 //
 // # Decisions
 //

@@ -88,6 +88,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("/api/receipts", s.apiReceipts)
 	mux.HandleFunc("/api/run", s.apiRun)
 	mux.HandleFunc("/api/events", s.apiEvents)
+	mux.HandleFunc("/api/runs", s.apiRuns)
 	s.mux = mux
 	return s, nil
 }
@@ -111,6 +112,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.authorize(w, r) {
 		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/events" {
+		// A plan on a server that does not answer is said within a
+		// second, not after the store's retries.
+		if err := s.reachable(r.Context()); err != nil {
+			s.storeError(w, err)
+			return
+		}
 	}
 	if strings.HasPrefix(r.URL.Path, "/logs/") {
 		// Not through the mux, which would answer a path with dot

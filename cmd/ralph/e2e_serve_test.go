@@ -1052,3 +1052,54 @@ func TestServeKilledBuild(t *testing.T) {
 	e.ok("task", "list") // a ralph command: it recovers the claim
 	servetest.Wait[bool](t, ctx, pageWait, `(n => n?.dataset.status === 'pending' && !n.dataset.stale)(document.querySelector('g.node[data-id="login"]'))`)
 }
+
+// TestServeRuns: after a build that the test gate stopped (exit 3), the
+// graph page leads with that run's outcome; a build that then completes
+// replaces it live; the runs view lists both, newest first, with their
+// outcomes, exit codes and counts as `ralph runs --json` has them.
+func TestServeRuns(t *testing.T) {
+	e := newProject(t, nil)
+	e.ok("task", "add", "Write the parser", "--id", "parser")
+	e.ok("task", "add", "Write the docs", "--id", "docs")
+	agent, _ := fakeAgentPath(t, agentStep{Text: done, Cost: 0.125})
+	if r := e.run("build", "--claude", agent, "--test-cmd", "false"); r.code != 3 {
+		t.Fatalf("the failing build: exit %d\n%s", r.code, r.stderr)
+	}
+	s := startBrowserServe(t, e.bin, e.dir, e.env, "--addr", "127.0.0.1:0")
+	ctx := openPage(t, s.url)
+
+	banner := `document.querySelector('#last-run')`
+	servetest.Wait[bool](t, ctx, pageWait, banner+`?.dataset.outcome === 'test_gate_failed'`)
+	text := servetest.Eval[string](t, ctx, banner+`.textContent`)
+	for _, want := range []string{"last run: build test gate failed · exit 3", "0 done, 0 failed, 2 remain", "$0.0000 over 0 agent sessions", "ended "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the last run reads %q, want it to say %q", text, want)
+		}
+	}
+	servetest.Screenshot(t, ctx, "last run failed")
+
+	if r := e.run("build", "--claude", agent); r.code != 0 {
+		t.Fatalf("the second build: exit %d\n%s", r.code, r.stderr)
+	}
+	servetest.Wait[bool](t, ctx, liveBound, banner+`?.dataset.outcome === 'complete'`)
+	if text := servetest.Eval[string](t, ctx, banner+`.textContent`); !strings.Contains(text, "complete · exit 0 · 2 done, 0 failed, 0 remain · $0.2500 over 2 agent sessions") {
+		t.Errorf("after the second build the last run reads %q", text)
+	}
+	servetest.Screenshot(t, ctx, "last run complete")
+
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`nav a[data-route="runs"]`))); err != nil {
+		t.Fatal(err)
+	}
+	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#runs')?.dataset.rows === '2'`)
+	type row struct{ Outcome, Cells string }
+	rows := servetest.Eval[[]row](t, ctx, `[...document.querySelectorAll('#runs tbody tr')].map(r =>
+		({Outcome: r.dataset.outcome, Cells: [...r.cells].slice(1, 9).map(c => c.textContent.trim()).join(' | ')}))`)
+	want := []row{
+		{"complete", "build | complete | 0 | 2 | 0 | 0 | 2 | $0.2500"},
+		{"test_gate_failed", "build | test gate failed | 3 | 0 | 0 | 2 | 0 | $0.0000"},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("the runs view (-want +got):\n%s", diff)
+	}
+	servetest.Screenshot(t, ctx, "runs view")
+}

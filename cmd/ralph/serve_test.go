@@ -319,3 +319,44 @@ func TestE2EServeOnPostgres(t *testing.T) {
 	}
 	s.stop()
 }
+
+// TestServeStoreUnreachable: `ralph serve` of a plan on PostgreSQL whose
+// server goes away — refused, or cut off by the network (silent) —
+// answers every API request within a second, 503, saying the store is
+// unreachable, and answers as before once the server is back.
+func TestServeStoreUnreachable(t *testing.T) {
+	proxy, url := pgtest.NewProxy(t, pgtest.URL(t))
+	e := newProject(t, nil, "--db", url, "--plan", "away")
+	e.ok("task", "add", "--id", "a", "Design the schema")
+	s := e.startServe("--addr", "127.0.0.1:0")
+	if code, body := s.get("/api/plan"); code != 200 || !strings.Contains(body, `"total":1`) {
+		t.Fatalf("/api/plan: %d %s", code, body)
+	}
+	for _, fault := range []struct {
+		name  string
+		start func()
+	}{{"refused", proxy.Down}, {"partitioned", proxy.Partition}} {
+		fault.start()
+		for _, path := range []string{"/api/plan", "/api/runs", "/api/task/a"} {
+			start := time.Now()
+			code, body := s.get(path)
+			took := time.Since(start)
+			if code != 503 || !strings.Contains(body, "the plan's store is unreachable") || took > time.Second {
+				t.Errorf("%s, %s: %d after %v: %s; want 503 saying so within 1 s", fault.name, path, code, took.Round(time.Millisecond), body)
+			}
+		}
+		proxy.Heal()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			code, body := s.get("/api/plan")
+			if code == 200 && strings.Contains(body, `"total":1`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the %s server came back: %d %s", fault.name, code, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	s.stop()
+}

@@ -46,11 +46,23 @@
   async function getJSON(url) {
     const r = await fetch(url, { credentials: "same-origin", cache: "no-store" });
     if (!r.ok) {
-      const err = new Error(url + ": " + r.status);
+      let msg = url + ": " + r.status;
+      try { msg = (await r.json()).error || msg; } catch { /* not JSON */ }
+      const err = new Error(msg);
       err.status = r.status;
+      if (r.status === 503) showStoreError(msg);
       throw err;
     }
+    showStoreError("");
     return r.json();
+  }
+
+  // showStoreError says, above everything, that the plan's store does not
+  // answer (a 503 from the API); "" takes the words away.
+  function showStoreError(msg) {
+    const el = $("#store-error");
+    el.hidden = !msg;
+    el.textContent = msg ? "The plan's store does not answer: " + msg + ". The page shows what it last read, and tries again." : "";
   }
 
   const refreshPlan = coalesced(async () => {
@@ -58,6 +70,8 @@
     state.plan = plan;
     state.byId = new Map(plan.tasks.map((t) => [t.id, t]));
     renderCounts();
+    renderLastRun();
+    if (state.route.view === "runs") refreshRuns();
     renderFeatures();
     if (!state.hideDoneTouched) $("#hide-done").checked = plan.tasks.length > HIDE_DONE_ABOVE;
     renderDashboard();
@@ -73,6 +87,9 @@
     state.run = run;
     state.workers = new Map(state.run.workers.map((w) => [w.worker, w]));
     renderWorkers();
+  });
+  const refreshRuns = coalesced(async () => {
+    renderRuns((await getJSON("/api/runs")).runs);
   });
   const refreshReceipts = coalesced(async () => {
     state.receipts = (await getJSON("/api/receipts")).receipts;
@@ -133,18 +150,22 @@
     const h = location.hash || "#/";
     if (h.startsWith("#/task/")) return { view: "task", id: decodeURIComponent(h.slice(7)) };
     if (h.startsWith("#/list")) return { view: "list", id: "" };
+    if (h.startsWith("#/runs")) return { view: "runs", id: "" };
     return { view: "graph", id: "" };
   }
 
   function route() {
     state.route = parseRoute();
-    const onTask = state.route.view === "task";
-    $("#dashboard").hidden = onTask;
+    const onTask = state.route.view === "task", onRuns = state.route.view === "runs";
+    $("#dashboard").hidden = onTask || onRuns;
     $("#task-page").hidden = !onTask;
+    $("#runs-page").hidden = !onRuns;
     for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.dataset.route === state.route.view);
     if (onTask) {
       $("#task").innerHTML = `<p class="empty">Loading ${esc(state.route.id)}…</p>`;
       refreshTask();
+    } else if (onRuns) {
+      refreshRuns();
     } else {
       renderDashboard();
     }
@@ -168,10 +189,59 @@
     sel.value = cur;
   }
 
+  // ---- runs: the last one above every view, all of them in #/runs ------------------
+
+  // runOutcome is how a run ended, as a person reads it.
+  function runOutcome(r) {
+    if (r.outcome === "running") return `running (pid ${r.pid} on ${r.host})`;
+    if (r.outcome === "died") return "died (killed, or crashed: no exit code)";
+    return r.outcome.replaceAll("_", " ") + (r.exit_code === null ? "" : ` · exit ${r.exit_code}`);
+  }
+
+  // runClass sorts outcomes into good, bad, running, for colour.
+  function runClass(r) {
+    if (r.outcome === "running") return "running";
+    return r.outcome === "complete" ? "good" : "bad";
+  }
+
+  function ago(s) {
+    const d = Math.max(0, (Date.now() - new Date(s).getTime()) / 1000);
+    if (d < 90) return Math.round(d) + " s ago";
+    if (d < 5400) return Math.round(d / 60) + " min ago";
+    if (d < 129600) return Math.round(d / 3600) + " h ago";
+    return Math.round(d / 86400) + " days ago";
+  }
+
+  function took(r) {
+    if (!r.ended_at) return r.outcome === "running" ? "running" : "";
+    const s = (new Date(r.ended_at) - new Date(r.started_at)) / 1000;
+    return s < 90 ? s.toFixed(1) + " s" : s < 5400 ? Math.round(s / 60) + " min" : (s / 3600).toFixed(1) + " h";
+  }
+
+  function renderLastRun() {
+    const el = $("#last-run"), r = state.plan.last_run;
+    el.hidden = !r;
+    if (!r) return;
+    el.dataset.outcome = r.outcome;
+    el.className = runClass(r);
+    const at = r.ended_at ? "ended " + ago(r.ended_at) : "started " + ago(r.started_at);
+    el.innerHTML = `<a href="#/runs">last run</a>: ${esc(r.kind)} <b>${esc(runOutcome(r))}</b> · ${r.done} done, ${r.failed} failed, ${r.remaining} remain · ${money(r.cost_usd)} over ${r.agents} agent sessions · ${esc(at)}`;
+  }
+
+  function renderRuns(runs) {
+    const body = $("#runs tbody");
+    $("#runs").dataset.rows = String(runs.length);
+    body.innerHTML = runs.length ? runs.map((r) => `<tr data-id="${r.id}" data-outcome="${esc(r.outcome)}" class="${runClass(r)}"><td class="num">${r.id}</td><td>${esc(r.kind)}</td>` +
+      `<td>${esc(r.outcome.replaceAll("_", " "))}</td><td class="num">${r.exit_code === null ? "–" : r.exit_code}</td><td class="num">${r.done}</td><td class="num">${r.failed}</td>` +
+      `<td class="num">${r.remaining}</td><td class="num">${r.agents}</td><td class="num">${money(r.cost_usd)}</td><td>${esc(when(r.started_at))}</td><td>${esc(took(r))}</td>` +
+      `<td title="${esc(r.holder)}">pid ${r.pid}</td><td><code>${esc((r.integration_tip || "").slice(0, 12))}</code></td></tr>`).join("")
+      : `<tr><td colspan="13" class="empty">No run yet.</td></tr>`;
+  }
+
   // ---- dashboard: graph or list -------------------------------------------------
 
   function renderDashboard() {
-    if (!state.plan || state.route.view === "task") return;
+    if (!state.plan || state.route.view === "task" || state.route.view === "runs") return;
     const big = state.plan.tasks.length > LIST_DEFAULT_ABOVE;
     const list = state.route.view === "list" || big;
     $("#graph-panel").hidden = list;
@@ -515,7 +585,7 @@
     const history = d.history.map((h) => `<li data-kind="${esc(h.kind)}"><time>${esc(when(h.at))}</time> <span class="kind">${esc(h.kind)}</span> <span class="actor">${esc(h.actor)}</span>: ${esc(h.message)}</li>`).join("");
     const receipts = d.receipts.map((r) => `<tr><td>${esc(r.session)}</td><td class="num">${r.iteration}</td><td>${esc(r.mode)}</td><td>${esc(r.worker || "")}</td><td>${esc(r.model)}</td>` +
       `<td class="num">${(r.input_tokens + r.cache_read_tokens + r.cache_write_tokens).toLocaleString()}</td><td class="num">${r.output_tokens.toLocaleString()}</td>` +
-      `<td class="num">${money(r.cost_usd)}${r.cost_source === "estimated" ? " (est.)" : ""}</td><td class="num">${r.turns}</td><td>${esc(r.exit_reason)}</td><td>${esc(r.verdict || "")}</td></tr>`).join("");
+      `<td class="num">${money(r.cost_usd)}${r.cost_source === "estimated" ? " (est.)" : ""}</td><td class="num">${r.turns}</td><td>${esc(r.exit_reason)}</td><td>${esc(r.verdict || "")}</td><td>${esc((r.result || "").replaceAll("_", " "))}</td></tr>`).join("");
     const raws = d.raw_logs.length ? d.raw_logs.map((l) => `<li><a href="${esc(l.url)}" target="_blank" rel="noopener">${esc(l.session)}/${esc(l.name)}</a></li>`).join("") : `<li class="empty">None.</li>`;
     el.innerHTML = `<p><a href="#/">← plan</a></p><h1 class="title">${esc(t.title)}</h1>` +
       `<div class="meta"><code>${esc(t.id)}</code><span class="status badge s-${esc(t.status)}">${esc(statusWord[t.status] || t.status)}</span>` +
@@ -525,7 +595,7 @@
       `<h2>Description</h2><div class="description">${esc(t.description || "(none)")}</div>` + parent +
       `<h2>Blockers</h2><ul id="blockers">${blockers}</ul>` + children +
       `<h2>History</h2><ol id="history">${history || '<li class="empty">Nothing yet.</li>'}</ol>` +
-      `<h2>Receipts</h2><table id="receipts"><thead><tr><th>session</th><th>iter</th><th>mode</th><th>worker</th><th>model</th><th>in</th><th>out</th><th>cost</th><th>turns</th><th>exit</th><th>verdict</th></tr></thead><tbody>${receipts}</tbody></table>` +
+      `<h2>Receipts</h2><table id="receipts"><thead><tr><th>session</th><th>iter</th><th>mode</th><th>worker</th><th>model</th><th>in</th><th>out</th><th>cost</th><th>turns</th><th>exit</th><th>verdict</th><th>iteration</th></tr></thead><tbody>${receipts}</tbody></table>` +
       `<h2>Raw streams</h2><ul id="raw-logs">${raws}</ul>`;
   }
 
