@@ -94,7 +94,9 @@ func (silentStore) wait(ctx context.Context) error { <-ctx.Done(); return ctx.Er
 func (s silentStore) EachTask(ctx context.Context, _ dag.ListParams, _ func(loop.Task) error) error {
 	return s.wait(ctx)
 }
-func (s silentStore) Get(ctx context.Context, _ string) (loop.Task, error) { return loop.Task{}, s.wait(ctx) }
+func (s silentStore) Get(ctx context.Context, _ string) (loop.Task, error) {
+	return loop.Task{}, s.wait(ctx)
+}
 func (s silentStore) Logs(ctx context.Context, _ string) ([]loop.LogEntry, error) {
 	return nil, s.wait(ctx)
 }
