@@ -507,7 +507,7 @@ func (r *run) limitCheck(remaining int) *stop {
 	if remaining < 0 {
 		return stopWith(OutcomeLimitReached, "iteration limit reached (%d); tasks remain", r.cfg.MaxIterations)
 	}
-	return stopWith(OutcomeLimitReached, "iteration limit reached (%d); %s", r.cfg.MaxIterations, remain(remaining))
+	return stopWith(OutcomeLimitReached, "iteration limit reached (%d); %s", r.cfg.MaxIterations, Remain(remaining))
 }
 
 func completeStop(c Counts) *stop {
@@ -530,7 +530,7 @@ func terminalStop(c Counts) *stop {
 		return completeStop(c)
 	default:
 		n := c.Open() + c.InProgress
-		return stopWith(OutcomeBlocked, "blocked: %s but none is ready", remain(n))
+		return stopWith(OutcomeBlocked, "blocked: %s but none is ready", Remain(n))
 	}
 }
 
@@ -554,8 +554,8 @@ func (r *run) render(name string, data PromptData) (session, *stop) {
 	return session{prompt: prompt, system: system}, nil
 }
 
-// remain is "1 task remains" or "N tasks remain".
-func remain(n int) string {
+// Remain is "1 task remains" or "N tasks remain".
+func Remain(n int) string {
 	if n == 1 {
 		return "1 task remains"
 	}
