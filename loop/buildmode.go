@@ -281,7 +281,7 @@ func (b *buildMode) handle(ctx context.Context, a attempt, res RunResult) verdic
 	if sig.Complete {
 		c, err := b.store.Counts(ctx, b.cfg.Scope)
 		if err == nil && !c.Resolved() {
-			b.note.notice(a.n, "agent said COMPLETE but %s; going on", remain(c.Open()+c.InProgress))
+			b.note.notice(a.n, "agent said COMPLETE but %s; going on", Remain(c.Open()+c.InProgress))
 		}
 	}
 	return v

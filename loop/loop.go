@@ -511,7 +511,7 @@ func (r *run) limitCheck(remaining int) *stop {
 	if remaining < 0 {
 		return stopWith(OutcomeLimitReached, "iteration limit reached (%d); tasks remain", r.cfg.MaxIterations)
 	}
-	return stopWith(OutcomeLimitReached, "iteration limit reached (%d); %s", r.cfg.MaxIterations, remain(remaining))
+	return stopWith(OutcomeLimitReached, "iteration limit reached (%d); %s", r.cfg.MaxIterations, Remain(remaining))
 }
 
 func completeStop(c Counts) *stop {
@@ -535,7 +535,7 @@ func terminalStop(c Counts) *stop {
 	case c.Resolved():
 		return completeStop(c)
 	default:
-		s := stopWith(OutcomeBlocked, "blocked: %s but none is ready", remain(c.Open()+c.InProgress))
+		s := stopWith(OutcomeBlocked, "blocked: %s but none is ready", Remain(c.Open()+c.InProgress))
 		s.failed = c.Failed
 		return s
 	}
@@ -561,8 +561,8 @@ func (r *run) render(name string, data PromptData) (session, *stop) {
 	return session{prompt: prompt, system: system}, nil
 }
 
-// remain is "1 task remains" or "N tasks remain".
-func remain(n int) string {
+// Remain is "1 task remains" or "N tasks remain".
+func Remain(n int) string {
 	if n == 1 {
 		return "1 task remains"
 	}

@@ -27,7 +27,8 @@ func (g *ExecGit) Refs(ctx context.Context, prefix string) (map[string]string, e
 }
 
 // Cherry lists, with git cherry, the commits of head not on upstream
-// whose change no commit of upstream makes (its "+" lines), newest first.
+// whose change no commit of upstream makes (its "+" lines), in git cherry's
+// order.
 func (g *ExecGit) Cherry(ctx context.Context, upstream, head string) ([]string, error) {
 	if err := checkNames(upstream, head); err != nil {
 		return nil, err
@@ -41,10 +42,6 @@ func (g *ExecGit) Cherry(ctx context.Context, upstream, head string) ([]string, 
 		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "+ "); ok {
 			left = append(left, c)
 		}
-	}
-	// git cherry lists oldest first.
-	for i, j := 0, len(left)-1; i < j; i, j = i+1, j-1 {
-		left[i], left[j] = left[j], left[i]
 	}
 	return left, nil
 }

@@ -42,17 +42,7 @@ func (g *ExecGit) Commits(ctx context.Context, base, tip string) ([]string, erro
 
 // Branches lists refs/heads/ with git for-each-ref.
 func (g *ExecGit) Branches(ctx context.Context) (map[string]string, error) {
-	out, err := g.run(ctx, g.Root, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
-	if err != nil {
-		return nil, err
-	}
-	branches := map[string]string{}
-	for line := range strings.Lines(out) {
-		if c, ref, ok := strings.Cut(strings.TrimRight(line, "\n"), " "); ok {
-			branches[ref] = c
-		}
-	}
-	return branches, nil
+	return g.Refs(ctx, "refs/heads")
 }
 
 // CheckWorktree implements Git.CheckWorktree. Which git directory the

@@ -155,18 +155,10 @@ func (g *fakeGit) CreateRef(_ context.Context, ref, commit string) error {
 	return nil
 }
 
-func (g *fakeGit) SwapRef(_ context.Context, ref, new, old string) error {
-	if g.beforeSwap != nil {
-		g.beforeSwap(ref)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.swaps[ref]++
-	if g.refs[ref] != old {
-		return ErrRefMoved
-	}
-	g.refs[ref] = new
-	return nil
+// SwapRef is SwapRefs of one ref, so that it refuses a missing ref as
+// ExecGit does (old "" included).
+func (g *fakeGit) SwapRef(ctx context.Context, ref, new, old string) error {
+	return g.SwapRefs(ctx, RefMove{Ref: ref, New: new, Old: old})
 }
 
 // SwapRefs counts as one SwapRef of each ref; beforeSwap runs for the

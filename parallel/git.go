@@ -66,7 +66,8 @@ type Git interface {
 	// upstream whose change no commit of upstream (not reachable from
 	// head) makes as well — git cherry's "+" lines: the work of head that
 	// did not land on upstream, patch-equivalent copies (a rebased
-	// landing) counting as landed. Newest first; none when all landed.
+	// landing) counting as landed, in no promised order (Clean counts
+	// them); none when all landed.
 	Cherry(ctx context.Context, upstream, head string) ([]string, error)
 	// DeleteRef deletes ref while it names old; when it names something
 	// else, or nothing, it changes nothing and returns ErrRefMoved.

@@ -493,7 +493,7 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		if rep.Outcome == loop.OutcomeLimitReached && !strings.Contains(rep.Message, "remain") {
 			// The budget said how many iterations ran; the end says
 			// what is left.
-			rep.Message += "; " + remain(rep.Remaining)
+			rep.Message += "; " + loop.Remain(rep.Remaining)
 		}
 	}
 	rep.Duration = time.Since(rep.StartedAt)
@@ -502,14 +502,6 @@ func Run(ctx context.Context, cfg Config, store loop.TaskStore, runner loop.Runn
 		slog.Observe(loop.Note{Kind: loop.NoteSessionEnd, At: time.Now(), Session: session, Mode: loop.ModeBuild, Report: &total})
 	}
 	return rep, errors.Join(errs...)
-}
-
-// remain says how many tasks remain: "1 task remains", "3 tasks remain".
-func remain(n int) string {
-	if n == 1 {
-		return "1 task remains"
-	}
-	return fmt.Sprintf("%d tasks remain", n)
 }
 
 // intoOutcome is the outcome of a failure to find the integration branch
