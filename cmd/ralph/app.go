@@ -81,7 +81,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return runApp(ctx, newApp(stdout, stderr), args, stderr)
 }
 
+// metaArgs keys the app's arguments in its Metadata, for the commands
+// that say where a setting came from (config.go).
+const metaArgs = "args"
+
 func runApp(ctx context.Context, app *cli.App, args []string, stderr io.Writer) int {
+	if app.Metadata == nil {
+		app.Metadata = map[string]any{}
+	}
+	app.Metadata[metaArgs] = args
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	switch {
 	case err == nil:

@@ -153,11 +153,15 @@ func build(c *cli.Context, cfg appConfig) (err error) {
 	if _, err := args(c, 0, 0, ""); err != nil {
 		return err
 	}
-	if err := checkBuildFlags(c); err != nil {
-		return err
-	}
 	p, err := projectRoot(c)
 	if err != nil {
+		return err
+	}
+	set, err := applyConfig(c, cfg, p)
+	if err != nil {
+		return err
+	}
+	if err := checkBuildFlags(c); err != nil {
 		return err
 	}
 	lc := buildConfig(c, cfg, p)
@@ -170,7 +174,11 @@ func build(c *cli.Context, cfg appConfig) (err error) {
 		return err
 	}
 	if c.Bool("dry-run") {
-		return dryRun(c.Context, cfg, lc, store)
+		if err := dryRun(c.Context, cfg, lc, store); err != nil {
+			return err
+		}
+		printSettings(c, cfg, set)
+		return nil
 	}
 	run := newRun(c.Context, cfg, store, loop.RunKindBuild, lc.Scope)
 	defer func() { run.end(c.Context, err) }()

@@ -462,8 +462,13 @@ func TestBuildDryRun(t *testing.T) {
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if diff := cmp.Diff(want, r.stdout); diff != "" {
+	// Then the settings and their sources (TestConfigDefaults).
+	head, _, _ := strings.Cut(r.stdout, "settings:\n")
+	if diff := cmp.Diff(want, head); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(r.stdout, "\nsettings:\n  agent-cli = \"claude\" (default)\n  model = \"opus\" (--model)\n") {
+		t.Errorf("the settings after them:\n%s", r.stdout)
 	}
 	if diff := cmp.Diff(db, h.dump()); diff != "" {
 		t.Errorf("database changed (-before +after):\n%s", diff)
@@ -476,12 +481,12 @@ func TestBuildDryRun(t *testing.T) {
 	}
 
 	r = h.build(t.Context(), agent, "--dry-run", "--final-cmd", "make check")
-	if want := "test command: none\nfinal command: \"make check\" (--final-cmd; run once the plan is complete)\n"; r.code != 0 || !strings.HasSuffix(r.stdout, want) {
-		t.Errorf("dry run with --final-cmd: exit %d, stdout %q; want it to end %q", r.code, r.stdout, want)
+	if want := "test command: none\nfinal command: \"make check\" (--final-cmd; run once the plan is complete)\nsettings:\n"; r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("dry run with --final-cmd: exit %d, stdout %q; want it to end %q before the settings", r.code, r.stdout, want)
 	}
 
 	r = h.build(t.Context(), agent, "--dry-run", "--claim", "agent")
-	if want := "first claimable task (the agent picks): t-1 Task A\nmodel: sonnet\nprompt: peek (embedded)\nsystem prompt: system-peek (embedded)\ntest command: none\n"; r.code != 0 || r.stdout != want {
+	if want := "first claimable task (the agent picks): t-1 Task A\nmodel: sonnet\nprompt: peek (embedded)\nsystem prompt: system-peek (embedded)\ntest command: none\nsettings:\n"; r.code != 0 || !strings.HasPrefix(r.stdout, want) {
 		t.Errorf("peek-mode dry run: exit %d, stdout %q; want %q", r.code, r.stdout, want)
 	}
 

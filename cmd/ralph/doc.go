@@ -313,6 +313,22 @@
 // object as `ralph runs --json` prints; with no run the output is as
 // before, last_run left out.
 //
+// # Configuration
+//
+// .ralph/config.toml (config.go) holds defaults for the flags of build,
+// plan and prompt: a table per command, its keys the flag names, so that
+// every flag works there without a list to keep. TOML (BurntSushi/toml,
+// the Go field's long-kept parser; the format Codex and many Go tools
+// use): comments, strings without YAML's surprises. Precedence: the
+// command line, then the flag's variable (a variable set empty does not
+// count), then the file, then the default; a value the file gives is set
+// on the flag (cli.Context.Set), so everything after reads one place. A
+// bad file is a usage error before anything runs. The file is opened
+// below the project root without following a link (package safefile):
+// it is read from the project's .ralph/ only. `build --dry-run` prints
+// the settings and their sources after its other lines, which stay as
+// they were.
+//
 // # runs
 //
 // build, plan and prompt each record their run in the store

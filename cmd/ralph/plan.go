@@ -96,6 +96,9 @@ func plan(c *cli.Context, cfg appConfig) (err error) {
 	if err != nil {
 		return err
 	}
+	if _, err := applyConfig(c, cfg, p); err != nil {
+		return err
+	}
 	lc := loop.PlanConfig(p.root)
 	if len(a) == 1 {
 		n, err := strconv.Atoi(a[0])

@@ -60,6 +60,9 @@ func promptRun(c *cli.Context, cfg appConfig) (err error) {
 		return err
 	}
 	defer st.Close()
+	if _, err := applyConfig(c, cfg, p); err != nil {
+		return err
+	}
 	run := newRun(c.Context, cfg, st, loop.RunKindPrompt, loop.Scope{})
 	defer func() { run.end(c.Context, err) }()
 	if run.notify, err = newNotifier(c, cfg, p, loop.RunKindPrompt); err != nil {
