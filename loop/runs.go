@@ -79,6 +79,51 @@ func (r RunRecord) Settled() RunRecord {
 	return r
 }
 
+// RunLine is a run record as `ralph runs --json`, `ralph status --json`'s
+// last_run and ralph serve give it (RunLineOf). outcome is an Outcome
+// word, "running" while the run goes on, or "died" when its holder process
+// is gone from this host with the run not ended (killed with kill -9);
+// exit_code is the CLI's exit code, null while running and for a run that
+// died; ended_at is "" until the run ends. done, failed and remaining are
+// the run's scope's tasks at its end (remaining: open or in progress);
+// agents counts its agent sessions, cost_usd their cost; integration_tip
+// is the integration branch's tip at the end of a build that had one,
+// else "". holder is the process that ran it (RALPH_HOLDER's form), host
+// its host identity.
+type RunLine struct {
+	ID             int64   `json:"id"`
+	Kind           string  `json:"kind"`
+	Outcome        string  `json:"outcome"`
+	ExitCode       *int    `json:"exit_code"`
+	Done           int     `json:"done"`
+	Failed         int     `json:"failed"`
+	Remaining      int     `json:"remaining"`
+	CostUSD        float64 `json:"cost_usd"`
+	Agents         int     `json:"agents"`
+	StartedAt      string  `json:"started_at"`
+	EndedAt        string  `json:"ended_at"`
+	Host           string  `json:"host"`
+	PID            int     `json:"pid"`
+	Holder         string  `json:"holder"`
+	IntegrationTip string  `json:"integration_tip"`
+}
+
+// RunLineOf is r, Settled, as a RunLine: times in RFC 3339 (UTC, to the
+// nanosecond), "" for none.
+func RunLineOf(r RunRecord) RunLine {
+	r = r.Settled()
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return RunLine{ID: r.ID, Kind: string(r.Kind), Outcome: string(r.Outcome), ExitCode: r.ExitCode,
+		Done: r.Done, Failed: r.Failed, Remaining: r.Remaining, CostUSD: r.CostUSD, Agents: r.Agents,
+		StartedAt: at(r.StartedAt), EndedAt: at(r.EndedAt),
+		Host: r.Holder.Host, PID: r.Holder.PID, Holder: r.Holder.String(), IntegrationTip: r.IntegrationTip}
+}
+
 // RunEnd is how a run ended: what RunRecorder.EndRun records.
 type RunEnd struct {
 	// Outcome is the run's, not RunRunning or RunDied.

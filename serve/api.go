@@ -61,7 +61,7 @@ type planJSON struct {
 	Features []string   `json:"features"`
 	// LastRun is the latest run record, null while there is none (or the
 	// store keeps none).
-	LastRun *recordJSON `json:"last_run"`
+	LastRun *loop.RunLine `json:"last_run"`
 }
 
 func jsonTime(t time.Time) string {

@@ -17,41 +17,13 @@ type runLister interface {
 	Runs(ctx context.Context, n int) ([]loop.RunRecord, error)
 }
 
-// recordJSON is a run record as /api/runs and /api/plan's last_run give it:
-// the fields of `ralph runs --json`, its holder's death settled.
-type recordJSON struct {
-	ID             int64   `json:"id"`
-	Kind           string  `json:"kind"`
-	Outcome        string  `json:"outcome"`
-	ExitCode       *int    `json:"exit_code"`
-	Done           int     `json:"done"`
-	Failed         int     `json:"failed"`
-	Remaining      int     `json:"remaining"`
-	CostUSD        float64 `json:"cost_usd"`
-	Agents         int     `json:"agents"`
-	StartedAt      string  `json:"started_at"`
-	EndedAt        string  `json:"ended_at"`
-	Host           string  `json:"host"`
-	PID            int     `json:"pid"`
-	Holder         string  `json:"holder"`
-	IntegrationTip string  `json:"integration_tip"`
-}
-
-func toRecordJSON(r loop.RunRecord) recordJSON {
-	r = r.Settled()
-	return recordJSON{ID: r.ID, Kind: string(r.Kind), Outcome: string(r.Outcome), ExitCode: r.ExitCode,
-		Done: r.Done, Failed: r.Failed, Remaining: r.Remaining, CostUSD: r.CostUSD, Agents: r.Agents,
-		StartedAt: jsonTime(r.StartedAt), EndedAt: jsonTime(r.EndedAt),
-		Host: r.Holder.Host, PID: r.Holder.PID, Holder: r.Holder.String(), IntegrationTip: r.IntegrationTip}
-}
-
 // defaultRuns is how many runs /api/runs lists without ?n.
 const defaultRuns = 50
 
 // readRuns returns the latest n run records, newest first; none from a
 // store that keeps none.
-func (s *Server) readRuns(ctx context.Context, n int) ([]recordJSON, error) {
-	out := []recordJSON{}
+func (s *Server) readRuns(ctx context.Context, n int) ([]loop.RunLine, error) {
+	out := []loop.RunLine{}
 	rl, ok := s.cfg.Store.(runLister)
 	if !ok {
 		return out, nil
@@ -61,7 +33,7 @@ func (s *Server) readRuns(ctx context.Context, n int) ([]recordJSON, error) {
 		return nil, err
 	}
 	for _, r := range runs {
-		out = append(out, toRecordJSON(r))
+		out = append(out, loop.RunLineOf(r))
 	}
 	return out, nil
 }

@@ -214,41 +214,11 @@ func runsCommand(cfg appConfig) *cli.Command {
 }
 
 // runJSON is one run record in `ralph runs --json` (an array of them,
-// newest first) and `ralph status --json`'s last_run. outcome is a
-// loop.Outcome word, "running" while the run goes on, or "died" when its
-// holder process is gone from this host with the run not ended (killed
-// with kill -9); exit_code is the CLI's exit code, null while running and
-// for a run that died; ended_at is "" until the run ends. done, failed
-// and remaining are the run's scope's tasks at its end (remaining: open
-// or in progress); agents counts its agent sessions, cost_usd their cost;
-// integration_tip is the integration branch's tip at the end of a build
-// that had one, else "". holder is the process that ran it (RALPH_HOLDER's
-// form), host its host identity.
-type runJSON struct {
-	ID             int64   `json:"id"`
-	Kind           string  `json:"kind"`
-	Outcome        string  `json:"outcome"`
-	ExitCode       *int    `json:"exit_code"`
-	Done           int     `json:"done"`
-	Failed         int     `json:"failed"`
-	Remaining      int     `json:"remaining"`
-	CostUSD        float64 `json:"cost_usd"`
-	Agents         int     `json:"agents"`
-	StartedAt      string  `json:"started_at"`
-	EndedAt        string  `json:"ended_at"`
-	Host           string  `json:"host"`
-	PID            int     `json:"pid"`
-	Holder         string  `json:"holder"`
-	IntegrationTip string  `json:"integration_tip"`
-}
+// newest first) and `ralph status --json`'s last_run (loop.RunLine says
+// its fields).
+type runJSON = loop.RunLine
 
-func toRunJSON(r loop.RunRecord) runJSON {
-	r = r.Settled()
-	return runJSON{ID: r.ID, Kind: string(r.Kind), Outcome: string(r.Outcome), ExitCode: r.ExitCode,
-		Done: r.Done, Failed: r.Failed, Remaining: r.Remaining, CostUSD: r.CostUSD, Agents: r.Agents,
-		StartedAt: jsonTime(r.StartedAt), EndedAt: jsonTime(r.EndedAt),
-		Host: r.Holder.Host, PID: r.Holder.PID, Holder: r.Holder.String(), IntegrationTip: r.IntegrationTip}
-}
+func toRunJSON(r loop.RunRecord) runJSON { return loop.RunLineOf(r) }
 
 // writeRunsText prints the runs as a table, newest first.
 func writeRunsText(w io.Writer, runs []loop.RunRecord, now time.Time) error {
