@@ -197,7 +197,8 @@ func signalBuildMidAgent(t *testing.T, p *runsProject, sig syscall.Signal) (code
 }
 
 // TestRunsEveryEnding: the other ways a build ends — complete with
-// failures, blocked behind a failed task, agent trouble, the cost budget,
+// failures, blocked behind a failed task, the test gate, agent trouble,
+// the cost budget,
 // a usage limit it does not wait for, one it waits out — each leave a run
 // that says so, with the exit code the build exited with, on a plan of
 // their own; and each is told to a --notify webhook on loopback (run_end,
@@ -225,6 +226,9 @@ func testRunsEveryEnding(t *testing.T, db string) {
 		{"blocked", []agentStep{{Text: failed, Cost: 0.01}}, nil, true,
 			runJSON{Outcome: "blocked", ExitCode: intp(6), Failed: 1, Remaining: 1, CostUSD: 0.01, Agents: 1},
 			[]string{"task_failed t-1", "blocked blocked", "run_end blocked 6"}},
+		{"test gate", []agentStep{{Text: done}}, []string{"--test-cmd", "false"}, false,
+			runJSON{Outcome: "test_gate_failed", ExitCode: intp(3), Remaining: 2},
+			[]string{"run_end test_gate_failed 3"}},
 		{"agent trouble", []agentStep{{Crash: true}}, []string{"--max-retries", "0"}, false,
 			runJSON{Outcome: "agent_failed", ExitCode: intp(4), Remaining: 2, Agents: 1},
 			[]string{"run_end agent_failed 4"}},
