@@ -198,9 +198,8 @@ func signalBuildMidAgent(t *testing.T, p *runsProject, sig syscall.Signal) (code
 
 // TestRunsEveryEnding: the other ways a build ends — complete with
 // failures, blocked behind a failed task, the test gate, agent trouble,
-// the cost budget,
-// a usage limit it does not wait for, one it waits out — each leave a run
-// that says so, with the exit code the build exited with, on a plan of
+// the cost budget, a usage limit it does not wait for, one it waits out —
+// each leave a run that says so, with the exit code the build exited with, on a plan of
 // their own; and each is told to a --notify webhook on loopback (run_end,
 // and task_failed, blocked and usage_limit_wait when they happen), to a
 // command target alike, while a dead target changes nothing.
