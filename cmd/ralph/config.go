@@ -54,60 +54,11 @@ func (s *settings) source(name string) string {
 // that is no command or flag, a value of the wrong type: a usage error
 // naming the file, the key and, where one is near, the flag meant.
 func applyConfig(c *cli.Context, cfg appConfig, p project) (*settings, error) {
-	s := &settings{from: map[string]string{}}
-	args, known := commandLine(c)
-	for _, f := range c.Command.Flags {
-		name := f.Names()[0]
-		switch {
-		case !c.IsSet(name):
-		case !known || onCommandLine(args, f.Names()):
-			s.from[name] = "--" + name
-		default:
-			// Set, not on the command line: by a variable, unless it is
-			// empty (then the file may still give the flag a value).
-			if ev, ok := f.(interface{ GetEnvVars() []string }); ok {
-				for _, v := range ev.GetEnvVars() {
-					if cfg.getenv(v) != "" {
-						s.from[name] = "$" + v
-						break
-					}
-				}
-			}
-		}
-		// A variable ralph reads itself, past the flag, wins over the
-		// file too.
-		if v, ok := handEnv[name]; ok && s.from[name] == "" && cfg.getenv(v) != "" {
-			s.from[name] = "$" + v
-		}
+	s := flagSources(c, cfg)
+	table, shown, err := readConfig(c, p)
+	if err != nil || table == nil {
+		return s, err
 	}
-	path := filepath.Join(p.ralph, configName)
-	shown := p.rel(path)
-	data, err := safefile.ReadFile(p.root, path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return s, nil
-	case errors.Is(err, safefile.ErrLink):
-		return nil, fmt.Errorf("%s: %w: ralph reads its configuration only from a file of the project's own, not through a link", shown, err)
-	case err != nil:
-		return nil, fmt.Errorf("%s: %w", shown, err)
-	}
-	var tables map[string]map[string]any
-	md, err := toml.Decode(string(data), &tables)
-	if err != nil {
-		return nil, &usageError{cmd: "ralph " + c.Command.Name, err: fmt.Errorf("%s: %v", shown, err)}
-	}
-	for _, key := range md.Keys() {
-		if len(key) == 1 && md.Type(key[0]) != "Hash" {
-			return nil, &usageError{cmd: "ralph " + c.Command.Name, err: fmt.Errorf("%s: %q is no table: the keys go in %s", shown, key[0], strings.Join(tableNames(), ", "))}
-		}
-	}
-	for name := range tables {
-		if !slices.Contains(configCommands, name) {
-			return nil, &usageError{cmd: "ralph " + c.Command.Name, err: fmt.Errorf("%s: [%s] is no table ralph reads: want %s%s",
-				shown, name, strings.Join(tableNames(), ", "), didYouMean(nearest(name, configCommands), "[%s]"))}
-		}
-	}
-	table := tables[c.Command.Name]
 	keys := make([]string, 0, len(table))
 	for k := range table {
 		keys = append(keys, k)
@@ -134,6 +85,72 @@ func applyConfig(c *cli.Context, cfg appConfig, p project) (*settings, error) {
 		s.from[key] = shown
 	}
 	return s, nil
+}
+
+// flagSources says which flags of c the command line or the environment
+// set (applyConfig).
+func flagSources(c *cli.Context, cfg appConfig) *settings {
+	s := &settings{from: map[string]string{}}
+	args, known := commandLine(c)
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		switch {
+		case !c.IsSet(name):
+		case !known || onCommandLine(args, f.Names()):
+			s.from[name] = "--" + name
+		default:
+			// Set, not on the command line: by a variable, unless it is
+			// empty (then the file may still give the flag a value).
+			if ev, ok := f.(interface{ GetEnvVars() []string }); ok {
+				for _, v := range ev.GetEnvVars() {
+					if cfg.getenv(v) != "" {
+						s.from[name] = "$" + v
+						break
+					}
+				}
+			}
+		}
+		// A variable ralph reads itself, past the flag, wins over the
+		// file too.
+		if v, ok := handEnv[name]; ok && s.from[name] == "" && cfg.getenv(v) != "" {
+			s.from[name] = "$" + v
+		}
+	}
+	return s
+}
+
+// readConfig reads the project's config file and returns the table of c's
+// command (nil: no file, or no table for it) and the file's name as shown
+// to people, or the usage error of a file ralph cannot take.
+func readConfig(c *cli.Context, p project) (table map[string]any, shown string, err error) {
+	path := filepath.Join(p.ralph, configName)
+	shown = p.rel(path)
+	data, err := safefile.ReadFile(p.root, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, shown, nil
+	case errors.Is(err, safefile.ErrLink):
+		return nil, shown, fmt.Errorf("%s: %w: ralph reads its configuration only from a file of the project's own, not through a link", shown, err)
+	case err != nil:
+		return nil, shown, fmt.Errorf("%s: %w", shown, err)
+	}
+	var tables map[string]map[string]any
+	md, err := toml.Decode(string(data), &tables)
+	if err != nil {
+		return nil, shown, &usageError{cmd: "ralph " + c.Command.Name, err: fmt.Errorf("%s: %v", shown, err)}
+	}
+	for _, key := range md.Keys() {
+		if len(key) == 1 && md.Type(key[0]) != "Hash" {
+			return nil, shown, &usageError{cmd: "ralph " + c.Command.Name, err: fmt.Errorf("%s: %q is no table: the keys go in %s", shown, key[0], strings.Join(tableNames(), ", "))}
+		}
+	}
+	for name := range tables {
+		if !slices.Contains(configCommands, name) {
+			return nil, shown, &usageError{cmd: "ralph " + c.Command.Name, err: fmt.Errorf("%s: [%s] is no table ralph reads: want %s%s",
+				shown, name, strings.Join(tableNames(), ", "), didYouMean(nearest(name, configCommands), "[%s]"))}
+		}
+	}
+	return tables[c.Command.Name], shown, nil
 }
 
 func tableNames() []string {
