@@ -338,7 +338,7 @@ func buildSolo(c *cli.Context, cfg appConfig, p project, lc loop.Config, store l
 		}
 		return err
 	}
-	printTotals(cfg.stdout, rep)
+	printTotals(cfg.stdout, "build", rep)
 	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
 	_, progressMode := store.(progress.Recorder)
 	return outcomeError(rep.Outcome, rep.ExitCode(), reportWords(rep), progressMode, cfg.stdout)
@@ -382,7 +382,7 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, wor
 // warnings, an accepted tip, the integration branch and how to merge it,
 // the outcome.
 func printParallel(cfg appConfig, p project, logDir string, rep parallel.Report) error {
-	printTotals(cfg.stdout, rep.Report)
+	printTotals(cfg.stdout, "build", rep.Report)
 	printSessionLog(cfg.stdout, p, logDir, rep.Session)
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(cfg.stderr, "ralph: warning: %s\n", w)

@@ -170,7 +170,7 @@ func plan(c *cli.Context, cfg appConfig) (err error) {
 		}
 		return err
 	}
-	printTotals(cfg.stdout, rep)
+	printTotals(cfg.stdout, "plan", rep)
 	printSessionLog(cfg.stdout, p, lc.LogDir, rep.Session)
 	return closing(rep, reportWords(rep), cfg.stdout)
 }
@@ -216,9 +216,10 @@ func closing(rep loop.Report, msg string, stdout io.Writer) error {
 // printTotals prints a run's totals before its closing line: the plan's
 // counts at the end, the cost and sessions, and the command to run next —
 // "run: 3 done, 1 failed, 2 remain · $0.4012 over 16 agent sessions ·
-// next: ralph task list --status failed". Nothing when the run never
-// counted the plan, or the plan is empty.
-func printTotals(w io.Writer, rep loop.Report) {
+// next: ralph task list --status failed" (nextCommand; cmd is the run's
+// command, "build" or "plan"). Nothing when the run never counted the
+// plan, or the plan is empty.
+func printTotals(w io.Writer, cmd string, rep loop.Report) {
 	c := rep.Counts
 	if rep.Remaining < 0 || c.Total() == 0 {
 		return
@@ -228,24 +229,29 @@ func printTotals(w io.Writer, rep loop.Report) {
 		remain = "remains"
 	}
 	fmt.Fprintf(w, "run: %d done, %d failed, %d %s · $%.4f over %d agent session%s · next: %s\n",
-		c.Done, c.Failed, max(rep.Remaining, 0), remain, rep.CostUSD, len(rep.Receipts), plural(len(rep.Receipts)), nextCommand(rep))
+		c.Done, c.Failed, max(rep.Remaining, 0), remain, rep.CostUSD, len(rep.Receipts), plural(len(rep.Receipts)), nextCommand(cmd, rep))
 }
 
-// nextCommand is what a person runs after a run that ended as rep did.
-func nextCommand(rep loop.Report) string {
-	switch {
-	case rep.Counts.Failed > 0:
+// nextCommand is what a person runs after a run of command cmd ("build",
+// "plan") that ended as rep did: the same command to go on, ralph build
+// once a plan is written.
+func nextCommand(cmd string, rep loop.Report) string {
+	if rep.Counts.Failed > 0 && cmd == "build" {
 		return "ralph task list --status failed (then ralph task show ID; ralph task reset ID to try again)"
 	}
 	switch rep.Outcome {
 	case loop.OutcomeLimitReached, loop.OutcomeCancelled, loop.OutcomeBudgetExhausted:
-		return "ralph build (it goes on where this run stopped)"
+		return "ralph " + cmd + " (it goes on where this run stopped)"
 	case loop.OutcomeUsageLimit:
-		return "ralph build once the usage limit resets"
+		return "ralph " + cmd + " once the usage limit resets"
 	case loop.OutcomeTestGateFailed, loop.OutcomeAgentFailed, loop.OutcomeGitFailed, loop.OutcomeFailure:
-		return "fix what the run's last line says, then ralph build"
+		return "fix what the run's last line says, then ralph " + cmd
 	case loop.OutcomeBlocked:
 		return "ralph status (what holds the tasks that remain)"
+	case loop.OutcomeComplete:
+		if cmd == "plan" {
+			return "ralph build (the plan is written)"
+		}
 	}
 	return "ralph status"
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralph-dev/ralph/loop"
 )
 
 // runAgentCmd runs `ralph --dir DIR CMD args… --claude AGENT` in-process
@@ -464,5 +466,27 @@ func TestBinaryPlanThenBuild(t *testing.T) {
 	}
 	if calls := agentCalls(t, script); len(calls) != 1 || calls[0].Prompt != tidyPrompt || calls[0].Env["RALPH_BIN"] != bin {
 		t.Errorf("prompt sessions %+v", calls)
+	}
+}
+
+// TestNextCommand: the totals line sends a person on with the command
+// that ran (a plan that stopped goes on with ralph plan, not build), and
+// to ralph build once a plan is written.
+func TestNextCommand(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		rep  loop.Report
+		want string
+	}{
+		{"plan", loop.Report{Outcome: loop.OutcomeLimitReached}, "ralph plan (it goes on where this run stopped)"},
+		{"plan", loop.Report{Outcome: loop.OutcomeComplete}, "ralph build (the plan is written)"},
+		{"plan", loop.Report{Outcome: loop.OutcomeAgentFailed, Counts: loop.Counts{Failed: 1}}, "fix what the run's last line says, then ralph plan"},
+		{"build", loop.Report{Outcome: loop.OutcomeUsageLimit}, "ralph build once the usage limit resets"},
+		{"build", loop.Report{Outcome: loop.OutcomeCompleteWithFailures, Counts: loop.Counts{Failed: 2}}, "ralph task list --status failed (then ralph task show ID; ralph task reset ID to try again)"},
+		{"build", loop.Report{Outcome: loop.OutcomeComplete}, "ralph status"},
+	} {
+		if got := nextCommand(tc.cmd, tc.rep); got != tc.want {
+			t.Errorf("nextCommand(%s, %s) = %q, want %q", tc.cmd, tc.rep.Outcome, got, tc.want)
+		}
 	}
 }
