@@ -3,10 +3,10 @@ package opencode
 import (
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/ralph-dev/ralph/agentproc"
+	"github.com/ralph-dev/ralph/safefile"
 )
 
 // DefaultModel is RunResult.Model when neither -m nor any config file
@@ -29,9 +29,10 @@ var configNames = []string{"config.json", "opencode.json", "opencode.jsonc"}
 // dir/.opencode) and $OPENCODE_CONFIG_CONTENT. "" when none does.
 //
 // It is a label for receipts, read before OpenCode starts: the project's
-// files are the agent's to write, so they are opened inside dir without
-// following a link out of it (os.Root), at most configFileLimit bytes,
-// and a file that cannot be read or parsed names nothing. A remote
+// files and OpenCode's own directories are the agent's to write, so every
+// file is opened as package safefile opens them (no link followed, a FIFO
+// refused without blocking), at most configFileLimit bytes, and a file
+// that cannot be read or parsed names nothing. A remote
 // organisation config (.well-known/opencode) is not fetched.
 func ConfiguredModel(env []string, dir string) string {
 	var model string
@@ -61,16 +62,15 @@ func ConfiguredModel(env []string, dir string) string {
 	return model
 }
 
-// readLimited reads name inside dir without leaving it; nil when it cannot.
+// readLimited reads name inside dir as package safefile opens files an
+// agent can write: no link followed, a FIFO or device refused without
+// blocking; nil when it cannot.
 func readLimited(dir, name string) []byte {
-	f, err := os.OpenInRoot(dir, name)
+	f, err := safefile.Open(dir, filepath.Join(dir, name))
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
 	data, err := io.ReadAll(io.LimitReader(f, configFileLimit))
 	if err != nil {
 		return nil

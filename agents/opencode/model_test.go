@@ -3,6 +3,7 @@ package opencode
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -50,6 +51,20 @@ func TestConfiguredModel(t *testing.T) {
 			write(t, filepath.Join(dir, "opencode.jsonc"), `{"share":"disabled"}`)
 			return []string{EnvConfigContent + `={"permission":{}}`}
 		}, "a/global"},
+		{"a FIFO an agent planted does not hang the runner", func(t *testing.T, home, dir string) []string {
+			write(t, filepath.Join(home, ".config", "opencode", "opencode.json"), `{"model":"a/global"}`)
+			if err := syscall.Mkfifo(filepath.Join(dir, "opencode.json"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}, "a/global"},
+		{"a link in the project, even to a file inside it, is not followed", func(t *testing.T, home, dir string) []string {
+			write(t, filepath.Join(dir, "notes.json"), `{"model":"evil/inside"}`)
+			if err := os.Symlink("notes.json", filepath.Join(dir, "opencode.jsonc")); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}, ""},
 		{"a link out of the project is not followed", func(t *testing.T, home, dir string) []string {
 			write(t, filepath.Join(home, "outside.json"), `{"model":"evil/outside"}`)
 			if err := os.Symlink(filepath.Join(home, "outside.json"), filepath.Join(dir, "opencode.json")); err != nil {
