@@ -13,20 +13,6 @@ import (
 	"github.com/ralph-dev/ralph/serve"
 )
 
-// recordJSON is a run of /api/runs and of /api/plan's last_run.
-type recordJSON struct {
-	ID        int64   `json:"id"`
-	Kind      string  `json:"kind"`
-	Outcome   string  `json:"outcome"`
-	ExitCode  *int    `json:"exit_code"`
-	Done      int     `json:"done"`
-	Failed    int     `json:"failed"`
-	Remaining int     `json:"remaining"`
-	CostUSD   float64 `json:"cost_usd"`
-	Agents    int     `json:"agents"`
-	EndedAt   string  `json:"ended_at"`
-	Holder    string  `json:"holder"`
-}
 
 // TestRuns: /api/runs lists the run records newest first, each as
 // `ralph runs --json` has it, a dead holder's run as died; /api/plan's
@@ -48,7 +34,7 @@ func TestRuns(t *testing.T) {
 	_, hs := f.server(t, nil)
 
 	resp, body := get(t, hs.URL+"/api/runs")
-	var runs struct{ Runs []recordJSON }
+	var runs struct{ Runs []loop.RunLine }
 	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &runs) != nil || len(runs.Runs) != 2 {
 		t.Fatalf("/api/runs: %d %s", resp.StatusCode, body)
 	}
@@ -69,7 +55,7 @@ func TestRuns(t *testing.T) {
 
 	var plan struct {
 		Version string      `json:"version"`
-		LastRun *recordJSON `json:"last_run"`
+		LastRun *loop.RunLine `json:"last_run"`
 	}
 	_, body = get(t, hs.URL+"/api/plan")
 	if err := json.Unmarshal([]byte(body), &plan); err != nil || plan.LastRun == nil || plan.LastRun.ID != died.ID {
