@@ -13,7 +13,6 @@ import (
 	"github.com/ralph-dev/ralph/serve"
 )
 
-
 // TestRuns: /api/runs lists the run records newest first, each as
 // `ralph runs --json` has it, a dead holder's run as died; /api/plan's
 // last_run is the newest, and a run that ends changes the plan's version.
@@ -54,7 +53,7 @@ func TestRuns(t *testing.T) {
 	}
 
 	var plan struct {
-		Version string      `json:"version"`
+		Version string        `json:"version"`
 		LastRun *loop.RunLine `json:"last_run"`
 	}
 	_, body = get(t, hs.URL+"/api/plan")
