@@ -319,10 +319,7 @@ func Run(ctx context.Context, s Spec) (Exit, error) {
 	cmd.Stdin = strings.NewReader(s.Stdin)
 	cmd.Stdout = outW
 	cmd.Stderr = errW
-	cmd.SysProcAttr = agentSysProcAttr()
-	if s.Sandbox != nil {
-		cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Setsid = false, true
-	}
+	cmd.SysProcAttr = agentSysProcAttr(s.Sandbox != nil)
 	// A backstop: once the agent has exited, Wait gives up on the stdin
 	// copy after this long.
 	cmd.WaitDelay = grace

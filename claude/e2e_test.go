@@ -278,7 +278,7 @@ func TestE2ESIGINT(t *testing.T) {
 		// no tool while the reply stalls, so it is the only one).
 		for range 100 {
 			if pids := claudetest.ProcessesWithEnv("ANTHROPIC_BASE_URL=" + api.URL); len(pids) > 0 {
-				_ = syscall.Kill(pids[0], syscall.SIGINT)
+				sendSignal(pids[0], syscall.SIGINT)
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -481,7 +481,7 @@ func TestE2EResultThenHang(t *testing.T) {
 	}
 	if pids := claudetest.ProcessesWithEnv("ANTHROPIC_BASE_URL=" + api.URL); len(pids) > 0 {
 		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			sendSignal(pid, syscall.SIGKILL)
 		}
 		t.Errorf("processes of the run left: %v", pids)
 	}
@@ -516,7 +516,7 @@ func TestE2EDetachedProcessReaped(t *testing.T) {
 	}
 	if pids := claudetest.ProcessesWithEnv("ANTHROPIC_BASE_URL=" + api.URL); len(pids) > 0 {
 		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			sendSignal(pid, syscall.SIGKILL)
 		}
 		t.Errorf("processes of the run left: %v", pids)
 	}

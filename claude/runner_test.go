@@ -166,7 +166,7 @@ func fakeAgent(mode string) int {
 		// nothing until SIGCONT.
 		out(fakeInit)
 		out(fakeResult("done, then stopped"))
-		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		stopSelf()
 		time.Sleep(time.Hour)
 		return 0
 	case "error-result-then-hang":
@@ -204,7 +204,7 @@ func fakeAgent(mode string) int {
 		// Finishes and exits, leaving a grandchild in a session of its
 		// own (out of reach of the group's signals) that holds stdout.
 		out(fakeInit)
-		spawnGrandchildWith(&syscall.SysProcAttr{Setsid: true})
+		spawnGrandchildWith(detachedAttr())
 		out(fakeResult("done, the pipe still held"))
 		return 0
 	case "text-then-exit":
@@ -704,7 +704,7 @@ func TestRunProcessHygiene(t *testing.T) {
 					t.Fatal("the fake agent reported no grandchild")
 				}
 				if !processGone(pid) {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
+					sendSignal(pid, syscall.SIGKILL)
 					t.Errorf("grandchild %d survived the run", pid)
 				}
 			}
@@ -904,7 +904,7 @@ func TestRunPipeHeldByEscapee(t *testing.T) {
 	}
 	gone := pid != 0 && processGone(pid)
 	if pid != 0 && !gone {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		sendSignal(pid, syscall.SIGKILL)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ var _ loop.RunRecorder = (*Store)(nil)
 
 // runCols are the columns scanRun reads, in order.
 const runCols = `seq, kind, holder_host, holder_pid, holder_start, started_at, ended_at, outcome, exit_code,
-	done, failed, remaining, cost_usd, agents, integration_tip`
+	done, failed, remaining, cost_usd, agents, integration_tip, version`
 
 func scanRun(r scanner) (loop.RunRecord, error) {
 	var rr loop.RunRecord
@@ -21,7 +21,7 @@ func scanRun(r scanner) (loop.RunRecord, error) {
 	var started, ended int64
 	var code sql.NullInt64
 	err := r.Scan(&rr.ID, &kind, &rr.Holder.Host, &rr.Holder.PID, &rr.Holder.Start, &started, &ended, &outcome, &code,
-		&rr.Done, &rr.Failed, &rr.Remaining, &rr.CostUSD, &rr.Agents, &rr.IntegrationTip)
+		&rr.Done, &rr.Failed, &rr.Remaining, &rr.CostUSD, &rr.Agents, &rr.IntegrationTip, &rr.Version)
 	rr.Kind, rr.Outcome = loop.RunKind(kind), loop.Outcome(outcome)
 	rr.StartedAt, rr.EndedAt = fromNanos(started), fromNanos(ended)
 	if code.Valid {
@@ -38,9 +38,9 @@ func (s *Store) BeginRun(ctx context.Context, r loop.RunRecord) (int64, error) {
 	}
 	var id int64
 	err := s.writeNoTask(ctx, func(t *txn) error {
-		return t.row(`INSERT INTO runs (kind, holder_host, holder_pid, holder_start, started_at, outcome)
-			VALUES (?, ?, ?, ?, ?, ?) RETURNING seq`,
-			string(r.Kind), r.Holder.Host, r.Holder.PID, r.Holder.Start, t.now, string(loop.RunRunning)).Scan(&id)
+		return t.row(`INSERT INTO runs (kind, holder_host, holder_pid, holder_start, started_at, outcome, version)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+			string(r.Kind), r.Holder.Host, r.Holder.PID, r.Holder.Start, t.now, string(loop.RunRunning), r.Version).Scan(&id)
 	})
 	return id, err
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -805,7 +804,7 @@ func TestLinkedRecordRules(t *testing.T) {
 	go func() {
 		gitdir := filepath.Join(admin, "w2", "gitdir")
 		os.Remove(gitdir)
-		if err := syscall.Mkfifo(gitdir, 0o644); err != nil {
+		if err := mkfifo(gitdir); err != nil {
 			done <- nil
 			return
 		}
@@ -816,7 +815,7 @@ func TestLinkedRecordRules(t *testing.T) {
 		}
 		commondir := filepath.Join(admin, "w1", "commondir")
 		os.Remove(commondir)
-		if err := syscall.Mkfifo(commondir, 0o644); err != nil {
+		if err := mkfifo(commondir); err != nil {
 			done <- nil
 			return
 		}

@@ -374,13 +374,6 @@ func boolEnv(k string) bool {
 	return false
 }
 
-func devOf(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Dev)
-	}
-	return 0
-}
-
 // Command returns git with args, to run in dir (a directory of the
 // working tree; "" is its top), with the environment Env describes. The
 // caller sets Stdin, Stdout and Stderr, may add to Env (a later entry

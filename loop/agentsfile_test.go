@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ func TestAgentsFilePlanted(t *testing.T) {
 			if repo {
 				gitRepo(t, cfg.Root)
 			}
-			if err := syscall.Mkfifo(filepath.Join(cfg.Root, "AGENTS.md"), 0o644); err != nil {
+			if err := mkfifo(filepath.Join(cfg.Root, "AGENTS.md")); err != nil {
 				t.Skip("no FIFOs here:", err)
 			}
 			done := make(chan error, 1)

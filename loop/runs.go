@@ -63,6 +63,10 @@ type RunRecord struct {
 	// IntegrationTip is the integration branch's tip at the end of a build
 	// that had one; "" otherwise.
 	IntegrationTip string
+	// Version names the ralph that ran it, as its caller gives it (the
+	// CLI: its version, commit and Go release, `ralph version`'s
+	// figures); "" when not given.
+	Version string
 }
 
 // Running reports whether the record holds no end.
@@ -106,6 +110,7 @@ type RunLine struct {
 	PID            int     `json:"pid"`
 	Holder         string  `json:"holder"`
 	IntegrationTip string  `json:"integration_tip"`
+	Version        string  `json:"version"`
 }
 
 // RunLineOf is r, Settled, as a RunLine: times in RFC 3339 (UTC, to the
@@ -121,7 +126,8 @@ func RunLineOf(r RunRecord) RunLine {
 	return RunLine{ID: r.ID, Kind: string(r.Kind), Outcome: string(r.Outcome), ExitCode: r.ExitCode,
 		Done: r.Done, Failed: r.Failed, Remaining: r.Remaining, CostUSD: r.CostUSD, Agents: r.Agents,
 		StartedAt: at(r.StartedAt), EndedAt: at(r.EndedAt),
-		Host: r.Holder.Host, PID: r.Holder.PID, Holder: r.Holder.String(), IntegrationTip: r.IntegrationTip}
+		Host: r.Holder.Host, PID: r.Holder.PID, Holder: r.Holder.String(), IntegrationTip: r.IntegrationTip,
+		Version: r.Version}
 }
 
 // RunEnd is how a run ended: what RunRecorder.EndRun records.

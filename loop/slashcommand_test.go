@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,7 +77,7 @@ func TestExpandSlashCommand(t *testing.T) {
 	}
 
 	// A FIFO planted as a command hangs nothing: it is not read.
-	if err := syscall.Mkfifo(filepath.Join(cmds, "fifo.md"), 0o644); err != nil {
+	if err := mkfifo(filepath.Join(cmds, "fifo.md")); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan string, 1)

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -225,15 +224,4 @@ func benchWorkspaceTask(b *testing.B, store loop.LandingStore) {
 	b.ReportMetric(ms(beginning), "begin-ms/op")
 	b.ReportMetric(ms(integrating), "integrate-ms/op")
 	b.ReportMetric(ms(integratingCPU), "integrate-cpu-ms/op")
-}
-
-// cpuTime is the processor time this process and the children it waited
-// for (git) have used: a measure of ralph's work that a busy machine does
-// not stretch, as it does the wall clock.
-func cpuTime() time.Duration {
-	var self, children syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
-	d := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
-	return d(self.Utime) + d(self.Stime) + d(children.Utime) + d(children.Stime)
 }

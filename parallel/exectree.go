@@ -102,7 +102,7 @@ func (g *ExecGit) CheckWorktree(ctx context.Context, dir string) error {
 // readGitFile reads a worktree's .git file without following a link:
 // what it names, or a problem in words when it is not such a file.
 func readGitFile(path string) (named, problem string, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openNoFollow(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", "its .git is gone", nil

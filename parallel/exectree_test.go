@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -93,7 +92,7 @@ func TestCheckWorktree(t *testing.T) {
 		{".git is gone", func(t *testing.T, repo, dir string) { os.Remove(filepath.Join(dir, ".git")) }, ".git is gone", true},
 		{".git is a FIFO", func(t *testing.T, repo, dir string) {
 			os.Remove(filepath.Join(dir, ".git"))
-			if err := syscall.Mkfifo(filepath.Join(dir, ".git"), 0o644); err != nil {
+			if err := mkfifo(filepath.Join(dir, ".git")); err != nil {
 				t.Skip("mkfifo:", err)
 			}
 		}, "not a file", true},

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -177,7 +176,7 @@ func TestHardLink(t *testing.T) {
 func TestNotRegular(t *testing.T) {
 	base, _ := project(t)
 	fifo := filepath.Join(base, ".ralph", "logs", "s", "iter-1.ndjson")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
 	done := make(chan error, 2)

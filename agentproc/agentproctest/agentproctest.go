@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -200,7 +199,9 @@ func NoneLeft(t testing.TB, kv string) {
 		}
 		if time.Now().After(deadline) {
 			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
 			}
 			t.Fatalf("processes left behind: %v", pids)
 		}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,10 +49,8 @@ func (rr *realRun) run(ctx context.Context, r *codex.Runner, req loop.RunRequest
 	if err != nil {
 		rr.t.Fatalf("Run: %v", err)
 	}
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
 	rr.t.Logf("%s: %v wall, max RSS of a child so far %d MB; class %s: %s", rr.t.Name(), time.Since(start).Round(10*time.Millisecond),
-		ru.Maxrss/1024, res.Class, loop.Describe(res))
+		maxRSSMB(), res.Class, loop.Describe(res))
 	return res
 }
 

@@ -270,7 +270,7 @@ func TestContextFileNameHostile(t *testing.T) {
 		}
 	}
 
-	if err := syscall.Mkfifo(project, 0o600); err != nil {
+	if err := mkfifo(project); err != nil {
 		t.Fatal(err)
 	}
 	if got := name(); got != DefaultContextFileName {
@@ -279,7 +279,7 @@ func TestContextFileNameHostile(t *testing.T) {
 	if err := os.Remove(project); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(user, 0o600); err != nil {
+	if err := mkfifo(user); err != nil {
 		t.Fatal(err)
 	}
 	if got := name(); got != DefaultContextFileName {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -75,9 +74,7 @@ func runReal(t *testing.T, ctx context.Context, api *geminitest.API, req loop.Ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
-	t.Logf("%s: %s in %v (children's max RSS so far: %d MB), %d API requests", t.Name(), res.Class, wall.Round(time.Millisecond), ru.Maxrss/1024, len(api.Requests()))
+	t.Logf("%s: %s in %v (children's max RSS so far: %d MB), %d API requests", t.Name(), res.Class, wall.Round(time.Millisecond), maxRSSMB(), len(api.Requests()))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("result: %+v", res)

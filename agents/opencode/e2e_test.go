@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,9 +73,7 @@ func runReal(t *testing.T, ctx context.Context, r *Runner, api *opencodetest.API
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
-	t.Logf("real run: %v wall, max RSS of the runs so far %d MB, class %s", time.Since(start).Round(10*time.Millisecond), ru.Maxrss/1024, res.Class)
+	t.Logf("real run: %v wall, max RSS of the runs so far %d MB, class %s", time.Since(start).Round(10*time.Millisecond), maxRSSMB(), res.Class)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("result: %+v", res)

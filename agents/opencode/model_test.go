@@ -3,7 +3,6 @@ package opencode
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 )
 
@@ -53,7 +52,7 @@ func TestConfiguredModel(t *testing.T) {
 		}, "a/global"},
 		{"a FIFO an agent planted does not hang the runner", func(t *testing.T, home, dir string) []string {
 			write(t, filepath.Join(home, ".config", "opencode", "opencode.json"), `{"model":"a/global"}`)
-			if err := syscall.Mkfifo(filepath.Join(dir, "opencode.json"), 0o644); err != nil {
+			if err := mkfifo(filepath.Join(dir, "opencode.json")); err != nil {
 				t.Fatal(err)
 			}
 			return nil

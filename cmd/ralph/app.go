@@ -18,8 +18,16 @@ import (
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); "dev"
 // falls back to the module version recorded in the binary. `ralph
-// --version` adds the commit from the build information (version.go).
-var version = "dev"
+// --version` adds the commit from the build information (version.go), or
+// from commit, commitTime and treeState, which a release build sets at
+// link time too (.goreleaser.yaml) for a build without VCS information
+// (GOFLAGS=-buildvcs=false, a tarball).
+var (
+	version    = "dev"
+	commit     = ""
+	commitTime = ""
+	treeState  = "" // "clean" or "dirty"
+)
 
 // Exit codes of the non-loop commands (README, "Exit codes").
 const (

@@ -344,9 +344,11 @@
 // (loop.RunRecord.Settled). `ralph runs [-n N] [--json]` lists the latest
 // N (default 20, 0 all), newest first; --json is an array of {id, kind,
 // outcome, exit_code, done, failed, remaining, cost_usd, agents,
-// started_at, ended_at, host, pid, holder, integration_tip}: outcome is a
-// loop.Outcome word, "running" or "died"; exit_code null while running
-// and for a run that died; ended_at "" until the run ends.
+// started_at, ended_at, host, pid, holder, integration_tip, version}:
+// outcome is a loop.Outcome word, "running" or "died"; exit_code null
+// while running and for a run that died; ended_at "" until the run ends;
+// version the ralph that ran it, `ralph version`'s figures in one string
+// (versionInfo.brief: "v1.2.3 (commit HASH, modified, go1.26.0)").
 //
 // --notify (notify.go, package notify) rides on the run record: the
 // notifier sees the notes the record begins with, and the record's end

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ func TestOutageAnnounced(t *testing.T) {
 
 	dir := t.TempDir()
 	started, resume := filepath.Join(dir, "started"), filepath.Join(dir, "resume")
-	if err := syscall.Mkfifo(started, 0o600); err != nil {
+	if err := mkfifo(started); err != nil {
 		t.Fatal(err)
 	}
 	agent, _ := fakeAgentPath(t, agentStep{

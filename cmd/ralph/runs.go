@@ -69,7 +69,7 @@ func (r *runRecord) begin() {
 	if !ok {
 		return
 	}
-	id, err := rec.BeginRun(r.ctx, loop.RunRecord{Kind: r.kind, Holder: loop.ThisProcess()})
+	id, err := rec.BeginRun(r.ctx, loop.RunRecord{Kind: r.kind, Holder: loop.ThisProcess(), Version: readVersion().brief()})
 	if err != nil {
 		fmt.Fprintf(r.cfg.stderr, "ralph: warning: this run is not recorded: %v\n", err)
 		return

@@ -151,8 +151,16 @@ func (p *runsProject) wantLastRun(n int, ended bool, want runJSON) runJSON {
 	if n > 1 && got.ID <= runs[1].ID {
 		p.t.Errorf("run ids %d, then %d: want increasing", runs[1].ID, got.ID)
 	}
+	// The record names the ralph that ran it, as `ralph version` does.
+	var v versionInfo
+	if err := json.Unmarshal([]byte(p.ok("version", "--json")), &v); err != nil {
+		p.t.Fatal(err)
+	}
+	if got.Version != v.brief() || !strings.Contains(got.Version, v.Go) {
+		p.t.Errorf("run %d: version %q, want %q (ralph version --json: %+v)", n, got.Version, v.brief(), v)
+	}
 	stable := got
-	stable.ID, stable.StartedAt, stable.EndedAt, stable.Host, stable.PID, stable.Holder = 0, "", "", "", 0, ""
+	stable.ID, stable.StartedAt, stable.EndedAt, stable.Host, stable.PID, stable.Holder, stable.Version = 0, "", "", "", 0, "", ""
 	if diff := cmp.Diff(want, stable); diff != "" {
 		p.t.Errorf("run %d (-want +got):\n%s", n, diff)
 	}
@@ -169,7 +177,7 @@ func signalBuildMidAgent(t *testing.T, p *runsProject, sig syscall.Signal) (code
 	t.Helper()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "started")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := mkfifo(fifo); err != nil {
 		t.Fatal(err)
 	}
 	agent := filepath.Join(dir, "claude")
@@ -187,7 +195,7 @@ func signalBuildMidAgent(t *testing.T, p *runsProject, sig syscall.Signal) (code
 		t.Fatal(err)
 	}
 	if apid, err := strconv.Atoi(strings.TrimSpace(string(started))); err == nil {
-		t.Cleanup(func() { _ = syscall.Kill(apid, syscall.SIGKILL) })
+		t.Cleanup(func() { sendSignal(apid, syscall.SIGKILL) })
 	}
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)

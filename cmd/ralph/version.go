@@ -36,20 +36,36 @@ func readVersion() versionInfo {
 	if !ok {
 		bi = nil
 	}
-	return versionFrom(version, bi)
+	return versionFrom(linkedInfo{version, commit, commitTime, treeState}, bi)
 }
 
-// versionFrom is readVersion for a given link-time version and build
-// information (nil when the binary has none).
-func versionFrom(linked string, bi *debug.BuildInfo) versionInfo {
-	v := versionInfo{Version: linked, Go: runtime.Version()}
+// linkedInfo is what -ldflags "-X …" set: main's version, commit,
+// commitTime and treeState.
+type linkedInfo struct{ version, commit, commitTime, treeState string }
+
+// versionFrom is readVersion for given link-time values and build
+// information (nil when the binary has none). The build information's
+// VCS settings win over linked ones: both name the same commit when both
+// are there.
+func versionFrom(linked linkedInfo, bi *debug.BuildInfo) versionInfo {
+	v := versionInfo{Version: linked.version, Go: runtime.Version()}
+	if linked.commit != "" {
+		v.Commit = &linked.commit
+		if linked.commitTime != "" {
+			v.CommitTime = &linked.commitTime
+		}
+		if linked.treeState != "" {
+			m := linked.treeState == "dirty"
+			v.Modified = &m
+		}
+	}
 	if bi == nil {
 		return v
 	}
 	if bi.GoVersion != "" {
 		v.Go = bi.GoVersion
 	}
-	if linked == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	if linked.version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		v.Version = bi.Main.Version
 	}
 	for _, s := range bi.Settings {
@@ -83,6 +99,21 @@ func (v versionInfo) line() string {
 		parts = append(parts, "modified")
 	}
 	return s + " (" + strings.Join(parts, ", ") + ")\n"
+}
+
+// brief is what a run record keeps of v (loop.RunRecord.Version): the
+// version, then the commit, "modified" and the Go release in brackets,
+// "v1.2.3 (commit 0123…, modified, go1.26.0)".
+func (v versionInfo) brief() string {
+	var parts []string
+	if v.Commit != nil {
+		parts = append(parts, "commit "+*v.Commit)
+	}
+	if v.Modified != nil && *v.Modified {
+		parts = append(parts, "modified")
+	}
+	parts = append(parts, v.Go)
+	return v.Version + " (" + strings.Join(parts, ", ") + ")"
 }
 
 func versionCommand(cfg appConfig) *cli.Command {

@@ -29,38 +29,46 @@ func TestVersionFromBuildInfo(t *testing.T) {
 			{Key: "vcs.modified", Value: modified},
 		}
 	}
+	dev := linkedInfo{version: "dev"}
 	info := func(version string, settings []debug.BuildSetting) *debug.BuildInfo {
 		return &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/ralph-dev/ralph", Version: version}, Settings: settings}
 	}
 	tests := []struct {
 		name   string
-		linked string
+		linked linkedInfo
 		bi     *debug.BuildInfo
 		line   string
 		json   string
 	}{
 		{
-			"module version", "dev", info("v1.2.3", nil),
+			"module version", dev, info("v1.2.3", nil),
 			"ralph version v1.2.3\n",
 			`{"version":"v1.2.3","commit":null,"commit_time":null,"modified":null,"go":"go1.26.0"}`,
 		},
 		{
-			"checkout, modified", "dev", info("v0.0.0-20250102030405-0123456789ab+dirty", vcs("true")),
+			"checkout, modified", dev, info("v0.0.0-20250102030405-0123456789ab+dirty", vcs("true")),
 			"ralph version v0.0.0-20250102030405-0123456789ab+dirty (commit " + rev + ", 2025-01-02T03:04:05Z, modified)\n",
 			`{"version":"v0.0.0-20250102030405-0123456789ab+dirty","commit":"` + rev + `","commit_time":"2025-01-02T03:04:05Z","modified":true,"go":"go1.26.0"}`,
 		},
 		{
-			"checkout, clean, no version stamped", "dev", info("(devel)", vcs("false")),
+			"checkout, clean, no version stamped", dev, info("(devel)", vcs("false")),
 			"ralph version dev (commit " + rev + ", 2025-01-02T03:04:05Z)\n",
 			`{"version":"dev","commit":"` + rev + `","commit_time":"2025-01-02T03:04:05Z","modified":false,"go":"go1.26.0"}`,
 		},
 		{
-			"ldflags override", "v9.9.9", info("v0.0.0-20250102030405-0123456789ab", vcs("false")),
+			"ldflags override", linkedInfo{version: "v9.9.9"}, info("v0.0.0-20250102030405-0123456789ab", vcs("false")),
 			"ralph version v9.9.9 (commit " + rev + ", 2025-01-02T03:04:05Z)\n",
 			`{"version":"v9.9.9","commit":"` + rev + `","commit_time":"2025-01-02T03:04:05Z","modified":false,"go":"go1.26.0"}`,
 		},
 		{
-			"no build information", "dev", nil,
+			// goreleaser's: everything linked, no VCS settings
+			// (-buildvcs=false, or a tree without .git).
+			"release build", linkedInfo{"v1.3.0", rev, "2025-01-02T03:04:05Z", "clean"}, info("v0.0.0", nil),
+			"ralph version v1.3.0 (commit " + rev + ", 2025-01-02T03:04:05Z)\n",
+			`{"version":"v1.3.0","commit":"` + rev + `","commit_time":"2025-01-02T03:04:05Z","modified":false,"go":"go1.26.0"}`,
+		},
+		{
+			"no build information", dev, nil,
 			"ralph version dev\n",
 			`{"version":"dev","commit":null,"commit_time":null,"modified":null,"go":"` + runtime.Version() + `"}`,
 		},

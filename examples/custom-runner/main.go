@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -55,8 +54,7 @@ func shellRunner(ctx context.Context, req loop.RunRequest) (loop.RunResult, erro
 	cmd.Stdin = strings.NewReader(loop.ExpandSlashCommand(req.Dir, req.Prompt))
 	// A group of its own, killed whole: what the command started in the
 	// background goes too, and does not hold the output open.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	ownGroup(cmd)
 	cmd.WaitDelay = time.Second
 	var out bytes.Buffer
 	res := loop.RunResult{Class: loop.ClassSuccess, Turns: 1, Model: "sh"}
@@ -99,19 +97,6 @@ func shellRunner(ctx context.Context, req loop.RunRequest) (loop.RunResult, erro
 		req.OnEvent(loop.Event{Kind: loop.EventText, Text: strings.TrimSpace(out.String())})
 	}
 	return res, nil
-}
-
-// killGroup kills the process group pgid and gives the kernel a moment to
-// finish it off: a loop that runs again must not find the last session's
-// processes still running. It waits 100 ms at most: a killed process whose
-// parent has not reaped it yet (a zombie) stays in the group, dead.
-func killGroup(pgid int) {
-	for range 50 {
-		if syscall.Kill(-pgid, syscall.SIGKILL) != nil {
-			return // no process left in the group
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func main() {

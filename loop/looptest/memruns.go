@@ -20,7 +20,7 @@ func (s *MemStore) BeginRun(ctx context.Context, r loop.RunRecord) (int64, error
 		return 0, fmt.Errorf("looptest: run of kind %q: want build, plan or prompt", r.Kind)
 	}
 	s.runs = append(s.runs, loop.RunRecord{ID: int64(len(s.runs) + 1), Kind: r.Kind, Holder: r.Holder,
-		StartedAt: now, Outcome: loop.RunRunning})
+		StartedAt: now, Outcome: loop.RunRunning, Version: r.Version})
 	return int64(len(s.runs)), nil
 }
 

@@ -67,9 +67,11 @@ func intp(n int) *int { return &n }
 func testRunBeginEnd(t *testing.T, newStore StoreFactory) {
 	rr, clock := runRecorder(t, newStore)
 	h := loop.Holder{Host: "host-a", PID: 4242, Start: 77}
-	// The caller's times, outcome and end fields are the store's to set.
+	// The caller's times, outcome and end fields are the store's to set;
+	// its version is kept.
+	const version = "v1.2.3 (commit 0123456789abcdef0123456789abcdef01234567, modified, go1.26.0)"
 	b := mustBegin(t, rr, loop.RunRecord{ID: 99, Kind: loop.RunKindBuild, Holder: h, StartedAt: suiteStart.Add(-time.Hour),
-		Outcome: loop.OutcomeComplete, ExitCode: intp(0), Done: 5})
+		Outcome: loop.OutcomeComplete, ExitCode: intp(0), Done: 5, Version: version})
 	clock.Advance(time.Minute)
 	p := mustBegin(t, rr, loop.RunRecord{Kind: loop.RunKindPlan, Holder: h})
 	if p <= b {
@@ -85,7 +87,7 @@ func testRunBeginEnd(t *testing.T, newStore StoreFactory) {
 		{ID: p, Kind: loop.RunKindPlan, Holder: h, StartedAt: suiteStart.Add(time.Minute), Outcome: loop.RunRunning},
 		{ID: b, Kind: loop.RunKindBuild, Holder: h, StartedAt: suiteStart, EndedAt: suiteStart.Add(2 * time.Minute),
 			Outcome: loop.OutcomeTestGateFailed, ExitCode: intp(3), Done: 2, Failed: 1, Remaining: 4, CostUSD: 0.25, Agents: 3,
-			IntegrationTip: end.IntegrationTip},
+			IntegrationTip: end.IntegrationTip, Version: version},
 	}
 	if diff := cmp.Diff(want, mustRuns(t, rr, 0)); diff != "" {
 		t.Errorf("Runs(0) (-want +got):\n%s", diff)

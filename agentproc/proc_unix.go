@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build unix && !linux
 
 package agentproc
 
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// agentSysProcAttr puts the agent in a process group of its own. Outside
-// Linux there is no parent-death signal: an agent outlives a ralph killed
-// by SIGKILL.
-func agentSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+// agentSysProcAttr puts the agent in a process group of its own (a
+// session of its own when sandboxed). Outside Linux there is no
+// parent-death signal: an agent outlives a ralph killed by SIGKILL.
+func agentSysProcAttr(sandboxed bool) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: !sandboxed, Setsid: sandboxed}
 }
 
 // becomeSubreaper does nothing outside Linux: orphans go to init.

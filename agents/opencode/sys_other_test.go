@@ -1,0 +1,10 @@
+//go:build !unix
+
+package opencode
+
+import "errors"
+
+func mkfifo(string) error { return errors.ErrUnsupported }
+
+// maxRSSMB is not known outside Unix.
+func maxRSSMB() int64 { return 0 }
