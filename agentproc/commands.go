@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -74,14 +76,10 @@ const commandOutputMax = 64 << 10
 // not start, did not exit 0 ("exit status N"), or was stopped because ctx
 // was cancelled (ctx's error).
 func (c *Commands) RunCommand(ctx context.Context, req loop.CommandRequest) (string, error) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		sh = "/bin/sh"
-	}
 	out := &tailBuffer{max: commandOutputMax}
 	exit, err := Run(ctx, Spec{
 		Name: "sh",
-		Path: sh,
+		Path: shell(),
 		// Standard error joins standard output in the shell itself, so
 		// the two keep their order.
 		Args:    []string{"-c", "exec 2>&1\n" + req.Command},
@@ -109,4 +107,27 @@ func (c *Commands) RunCommand(ctx context.Context, req loop.CommandRequest) (str
 		return output, fmt.Errorf("exit status %d", exit.ExitCode)
 	}
 	return output, nil
+}
+
+// shell finds sh: on PATH, else /bin/sh. Test, check and setup commands
+// are POSIX shell on every system, so that a plan means the same on every
+// machine of a team; on Windows, where sh is seldom on PATH, it is also
+// looked for where Git for Windows (which ralph needs anyway) keeps it,
+// beside git.exe: its bin\ and usr\bin\ folders.
+func shell() string {
+	if sh, err := exec.LookPath("sh"); err == nil {
+		return sh
+	}
+	if runtime.GOOS != "windows" {
+		return "/bin/sh"
+	}
+	if git, err := exec.LookPath("git"); err == nil {
+		root := filepath.Dir(filepath.Dir(git)) // …\Git\cmd\git.exe
+		for _, p := range []string{`bin\sh.exe`, `usr\bin\sh.exe`} {
+			if fi, err := os.Stat(filepath.Join(root, p)); err == nil && fi.Mode().IsRegular() {
+				return filepath.Join(root, p)
+			}
+		}
+	}
+	return "sh" // Run says it is not found
 }

@@ -124,7 +124,19 @@
 // A pass that finds nothing — the usual case — reads /proc, the stat of
 // every process, and the environment of those of this user younger than
 // the agent: 0.7 ms on the development machine with 75 processes (go test
-// ./agentproc -run '^$' -bench BenchmarkReapNothingLeft). Outside Linux
+// ./agentproc -run '^$' -bench BenchmarkReapNothingLeft). On Windows the
+// agent is started suspended, in a console process group of its own, put
+// in a Job Object of its own created with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+// and only then resumed (proc_windows.go): whatever it starts is in the
+// job and cannot break away. Stopping sends the group CTRL_BREAK_EVENT
+// (Windows' nearest to SIGTERM, which reaches only processes sharing
+// ralph's console) and terminates the job at the end of the grace period;
+// after the agent exits, what is left in the job gets the same, and Run
+// returns once the job is empty (killWait at most). If ralph dies, its
+// handle to the job closes and Windows kills the job's processes: no
+// watchdog or sweep is needed there. If the job cannot be made (a Windows
+// before 8 running ralph inside a job that forbids nesting), the agent is
+// resumed outside any job and only it is stopped. On other Unix systems
 // there is no subreaper, marker search nor parent-death signal: the
 // process group alone is stopped and waited for, and once it is gone,
 // reading the stream gives up when a read has waited 2 s for more in vain,
