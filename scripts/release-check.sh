@@ -70,10 +70,10 @@ tar -xzf dist/ralph_linux_amd64.tar.gz -C "$work/bin" ralph README.md LICENSE
 ralph=$work/bin/ralph
 out=$("$ralph" --version)
 case $out in
-  "ralph version "*"-snapshot+"*" (commit $head, "*) ;;
+  "ralph version v"*"-snapshot+"*" (commit $head, "*) ;;
   *) fail "ralph --version says \"$out\", want a snapshot version and commit $head" ;;
 esac
-"$ralph" version --json | grep -q "\"commit\":\"$head\"" || fail "ralph version --json does not name $head"
+"$ralph" version --json | grep -q "\"commit\": *\"$head\"" || fail "ralph version --json does not name $head"
 GOFLAGS=-trimpath go build -o "$work/stand-in" ./examples/quickstart
 printf '#!/bin/sh\nRALPH_QUICKSTART_STAND_IN=1 exec "%s"\n' "$work/stand-in" > "$work/claude"
 chmod +x "$work/claude"
