@@ -106,7 +106,8 @@ step "windows/amd64: go vet and every test binary compile"
 
 # 4. go install in the clean clone, an empty module cache, -buildvcs=auto
 #    (dist/ is ignored: the tree stays unmodified to git).
-GOFLAGS=-buildvcs=auto GOMODCACHE="$work/modcache" GOBIN="$work/gobin" go install ./cmd/ralph
+GOFLAGS=-buildvcs=auto GOMODCACHE="$work/modcache" GOBIN="$work/gobin" go install ./cmd/ralph > "$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; fail "go install ./cmd/ralph failed in a clean clone"; }
 out=$("$work/gobin/ralph" --version)
 case $out in
   *"(commit $head, "*) ;;
