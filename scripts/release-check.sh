@@ -18,7 +18,7 @@
 # .ci/run runs it beside the tests. Run by hand from the repository's top:
 #   scripts/release-check.sh "$(go env GOPATH)/bin/goreleaser"
 set -euo pipefail
-goreleaser=${1:?usage: scripts/release-check.sh GORELEASER}
+goreleaser=$(realpath "${1:?usage: scripts/release-check.sh GORELEASER}")
 cd "$(dirname "$0")/.."
 top=$PWD
 work=$(mktemp -d)
