@@ -62,7 +62,9 @@ done
 (cd dist && sha256sum --quiet -c checksums.txt) || fail "checksums.txt does not match the files"
 [ "$(wc -l < dist/checksums.txt)" -eq 10 ] || fail "checksums.txt lists $(wc -l < dist/checksums.txt) files, want 10"
 grep -q 'bin.install "ralph"' dist/homebrew/Formula/ralph.rb || fail "the formula does not install ralph"
-unzip -l dist/ralph_windows_amd64.zip | grep -q ' ralph.exe$' || fail "the windows archive has no ralph.exe"
+# (grep -q on a pipe would end its writer early: under pipefail, a failure.)
+listing=$(unzip -l dist/ralph_windows_amd64.zip)
+grep -q ' ralph.exe$' <<< "$listing" || fail "the windows archive has no ralph.exe: $listing"
 
 # 2. The linux archive's ralph: its version, then the quickstart's plan.
 mkdir "$work/bin"
@@ -73,7 +75,8 @@ case $out in
   "ralph version v"*"-snapshot+"*" (commit $head, "*) ;;
   *) fail "ralph --version says \"$out\", want a snapshot version and commit $head" ;;
 esac
-"$ralph" version --json | grep -q "\"commit\": *\"$head\"" || fail "ralph version --json does not name $head"
+json=$("$ralph" version --json)
+grep -q "\"commit\": *\"$head\"" <<< "$json" || fail "ralph version --json does not name $head: $json"
 GOFLAGS=-trimpath go build -o "$work/stand-in" ./examples/quickstart
 printf '#!/bin/sh\nRALPH_QUICKSTART_STAND_IN=1 exec "%s"\n' "$work/stand-in" > "$work/claude"
 chmod +x "$work/claude"
