@@ -144,8 +144,9 @@
 // (blockers not done), child_count and parent_failed, updated in the
 // transaction that changes them (and blocker_count and dependent_count, so
 // that the many tasks without dependencies never look in the deps table); a partial index over exactly those
-// conditions, ordered by (priority, seq), makes the first ready task the
-// first index entry at any plan size. The ready queries name that index
+// conditions, ordered by (priority, raced DESC, chain DESC, seq) — the
+// order of ready tasks of DESIGN §17, chain.go — makes the first ready
+// task the first index entry at any plan size. The ready queries name that index
 // (INDEXED BY): without statistics SQLite has preferred other indexes and
 // a sort. Counts by status (and feature) live in a small table kept by
 // triggers, so Counts reads a handful of rows at any plan size and no index

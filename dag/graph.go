@@ -73,6 +73,9 @@ func (s *Store) Add(ctx context.Context, p AddParams) (loop.Task, error) {
 			if _, err := t.exec(`UPDATE tasks SET child_count = child_count + 1 WHERE id = ?`, p.ParentID); err != nil {
 				return err
 			}
+			if err := t.updateChains(id); err != nil { // it waits for nothing yet; its parent waits for it
+				return err
+			}
 		}
 		for _, b := range p.BlockedBy {
 			if err := t.addDep(id, b); err != nil {
@@ -202,7 +205,10 @@ func (t *txn) addDep(blocked, blocker string) error {
 	if _, err := t.exec(`INSERT INTO deps (blocked_id, blocker_id) VALUES (?, ?)`, blocked, blocker); err != nil {
 		return err
 	}
-	return t.countDep(blocked, blocker, bs.status, +1)
+	if err := t.countDep(blocked, blocker, bs.status, +1); err != nil {
+		return err
+	}
+	return t.updateChains(blocker)
 }
 
 // countDep keeps the counters of one dependency added (delta +1) or
@@ -282,7 +288,10 @@ func (s *Store) RemoveDependency(ctx context.Context, blocked, blocker string) e
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("%w: %s is not blocked by %s", ErrNoDependency, blocked, blocker)
 		}
-		return t.countDep(blocked, blocker, bs.status, -1)
+		if err := t.countDep(blocked, blocker, bs.status, -1); err != nil {
+			return err
+		}
+		return t.updateChains(blocker)
 	})
 }
 

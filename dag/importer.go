@@ -564,6 +564,10 @@ func (im *importer) write() error {
 		return err
 	}
 	defer undo()
+	chains, err := im.chains()
+	if err != nil {
+		return err
+	}
 	// OR FAIL: on an error, rows already inserted by the statement stay;
 	// the whole transaction is rolled back then anyway.
 	// Binding a text costs an allocation and a copy: the status is bound
@@ -571,9 +575,9 @@ func (im *importer) write() error {
 	// into the statement.
 	now := strconv.FormatInt(t.now, 10)
 	tasks := newBulkInsert(t, `INSERT OR FAIL INTO tasks (seq, id, title, description, status, priority, parent_id, feature,
-		created_at, updated_at, unmet_blockers, child_count, parent_failed, blocker_count, dependent_count, check_cmd, check_by) VALUES `,
+		created_at, updated_at, unmet_blockers, child_count, parent_failed, blocker_count, dependent_count, check_cmd, check_by, chain) VALUES `,
 		`(?, ?, ?, ?, CASE CAST(? AS INTEGER) WHEN 0 THEN 'pending' WHEN 1 THEN 'done' WHEN 2 THEN 'failed' ELSE 'blocked' END,
-		?, ?, ?, `+now+`, `+now+`, ?, ?, ?, ?, ?, ?, ?)`, 15, 64)
+		?, ?, ?, `+now+`, `+now+`, ?, ?, ?, ?, ?, ?, ?, ?)`, 16, 64)
 	deps := newBulkInsert(t, `INSERT OR FAIL INTO deps (blocked_id, blocker_id) VALUES `, `(?, ?)`, 2, 256)
 	var batch []int32 // the tasks in tasks' pending rows
 	flushTasks := func() error {
@@ -632,7 +636,7 @@ func (im *importer) write() error {
 		batch = append(batch, int32(i))
 		if err := tasks.add(im.base+1+int64(im.pos[i]), id, task.Title, task.Description, int64(im.status[i]),
 			task.Priority, nullIfEmpty(parent), nullIfEmpty(task.Feature), unmet, im.children[i], pfailed,
-			len(blockers), im.dependents[i], task.Check, checkAuthor(task.Check, task.CheckBy)); err != nil {
+			len(blockers), im.dependents[i], task.Check, checkAuthor(task.Check, task.CheckBy), chains[i]); err != nil {
 			return err
 		}
 		i++
@@ -692,7 +696,15 @@ func (im *importer) write() error {
 			}
 		}
 	}
-	return nil
+	// The existing tasks the batch's tasks now wait for: their chains,
+	// and those of what leads to them, may be longer (after the cycle
+	// check: updateChains walks an acyclic graph).
+	blockers := make([]string, 0, len(im.extDependents))
+	for k := range im.extDependents {
+		blockers = append(blockers, im.ext[k].id)
+	}
+	slices.Sort(blockers) // the same writes in the same order every time
+	return t.updateChains(blockers...)
 }
 
 // duplicate turns the failure of an insert of the tasks in batch into the
@@ -986,4 +998,77 @@ func prefetch(src TaskSource) iter.Seq2[ImportTask, error] {
 			}
 		}
 	}
+}
+
+// chains computes the chain (dag/chain.go) of each of the batch's tasks:
+// what waits for a task of the batch is in the batch too, but for an
+// existing parent, whose chain is read. The batch's graph is walked from
+// the tasks nothing waits for back to their predecessors (blockers and
+// children), each task once all its successors are done (Kahn's
+// algorithm), in arrays: a million tasks take a few hundred milliseconds.
+func (im *importer) chains() ([]int32, error) {
+	n := im.n
+	chain := make([]int32, n)
+	waiting := make([]int32, n) // successors not yet walked
+	// children[cStart[p]:cStart[p+1]] are p's children in the batch.
+	cStart := make([]int32, n+1)
+	extChain := map[int32]int32{}
+	for i := range n {
+		chain[i] = 1
+		waiting[i] = im.dependents[i]
+		switch p := im.parent[i]; {
+		case p >= 0:
+			waiting[i]++
+			cStart[p+1]++
+		case isExt(p):
+			c, ok := extChain[p]
+			if !ok {
+				var read int
+				if err := im.t.row(`SELECT chain FROM tasks WHERE id = ?`, im.name(p)).Scan(&read); err != nil {
+					return nil, err
+				}
+				c = int32(read)
+				extChain[p] = c
+			}
+			chain[i] = 1 + c
+		}
+	}
+	for p := range n {
+		cStart[p+1] += cStart[p]
+	}
+	children := make([]int32, cStart[n])
+	fill := slices.Clone(cStart[:n])
+	for i := range n {
+		if p := im.parent[i]; p >= 0 {
+			children[fill[p]] = int32(i)
+			fill[p]++
+		}
+	}
+	queue := make([]int32, 0, n)
+	for i := range n {
+		if waiting[i] == 0 {
+			queue = append(queue, int32(i))
+		}
+	}
+	pass := func(pred, x int32) {
+		chain[pred] = max(chain[pred], chain[x]+1)
+		if waiting[pred]--; waiting[pred] == 0 {
+			queue = append(queue, pred)
+		}
+	}
+	for k := 0; k < len(queue); k++ {
+		x := queue[k]
+		for _, b := range im.blockers(int(x)) {
+			if b >= 0 {
+				pass(b, x)
+			}
+		}
+		for _, c := range children[cStart[x]:cStart[x+1]] {
+			pass(c, x)
+		}
+	}
+	if len(queue) != n {
+		return nil, fmt.Errorf("dag: import: %d tasks wait for one another in a cycle", n-len(queue))
+	}
+	return chain, nil
 }

@@ -162,6 +162,62 @@ func checkCounts(t testing.TB, s *Store) {
 			t.Errorf("task %s: counters (blockers, dependents, unmet, children, parent failed) kept %v, recomputed %v", id, kept, fresh)
 		}
 	}
+	checkChains(t, s)
+}
+
+// checkChains checks each task's chain (dag/chain.go) against the longest
+// path of what waits for it, recomputed from the rows by a depth-first
+// search.
+func checkChains(t testing.TB, s *Store) {
+	t.Helper()
+	succ := map[string][]string{}
+	kept := map[string]int{}
+	rows, err := s.db.Query(`SELECT id, coalesce(parent_id, ''), chain FROM tasks`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, parent string
+		var chain int
+		if err := rows.Scan(&id, &parent, &chain); err != nil {
+			t.Fatal(err)
+		}
+		kept[id] = chain
+		if parent != "" {
+			succ[id] = append(succ[id], parent)
+		}
+	}
+	rows.Close()
+	rows, err = s.db.Query(`SELECT blocker_id, blocked_id FROM deps`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var blocker, blocked string
+		if err := rows.Scan(&blocker, &blocked); err != nil {
+			t.Fatal(err)
+		}
+		succ[blocker] = append(succ[blocker], blocked)
+	}
+	rows.Close()
+	fresh := map[string]int{}
+	var walk func(id string) int
+	walk = func(id string) int {
+		if c, ok := fresh[id]; ok {
+			return c
+		}
+		c := 1
+		for _, n := range succ[id] {
+			c = max(c, 1+walk(n))
+		}
+		fresh[id] = c
+		return c
+	}
+	for id, c := range kept {
+		if w := walk(id); w != c {
+			t.Errorf("task %s: chain kept %d, recomputed %d", id, c, w)
+		}
+	}
 }
 
 // mustAdd adds tasks (id, then parent/blockers in params) or fails the test.
@@ -575,5 +631,83 @@ func TestReadDoesNotWaitToRecover(t *testing.T) {
 	}
 	if got, err := reader.Get(t.Context(), "x"); err != nil || got.Status != loop.StatusPending {
 		t.Errorf("after the lock: x is %s, %v; want pending (holder-gone)", got.Status, err)
+	}
+}
+
+// TestChainMigration: a plan made before schema version 10 gets each
+// task's chain computed by the migration: a chain of three with a parent
+// below it, and tasks nothing waits for.
+func TestChainMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress.db")
+	all, err := fs.Glob(embeddedMigrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fstest.MapFS{}
+	for _, name := range all {
+		if !strings.HasPrefix(name, "migrations/0010_") {
+			b, err := fs.ReadFile(embeddedMigrations, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before[name] = &fstest.MapFile{Data: b}
+		}
+	}
+	defer func() { migrationFS = embeddedMigrations }()
+	migrationFS = before
+	s, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// epic ← sub ← {c1, c2}; c1 waits for a, b waits for a; lone waits
+	// for nothing. Chains: epic 1, sub 2, c1 3, c2 3, a 4, b 1, lone 1.
+	if _, err := s.db.Exec(`
+		INSERT INTO tasks (id, title, priority, parent_id, created_at, updated_at, child_count, blocker_count, dependent_count, unmet_blockers) VALUES
+			('epic', 'E', 2, NULL, 1, 1, 1, 0, 0, 0),
+			('sub', 'S', 2, 'epic', 1, 1, 2, 0, 0, 0),
+			('a', 'A', 2, NULL, 1, 1, 0, 0, 2, 0),
+			('c1', 'C1', 2, 'sub', 1, 1, 0, 1, 0, 1),
+			('c2', 'C2', 2, 'sub', 1, 1, 0, 0, 0, 0),
+			('b', 'B', 2, NULL, 1, 1, 0, 1, 0, 1),
+			('lone', 'L', 2, NULL, 1, 1, 0, 0, 0, 0);
+		INSERT INTO deps (blocked_id, blocker_id) VALUES ('c1', 'a'), ('b', 'a');`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	migrationFS = embeddedMigrations
+	if s, err = Open(t.Context(), path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkCounts(t, s)
+	got := map[string]int{}
+	rows, err := s.db.Query(`SELECT id, chain FROM tasks`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var c int
+		if err := rows.Scan(&id, &c); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = c
+	}
+	want := map[string]int{"epic": 1, "sub": 2, "c1": 3, "c2": 3, "a": 4, "b": 1, "lone": 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("chains after the migration (-want +got):\n%s", diff)
+	}
+	// The ready order: a (4), then c2 (3), then lone (b waits for a).
+	ready, err := s.Ready(t.Context(), loop.Scope{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, task := range ready {
+		ids = append(ids, task.ID)
+	}
+	if diff := cmp.Diff([]string{"a", "c2", "lone"}, ids); diff != "" {
+		t.Errorf("ready after the migration (-want +got):\n%s", diff)
 	}
 }

@@ -37,7 +37,7 @@ func (s *Store) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.
 			limit = math.MaxInt64 // all (LIMIT -1 is SQLite's alone)
 		}
 		out, err = t.list(`SELECT `+taskCols+` FROM `+readyFrom(scope)+` WHERE `+readyCond+` AND `+cond+
-			` ORDER BY priority, seq LIMIT ?`, append(args, limit)...)
+			` ORDER BY `+readyOrder+` LIMIT ?`, append(args, limit)...)
 		return err
 	})
 	return out, err
@@ -132,7 +132,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 	err := write(ctx, p.Agent, func(t *txn) error {
 		set := `UPDATE tasks SET status = 'in_progress', claimed_by = ?, claimed_at = ?,
 			lease_expires_at = ?, updated_at = ?, claim_mode = ?, holder_host = ?, holder_pid = ?,
-			holder_start = ?, generation = generation + 1 `
+			holder_start = ?, generation = generation + 1, raced = 0 `
 		args := []any{p.Agent, t.now, t.now + int64(lease), t.now, string(p.Mode), p.Holder.Host, p.Holder.PID, p.Holder.Start}
 		var err error
 		var blockers int
@@ -148,7 +148,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			for {
 				guard, gargs := t.leaseGuard()
 				task, blockers, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
-					` AND `+cond+` ORDER BY priority, seq LIMIT 1`+t.skipLocked()+`)`+guard+` RETURNING `+taskCols,
+					` AND `+cond+` ORDER BY `+readyOrder+` LIMIT 1`+t.skipLocked()+`)`+guard+` RETURNING `+taskCols,
 					append(append(slices.Clip(args), cargs...), gargs...)...))
 				if !errors.Is(err, sql.ErrNoRows) {
 					break
@@ -171,7 +171,7 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 				return err
 			}
 			task, blockers, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
-				` AND `+cond+` ORDER BY priority, seq LIMIT 1) RETURNING `+taskCols, append(args, cargs...)...))
+				` AND `+cond+` ORDER BY `+readyOrder+` LIMIT 1) RETURNING `+taskCols, append(args, cargs...)...))
 			if errors.Is(err, sql.ErrNoRows) {
 				return loop.ErrNoReadyTask
 			}
@@ -347,7 +347,10 @@ func (s *Store) Release(ctx context.Context, p loop.MoveParams) error {
 		if _, err := t.claimed(p.TaskID, loop.MoveRelease, p.By, loop.StatusPending, loop.StatusInProgress); err != nil {
 			return err
 		}
-		_, err := t.transition(p.TaskID, loop.StatusPending, loop.LogRelease, p.Message)
+		if _, err := t.transition(p.TaskID, loop.StatusPending, loop.LogRelease, p.Message); err != nil || !p.Raced {
+			return err
+		}
+		_, err := t.exec(`UPDATE tasks SET raced = 1 WHERE id = ?`, p.TaskID)
 		return err
 	})
 }

@@ -175,7 +175,7 @@ const conflictPrefix = "integration conflict: "
 func (b *buildMode) lostRace(ctx context.Context, n int, task Task, ie *IntegrationError) verdict {
 	why := conflictPrefix + ie.Error()
 	if v, ok := b.commitMove(ctx, n, task, "back to pending after a conflict", "", func(ctx context.Context) error {
-		return b.store.Release(ctx, MoveParams{TaskID: task.ID, Message: why, By: b.by(task)})
+		return b.store.Release(ctx, MoveParams{TaskID: task.ID, Message: why, By: b.by(task), Raced: true})
 	}); !ok {
 		return v
 	}

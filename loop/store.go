@@ -134,6 +134,11 @@ type MoveParams struct {
 	Message string
 	// By is who moves the task.
 	By Actor
+	// Raced marks a Release of a task that lost a race to land (its work
+	// conflicts with what other workers landed meanwhile): until its next
+	// claim it comes before the other ready tasks of its priority
+	// (DESIGN §17). Other moves ignore it.
+	Raced bool
 }
 
 // TaskStore is the plan the loop works through. Implementations: the SQLite

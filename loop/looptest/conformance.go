@@ -132,6 +132,7 @@ func TestTaskStore(t *testing.T, newStore StoreFactory, opts ...Option) {
 		{"Get", s.testGet},
 		{"NotFound", s.testNotFound},
 		{"ReadyOrder", s.testReadyOrder},
+		{"CriticalPathFirst", s.testCriticalPath},
 		{"BlockerGating", s.testBlockerGating},
 		{"CompleteUnblocksDependents", s.testCompleteUnblocks},
 		{"ParentNotReady", s.testParentNotReady},
@@ -555,6 +556,47 @@ func (s *suite) testBlockerGating(t *testing.T) {
 	f.unchanged(before, "refused claims")
 }
 
+// testCriticalPath: DESIGN §17's order of ready tasks — priority, then a
+// task that lost a race to land, then the longest chain of work waiting on
+// it (dependents, and a parent, which waits for its children), then age —
+// for Ready and for claims.
+func (s *suite) testCriticalPath(t *testing.T) {
+	s.needDeps(t)
+	p1 := s.seed("p1")
+	p1.Priority = s.p(1)
+	seeds := []Seed{
+		s.seed("w1"), s.seed("w2"), s.seed("w3"), // older; nothing waits for w2, w3
+		{ID: "w4", Title: "w4", Priority: 2, BlockedBy: []string{"w1"}},
+		s.seed("c1"),
+		{ID: "c2", Title: "c2", Priority: 2, BlockedBy: []string{"c1"}},
+		{ID: "c3", Title: "c3", Priority: 2, BlockedBy: []string{"c2"}},
+		s.seed("epic"),
+		s.child("k", "epic"),
+		p1,
+	}
+	f := s.open(t, seeds)
+	// p1 by priority; then c1 (a chain of 3); then w1 (2: w4 waits for
+	// it) and k (2: epic waits for it), by age; then w2, w3 by age.
+	f.wantReady(loop.Scope{}, []string{"p1", "c1", "w1", "k", "w2", "w3"}, "at first")
+
+	// A task released after it lost a race to land comes first of its
+	// priority until it is claimed again.
+	f.claim("w3", "agent-a")
+	f.must(f.store.Release(t.Context(), loop.MoveParams{TaskID: "w3", Message: "integration conflict: a.txt", Raced: true}), "Release(w3, raced)")
+	f.wantReady(loop.Scope{}, []string{"p1", "w3", "c1", "w1", "k", "w2"}, "after w3 lost a race")
+	var got []string
+	for range 2 {
+		task, err := f.store.Claim(t.Context(), loop.ClaimParams{Agent: "agent-b"})
+		f.must(err, "Claim")
+		got = append(got, task.ID)
+	}
+	if diff := cmp.Diff([]string{"p1", "w3"}, got); diff != "" {
+		t.Errorf("claim order (-want +got):\n%s", diff)
+	}
+	f.must(f.store.Release(t.Context(), loop.MoveParams{TaskID: "w3", Message: "stopped"}), "Release(w3)")
+	f.wantReady(loop.Scope{}, []string{"c1", "w1", "k", "w2", "w3"}, "after w3 was claimed and released plainly")
+}
+
 func (s *suite) testCompleteUnblocks(t *testing.T) {
 	s.needDeps(t)
 	seeds := []Seed{
@@ -574,7 +616,8 @@ func (s *suite) testCompleteUnblocks(t *testing.T) {
 	f.wantStatuses(base, map[string]loop.Status{
 		"a": loop.StatusDone, "pending-dep": loop.StatusPending, "blocked-dep": loop.StatusPending,
 	}, "after completing a")
-	f.wantReady(loop.Scope{}, []string{"pending-dep", "blocked-dep", "x"}, "after completing a")
+	// x first: blocked-two waits for it, a chain of two (DESIGN §17).
+	f.wantReady(loop.Scope{}, []string{"x", "pending-dep", "blocked-dep"}, "after completing a")
 	f.wantLastLog("a", loop.LogEntry{At: suiteStart, Kind: loop.LogDone, Message: "a is finished", Actor: "user"})
 
 	f.clock.Advance(time.Minute)

@@ -15,12 +15,63 @@ import (
 // dependents (when it enters or leaves done) and its children (when it
 // enters or leaves failed).
 
-// claimOrder orders tasks by priority, then insertion.
+// claimOrder is DESIGN §17's order: priority, then a task that lost a
+// race to land, then the longest chain of work waiting on it, then
+// insertion.
 func claimOrder(a, b *memTask) int {
 	if c := cmp.Compare(a.task.Priority, b.task.Priority); c != 0 {
 		return c
 	}
+	if a.raced != b.raced {
+		if a.raced {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(b.chain, a.chain); c != 0 {
+		return c
+	}
 	return cmp.Compare(a.seq, b.seq)
+}
+
+// rekey applies change, which alters mt's place in claimOrder, keeping the
+// ready index sorted.
+func (s *MemStore) rekey(mt *memTask, change func()) {
+	if !mt.inReady {
+		change()
+		return
+	}
+	if i, found := slices.BinarySearchFunc(s.ready, mt, claimOrder); found {
+		s.ready = slices.Delete(s.ready, i, i+1)
+	}
+	change()
+	i, _ := slices.BinarySearchFunc(s.ready, mt, claimOrder)
+	s.ready = slices.Insert(s.ready, i, mt)
+}
+
+// updateChains brings the chain of mts, and of what leads to them, up to
+// date with the graph (as dag's updateChains): a task whose chain changes
+// passes the change on to its blockers and children. The graph has no
+// cycle (Add and AddDependency refuse one), so this ends.
+func (s *MemStore) updateChains(mts ...*memTask) {
+	work := slices.Clone(mts)
+	for len(work) > 0 {
+		mt := work[len(work)-1]
+		work = work[:len(work)-1]
+		want := 1
+		for _, d := range mt.dependents {
+			want = max(want, 1+d.chain)
+		}
+		if mt.parent != nil {
+			want = max(want, 1+mt.parent.chain)
+		}
+		if want == mt.chain {
+			continue
+		}
+		s.rekey(mt, func() { mt.chain = want })
+		work = append(work, mt.blockers...)
+		work = append(work, mt.children...)
+	}
 }
 
 // changeStatus sets mt's status and updates the indexes.

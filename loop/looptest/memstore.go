@@ -73,6 +73,12 @@ type memTask struct {
 	dependents []*memTask // tasks this one blocks
 	unmet      int        // blockers not done
 	inReady    bool       // in MemStore.ready
+	// chain counts the tasks on the longest path of what waits for this
+	// one (dependents, parent), itself included; raced marks a task
+	// released after it lost a race to land, until its next claim. Both
+	// order the ready tasks (claimOrder), as dag's columns do.
+	chain int
+	raced bool
 }
 
 // NewMemStore returns an empty store whose clock is now (nil: time.Now).
@@ -243,16 +249,34 @@ func (s *MemStore) checkAddRefs(prepared []loop.Task, batch map[string]*loop.Tas
 }
 
 // checkAddCycles refuses a batch whose parents and blockers would close a
-// cycle. Old tasks cannot point at new ones, so any cycle passes through
-// the batch: it walks parents and blockers from the new tasks.
+// cycle in what waits for what, as dag does: a task waits for its
+// blockers and for its children (a parent is done only when they are), so
+// a child blocked by its own ancestor is a cycle too. Every cycle passes
+// through an edge of the batch: a new task's blockers, or a new task's
+// parent waiting for it; the walk starts at the new tasks and their
+// parents.
 func (s *MemStore) checkAddCycles(prepared []loop.Task, batch map[string]*loop.Task) error {
+	newChildren := map[string][]string{}
+	for _, t := range prepared {
+		if t.ParentID != "" {
+			newChildren[t.ParentID] = append(newChildren[t.ParentID], t.ID)
+		}
+	}
 	edges := func(id string, visit func(string) bool) bool {
 		t, ok := batch[id]
 		if !ok {
-			t = &s.tasks[id].task
+			mt := s.tasks[id]
+			t = &mt.task
+			for _, c := range mt.children {
+				if visit(c.task.ID) {
+					return true
+				}
+			}
 		}
-		if t.ParentID != "" && visit(t.ParentID) {
-			return true
+		for _, c := range newChildren[id] {
+			if visit(c) {
+				return true
+			}
 		}
 		for _, b := range t.BlockedBy {
 			if visit(b) {
@@ -261,9 +285,12 @@ func (s *MemStore) checkAddCycles(prepared []loop.Task, batch map[string]*loop.T
 		}
 		return false
 	}
-	starts := make([]string, len(prepared))
-	for i, t := range prepared {
-		starts[i] = t.ID
+	var starts []string
+	for _, t := range prepared {
+		starts = append(starts, t.ID)
+		if t.ParentID != "" {
+			starts = append(starts, t.ParentID)
+		}
 	}
 	if path := findCycle(starts, edges); path != nil {
 		return fmt.Errorf("looptest: add task %s: parents and blockers form a cycle %v", path[0], path)
@@ -276,7 +303,7 @@ func (s *MemStore) checkAddCycles(prepared []loop.Task, batch map[string]*loop.T
 func (s *MemStore) linkAdded(prepared []loop.Task) {
 	for _, t := range prepared {
 		s.seq++
-		mt := &memTask{task: t, seq: s.seq}
+		mt := &memTask{task: t, seq: s.seq, chain: 1}
 		s.tasks[t.ID] = mt
 		s.order = append(s.order, mt)
 	}
@@ -292,7 +319,15 @@ func (s *MemStore) linkAdded(prepared []loop.Task) {
 			blocker.dependents = append(blocker.dependents, mt)
 		}
 	}
-	s.indexAdded(s.order[len(s.order)-len(prepared):])
+	// The new tasks' chains, and those of what they wait for (a blocker
+	// of a new task has a new dependent).
+	added := s.order[len(s.order)-len(prepared):]
+	seeds := slices.Clone(added)
+	for _, mt := range added {
+		seeds = append(seeds, mt.blockers...)
+	}
+	s.updateChains(seeds...)
+	s.indexAdded(added)
 	s.bumpLocked()
 }
 
@@ -322,13 +357,17 @@ func (s *MemStore) AddDependency(ctx context.Context, blocked, blocker string) e
 	if slices.Contains(t.task.BlockedBy, blocker) {
 		return nil
 	}
+	// What waits for what, as dag's cycle check: a task waits for its
+	// blockers and its children.
 	edges := func(id string, visit func(string) bool) bool {
 		mt := s.tasks[id]
 		if id == blocked && visit(blocker) {
 			return true
 		}
-		if mt.parent != nil && visit(mt.parent.task.ID) {
-			return true
+		for _, c := range mt.children {
+			if visit(c.task.ID) {
+				return true
+			}
 		}
 		for _, b := range mt.blockers {
 			if visit(b.task.ID) {
@@ -344,6 +383,7 @@ func (s *MemStore) AddDependency(ctx context.Context, blocked, blocker string) e
 	t.task.UpdatedAt = now
 	t.blockers = append(t.blockers, b)
 	b.dependents = append(b.dependents, t)
+	s.updateChains(b)
 	if b.task.Status != loop.StatusDone {
 		t.unmet++
 		s.refresh(t)
@@ -661,6 +701,7 @@ func (s *MemStore) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, er
 		}
 	}
 	s.setStatus(now, mt, loop.StatusInProgress, loop.LogClaim, loop.ClaimMessage(p, mt.task.Generation+1), p.Agent)
+	mt.raced = false // out of the ready index now: no key to keep
 	mt.task.ClaimedBy = p.Agent
 	mt.task.ClaimedAt = now
 	mt.task.LeaseExpiresAt = now.Add(p.Lease)
@@ -802,7 +843,12 @@ func (s *MemStore) Release(ctx context.Context, p loop.MoveParams) error {
 	if p.Message == "" {
 		p.Message = "released"
 	}
-	return s.move(ctx, p, loop.MoveRelease, []loop.Status{loop.StatusInProgress}, loop.StatusPending, loop.LogRelease, nil)
+	return s.move(ctx, p, loop.MoveRelease, []loop.Status{loop.StatusInProgress}, loop.StatusPending, loop.LogRelease,
+		func(_ time.Time, mt *memTask) {
+			if p.Raced {
+				s.rekey(mt, func() { mt.raced = true })
+			}
+		})
 }
 
 // ReleaseAgent implements loop.TaskStore. The ids come in insertion order;

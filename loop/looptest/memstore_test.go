@@ -143,7 +143,11 @@ func TestMemStoreAddDependency(t *testing.T) {
 		{name: "unknown blocker", blocked: "c", blocker: "x", wantErr: loop.ErrNotFound, wantBlockedBy: []string{"b"}},
 		{name: "self", blocked: "c", blocker: "c", wantMsg: "itself", wantBlockedBy: []string{"b"}},
 		{name: "cycle", blocked: "b", blocker: "c", wantMsg: "cycle", wantBlockedBy: []string{"b"}},
-		{name: "cycle through a parent", blocked: "p", blocker: "child", wantMsg: "cycle", wantBlockedBy: []string{"b"}},
+		// A parent waits for its children (as in dag): a child blocked by
+		// its parent closes a cycle; a parent blocked by its child only
+		// says again what holds.
+		{name: "cycle through a parent", blocked: "child", blocker: "p", wantMsg: "cycle", wantBlockedBy: []string{"b"}},
+		{name: "parent blocked by its child", blocked: "p", blocker: "child", wantBlockedBy: []string{"b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
