@@ -6,7 +6,7 @@
 # 8 s (the chain's length; 32 s of work over 4 workers); the target is
 # within 15%, ≤ 9.2 s, on SQLite and on PostgreSQL. Workers that took ready
 # tasks by priority then age started the chain only once the wide tasks
-# were gone: 14.9 s.
+# were gone (16.5 s; README, "Speed and memory").
 #
 # Usage: scripts/bench-critical-path.sh [WORKDIR]
 #   (needs go, git and hyperfine; with $RALPH_TEST_PG set — a postgres://
