@@ -137,7 +137,8 @@ type MoveParams struct {
 	// Raced marks a Release of a task that lost a race to land (its work
 	// conflicts with what other workers landed meanwhile): until its next
 	// claim it comes before the other ready tasks of its priority
-	// (DESIGN §17). Other moves ignore it.
+	// (DESIGN §17). Other moves ignore it, and so do stores that keep no
+	// order of their own (the progress file: its lines are its order).
 	Raced bool
 }
 

@@ -19,15 +19,7 @@ command -v hyperfine >/dev/null || { echo "bench-critical-path: hyperfine is nee
 bin="$work/ralph"
 go build -o "$bin" ./cmd/ralph
 
-cat >"$work/agent.sh" <<'AGENT'
-#!/bin/sh
-cat >/dev/null
-sleep 1
-echo "work of $RALPH_TASK_ID" > "$RALPH_TASK_ID.txt"
-printf '{"type":"system","subtype":"init","session_id":"s-%s","model":"stand-in"}\n' "$RALPH_TASK_ID"
-printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <task-done>%s</task-done>","session_id":"s-%s","num_turns":1,"total_cost_usd":0}\n' "$RALPH_TASK_ID" "$RALPH_TASK_ID"
-AGENT
-chmod +x "$work/agent.sh"
+agent="$PWD/scripts/bench-agent.sh" # the 1-second stand-in
 {
   for i in $(seq -w 1 24); do printf '{"id":"w%s","title":"Wide %s"}\n' "$i" "$i"; done
   printf '{"id":"c1","title":"Chain 1"}\n'
@@ -55,7 +47,7 @@ PREP
 chmod +x "$work/prepare.sh"
 
 export RALPH_AGENT_ID= RALPH_HOLDER= RALPH_DIR= RALPH_DB= RALPH_PLAN=
-build="build --workers 4 --max-iterations 100 --claude $work/agent.sh"
+build="build --workers 4 --max-iterations 100 --claude $agent"
 hyperfine --runs 3 --export-markdown "$work/sqlite.md" \
   --prepare "$work/prepare.sh $work/p" \
   -n "24 wide + chain of 8, --workers 4, SQLite" "$bin --dir $work/p $build"

@@ -15,15 +15,7 @@ command -v hyperfine >/dev/null || { echo "bench-workers: hyperfine is needed (a
 bin="$work/ralph"
 go build -o "$bin" ./cmd/ralph
 
-cat >"$work/agent.sh" <<'AGENT'
-#!/bin/sh
-cat >/dev/null
-sleep 1
-echo "work of $RALPH_TASK_ID" > "$RALPH_TASK_ID.txt"
-printf '{"type":"system","subtype":"init","session_id":"s-%s","model":"stand-in"}\n' "$RALPH_TASK_ID"
-printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. <task-done>%s</task-done>","session_id":"s-%s","num_turns":1,"total_cost_usd":0}\n' "$RALPH_TASK_ID" "$RALPH_TASK_ID"
-AGENT
-chmod +x "$work/agent.sh"
+agent="$PWD/scripts/bench-agent.sh" # the 1-second stand-in
 for i in $(seq -w 1 40); do printf '{"id":"t%s","title":"Task %s"}\n' "$i" "$i"; done >"$work/plan.jsonl"
 
 # prepare DIR: a fresh repository with the plan imported.
@@ -41,7 +33,7 @@ chmod +x "$work/prepare.sh"
 export RALPH_AGENT_ID= RALPH_HOLDER= RALPH_DIR=
 hyperfine --runs 3 --export-markdown "$work/workers.md" \
   --prepare "$work/prepare.sh $work/p" \
-  -n "workers 1" "$bin --dir $work/p build --workers 1 --max-iterations 100 --claude $work/agent.sh" \
-  -n "workers 4" "$bin --dir $work/p build --workers 4 --max-iterations 100 --claude $work/agent.sh" \
-  -n "workers 8" "$bin --dir $work/p build --workers 8 --max-iterations 100 --claude $work/agent.sh"
+  -n "workers 1" "$bin --dir $work/p build --workers 1 --max-iterations 100 --claude $agent" \
+  -n "workers 4" "$bin --dir $work/p build --workers 4 --max-iterations 100 --claude $agent" \
+  -n "workers 8" "$bin --dir $work/p build --workers 8 --max-iterations 100 --claude $agent"
 echo "results in $work/workers.md"

@@ -23,6 +23,7 @@ func TestCLIOnPostgres(t *testing.T) {
 		{"TaskShow", TestTaskShow},
 		{"TaskListJSON", TestTaskListJSON},
 		{"PeekGolden", TestPeekGolden},
+		{"ClaimTakesTheCriticalPath", TestClaimTakesTheCriticalPath},
 		{"PeekPrintsNothingWhenNothingIsClaimable", TestPeekPrintsNothingWhenNothingIsClaimable},
 		{"ClaimAgent", TestClaimAgent},
 		{"ClaimLease", TestClaimLease},

@@ -676,3 +676,41 @@ func TestAgentCannotTakeLoopClaim(t *testing.T) {
 		t.Errorf("tasks after the agent's attempts: t-1 %s by %q, t-2 %s", got[0].Status, got[0].ClaimedBy, got[1].Status)
 	}
 }
+
+// TestClaimTakesTheCriticalPath: with equal priorities, `task peek` and
+// `task claim` take the head of the longest chain of work before older
+// tasks nothing waits for (DESIGN §17), on a plan `task import` made.
+func TestClaimTakesTheCriticalPath(t *testing.T) {
+	h := initHarness(t)
+	plan := h.write("plan.jsonl", `{"id":"w1","title":"Wide 1"}
+{"id":"w2","title":"Wide 2"}
+{"id":"c1","title":"Chain 1"}
+{"id":"c2","title":"Chain 2","blocked_by":["c1"]}
+{"id":"c3","title":"Chain 3","blocked_by":["c2"]}
+`)
+	h.ok("task", "import", plan)
+	claimable := func() []string {
+		var peek struct {
+			Claimable []struct {
+				ID string `json:"id"`
+			} `json:"claimable"`
+		}
+		if err := json.Unmarshal([]byte(h.ok("task", "peek", "--json")), &peek); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range peek.Claimable {
+			ids = append(ids, c.ID)
+		}
+		return ids
+	}
+	if diff := cmp.Diff([]string{"c1", "w1", "w2"}, claimable()); diff != "" {
+		t.Errorf("peek (-want +got):\n%s", diff)
+	}
+	if out := h.ok("task", "claim", "--agent", "a"); !strings.Contains(out, "c1") {
+		t.Errorf("task claim took %q, want c1 (the head of the chain of three)", out)
+	}
+	if diff := cmp.Diff([]string{"w1", "w2"}, claimable()); diff != "" {
+		t.Errorf("peek after claiming c1 (-want +got):\n%s", diff)
+	}
+}
