@@ -41,8 +41,11 @@ type dialect interface {
 	forUpdate() string
 	skipLocked() string
 	// beforeCommit runs just before a write transaction's COMMIT (on a
-	// server: ask the transaction's id, for commitFailed).
+	// server: ask the transaction's id, for commitFailed); committed
+	// just after a COMMIT that succeeded (on a file: wake this store's
+	// waits, see changes).
 	beforeCommit(t *txn) error
+	committed()
 	// commitFailed is what a write transaction returns when its COMMIT
 	// failed with err (ctx still live); ok is what it returns committed.
 	// committing says the outcome is unknown (see Store.retrying).

@@ -34,6 +34,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if path := os.Getenv(pickupEnv); path != "" {
+		if err := pickupWaiter(path); err != nil {
+			fmt.Fprintln(os.Stderr, "pickup waiter:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if templateDir != "" {
 		os.RemoveAll(templateDir)

@@ -174,6 +174,7 @@ func (s *Store) Recover(ctx context.Context) ([]string, error) {
 				return committing, err
 			}
 		}
+		s.d.committed()
 		ids = found
 		return false, nil
 	})

@@ -242,6 +242,9 @@ func (d serverDialect) lock(t *txn) error {
 	return nil
 }
 
+// committed: the waits on a server hear its notifications.
+func (serverDialect) committed() {}
+
 // beforeCommit asks the id of the write transaction about to commit
 // (see commitFailed), unless the plan's lock said it.
 func (d serverDialect) beforeCommit(t *txn) error {

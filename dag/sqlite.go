@@ -31,7 +31,7 @@ func (sqliteDialect) reachesQuery() string            { return reachesQuery }
 func (sqliteDialect) listBlockers() string            { return "" }
 func (sqliteDialect) featureFiles() error             { return ErrNoFeatureFiles }
 func (sqliteDialect) server() Server                  { return nil }
-func (d sqliteDialect) close() error                  { return d.s.db.Close() }
+func (d sqliteDialect) committed()                    { d.s.changes.wake() }
 func (sqliteDialect) viewChanges() loop.ChangeWatcher { return nil }
 
 // guardStatement: a failed statement leaves a SQLite transaction usable.
@@ -211,14 +211,16 @@ func (d sqliteDialect) fileState() string {
 	return state
 }
 
-// waitChange looks at the files every watchEvery (two stat calls; the
-// database itself is not read).
+// waitChange looks at the files (two stat calls; the database itself is
+// not read) when its store commits, when another process writes them
+// (where the platform says so), and every watchEvery (see changes).
 func (d sqliteDialect) waitChange(ctx context.Context, token string, dur time.Duration) (bool, error) {
 	deadline := time.NewTimer(dur)
 	defer deadline.Stop()
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
 	for {
+		woken := d.s.changes.next(d.s.path)
 		if d.fileState() != token {
 			return true, nil
 		}
@@ -228,6 +230,12 @@ func (d sqliteDialect) waitChange(ctx context.Context, token string, dur time.Du
 		case <-deadline.C:
 			return false, nil
 		case <-tick.C:
+		case <-woken:
 		}
 	}
+}
+
+func (d sqliteDialect) close() error {
+	d.s.changes.close()
+	return d.s.db.Close()
 }

@@ -136,6 +136,8 @@ type Store struct {
 	holders  holderCache
 
 	wlock *writeLock
+	// changes wakes the waits on a SQLite file (see changes).
+	changes changes
 	// w is the connection of write transactions, used under wlock only.
 	// It is opened by the first write (begin), so that a process that
 	// only reads — `ralph task peek`, list, plan-status — opens one
@@ -786,6 +788,7 @@ func (s *Store) writeOnce(ctx context.Context, o txOpts, fn func(t *txn) error) 
 	if err := t.commit(); err != nil {
 		return s.commitFailed(ctx, t, err, ok)
 	}
+	s.d.committed()
 	return false, ok
 }
 

@@ -2,6 +2,9 @@ package dag
 
 import (
 	"context"
+	"io"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/ralph-dev/ralph/loop"
@@ -9,7 +12,8 @@ import (
 
 var _ loop.ChangeWatcher = (*Store)(nil)
 
-// watchEvery is how often WaitChange looks at a SQLite database's files.
+// watchEvery is how often WaitChange looks at a SQLite database's files
+// when nothing woke it sooner.
 const watchEvery = 50 * time.Millisecond
 
 // ChangeToken implements loop.ChangeWatcher. On a SQLite file it costs no
@@ -35,4 +39,58 @@ func (s *Store) WaitChange(ctx context.Context, token string, d time.Duration) (
 // reads.
 func (s *Store) ViewChanges() loop.ChangeWatcher {
 	return s.d.viewChanges()
+}
+
+// changes wakes the waits (WaitChange) on a SQLite file when it may have
+// changed: at each commit of its own Store, so the workers of one build
+// hear each other at once, and where the platform tells of writes to
+// files (inotify on Linux), at each write of the database or its log by
+// any process. A wake only makes a wait look at the files again; the
+// files' state decides, and a wait also looks every watchEvery, so a
+// wake missed (a file system that tells nothing, as NFS) costs at most
+// that.
+type changes struct {
+	mu      sync.Mutex
+	ch      chan struct{} // closed at the next wake; made by the first waiter
+	watch   io.Closer     // the file watcher, once started; nil where none
+	watched bool          // the file watcher was started (or failed to)
+	closed  bool
+}
+
+// wake wakes the waiters. It costs a lock when nobody waits.
+func (c *changes) wake() {
+	c.mu.Lock()
+	if c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
+	c.mu.Unlock()
+}
+
+// next returns a channel closed at the next wake. The first call starts
+// watching the files of the database at path.
+func (c *changes) next(path string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watched && !c.closed {
+		c.watched = true
+		// Without a watcher, the waits look every watchEvery.
+		base := filepath.Base(path)
+		c.watch, _ = watchFiles(filepath.Dir(path), []string{base, base + "-wal"}, c.wake)
+	}
+	if c.ch == nil {
+		c.ch = make(chan struct{})
+	}
+	return c.ch
+}
+
+// close stops the file watcher.
+func (c *changes) close() {
+	c.mu.Lock()
+	w := c.watch
+	c.closed, c.watch = true, nil
+	c.mu.Unlock()
+	if w != nil {
+		w.Close()
+	}
 }

@@ -43,6 +43,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if url := os.Getenv(pickupURLEnv); url != "" {
+		if err := pickupWaiter(url, os.Getenv(pickupPlanEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "pickup waiter:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
