@@ -242,8 +242,8 @@ func (d serverDialect) lock(t *txn) error {
 	return nil
 }
 
-// committed: the waits on a server hear its notifications.
-func (serverDialect) committed() {}
+// committed wakes this store's waits (see waitChange).
+func (d serverDialect) committed() { d.s.changes.wake() }
 
 // beforeCommit asks the id of the write transaction about to commit
 // (see commitFailed), unless the plan's lock said it.
@@ -369,8 +369,25 @@ func (d serverDialect) changeToken(ctx context.Context) (string, error) {
 	return d.srv.ChangeToken(ctx)
 }
 
+// waitChange waits for the server's word, or for a commit of this store
+// (the workers of one build hear each other at once, where the server's
+// word may be a poll away: behind a pooler).
 func (d serverDialect) waitChange(ctx context.Context, token string, dur time.Duration) (bool, error) {
-	return d.srv.WaitChange(ctx, token, dur)
+	woken := d.s.changes.next()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-woken:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	changed, err := d.srv.WaitChange(wctx, token, dur)
+	if ctx.Err() == nil && wctx.Err() != nil {
+		return true, nil // woken by this store's commit
+	}
+	return changed, err
 }
 
 func (d serverDialect) viewChanges() loop.ChangeWatcher { return d.srv.ViewChanges() }

@@ -219,8 +219,9 @@ func (d sqliteDialect) waitChange(ctx context.Context, token string, dur time.Du
 	defer deadline.Stop()
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
+	d.s.changes.watchFiles(d.s.path)
 	for {
-		woken := d.s.changes.next(d.s.path)
+		woken := d.s.changes.next()
 		if d.fileState() != token {
 			return true, nil
 		}

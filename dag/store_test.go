@@ -37,15 +37,29 @@ func newTestStore(t testing.TB, now func() time.Time) *Store {
 	return s
 }
 
+// readTx begins a read transaction for a test's own queries of the
+// store's tables: on a server behind a pooler, the plan's search path
+// comes with a transaction. Roll it back when done.
+func readTx(t testing.TB, s *Store) *sql.Tx {
+	t.Helper()
+	tx, err := s.db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 // dump returns every row of every table, in a stable order, so that a test
 // can check that a failed call left the database exactly as it was. The
 // query is the same on a server (the plan's tables, through the store's
 // pool).
 func dump(t testing.TB, s *Store) []string {
 	t.Helper()
+	tx := readTx(t, s)
+	defer tx.Rollback()
 	var out []string
 	for _, table := range []string{"features", "tasks", "deps", "task_logs", "receipts", "status_counts", "plan_settings"} {
-		rows, err := s.db.QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY 1, 2")
+		rows, err := tx.QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY 1, 2")
 		if err != nil {
 			t.Fatalf("dump %s: %v", table, err)
 		}
@@ -91,6 +105,8 @@ func checkCounts(t testing.TB, s *Store) {
 			rows.Close()
 		}
 	}
+	tx := readTx(t, s)
+	defer tx.Rollback()
 	for _, ref := range []struct{ what, q string }{
 		{"parent", `SELECT id, parent_id FROM tasks t WHERE parent_id IS NOT NULL
 			AND NOT EXISTS (SELECT 1 FROM tasks p WHERE p.id = t.parent_id)`},
@@ -100,7 +116,7 @@ func checkCounts(t testing.TB, s *Store) {
 		{"blocker", `SELECT blocked_id, blocker_id FROM deps d WHERE NOT EXISTS (SELECT 1 FROM tasks b WHERE b.id = d.blocker_id)`},
 		{"task of a log entry", `SELECT kind, task_id FROM task_logs l WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = l.task_id)`},
 	} {
-		rows, err := s.db.Query(ref.q)
+		rows, err := tx.Query(ref.q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +130,7 @@ func checkCounts(t testing.TB, s *Store) {
 		rows.Close()
 	}
 	read := func(q string) map[string]int {
-		rows, err := s.db.Query(q)
+		rows, err := tx.Query(q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +156,7 @@ func checkCounts(t testing.TB, s *Store) {
 		t.Errorf("status_counts out of step with tasks (-tasks +status_counts):\n%s", diff)
 	}
 	// Every counter kept on write, recomputed from scratch.
-	rows, err := s.db.Query(`SELECT id, blocker_count, dependent_count, unmet_blockers, child_count, parent_failed,
+	rows, err := tx.Query(`SELECT id, blocker_count, dependent_count, unmet_blockers, child_count, parent_failed,
 		(SELECT count(*) FROM deps WHERE blocked_id = t.id),
 		(SELECT count(*) FROM deps WHERE blocker_id = t.id),
 		(SELECT count(*) FROM deps d JOIN tasks b ON b.id = d.blocker_id WHERE d.blocked_id = t.id AND b.status <> 'done'),
@@ -162,6 +178,7 @@ func checkCounts(t testing.TB, s *Store) {
 			t.Errorf("task %s: counters (blockers, dependents, unmet, children, parent failed) kept %v, recomputed %v", id, kept, fresh)
 		}
 	}
+	rows.Close()
 	checkChains(t, s)
 }
 
@@ -170,9 +187,11 @@ func checkCounts(t testing.TB, s *Store) {
 // search.
 func checkChains(t testing.TB, s *Store) {
 	t.Helper()
+	tx := readTx(t, s)
+	defer tx.Rollback()
 	succ := map[string][]string{}
 	kept := map[string]int{}
-	rows, err := s.db.Query(`SELECT id, coalesce(parent_id, ''), chain FROM tasks`)
+	rows, err := tx.Query(`SELECT id, coalesce(parent_id, ''), chain FROM tasks`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +207,7 @@ func checkChains(t testing.TB, s *Store) {
 		}
 	}
 	rows.Close()
-	rows, err = s.db.Query(`SELECT blocker_id, blocked_id FROM deps`)
+	rows, err = tx.Query(`SELECT blocker_id, blocked_id FROM deps`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,8 +32,9 @@ func newClock(t time.Time) *looptest.Clock { return looptest.NewClock(t) }
 
 // opener makes the stores of one kind for a test.
 type opener struct {
-	kind string // "sqlite" or "postgres"
-	url  string // postgres: the test's database, a plan per store
+	kind   string // "sqlite" or "postgres"
+	url    string // postgres: the test's database, a plan per store
+	direct string // postgres: the same without a pooler, for the test's own looks
 
 	mu    sync.Mutex
 	plans map[*dag.Store]string // postgres: each store's plan
@@ -42,13 +43,20 @@ type opener struct {
 var planSeq atomic.Int64
 
 // forEachStore runs fn as a subtest "sqlite", against stores on SQLite
-// files, and as a subtest "postgres", against plans in a database of the
-// test server (pgtest: skipped without one, failed under CI=true).
+// files, as a subtest "postgres", against plans in a database of the
+// test server, and as "pgbouncer", against plans in one reached through
+// PgBouncer in transaction pooling (pgtest: skipped without them, failed
+// under CI=true).
 func forEachStore(t *testing.T, fn func(t *testing.T, o *opener)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { fn(t, &opener{kind: "sqlite"}) })
 	t.Run("postgres", func(t *testing.T) {
-		fn(t, &opener{kind: "postgres", url: pgtest.URL(t), plans: map[*dag.Store]string{}})
+		u := pgtest.URL(t)
+		fn(t, &opener{kind: "postgres", url: u, direct: u, plans: map[*dag.Store]string{}})
+	})
+	t.Run("pgbouncer", func(t *testing.T) {
+		pooled, direct := pgtest.Pooled(t)
+		fn(t, &opener{kind: "postgres", url: pooled, direct: direct, plans: map[*dag.Store]string{}})
 	})
 }
 
@@ -110,7 +118,7 @@ func (o *opener) checkNoReadOpen(t testing.TB, s *dag.Store) {
 		}
 		return
 	}
-	conn, err := pgx.Connect(t.Context(), o.url)
+	conn, err := pgx.Connect(t.Context(), o.direct)
 	if err != nil {
 		t.Fatal(err)
 	}

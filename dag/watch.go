@@ -41,14 +41,14 @@ func (s *Store) ViewChanges() loop.ChangeWatcher {
 	return s.d.viewChanges()
 }
 
-// changes wakes the waits (WaitChange) on a SQLite file when it may have
-// changed: at each commit of its own Store, so the workers of one build
-// hear each other at once, and where the platform tells of writes to
-// files (inotify on Linux), at each write of the database or its log by
-// any process. A wake only makes a wait look at the files again; the
-// files' state decides, and a wait also looks every watchEvery, so a
-// wake missed (a file system that tells nothing, as NFS) costs at most
-// that.
+// changes wakes a store's waits (WaitChange) when the plan may have
+// changed: at each commit of the store itself, so the workers of one
+// build hear each other at once, and, on a SQLite file, where the
+// platform tells of writes to files (inotify on Linux), at each write of
+// the database or its log by any process. A wake only makes a wait look
+// again; on a file the files' state decides, and a wait also looks every
+// watchEvery, so a wake missed (a file system that tells nothing, as
+// NFS) costs at most that.
 type changes struct {
 	mu      sync.Mutex
 	ch      chan struct{} // closed at the next wake; made by the first waiter
@@ -67,21 +67,27 @@ func (c *changes) wake() {
 	c.mu.Unlock()
 }
 
-// next returns a channel closed at the next wake. The first call starts
-// watching the files of the database at path.
-func (c *changes) next(path string) <-chan struct{} {
+// next returns a channel closed at the next wake.
+func (c *changes) next() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.watched && !c.closed {
-		c.watched = true
-		// Without a watcher, the waits look every watchEvery.
-		base := filepath.Base(path)
-		c.watch, _ = watchFiles(filepath.Dir(path), []string{base, base + "-wal"}, c.wake)
-	}
 	if c.ch == nil {
 		c.ch = make(chan struct{})
 	}
 	return c.ch
+}
+
+// watchFiles starts, once, watching the files of the database at path.
+func (c *changes) watchFiles(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watched || c.closed {
+		return
+	}
+	c.watched = true
+	// Without a watcher, the waits look every watchEvery.
+	base := filepath.Base(path)
+	c.watch, _ = watchFiles(filepath.Dir(path), []string{base, base + "-wal"}, c.wake)
 }
 
 // close stops the file watcher.

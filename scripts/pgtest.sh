@@ -9,7 +9,12 @@
 # The cluster lives in a temporary directory, listens on 127.0.0.1 at a free
 # port and on a unix socket in that directory, and trusts local connections
 # but for the role ralph_pw, which needs the password "secret" (the tests'
-# refused-password case). PostgreSQL refuses to run as root: as root, the
+# refused-password case). Where PgBouncer is installed (Debian's pgbouncer
+# package), one runs in front of it in transaction pooling, as managed
+# PostgreSQL is often reached, on another free port:
+# RALPH_TEST_PGBOUNCER is its URL (any database name of the cluster);
+# RALPH_TEST_PGBOUNCER_LAX is a second one, which drops the startup
+# parameters it does not know instead of refusing them. PostgreSQL refuses to run as root: as root, the
 # server runs as the user postgres (made if missing). Binaries are found on
 # PATH or in /usr/lib/postgresql/*/bin (Debian's postgresql package).
 set -euo pipefail
@@ -94,6 +99,65 @@ CONF
   echo "$bin" >"$dir/bindir"
   echo "export RALPH_TEST_PG='postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable'"
   echo "export RALPH_TEST_PG_DIR='$dir'"
+  start_pgbouncer "$dir" "$port" RALPH_TEST_PGBOUNCER ""
+  start_pgbouncer "$dir" "$port" RALPH_TEST_PGBOUNCER_LAX \
+    "ignore_startup_parameters = search_path, idle_in_transaction_session_timeout"
+}
+
+pgbouncer_bin() {
+  command -v pgbouncer 2>/dev/null || { [ -x /usr/sbin/pgbouncer ] && echo /usr/sbin/pgbouncer; } || true
+}
+
+# start_pgbouncer DIR PORT VAR EXTRA: PgBouncer in transaction pooling in
+# front of the cluster, every database name passed through (the tests
+# make one each), trusting its users as the cluster does; EXTRA is a line
+# more of its settings. It prints VAR's export. RALPH_TEST_PGBOUNCER
+# refuses startup parameters it does not know, as PgBouncer does by
+# default; RALPH_TEST_PGBOUNCER_LAX drops ralph's.
+start_pgbouncer() {
+  local dir=$1 port=$2 var=$3 extra=$4 pgb bport tries=0 name
+  pgb=$(pgbouncer_bin)
+  [ -n "$pgb" ] || return 0
+  name=$(echo "$var" | tr 'A-Z' 'a-z')
+  printf '"postgres" ""\n"ralph_pw" "secret"\n' >"$dir/userlist.txt"
+  while :; do
+    bport=$(free_port)
+    cat >"$dir/$name.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$port
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bport
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/userlist.txt
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 20
+max_db_connections = 60
+server_idle_timeout = 10
+logfile = $dir/$name.log
+pidfile = $dir/$name.pid
+$extra
+INI
+    [ "$(id -u)" = 0 ] && chown postgres "$dir/$name.ini" "$dir/userlist.txt"
+    if as_owner "$pgb" -d -q "$dir/$name.ini" 2>>"$dir/$name.err"; then
+      # -d returns once it forked; wait until it answers.
+      for _ in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$bport") 2>/dev/null && break
+        sleep 0.05
+      done
+      if (exec 3<>"/dev/tcp/127.0.0.1/$bport") 2>/dev/null; then
+        break
+      fi
+    fi
+    tries=$((tries + 1))
+    if [ "$tries" -ge 5 ]; then
+      cat "$dir/$name.err" "$dir/$name.log" >&2 2>/dev/null
+      exit 1
+    fi
+  done
+  echo "export $var='postgres://postgres@127.0.0.1:$bport/postgres?sslmode=disable'"
 }
 
 need_dir() {
@@ -105,6 +169,10 @@ need_dir() {
 
 stop() {
   need_dir
+  local pid
+  for pid in "$RALPH_TEST_PG_DIR"/ralph_test_pgbouncer*.pid; do
+    [ -s "$pid" ] && kill "$(cat "$pid")" 2>/dev/null || true
+  done
   as_owner "$(cat "$RALPH_TEST_PG_DIR/bindir")/pg_ctl" -D "$RALPH_TEST_PG_DIR/data" -m immediate -w stop >/dev/null || true
   rm -rf "$RALPH_TEST_PG_DIR"
 }

@@ -13,8 +13,17 @@ import (
 // (--db, --plan): ARCHITECTURE.md §6 wants them to behave the same on both
 // stores. Tests that look at the SQLite file itself, copy a project
 // (clone) or run the binary are not among them.
-func TestCLIOnPostgres(t *testing.T) {
-	url := pgtest.URL(t)
+func TestCLIOnPostgres(t *testing.T) { cliOnServer(t, pgtest.URL(t)) }
+
+// TestCLIThroughPgBouncer is TestCLIOnPostgres with the server reached
+// through PgBouncer in transaction pooling (dag/postgres, pooler.go), as
+// managed PostgreSQL often is.
+func TestCLIThroughPgBouncer(t *testing.T) {
+	url, _ := pgtest.Pooled(t)
+	cliOnServer(t, url)
+}
+
+func cliOnServer(t *testing.T, url string) {
 	tests := []struct {
 		name string
 		fn   func(*testing.T)

@@ -36,8 +36,17 @@ func TestWorkersOnSeveralMachines(t *testing.T) {
 // their own RALPH_HOST_ID), each running `ralph build --db URL --workers 2
 // --remote origin` on a 20-task graph: every task's work lands exactly
 // once on the integration branch, in an order the graph allows.
-func TestMachinesOnPostgres(t *testing.T) {
-	url := pgtest.URL(t)
+func TestMachinesOnPostgres(t *testing.T) { machinesOnServer(t, pgtest.URL(t)) }
+
+// TestMachinesThroughPgBouncer is TestMachinesOnPostgres with both
+// machines reaching the server through PgBouncer in transaction pooling,
+// where waits ask the server instead of listening.
+func TestMachinesThroughPgBouncer(t *testing.T) {
+	url, _ := pgtest.Pooled(t)
+	machinesOnServer(t, url)
+}
+
+func machinesOnServer(t *testing.T, url string) {
 	var ids []string
 	deps := map[string][]string{}
 	for i := 1; i <= 20; i++ {
@@ -56,8 +65,17 @@ func TestMachinesOnPostgres(t *testing.T) {
 // other machine waits for that claim, recovers it when its lease (3 s, no
 // longer renewed) has run out, and finishes the plan: nothing is lost and
 // every task's work still lands exactly once.
-func TestMachineKilledOnPostgres(t *testing.T) {
-	url := pgtest.URL(t)
+func TestMachineKilledOnPostgres(t *testing.T) { machineKilled(t, pgtest.URL(t)) }
+
+// TestMachineKilledThroughPgBouncer is TestMachineKilledOnPostgres
+// through PgBouncer in transaction pooling: the killed machine's session
+// ends at the pooler, and its claim is recovered by its lease alone.
+func TestMachineKilledThroughPgBouncer(t *testing.T) {
+	url, _ := pgtest.Pooled(t)
+	machineKilled(t, url)
+}
+
+func machineKilled(t *testing.T, url string) {
 	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	deps := map[string][]string{"e": {"a"}, "f": {"b"}, "g": {"e", "f"}, "h": {"g"}}
 	severalMachines(t, url, ids, deps, true)

@@ -23,7 +23,6 @@ import (
 
 	"github.com/ralph-dev/ralph/dag"
 	"github.com/ralph-dev/ralph/dag/postgres"
-	"github.com/ralph-dev/ralph/dag/postgres/pgtest"
 	"github.com/ralph-dev/ralph/loop"
 )
 
@@ -264,51 +263,52 @@ func checkPlan(t testing.TB, url, plan string) {
 // the same moment, round after round: each time exactly one wins and the
 // other is refused with ErrCycle, and the graph has no cycle after.
 func TestOppositeDependencies(t *testing.T) {
-	url := pgtest.URL(t)
-	ctx := t.Context()
-	a := openNamed(t, url, "deps", dag.ServerOptions{})
-	b := openNamed(t, url, "deps", dag.ServerOptions{})
-	const rounds = 50
-	wins := [2]int{}
-	for round := range rounds {
-		x, y := fmt.Sprintf("x%d", round), fmt.Sprintf("y%d", round)
-		for _, id := range []string{x, y} {
-			if _, err := a.Add(ctx, dag.AddParams{ID: id, Title: id}); err != nil {
-				t.Fatal(err)
+	forEachServer(t, func(t *testing.T, url, direct string) {
+		ctx := t.Context()
+		a := openNamed(t, url, "deps", dag.ServerOptions{})
+		b := openNamed(t, url, "deps", dag.ServerOptions{})
+		const rounds = 50
+		wins := [2]int{}
+		for round := range rounds {
+			x, y := fmt.Sprintf("x%d", round), fmt.Sprintf("y%d", round)
+			for _, id := range []string{x, y} {
+				if _, err := a.Add(ctx, dag.AddParams{ID: id, Title: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Warm both stores' connections, so that neither starts late.
+			for _, s := range []*dag.Store{a, b} {
+				if _, err := s.Get(ctx, x); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := make(chan struct{})
+			var errs [2]error
+			var wg sync.WaitGroup
+			wg.Go(func() { <-start; errs[0] = a.AddDependency(ctx, x, y) })
+			wg.Go(func() { <-start; errs[1] = b.AddDependency(ctx, y, x) })
+			close(start)
+			wg.Wait()
+			switch {
+			case errs[0] == nil && errors.Is(errs[1], dag.ErrCycle):
+				wins[0]++
+			case errs[1] == nil && errors.Is(errs[0], dag.ErrCycle):
+				wins[1]++
+			default:
+				t.Fatalf("round %d: %s→%s: %v; %s→%s: %v; want one success and one ErrCycle", round, x, y, errs[0], y, x, errs[1])
+			}
+			tx, _ := a.Get(ctx, x)
+			ty, _ := a.Get(ctx, y)
+			if n := len(tx.BlockedBy) + len(ty.BlockedBy); n != 1 {
+				t.Fatalf("round %d: %s waits for %v, %s for %v; want one dependency", round, x, tx.BlockedBy, y, ty.BlockedBy)
 			}
 		}
-		// Warm both stores' connections, so that neither starts late.
-		for _, s := range []*dag.Store{a, b} {
-			if _, err := s.Get(ctx, x); err != nil {
-				t.Fatal(err)
-			}
+		t.Logf("wins: store a %d, store b %d", wins[0], wins[1])
+		if ready, err := a.Ready(ctx, loop.Scope{}, 0); err != nil || len(ready) != rounds {
+			t.Errorf("%d ready tasks (%v), want one of each pair, %d", len(ready), err, rounds)
 		}
-		start := make(chan struct{})
-		var errs [2]error
-		var wg sync.WaitGroup
-		wg.Go(func() { <-start; errs[0] = a.AddDependency(ctx, x, y) })
-		wg.Go(func() { <-start; errs[1] = b.AddDependency(ctx, y, x) })
-		close(start)
-		wg.Wait()
-		switch {
-		case errs[0] == nil && errors.Is(errs[1], dag.ErrCycle):
-			wins[0]++
-		case errs[1] == nil && errors.Is(errs[0], dag.ErrCycle):
-			wins[1]++
-		default:
-			t.Fatalf("round %d: %s→%s: %v; %s→%s: %v; want one success and one ErrCycle", round, x, y, errs[0], y, x, errs[1])
-		}
-		tx, _ := a.Get(ctx, x)
-		ty, _ := a.Get(ctx, y)
-		if n := len(tx.BlockedBy) + len(ty.BlockedBy); n != 1 {
-			t.Fatalf("round %d: %s waits for %v, %s for %v; want one dependency", round, x, tx.BlockedBy, y, ty.BlockedBy)
-		}
-	}
-	t.Logf("wins: store a %d, store b %d", wins[0], wins[1])
-	if ready, err := a.Ready(ctx, loop.Scope{}, 0); err != nil || len(ready) != rounds {
-		t.Errorf("%d ready tasks (%v), want one of each pair, %d", len(ready), err, rounds)
-	}
-	checkPlan(t, url, "deps")
+		checkPlan(t, direct, "deps")
+	})
 }
 
 // checkHistories checks each task's history: a leaf has exactly one claim
@@ -369,94 +369,96 @@ func checkClaimed(t testing.TB, claimed map[string]int, leaves []string) {
 // parents: every leaf is claimed exactly once, none is missed, and the
 // counts and histories say so.
 func TestConcurrentClaims(t *testing.T) {
-	url := pgtest.URL(t)
-	ctx := t.Context()
-	tasks, leaves := fixture(200)
-	seed := openNamed(t, url, "claims", dag.ServerOptions{})
-	if _, err := seed.Import(ctx, tasks); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	claimed := map[string]int{}
-	var wg sync.WaitGroup
-	for i := range 8 {
-		s := openNamed(t, url, "claims", dag.ServerOptions{Options: dag.Options{BusyTimeout: time.Minute}})
-		for j := range 2 {
-			agent := fmt.Sprintf("agent-%d-%d", i, j)
-			wg.Go(func() {
-				err := claimAll(ctx, s, agent, func(id string) {
-					mu.Lock()
-					claimed[id]++
-					mu.Unlock()
-				})
-				if err != nil {
-					t.Errorf("%s: %v", agent, err)
-				}
-			})
+	forEachServer(t, func(t *testing.T, url, direct string) {
+		ctx := t.Context()
+		tasks, leaves := fixture(200)
+		seed := openNamed(t, url, "claims", dag.ServerOptions{})
+		if _, err := seed.Import(ctx, tasks); err != nil {
+			t.Fatal(err)
 		}
-	}
-	wg.Wait()
-	checkClaimed(t, claimed, leaves)
-	if c, err := seed.Counts(ctx, loop.Scope{}); err != nil || c != (loop.Counts{Done: len(tasks)}) {
-		t.Errorf("counts after the run = %+v, %v; want all %d done", c, err, len(tasks))
-	}
-	checkHistories(t, seed, tasks, leaves)
-	checkPlan(t, url, "claims")
+		var mu sync.Mutex
+		claimed := map[string]int{}
+		var wg sync.WaitGroup
+		for i := range 8 {
+			s := openNamed(t, url, "claims", dag.ServerOptions{Options: dag.Options{BusyTimeout: time.Minute}})
+			for j := range 2 {
+				agent := fmt.Sprintf("agent-%d-%d", i, j)
+				wg.Go(func() {
+					err := claimAll(ctx, s, agent, func(id string) {
+						mu.Lock()
+						claimed[id]++
+						mu.Unlock()
+					})
+					if err != nil {
+						t.Errorf("%s: %v", agent, err)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		checkClaimed(t, claimed, leaves)
+		if c, err := seed.Counts(ctx, loop.Scope{}); err != nil || c != (loop.Counts{Done: len(tasks)}) {
+			t.Errorf("counts after the run = %+v, %v; want all %d done", c, err, len(tasks))
+		}
+		checkHistories(t, seed, tasks, leaves)
+		checkPlan(t, direct, "claims")
+	})
 }
 
 // TestMultiProcessClaims: processes (re-executed test binaries) claim and
 // complete one plan on the server at once: every leaf is claimed exactly
 // once.
 func TestMultiProcessClaims(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns processes; skipped with -short")
-	}
-	url := pgtest.URL(t)
-	ctx := t.Context()
-	tasks, leaves := fixture(300)
-	seed := openNamed(t, url, "procs", dag.ServerOptions{})
-	if _, err := seed.Import(ctx, tasks); err != nil {
-		t.Fatal(err)
-	}
-	const procs = 6
-	cmds := make([]*exec.Cmd, procs)
-	outs := make([]*bytes.Buffer, procs)
-	errs := make([]*bytes.Buffer, procs)
-	for i := range cmds {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), claimerURLEnv+"="+url, claimerPlanEnv+"=procs",
-			fmt.Sprintf("%s=agent-%d", claimerAgentEnv, i))
-		outs[i], errs[i] = &bytes.Buffer{}, &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = outs[i], errs[i]
-		cmds[i] = cmd
-	}
-	for _, cmd := range cmds {
-		if err := cmd.Start(); err != nil {
+	forEachServer(t, func(t *testing.T, url, direct string) {
+		if testing.Short() {
+			t.Skip("spawns processes; skipped with -short")
+		}
+		ctx := t.Context()
+		tasks, leaves := fixture(300)
+		seed := openNamed(t, url, "procs", dag.ServerOptions{})
+		if _, err := seed.Import(ctx, tasks); err != nil {
 			t.Fatal(err)
 		}
-	}
-	claimed := map[string]int{}
-	busy := 0
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("claimer %d: %v: %s", i, err, errs[i])
+		const procs = 6
+		cmds := make([]*exec.Cmd, procs)
+		outs := make([]*bytes.Buffer, procs)
+		errs := make([]*bytes.Buffer, procs)
+		for i := range cmds {
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), claimerURLEnv+"="+url, claimerPlanEnv+"=procs",
+				fmt.Sprintf("%s=agent-%d", claimerAgentEnv, i))
+			outs[i], errs[i] = &bytes.Buffer{}, &bytes.Buffer{}
+			cmd.Stdout, cmd.Stderr = outs[i], errs[i]
+			cmds[i] = cmd
 		}
-		n := 0
-		for line := range strings.Lines(outs[i].String()) {
-			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "claimed "); ok {
-				claimed[id]++
-				n++
+		for _, cmd := range cmds {
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if n > 0 {
-			busy++
+		claimed := map[string]int{}
+		busy := 0
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("claimer %d: %v: %s", i, err, errs[i])
+			}
+			n := 0
+			for line := range strings.Lines(outs[i].String()) {
+				if id, ok := strings.CutPrefix(strings.TrimSpace(line), "claimed "); ok {
+					claimed[id]++
+					n++
+				}
+			}
+			if n > 0 {
+				busy++
+			}
 		}
-	}
-	t.Logf("%d of %d processes claimed tasks", busy, procs)
-	checkClaimed(t, claimed, leaves)
-	if c, err := seed.Counts(ctx, loop.Scope{}); err != nil || c != (loop.Counts{Done: len(tasks)}) {
-		t.Errorf("counts after the run = %+v, %v; want all %d done", c, err, len(tasks))
-	}
-	checkHistories(t, seed, tasks, leaves)
-	checkPlan(t, url, "procs")
+		t.Logf("%d of %d processes claimed tasks", busy, procs)
+		checkClaimed(t, claimed, leaves)
+		if c, err := seed.Counts(ctx, loop.Scope{}); err != nil || c != (loop.Counts{Done: len(tasks)}) {
+			t.Errorf("counts after the run = %+v, %v; want all %d done", c, err, len(tasks))
+		}
+		checkHistories(t, seed, tasks, leaves)
+		checkPlan(t, direct, "procs")
+	})
 }

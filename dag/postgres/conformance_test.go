@@ -31,20 +31,36 @@ func openPlan(t testing.TB, url string, now func() time.Time) *dag.Store {
 	return s
 }
 
+// forEachServer runs fn as a subtest "direct", on a database of the test
+// server, and as a subtest "pgbouncer", on one reached through PgBouncer
+// in transaction pooling (see pooler.go); url is what the store opens,
+// direct the same database without the pooler, for the test's own looks.
+func forEachServer(t *testing.T, fn func(t *testing.T, url, direct string)) {
+	t.Helper()
+	t.Run("direct", func(t *testing.T) {
+		u := pgtest.URL(t)
+		fn(t, u, u)
+	})
+	t.Run("pgbouncer", func(t *testing.T) {
+		pooled, direct := pgtest.Pooled(t)
+		fn(t, pooled, direct)
+	})
+}
+
 func TestConformance(t *testing.T) {
-	looptest.TestTaskStore(t, seeded(pgtest.URL(t)))
+	forEachServer(t, func(t *testing.T, url, _ string) { looptest.TestTaskStore(t, seeded(url)) })
 }
 
 func TestLandingConformance(t *testing.T) {
-	looptest.TestLandingStore(t, seeded(pgtest.URL(t)))
+	forEachServer(t, func(t *testing.T, url, _ string) { looptest.TestLandingStore(t, seeded(url)) })
 }
 
 func TestRunRecorderConformance(t *testing.T) {
-	looptest.TestRunRecorder(t, seeded(pgtest.URL(t)))
+	forEachServer(t, func(t *testing.T, url, _ string) { looptest.TestRunRecorder(t, seeded(url)) })
 }
 
 func TestReceiptStoreConformance(t *testing.T) {
-	looptest.TestReceiptStore(t, seeded(pgtest.URL(t)))
+	forEachServer(t, func(t *testing.T, url, _ string) { looptest.TestReceiptStore(t, seeded(url)) })
 }
 
 // seeded is the StoreFactory of plans on the server at url.

@@ -82,6 +82,18 @@
 //     a machine cut off in the middle of a write transaction frees the
 //     plan's lock for the others. dag.ServerOptions.OnTrouble hears when
 //     the server stops answering and when it answers again.
+//   - Poolers: behind a connection pooler in transaction pooling
+//     (PgBouncer's pool_mode = transaction), found out from the first
+//     connection — the pooler refuses the startup parameters above, as
+//     PgBouncer does by default, or drops them — nothing is kept in the
+//     session: each transaction sets the search path and the idle timeout
+//     itself (SET LOCAL through set_config, sent with its BEGIN), a
+//     statement outside a transaction runs in one of its own that does,
+//     no statement is prepared by name (pgx's QueryExecModeCacheDescribe),
+//     a viewer takes no advisory lock, and waits ask every pollEvery
+//     (100 ms) for a digest of the counts and the claims instead of
+//     listening (pooler.go). A pooler that passes startup parameters
+//     through but pools transactions is not told apart from a server.
 //   - Passwords: a URL may hold one (it is used), but ralph shows and
 //     stores URLs without it (Redact); PGPASSWORD and ~/.pgpass work as
 //     for psql. Connection errors say which user the server refused and

@@ -122,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (*dag.Store, error) {
 		return nil, err
 	}
 	where := fmt.Sprintf("plan %s on %s", cfg.Plan, Redact(cfg.URL))
-	conn, err := connect(ctx, cc)
+	conn, pooled, err := connectFirst(ctx, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,46 @@ func Open(ctx context.Context, cfg Config) (*dag.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openPlan(ctx, cc, plan, where, cfg)
+	if pooled {
+		cc = withoutSessionParams(cc)
+	}
+	return openPlan(ctx, cc, plan, where, cfg, pooled)
+}
+
+// connectFirst opens Open's connection and finds out whether a pooler
+// in transaction pooling stands between ralph and the server (pooled):
+// it refuses the session's startup parameters (PgBouncer), or drops them
+// (the idle timeout ralph asked for is not the session's). Behind one,
+// the connection returned carries none (withoutSessionParams).
+func connectFirst(ctx context.Context, cc *pgx.ConnConfig) (conn *pgx.Conn, pooled bool, err error) {
+	first := oneShot(cc)
+	if first.RuntimeParams == nil {
+		first.RuntimeParams = map[string]string{}
+	}
+	asked, own := first.RuntimeParams["idle_in_transaction_session_timeout"]
+	if !own {
+		asked = fmt.Sprint(idleInTransaction.Milliseconds())
+		first.RuntimeParams["idle_in_transaction_session_timeout"] = asked
+	}
+	conn, err = pgx.ConnectConfig(ctx, first)
+	if err == nil && !own {
+		var got string
+		err = conn.QueryRow(ctx, `SELECT setting FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'`,
+			pgx.QueryExecModeSimpleProtocol).Scan(&got)
+		if err == nil && got == asked {
+			return conn, false, nil
+		}
+		conn.Close(context.Background())
+		if err != nil {
+			return nil, false, connectErr(cc, err)
+		}
+	} else if err == nil {
+		return conn, false, nil
+	} else if !isRefusedParam(err) {
+		return nil, false, connectErr(cc, err)
+	}
+	conn, err = connect(ctx, withoutSessionParams(cc))
+	return conn, true, err
 }
 
 // CheckPlanName refuses plan names that would not survive a command line
@@ -241,6 +280,15 @@ func redactErr(err error, raw string) string {
 		}
 	}
 	return msg
+}
+
+// oneShot returns a copy of cc for a connection that runs a few
+// statements once (Open's, Plans'): none is prepared by name, so none
+// is left in a server session a pooler hands to another client.
+func oneShot(cc *pgx.ConnConfig) *pgx.ConnConfig {
+	out := cc.Copy()
+	out.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	return out
 }
 
 // connect opens one connection, with errors in words.
@@ -394,7 +442,7 @@ func Plans(ctx context.Context, rawURL string) ([]Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := connect(ctx, cc)
+	conn, err := connect(ctx, oneShot(cc))
 	if err != nil {
 		return nil, err
 	}
@@ -415,18 +463,26 @@ func Plans(ctx context.Context, rawURL string) ([]Plan, error) {
 }
 
 // openPlan opens the store of plan: a pool for reads and a connector for
-// the writer, both with the plan's schema as their search path.
-func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, cfg Config) (*dag.Store, error) {
+// the writer, both with the plan's schema as their search path — set by
+// each transaction when pooled (see pooledConn).
+func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, cfg Config, pooled bool) (*dag.Store, error) {
 	lc := cc.Copy()
 	if lc.RuntimeParams == nil {
 		lc.RuntimeParams = map[string]string{}
 	}
-	lc.RuntimeParams["search_path"] = plan.schema()
+	if !pooled {
+		lc.RuntimeParams["search_path"] = plan.schema()
+	}
 	lc.RuntimeParams["application_name"] = "ralph"
 	// The listeners' connections wait for notifications, silent by
 	// design: only the pool's and the writer's wait for answers.
 	pc := withAnswerTimeout(lc, cfg.AnswerTimeout)
-	db := stdlib.OpenDB(*pc)
+	conn := stdlib.GetConnector(*pc)
+	if pooled {
+		delete(pc.RuntimeParams, "idle_in_transaction_session_timeout")
+		conn = pooledConnector{Connector: stdlib.GetConnector(*pc), setup: sessionSetup(plan.schema())}
+	}
+	db := sql.OpenDB(conn)
 	db.SetMaxIdleConns(4)
 	// lockSQL takes the plan's lock, then returns the transaction's id
 	// (dag.Server.LockPlan).
@@ -434,13 +490,19 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 		name:    where,
 		cc:      pc,
 		db:      db,
-		conn:    stdlib.GetConnector(*pc),
+		conn:    conn,
 		plan:    plan,
 		lockSQL: fmt.Sprintf(`SELECT pg_current_xact_id()::text FROM (SELECT pg_advisory_xact_lock(%d, %d)) AS l`, lockKey, plan.ID),
 	}
-	srv.listen = newListener(lc, plan.schema())
-	srv.view = newListener(lc, plan.schema(), plan.schema()+"_claims")
-	srv.view.view = &[2]int32{viewKey, int32(plan.ID)}
+	if pooled {
+		srv.listen = newPoller(db, plan.schema())
+		srv.view = srv.listen
+	} else {
+		srv.listen = newListener(lc, plan.schema())
+		view := newListener(lc, plan.schema(), plan.schema()+"_claims")
+		view.view = &[2]int32{viewKey, int32(plan.ID)}
+		srv.view = view
+	}
 	return dag.OpenServer(ctx, srv, cfg.Options)
 }
 
@@ -450,8 +512,16 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 // listen on (migration 0005).
 const viewKey = 0x52414c56
 
+// changeSource tells a plan's waits of its changes: a listener, or
+// behind a pooler a poller.
+type changeSource interface {
+	token(ctx context.Context) (string, error)
+	wait(ctx context.Context, token string, d time.Duration) (bool, error)
+	close()
+}
+
 // viewChanges is the loop.ChangeWatcher of dag.Server.ViewChanges.
-type viewChanges struct{ l *listener }
+type viewChanges struct{ l changeSource }
 
 func (v viewChanges) ChangeToken(ctx context.Context) (string, error) { return v.l.token(ctx) }
 
@@ -467,8 +537,8 @@ type server struct {
 	conn    driver.Connector
 	plan    Plan
 	lockSQL string
-	listen  *listener // the plan's changes
-	view    *listener // and its claims, for viewers
+	listen  changeSource // the plan's changes
+	view    changeSource // and its claims, for viewers (the same poller when pooled)
 
 	rebinds sync.Map // query → rebound query
 }
@@ -505,6 +575,8 @@ func (s *server) ViewChanges() loop.ChangeWatcher { return viewChanges{s.view} }
 
 func (s *server) Close() error {
 	s.listen.close()
-	s.view.close()
+	if s.view != s.listen {
+		s.view.close()
+	}
 	return s.db.Close()
 }

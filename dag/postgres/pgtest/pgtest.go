@@ -65,6 +65,49 @@ func URL(t testing.TB) string {
 	return WithDatabase(t, admin, name)
 }
 
+// PoolerEnv names the variable that holds the URL of PgBouncer in front
+// of the server, in transaction pooling (scripts/pgtest.sh starts it
+// where pgbouncer is installed), as managed PostgreSQL is often reached.
+const PoolerEnv = "RALPH_TEST_PGBOUNCER"
+
+// LaxPoolerEnv names a second PgBouncer of scripts/pgtest.sh, which drops
+// the startup parameters it does not know where the first refuses them.
+const LaxPoolerEnv = "RALPH_TEST_PGBOUNCER_LAX"
+
+// Pooled is URL reached through the pooler of $RALPH_TEST_PGBOUNCER: an
+// empty database made on the server for the test, dropped when the test
+// ends; direct is the same database without the pooler, for the test's
+// own looks at it. Without a pooler the test is skipped (failed under
+// CI=true).
+func Pooled(t testing.TB) (pooled, direct string) {
+	t.Helper()
+	return pooledBy(t, PoolerEnv)
+}
+
+// PooledLax is Pooled through the pooler of $RALPH_TEST_PGBOUNCER_LAX.
+func PooledLax(t testing.TB) (pooled, direct string) {
+	t.Helper()
+	return pooledBy(t, LaxPoolerEnv)
+}
+
+func pooledBy(t testing.TB, env string) (pooled, direct string) {
+	t.Helper()
+	pooler := os.Getenv(env)
+	if pooler == "" {
+		msg := "no PgBouncer for this test: $" + env + " is unset; scripts/pgtest.sh start starts one where pgbouncer is installed (apt-get install pgbouncer)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + " (CI=true: .ci/run must start it)")
+		}
+		t.Skip(msg)
+	}
+	direct = URL(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return WithDatabase(t, pooler, strings.TrimPrefix(u.Path, "/")), direct
+}
+
 // WithDatabase returns raw with its database name replaced.
 func WithDatabase(t testing.TB, raw, db string) string {
 	t.Helper()
