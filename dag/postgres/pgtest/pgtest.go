@@ -31,13 +31,19 @@ func AdminURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(Env)
 	if u == "" {
-		msg := "no PostgreSQL server for this test: $" + Env + " is unset; start one with: eval \"$(scripts/pgtest.sh start)\""
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (CI=true: .ci/run must start it)")
-		}
-		t.Skip(msg)
+		missing(t, "no PostgreSQL server for this test: $"+Env+" is unset; start one with: eval \"$(scripts/pgtest.sh start)\"")
 	}
 	return u
+}
+
+// missing skips the test for want of what msg names, or fails it under
+// CI=true, where .ci/run provides everything.
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + " (CI=true: .ci/run must start it)")
+	}
+	t.Skip(msg)
 }
 
 var seq atomic.Int64
@@ -94,11 +100,7 @@ func pooledBy(t testing.TB, env string) (pooled, direct string) {
 	t.Helper()
 	pooler := os.Getenv(env)
 	if pooler == "" {
-		msg := "no PgBouncer for this test: $" + env + " is unset; scripts/pgtest.sh start starts one where pgbouncer is installed (apt-get install pgbouncer)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (CI=true: .ci/run must start it)")
-		}
-		t.Skip(msg)
+		missing(t, "no PgBouncer for this test: $"+env+" is unset; scripts/pgtest.sh start starts one where pgbouncer is installed (apt-get install pgbouncer)")
 	}
 	direct = URL(t)
 	u, err := url.Parse(direct)
@@ -163,11 +165,7 @@ func Restart(t testing.TB, mode string) {
 	t.Helper()
 	dir := os.Getenv("RALPH_TEST_PG_DIR")
 	if dir == "" {
-		msg := "restarting the server needs the cluster of scripts/pgtest.sh ($RALPH_TEST_PG_DIR)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		missing(t, "restarting the server needs the cluster of scripts/pgtest.sh ($RALPH_TEST_PG_DIR)")
 	}
 	restart(t, dir, mode)
 }
