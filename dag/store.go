@@ -136,7 +136,8 @@ type Store struct {
 	holders  holderCache
 
 	wlock *writeLock
-	// changes wakes the waits on a SQLite file (see changes).
+	// changes wakes the store's waits at its own commits, and on a
+	// SQLite file at other processes' writes (see changes).
 	changes changes
 	// w is the connection of write transactions, used under wlock only.
 	// It is opened by the first write (begin), so that a process that

@@ -254,9 +254,11 @@ type poller struct {
 
 func newPoller(db *sql.DB, schema string) *poller {
 	s := pgx.Identifier{schema}.Sanitize()
-	return &poller{db: db, q: fmt.Sprintf(`SELECT md5(
+	// sha256, not md5, which a server in FIPS mode refuses.
+	return &poller{db: db, q: fmt.Sprintf(`SELECT encode(sha256(convert_to(
 		coalesce((SELECT string_agg(feature || '/' || status || '=' || n, ',' ORDER BY feature, status) FROM %[1]s.status_counts), '')
-		|| ';' || coalesce((SELECT string_agg(id || '/' || generation, ',' ORDER BY id) FROM %[1]s.tasks WHERE status = 'in_progress'), ''))`, s)}
+		|| ';' || coalesce((SELECT string_agg(id || '/' || generation, ',' ORDER BY id) FROM %[1]s.tasks WHERE status = 'in_progress'), ''),
+		'UTF8')), 'hex')`, s)}
 }
 
 func (p *poller) token(ctx context.Context) (string, error) {
