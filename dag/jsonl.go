@@ -32,8 +32,9 @@ type jsonlTask struct {
 	CheckBy string `json:"check_by,omitempty"`
 }
 
-// beadsIssue is the part of a beads (`bd export`) issue line that maps onto
-// a ralph task. Every other beads field is ignored.
+// beadsIssue is the part of a beads issue (a line of `bd export`, an
+// element of `bd list --json`) that maps onto a ralph task. Every other
+// beads field is ignored.
 type beadsIssue struct {
 	ID                 string            `json:"id"`
 	Title              string            `json:"title"`
@@ -45,14 +46,24 @@ type beadsIssue struct {
 	Priority           *int              `json:"priority"`
 	IssueType          string            `json:"issue_type"`
 	Dependencies       []beadsDependency `json:"dependencies"`
+	// Parent is the parent-child edge's other end, which `bd list --json`
+	// and `bd show --json` (beads 1.x) also give on its own.
+	Parent string `json:"parent"`
+	// Pinned marks a persistent context bead, not a work item (1.x).
+	Pinned bool `json:"pinned"`
 	// Check is no beads field: a line may carry ralph's check with it.
 	Check string `json:"check"`
 }
 
+// beadsDependency is one edge: issue_id depends on depends_on_id (`bd
+// export`, `bd list --json`), or — in `bd show --json` — the issue
+// depended on itself, with its id and the edge's dependency_type.
 type beadsDependency struct {
-	IssueID     string `json:"issue_id"`
-	DependsOnID string `json:"depends_on_id"`
-	Type        string `json:"type"`
+	IssueID        string `json:"issue_id"`
+	DependsOnID    string `json:"depends_on_id"`
+	Type           string `json:"type"`
+	ID             string `json:"id"`
+	DependencyType string `json:"dependency_type"`
 }
 
 // ReadJSONL reads tasks in JSON Lines, one task a line, numbering each
@@ -135,6 +146,7 @@ func (r *jsonlReader) next() (ImportTask, error) {
 		}
 		t, perr := parseLine(trimmed)
 		switch {
+		case errors.Is(perr, errSkipLine):
 		case errors.Is(perr, errTombstone):
 			if r.deleted == nil {
 				r.deleted = map[string]bool{}
@@ -200,8 +212,14 @@ func (s *JSONLSource) Dropped() []string {
 	return out
 }
 
-// errTombstone marks a beads line of a deleted issue, which is skipped.
+// errTombstone marks a beads line of an issue that is no task — deleted
+// (a 0.x tombstone) or pinned (1.x: a persistent context bead) — which
+// is skipped, with the references other issues make to it.
 var errTombstone = errors.New("deleted beads issue")
+
+// errSkipLine marks a line that holds no issue: a beads 1.x memory
+// (`bd export --include-memories`: "_type": "memory") or schema line.
+var errSkipLine = errors.New("no issue")
 
 func tombstoneID(line []byte) string {
 	var v struct {
@@ -338,16 +356,31 @@ func parseBeads(line []byte) (t ImportTask, ok bool, err error) {
 	if json.Unmarshal(line, &raw) != nil {
 		return ImportTask{}, false, nil
 	}
-	_, deps := raw["dependencies"]
-	_, typ := raw["issue_type"]
-	if !deps && !typ {
-		return ImportTask{}, false, nil
+	if kind, ok := raw["_type"]; ok {
+		// beads 1.0.3 and later tag each export line.
+		if string(kind) != `"issue"` {
+			return ImportTask{}, true, errSkipLine
+		}
+	} else if _, schema := raw["_schema"]; schema {
+		return ImportTask{}, true, errSkipLine
+	} else {
+		_, deps := raw["dependencies"]
+		_, typ := raw["issue_type"]
+		if !deps && !typ {
+			return ImportTask{}, false, nil
+		}
 	}
 	var bi beadsIssue
 	if err := json.Unmarshal(line, &bi); err != nil {
 		return ImportTask{}, true, fmt.Errorf("beads issue: %w", jsonError(err))
 	}
-	t = ImportTask{
+	t, err = fromBeads(bi)
+	return t, true, err
+}
+
+// fromBeads maps a beads issue onto a task (see ReadJSONL).
+func fromBeads(bi beadsIssue) (ImportTask, error) {
+	t := ImportTask{
 		ID:          strings.TrimSpace(bi.ID),
 		Title:       bi.Title,
 		Description: beadsDescription(bi),
@@ -358,7 +391,7 @@ func parseBeads(line []byte) (t ImportTask, ok bool, err error) {
 		t.Priority = *bi.Priority
 	}
 	switch bi.Status {
-	case "", "open", "in_progress":
+	case "", "open", "in_progress", "hooked":
 		t.Status = loop.StatusPending
 	case "blocked":
 		t.Status = loop.StatusBlocked
@@ -366,26 +399,51 @@ func parseBeads(line []byte) (t ImportTask, ok bool, err error) {
 		t.Status = loop.StatusBlocked
 	case "closed":
 		t.Status = loop.StatusDone
-	case "tombstone":
-		return ImportTask{}, true, errTombstone
+	case "tombstone", "pinned":
+		return ImportTask{}, errTombstone
 	default:
-		return ImportTask{}, true, fmt.Errorf("beads issue %s: status %q has no ralph equivalent (want open, in_progress, blocked, deferred, closed or tombstone)", t.ID, bi.Status)
+		return ImportTask{}, fmt.Errorf("beads issue %s: status %q has no ralph equivalent (want open, in_progress, hooked, blocked, deferred, closed, pinned or tombstone; set it to one of them with bd update)", t.ID, bi.Status)
+	}
+	if bi.Pinned {
+		return ImportTask{}, errTombstone
+	}
+	parent := func(id string) error {
+		if t.ParentID != "" && t.ParentID != id {
+			return fmt.Errorf("beads issue %s: two parents (%s and %s)", t.ID, t.ParentID, id)
+		}
+		t.ParentID = id
+		return nil
 	}
 	for _, d := range bi.Dependencies {
 		if d.IssueID != "" && d.IssueID != bi.ID {
 			continue // an edge recorded on the other end; not this issue's
 		}
-		switch d.Type {
-		case "blocks":
-			t.BlockedBy = append(t.BlockedBy, d.DependsOnID)
+		on, kind := d.DependsOnID, d.Type
+		if on == "" && kind == "" { // bd show --json: the issue depended on
+			on, kind = d.ID, d.DependencyType
+		}
+		switch kind {
+		case "blocks", "waits-for":
+			t.BlockedBy = append(t.BlockedBy, on)
 		case "parent-child":
-			if t.ParentID != "" && t.ParentID != d.DependsOnID {
-				return ImportTask{}, true, fmt.Errorf("beads issue %s: two parents (%s and %s)", t.ID, t.ParentID, d.DependsOnID)
+			if err := parent(on); err != nil {
+				return ImportTask{}, err
 			}
-			t.ParentID = d.DependsOnID
+		case "conditional-blocks":
+			// It runs only if on fails: ralph has no such edge, and
+			// keeps it for a person to decide.
+			if t.Status == loop.StatusPending {
+				t.Status = loop.StatusBlocked
+			}
+			t.Description = strings.TrimSpace(t.Description + "\n\n(beads: to run only if " + on + " fails)")
 		}
 	}
-	return t, true, checkImportTask(t)
+	if p := strings.TrimSpace(bi.Parent); p != "" {
+		if err := parent(p); err != nil {
+			return ImportTask{}, err
+		}
+	}
+	return t, checkImportTask(t)
 }
 
 func beadsDescription(bi beadsIssue) string {

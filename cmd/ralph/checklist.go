@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -25,9 +27,10 @@ type importInput struct {
 	close     func()
 }
 
-// readImport reads an import file: JSON Lines when its first non-blank
-// character is "{", streamed (the import reads it twice and holds none of
-// it), and a markdown checklist otherwise, read whole (a checklist is
+// readImport reads an import file: a beads JSON document (bd list --json)
+// read whole, JSON Lines when its first non-blank character is "{",
+// streamed (the import reads it twice and holds none of it), and a
+// markdown checklist otherwise, read whole (a checklist is
 // written by people) and imported idempotently: what is already there
 // (same id, or same title) is skipped. JSON Lines stay strict, all or
 // nothing: a known id is an error. Input that cannot
@@ -50,6 +53,22 @@ func readImport(c *cli.Context, st *dag.Store, in io.Reader) (importInput, error
 	if err != nil || first == 0 {
 		input.close()
 		return input, err
+	}
+	doc, err := jsonDocument(rs, first)
+	if err != nil {
+		input.close()
+		return input, err
+	}
+	if doc {
+		// What bd list --json prints (beads 1.x): read whole.
+		defer input.close()
+		input.close = func() {}
+		src, err := dag.ReadBeadsJSON(rs)
+		if err != nil {
+			return input, err
+		}
+		input.src = src
+		return input, nil
 	}
 	if first == '{' {
 		src, err := dag.NewJSONLSource(rs)
@@ -82,6 +101,44 @@ func readImport(c *cli.Context, st *dag.Store, in io.Reader) (importInput, error
 	tasks, present := dag.SkipPresent(existing, checklistTasks(items))
 	input.src, input.checklist, input.add, input.present = dag.TaskSlice(tasks), true, len(tasks), present
 	return input, nil
+}
+
+// jsonDocument reports whether rs, whose first byte is first, holds one
+// JSON document rather than JSON Lines: an array, or an object spread over
+// lines (its first line a lone "{"), or a one-line object holding the
+// issues under "data" or "issues" — what beads' bd list --json prints. It
+// seeks back to where rs stood.
+func jsonDocument(rs io.ReadSeeker, first byte) (bool, error) {
+	switch first {
+	case '[':
+		return true, nil
+	case '{':
+	default:
+		return false, nil
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return false, err
+	}
+	line, err := bufio.NewReaderSize(rs, 64<<10).ReadSlice('\n')
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return false, err
+	}
+	if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		return false, err
+	}
+	line = bytes.TrimSpace(line)
+	if string(line) == "{" {
+		return true, nil
+	}
+	var env map[string]json.RawMessage
+	if json.Unmarshal(line, &env) != nil {
+		return false, nil // JSON Lines' reader says what is wrong with it
+	}
+	_, data := env["data"]
+	_, issues := env["issues"]
+	_, id := env["id"]
+	return (data || issues) && !id, nil
 }
 
 // firstByte returns the first byte of rs that is not a space, tab or line

@@ -200,17 +200,26 @@
 // description, priority, parent, blocked_by, status), strictly, plus an
 // optional feature key that export writes only for tasks that have a
 // feature, so that export → import keeps it; or a beads issue as `bd
-// export` writes it, recognised by its dependencies or issue_type keys.
-// From beads, id, title, description and priority (0-4, lower first in
-// both) map as they are; status open and in_progress become pending,
-// blocked and deferred become blocked, closed becomes done, a tombstone
-// (deleted issue) is skipped along with the references to it, and other
-// statuses are refused; a "blocks" dependency becomes blocked_by and a
-// "parent-child" one the parent; design, acceptance criteria and notes are
-// appended to the description under headings. Dropped: issue_type, labels,
-// assignee, comments, external refs, timestamps (tasks are created at
-// import time, in file order), and the "related" and "discovered-from"
-// dependencies. A parent named further down the file than its children is
+// export` writes it, recognised by its dependencies or issue_type keys or
+// (beads 1.x) its "_type": "issue"; lines of another _type (memories) are
+// passed over. What `bd list --json` prints (beads 1.x: an array of
+// issues, or an object holding it under "data" or "issues") is read too,
+// whole. From beads, id, title, description and priority (0-4, lower
+// first in both) map as they are; status open, in_progress and hooked
+// become pending, blocked and deferred become blocked, closed becomes
+// done, a tombstone (deleted issue) or a pinned issue (a context bead,
+// not work) is skipped along with the references to it, and other
+// statuses (custom ones) are refused; a "blocks" or "waits-for"
+// dependency becomes blocked_by and a "parent-child" one (or the parent
+// key of bd list) the parent; a "conditional-blocks" one (run only if the
+// other fails, which ralph has no edge for) makes the task blocked, for a
+// person to decide, and says so in its description; design, acceptance
+// criteria and notes are appended to the description under headings.
+// Dropped: issue_type, labels, assignee, comments, external refs,
+// metadata, timestamps (tasks are created at import time, in file order),
+// and the other dependency types ("related", "discovered-from", …). A
+// list that names an issue it leaves out (bd list without --all leaves
+// the closed ones out) is refused, saying so. A parent named further down the file than its children is
 // moved before them. `task export` writes ralph's format, which imports
 // back unchanged.
 //

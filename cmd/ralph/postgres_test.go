@@ -38,6 +38,7 @@ func cliOnServer(t *testing.T, url string) {
 		{"ClaimLease", TestClaimLease},
 		{"ReadCommandsRecoverExpiredLeases", TestReadCommandsRecoverExpiredLeases},
 		{"ImportExport", TestImportExport},
+		{"ImportBeadsList", TestImportBeadsList},
 		{"ImportChecklist", TestImportChecklist},
 		{"ImportChecklistAddsOnlyWhatIsNew", TestImportChecklistAddsOnlyWhatIsNew},
 		{"ImportJSONLStaysStrict", TestImportJSONLStaysStrict},

@@ -638,6 +638,10 @@ func taskImport(cfg appConfig) storeAction {
 		n := 0
 		if !input.checklist || input.add > 0 {
 			if n, err = st.ImportFrom(c.Context, p); err != nil {
+				if _, beads := input.src.(*dag.BeadsJSON); beads && errors.Is(err, loop.ErrNotFound) {
+					// bd list leaves closed issues out, bd show all but one.
+					return fmt.Errorf("%s: %w (bd list --json prints only some issues unless given --all: import bd export, or bd list --json --all)", name, err)
+				}
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -712,5 +713,41 @@ func TestClaimTakesTheCriticalPath(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"w1", "w2"}, claimable()); diff != "" {
 		t.Errorf("peek after claiming c1 (-want +got):\n%s", diff)
+	}
+}
+
+// TestImportBeadsList: `bd list --json` (beads 1.x), read from a file and
+// from standard input, imports as bd export does; a list that leaves out
+// an issue its tasks name (bd list without --all leaves the closed ones
+// out) changes nothing and says what to import instead.
+func TestImportBeadsList(t *testing.T) {
+	list, err := os.ReadFile("../../dag/testdata/beads1/bd-list-all.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := initHarness(t)
+	h.write("list.json", string(list))
+	if diff := cmp.Diff("imported 9 tasks\n", h.ok("task", "import", h.dir+"/list.json")); diff != "" {
+		t.Errorf("import (-want +got):\n%s", diff)
+	}
+	h2 := initHarness(t)
+	h2.stdin = string(list)
+	h2.ok("task", "import", "-")
+	if diff := cmp.Diff(h.ok("task", "export"), h2.ok("task", "export")); diff != "" {
+		t.Errorf("from standard input (-file +stdin):\n%s", diff)
+	}
+
+	h3 := initHarness(t)
+	h3.write("open.json", `[
+  {"id": "o-2", "title": "Login form", "status": "open", "priority": 2, "issue_type": "feature",
+   "dependencies": [{"issue_id": "o-2", "depends_on_id": "o-1", "type": "blocks"}]}
+]
+`)
+	r := h3.run("task", "import", h3.dir+"/open.json")
+	if r.code != 1 || !strings.Contains(r.stderr, "blocker o-1 does not exist") || !strings.Contains(r.stderr, "bd list --json --all") {
+		t.Errorf("a partial list: exit %d, %q; want 1, the missing blocker and what to import instead", r.code, r.stderr)
+	}
+	if got := h3.ok("task", "export"); got != "" {
+		t.Errorf("a refused import left: %q", got)
 	}
 }
