@@ -26,7 +26,8 @@ import (
 //
 //   - each transaction sets the plan's search path and the idle timeout
 //     for itself: BEGIN is sent as "BEGIN; SELECT set_config(…, true)",
-//     one round trip as before (pooledConn);
+//     one round trip as before, and a statement outside a transaction
+//     runs in one of its own that does (pooledConn);
 //   - no statement is prepared by name: statements go out with pgx's
 //     QueryExecModeCacheDescribe (an unnamed statement each time, its
 //     description cached by the client), which a pooler passes through;
