@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/ralph-dev/ralph/hostgit"
 	"github.com/ralph-dev/ralph/safefile"
@@ -99,31 +98,28 @@ func (g *ExecGit) CheckWorktree(ctx context.Context, dir string) error {
 	return nil
 }
 
-// readGitFile reads a worktree's .git file without following a link:
+// readGitFile reads a worktree's .git file without following a link
+// (safefile.Open: no link, no FIFO, the file opened the one looked at):
 // what it names, or a problem in words when it is not such a file.
 func readGitFile(path string) (named, problem string, err error) {
-	f, err := openNoFollow(path)
+	f, err := safefile.Open(filepath.Dir(path), filepath.Base(path))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", "its .git is gone", nil
-	case errors.Is(err, syscall.ELOOP):
+	case errors.Is(err, safefile.ErrLink):
 		return "", "its .git is a symbolic link", nil
 	case errors.Is(err, fs.ErrPermission):
 		return "", "its .git cannot be read", nil
 	case err != nil:
+		// Not a regular file: say what it is (Lstat follows nothing).
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.IsDir() {
+			return "", "its .git is a directory (a repository of its own)", nil
+		} else if lerr == nil && !fi.Mode().IsRegular() {
+			return "", "its .git is not a file", nil
+		}
 		return "", "", err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return "", "", err
-	}
-	switch {
-	case info.IsDir():
-		return "", "its .git is a directory (a repository of its own)", nil
-	case !info.Mode().IsRegular():
-		return "", "its .git is not a file", nil
-	}
 	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return "", "", err
