@@ -653,7 +653,19 @@ func TestE2EResultThenStall(t *testing.T) {
 // tree (its Bash runs there), the last task starts from a tip that holds
 // its two blockers' work, and everything lands on ralph/integration while
 // the user's tree stays as it was.
-func TestE2EWorkers(t *testing.T) {
+func TestE2EWorkers(t *testing.T) { e2eWorkers(t) }
+
+// TestE2EWorkersThroughPgBouncer is TestE2EWorkers with the plan on
+// PostgreSQL reached through PgBouncer in transaction pooling: the worker
+// that finds t-3 blocked waits by asking the server (or hearing its
+// sibling's commit), never by LISTEN, and the build ends the same.
+func TestE2EWorkersThroughPgBouncer(t *testing.T) {
+	url, _ := pgtest.Pooled(t)
+	e2eWorkers(t, "--db", url, "--plan", "e2e")
+}
+
+// e2eWorkers is TestE2EWorkers on a project `ralph init initArgs…` made.
+func e2eWorkers(t *testing.T, initArgs ...string) {
 	e := newE2E(t, func(r claudetest.Request) claudetest.Reply {
 		if r.ToolResults() == 0 {
 			// The task id, then the work: a file listing what the tree
@@ -662,7 +674,7 @@ func TestE2EWorkers(t *testing.T) {
 		}
 		id := strings.Fields(r.LastToolResult())[0]
 		return claudetest.Text("Listed the tree into " + id + ".txt.\n<task-done>" + id + "</task-done>")
-	})
+	}, initArgs...)
 	commitProject(t, e.dir)
 	e.ok("task", "add", "Left")                                               // t-1
 	e.ok("task", "add", "Right")                                              // t-2
