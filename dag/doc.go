@@ -81,7 +81,9 @@
 //
 // The store is a loop.ChangeWatcher without queries: its change token is
 // the size and modification time of the database file and its WAL, looked
-// at every 50 ms by a waiting loop.
+// at by a waiting loop when the store itself commits, when another process
+// writes them (inotify on Linux), and every second as a safety net (every
+// 50 ms where nothing tells of other processes' writes).
 //
 // A database that cannot be written (its directory read-only, the disk
 // full) is opened read-only for commands that only read: SQLite's read-only

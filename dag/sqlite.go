@@ -213,13 +213,13 @@ func (d sqliteDialect) fileState() string {
 
 // waitChange looks at the files (two stat calls; the database itself is
 // not read) when its store commits, when another process writes them
-// (where the platform says so), and every watchEvery (see changes).
+// (where the platform says so), and every watchEvery, or watchedEvery
+// where it does (see changes).
 func (d sqliteDialect) waitChange(ctx context.Context, token string, dur time.Duration) (bool, error) {
 	deadline := time.NewTimer(dur)
 	defer deadline.Stop()
-	tick := time.NewTicker(watchEvery)
+	tick := time.NewTicker(d.s.changes.watchFiles(d.s.path))
 	defer tick.Stop()
-	d.s.changes.watchFiles(d.s.path)
 	for {
 		woken := d.s.changes.next()
 		if d.fileState() != token {

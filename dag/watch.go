@@ -13,8 +13,15 @@ import (
 var _ loop.ChangeWatcher = (*Store)(nil)
 
 // watchEvery is how often WaitChange looks at a SQLite database's files
-// when nothing woke it sooner.
-const watchEvery = 50 * time.Millisecond
+// when nothing woke it sooner and no file watcher tells of other
+// processes' writes; watchedEvery when one does (a database in WAL mode
+// is shared by processes of one machine only, whose writes the watcher
+// sees: the look is a safety net, and a waiting loop need not wake 20
+// times a second for it).
+const (
+	watchEvery   = 50 * time.Millisecond
+	watchedEvery = time.Second
+)
 
 // ChangeToken implements loop.ChangeWatcher. On a SQLite file it costs no
 // query: the size and modification time of the database file and of its
@@ -77,17 +84,21 @@ func (c *changes) next() <-chan struct{} {
 	return c.ch
 }
 
-// watchFiles starts, once, watching the files of the database at path.
-func (c *changes) watchFiles(path string) {
+// watchFiles starts, once, watching the files of the database at path,
+// and returns how often a wait should still look at them: watchedEvery
+// with a watcher, watchEvery without.
+func (c *changes) watchFiles(path string) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.watched || c.closed {
-		return
+	if !c.watched && !c.closed {
+		c.watched = true
+		base := filepath.Base(path)
+		c.watch, _ = watchFiles(filepath.Dir(path), []string{base, base + "-wal"}, c.wake)
 	}
-	c.watched = true
-	// Without a watcher, the waits look every watchEvery.
-	base := filepath.Base(path)
-	c.watch, _ = watchFiles(filepath.Dir(path), []string{base, base + "-wal"}, c.wake)
+	if c.watch != nil {
+		return watchedEvery
+	}
+	return watchEvery
 }
 
 // close stops the file watcher.
