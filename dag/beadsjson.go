@@ -84,6 +84,3 @@ func (b *BeadsJSON) Tasks() iter.Seq2[ImportTask, error] { return TaskSlice(b.ta
 
 // Dropped implements TaskSource: the issues that are no tasks (pinned).
 func (b *BeadsJSON) Dropped() []string { return b.deleted }
-
-// Len is how many tasks the document holds.
-func (b *BeadsJSON) Len() int { return len(b.tasks) }

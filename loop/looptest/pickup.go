@@ -206,8 +206,6 @@ func MeasurePickup(ctx context.Context, store loop.TaskStore, n int, waiter *exe
 	if err := ClaimBlockers(ctx, store, n); err != nil {
 		return nil, err
 	}
-	var started <-chan Started
-	done := make(chan error, 1)
 	if waiter != nil {
 		out, err := waiter.StdoutPipe()
 		if err != nil {
@@ -216,22 +214,36 @@ func MeasurePickup(ctx context.Context, store loop.TaskStore, n int, waiter *exe
 		if err := waiter.Start(); err != nil {
 			return nil, err
 		}
-		started = ReadStarted(out)
 		defer func() { waiter.Process.Kill(); waiter.Wait() }()
-	} else {
-		dir, err := os.MkdirTemp("", "pickup")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		ch := make(chan Started, 1)
-		started = ch
-		go func() {
-			done <- WaitingLoop(ctx, store, dir, "agent-waiting1", func(s Started) { ch <- s })
-		}()
-		defer func() { cancel(); <-done }()
+		return Pickup(ctx, store, n, ReadStarted(out))
 	}
-	return Pickup(ctx, store, n, started)
+	dir, err := os.MkdirTemp("", "pickup")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	// The waiting loop's end closes started, so that Pickup stops at
+	// once, and its error is told with Pickup's.
+	started := make(chan Started)
+	var loopErr error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer close(started)
+		loopErr = WaitingLoop(ctx, store, dir, "agent-waiting1", func(s Started) {
+			select {
+			case started <- s:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	pickups, err := Pickup(ctx, store, n, started)
+	cancel()
+	<-finished
+	if err != nil && loopErr != nil {
+		err = fmt.Errorf("%w (the waiting loop: %v)", err, loopErr)
+	}
+	return pickups, err
 }
 
 // WaiterMain is the waiting loop of MeasurePickup in another process,
