@@ -98,7 +98,7 @@ func (r *run) takeSlot(ctx context.Context) *stop {
 			return &stop{outcome: end.Outcome, message: end.Message, resetsAt: end.ResetsAt, cause: end.Cause}
 		}
 		if until.IsZero() {
-			return nil
+			return r.poolReady(ctx)
 		}
 		wait := until.Sub(now)
 		r.note.send(Note{Kind: NoteWait, Iteration: r.report.Iterations + 1, Until: until, Wait: wait,
@@ -108,6 +108,26 @@ func (r *run) takeSlot(ctx context.Context) *stop {
 		}
 		r.pausedUntil = until // waited for this pause (or the run ended): not again
 	}
+}
+
+// poolReady returns when an agent of the run's pool is in: at once
+// without a pool, or when one is; else it waits for the earliest reset as
+// for a usage limit, or returns the stop that ends the run (every agent
+// out for good, the stop policy, MaxWait).
+func (r *run) poolReady(ctx context.Context) *stop {
+	for r.pool != nil {
+		st := r.pool.state(r.cfg.Now())
+		if st.next != "" {
+			return nil
+		}
+		if st.end != nil {
+			return st.end
+		}
+		if s := r.usageLimit(ctx, RunResult{Class: ClassUsageLimit, UsageLimit: &UsageLimit{ResetsAt: st.resetsAt}}); s != nil {
+			return s
+		}
+	}
+	return nil
 }
 
 // sleep is Config.Sleep(ctx, d), cut short when another run's stop ended

@@ -703,6 +703,10 @@ func (b *buildMode) runVerifier(ctx context.Context, a attempt, sess session) (R
 	}
 	started := b.cfg.Now()
 	res, runErr := b.session(ctx, n, model, sess, task, true)
+	ran := !errors.Is(runErr, ErrPoolOut)
+	if !ran {
+		runErr = nil // no session: no receipt; its result is a usage limit
+	}
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
 	defer cancel()
 	changed, gerr := b.guard.checkAll(gctx, before)
@@ -716,7 +720,7 @@ func (b *buildMode) runVerifier(ctx context.Context, a attempt, sess session) (R
 			gerr = fmt.Errorf("loop: task %s: log: %w", task.ID, err)
 		}
 	}
-	if runErr == nil {
+	if runErr == nil && ran {
 		rc := b.receipt(n, model, task, true, res, started)
 		if len(changed) > 0 && rc.Verdict != "" {
 			rc.Verdict = "fail"

@@ -103,6 +103,7 @@ func Run(ctx context.Context, cfg Config, store TaskStore, runner Runner) (Repor
 // newRun is the engine of a run of a checked cfg; its caller sets its mode.
 func newRun(cfg Config, store TaskStore, runner Runner, strat Strategy, auto bool) *run {
 	r := &run{cfg: cfg, store: store, runner: runner, strategy: strat, m: newMachine(), autoSession: auto}
+	r.pool, _ = runner.(*Pool)
 	r.budget = cfg.Budget
 	if r.budget == nil {
 		r.own = solo{maxIter: cfg.MaxIterations, maxCost: cfg.MaxCost, report: &r.report}
@@ -119,14 +120,18 @@ func newRun(cfg Config, store TaskStore, runner Runner, strat Strategy, auto boo
 // (locked) and the lease (locked), never what the loop writes as it goes
 // (r.iter: a notice of a failed renewal once read it, a data race).
 type run struct {
-	cfg      Config
-	store    TaskStore
-	runner   Runner
-	strategy Strategy
-	receipts ReceiptStore
-	m        *machine
-	note     *notifier
-	prompts  map[string]*Prompt
+	cfg    Config
+	store  TaskStore
+	runner Runner
+	// pool is runner when it is a Pool; workAgent the agent that ran the
+	// last work session, whom the verifier avoids.
+	pool      *Pool
+	workAgent string
+	strategy  Strategy
+	receipts  ReceiptStore
+	m         *machine
+	note      *notifier
+	prompts   map[string]*Prompt
 	// mode is what the run's kind does (modes.go); budget is where it
 	// takes its iterations and cost from (budget.go).
 	mode   mode
@@ -781,6 +786,13 @@ func (r *run) agentTrouble(res RunResult, why string) *stop {
 	case ClassRefused:
 		return stopWith(OutcomeAgentFailed, "the agent refused to run: %s", why)
 	case ClassAuth:
+		if r.pool != nil {
+			// The pool has put the agent out for good: the run goes on
+			// with the next, or takeSlot waits or stops.
+			r.agentStreak--
+			r.note.notice(r.report.Iterations+1, "%s is not logged in, or its credentials were refused%s", orAgent(res.Agent), r.goingOn())
+			return nil
+		}
 		// Not logged in, or a key refused: every retry would be too.
 		s := stopWith(OutcomeAgentFailed, "%s: %s; %s", strings.TrimPrefix(ErrNotLoggedIn.Error(), "loop: "), why, LoginHint)
 		s.cause = ErrNotLoggedIn
@@ -798,6 +810,9 @@ func (r *run) runAgent(ctx context.Context, n int, model string, sess session, t
 	r.recordHead(ctx)
 	started := r.cfg.Now()
 	res, err := r.session(ctx, n, model, sess, task, false)
+	if errors.Is(err, ErrPoolOut) {
+		return res, nil // no session: no receipt
+	}
 	if err != nil {
 		return res, r.runnerErr(ctx, err)
 	}
@@ -843,25 +858,66 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		req.Tools = append([]string(nil), VerifierTools...)
 	}
 	req.Plan = r.planAccess(task, verifier)
-	if r.cfg.RawLogs {
-		agent := r.cfg.Agent
-		if verifier && r.cfg.Verifier != nil {
-			agent = r.cfg.VerifierAgent
+	runner, agent := r.runner, r.cfg.Agent
+	if verifier && r.cfg.Verifier != nil {
+		runner, agent = r.cfg.Verifier, r.cfg.VerifierAgent
+	}
+	var picked *poolAgent
+	if runner == Runner(r.pool) && r.pool != nil {
+		// The verifier's session runs on another agent than the work's.
+		avoid := ""
+		if verifier {
+			avoid = r.workAgent
 		}
+		if picked = r.pool.pick(r.cfg.Now(), avoid); picked == nil {
+			// Every agent went out since the run looked (another
+			// worker's session): a wait for the earliest reset, or the
+			// end, as for a usage limit.
+			return RunResult{Class: ClassUsageLimit, IsError: true, UsageLimit: &UsageLimit{ResetsAt: r.pool.state(r.cfg.Now()).resetsAt}}, ErrPoolOut
+		}
+		runner, agent = picked.Runner, picked.Name
+	}
+	if r.cfg.RawLogs {
 		req.LogPath = filepath.Join(r.cfg.LogDir, r.cfg.Session, RawLogName(r.cfg.Worker, n, verifier, agent))
 		req.LogRoot = logBase(r.cfg.Root, r.cfg.LogDir)
 	}
-	runner := r.runner
-	if verifier && r.cfg.Verifier != nil {
-		runner = r.cfg.Verifier
-	}
 	res, err := runner.Run(ctx, req)
-	if err == nil && res.LogErr != nil {
+	if err != nil {
+		return res, err
+	}
+	if picked != nil {
+		var capped string
+		if res, capped = r.pool.settle(r.cfg.Now(), picked, res); capped != "" {
+			r.note.notice(n, "%s%s", capped, r.goingOn())
+		}
+	}
+	if !verifier {
+		r.workAgent = res.Agent
+	}
+	if res.LogErr != nil {
 		// A raw log cut short (a full disk) or refused (a link planted
 		// there) is said, never silent.
 		r.note.notice(n, "%s", rawLogNotice(req.LogPath, res.LogErr))
 	}
-	return res, err
+	return res, nil
+}
+
+// orAgent is agent's name for a message, "the agent" when unnamed.
+func orAgent(name string) string {
+	if name == "" {
+		return "the agent"
+	}
+	return name
+}
+
+// goingOn says which agent of the run's pool the run goes on with, for a
+// notice that one went out: "; going on with codex", or "" when none is
+// in (the wait or the stop that follows says the rest).
+func (r *run) goingOn() string {
+	if next := r.pool.state(r.cfg.Now()).next; next != "" {
+		return "; going on with " + next
+	}
+	return ""
 }
 
 // receipt is the receipt of a session that started at started.
@@ -896,10 +952,7 @@ func (r *run) receipt(n int, model string, task Task, verifier bool, res RunResu
 func (r *run) record(ctx context.Context, rc Receipt, res *RunResult) {
 	if rc.CostSource == CostUnknown && r.cfg.MaxCost > 0 && !r.unpriced {
 		r.unpriced = true
-		agent := rc.Agent
-		if agent == "" {
-			agent = "the agent"
-		}
+		agent := orAgent(rc.Agent)
 		r.note.send(Note{Kind: NoteNotice, Iteration: rc.Iteration, Message: fmt.Sprintf("%s reported no cost and no price is known for model %q: MaxCost cannot count its sessions", agent, rc.Model), Unpriced: &rc})
 	}
 	r.report.Receipts = append(r.report.Receipts, rc)
@@ -975,6 +1028,19 @@ func (r *run) usageLimit(ctx context.Context, res RunResult) *stop {
 	}
 	if reset.IsZero() {
 		reset = now.Add(DefaultUsageWait)
+	}
+	if r.pool != nil {
+		st := r.pool.state(now)
+		switch {
+		case st.next != "":
+			if res.Agent != "" {
+				r.note.notice(r.report.Iterations+1, "%s hit its usage limit (resets at %s); going on with %s", res.Agent, reset.Format(time.RFC3339), st.next)
+			}
+			return nil
+		case st.end != nil:
+			return st.end
+		}
+		reset = st.resetsAt // the earliest of the agents'
 	}
 	wait := max(reset.Sub(now), time.Second)
 	msg := "usage limit reached; resets at " + reset.Format(time.RFC3339)
