@@ -65,7 +65,9 @@ func (r Recorder) RecordIteration(ctx context.Context, rec loop.IterationRecord)
 // looks at the task. A document that drops boxes or does not parse is
 // refused (ErrLostTasks, a *ParseError): the file is left alone and
 // Refused, when set, is told why; the session's result is the runner's
-// either way. Wrap the agent's runner only, not a verifier's.
+// either way. Only a work session's answer counts (RunRequest.Sandboxed):
+// a read-only verifier session's is never written, whichever runner it
+// reaches.
 type DocumentRunner struct {
 	loop.Runner
 	Store *Store
@@ -77,7 +79,7 @@ type DocumentRunner struct {
 // Run implements loop.Runner.
 func (r *DocumentRunner) Run(ctx context.Context, req loop.RunRequest) (loop.RunResult, error) {
 	res, err := r.Runner.Run(ctx, req)
-	if err != nil || !res.OK() {
+	if err != nil || !res.OK() || !req.Sandboxed {
 		return res, err
 	}
 	text := strings.TrimLeft(res.Text, " \t\r\n\ufeff")

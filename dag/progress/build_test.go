@@ -191,3 +191,34 @@ func TestRecorderRecordIteration(t *testing.T) {
 		t.Errorf("Recent Attempts and Iteration Log (-want +got):\n%s", diff)
 	}
 }
+
+// TestDocumentRunnerVerifier: a read-only verifier session's answer is
+// never written, even when it is a whole document that parses (a
+// verifier that "fixes" the plan, or an agent prompted to).
+func TestDocumentRunnerVerifier(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress.md")
+	if err := os.WriteFile(path, []byte(shop), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := progress.Open(path, progress.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticked := strings.ReplaceAll(shop, "- [ ]", "- [x]")
+	agent := loop.RunnerFunc(func(context.Context, loop.RunRequest) (loop.RunResult, error) {
+		return looptest.Result(ticked), nil
+	})
+	runner := &progress.DocumentRunner{Runner: agent, Store: store, Refused: func(err error) { t.Errorf("refused: %v", err) }}
+	if _, err := runner.Run(t.Context(), loop.RunRequest{Tools: loop.VerifierTools}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != shop {
+		t.Errorf("the verifier's document was written:\n%s", got)
+	}
+	if _, err := runner.Run(t.Context(), loop.RunRequest{Sandboxed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); !strings.Contains(string(got), "- [x] Cart page") {
+		t.Errorf("a work session's document was not written:\n%s", got)
+	}
+}
