@@ -84,7 +84,7 @@ func lookupAgentCLI(name, from string) (agentCLI, error) {
 // have them.
 func agentCLIFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "agent-cli", Usage: "the agent `CLI` to run: " + strings.Join(agentCLINames(), ", "), DefaultText: "$" + envAgentCLI + ", else claude"},
+		&cli.StringFlag{Name: "agent-cli", Usage: "the agent `CLI` to run: " + strings.Join(agentCLINames(), ", ") + "; several, comma-separated, in order of preference: a usage limit, spend limit or refused login moves the run to the next", DefaultText: "$" + envAgentCLI + ", else claude"},
 		&cli.StringFlag{Name: "agent-bin", Usage: "the agent CLI's executable `PATH`", DefaultText: "$RALPH_<CLI> (e.g. $RALPH_CODEX), else the CLI's name on PATH"},
 		&cli.StringFlag{Name: "claude", Usage: "Claude Code's executable `PATH` (as --agent-bin with --agent-cli claude)", DefaultText: "$" + claude.EnvClaude + ", else claude on PATH"},
 		&cli.BoolFlag{Name: "sandbox", Usage: "run the agent, the test gate and --setup in a sandbox: they write only their tree, a temp directory and a scratch copy of the agent's state; .ralph/ and the repository stay read-only (Linux: bubblewrap; macOS: sandbox-exec)"},
@@ -106,20 +106,90 @@ func (a chosenAgent) newRunner(box *sandbox.Boundary) loop.Runner {
 	return a.runner(a.path, box)
 }
 
-// chooseAgent resolves --agent-cli (or $RALPH_AGENT_CLI) and its
-// executable: --agent-bin, --claude for Claude Code, else $RALPH_<CLI>,
-// else the CLI on PATH. A name ralph does not know is a usage error; a
-// missing executable wraps loop.ErrAgentNotFound.
-func chooseAgent(c *cli.Context, cfg appConfig) (chosenAgent, error) {
-	name, from := c.String("agent-cli"), "--agent-cli"
+// agentPool is the agents a command runs (--agent-cli A[,B…]), in order
+// of preference: one, or a loop.Pool of several (DESIGN §16).
+type agentPool []chosenAgent
+
+// chooseAgents resolves --agent-cli (or $RALPH_AGENT_CLI), a name or a
+// comma-separated list of names in order of preference, and each one's
+// executable: --agent-bin (one agent only), --claude for Claude Code,
+// else $RALPH_<CLI>, else the CLI on PATH. A name ralph does not know, or
+// given twice, is a usage error; a missing executable wraps
+// loop.ErrAgentNotFound. Every executable is found before anything runs.
+func chooseAgents(c *cli.Context, cfg appConfig) (agentPool, error) {
+	list, from := c.String("agent-cli"), "--agent-cli"
 	if !c.IsSet("agent-cli") {
-		name, from = cfg.getenv(envAgentCLI), "$"+envAgentCLI
+		list, from = cfg.getenv(envAgentCLI), "$"+envAgentCLI
 	}
-	a, err := lookupAgentCLI(name, from)
-	if err != nil {
-		return chosenAgent{}, &usageError{cmd: "ralph " + c.Command.Name, err: err}
+	usage := func(err error) error { return &usageError{cmd: "ralph " + c.Command.Name, err: err} }
+	var names []agentCLI
+	for name := range strings.SplitSeq(list, ",") {
+		if strings.TrimSpace(name) == "" && strings.Contains(list, ",") {
+			return nil, usage(fmt.Errorf("%s %q: an empty name in the list", from, list))
+		}
+		a, err := lookupAgentCLI(name, from)
+		if err != nil {
+			return nil, usage(err)
+		}
+		if slices.ContainsFunc(names, func(b agentCLI) bool { return b.name == a.name }) {
+			return nil, usage(fmt.Errorf("%s %q: %s is named twice", from, list, a.name))
+		}
+		names = append(names, a)
 	}
-	return resolveAgentBin(c, cfg, a, true)
+	if len(names) > 1 {
+		switch {
+		case strings.TrimSpace(c.String("agent-bin")) != "":
+			return nil, usage(fmt.Errorf("--agent-bin names one executable, but %s names %d agents: give each its $RALPH_<CLI> (e.g. $RALPH_CODEX)", from, len(names)))
+		case strings.TrimSpace(c.String("claude")) != "" && !slices.ContainsFunc(names, func(a agentCLI) bool { return a.name == "claude" }):
+			return nil, usage(fmt.Errorf("--claude names Claude Code's executable, but %s does not name claude", from))
+		}
+	}
+	var pool agentPool
+	for _, a := range names {
+		chosen, err := resolveAgentBin(c, cfg, a, len(names) == 1 || a.name == "claude")
+		if err != nil {
+			return nil, err
+		}
+		pool = append(pool, chosen)
+	}
+	return pool, nil
+}
+
+// names is the pool's --agent-cli: its names, comma-separated.
+func (ap agentPool) names() string {
+	var names []string
+	for _, a := range ap {
+		names = append(names, a.name)
+	}
+	return strings.Join(names, ",")
+}
+
+// has reports whether the pool has agent name.
+func (ap agentPool) has(name string) bool {
+	return slices.ContainsFunc(ap, func(a chosenAgent) bool { return a.name == name })
+}
+
+// runner is the runner of the pool's agents in box (--sandbox): the one
+// agent's, or a loop.Pool over them when there are several or a cost cap
+// per agent (maxCost, 0: none). each, if not nil, is given every agent's
+// own runner first (the verifier's shell), wrap wraps it (the progress
+// file's DocumentRunner).
+func (ap agentPool) runner(box *sandbox.Boundary, maxCost float64, each func(chosenAgent, loop.Runner), wrap func(loop.Runner) loop.Runner) (loop.Runner, error) {
+	var agents []loop.PoolAgent
+	for _, a := range ap {
+		r := a.newRunner(box)
+		if each != nil {
+			each(a, r)
+		}
+		if wrap != nil {
+			r = wrap(r)
+		}
+		agents = append(agents, loop.PoolAgent{Name: a.name, Runner: r})
+	}
+	if len(agents) == 1 && maxCost == 0 {
+		return agents[0].Runner, nil
+	}
+	return loop.NewPool(maxCost, agents...)
 }
 
 // resolveAgentBin finds a's executable; withFlags says whether --agent-bin
@@ -186,22 +256,23 @@ func giveVerifierShell(cfg appConfig, root string, verifier chosenAgent, runner 
 	fmt.Fprintf(cfg.stderr, "ralph: %s\n", agentproc.NoVerifierShell(verifier.name, err))
 }
 
-// findAgent resolves the agent (chooseAgent), prints the API-key notice
-// when it is Claude Code, and returns its Runner (in its sandbox's
-// boundary with --sandbox).
-func findAgent(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop.Runner, chosenAgent, error) {
-	a, err := chooseAgent(c, cfg)
+// findAgents resolves the agents (chooseAgents), prints the API-key
+// notice when Claude Code is one, and returns their runner (runner: in
+// its sandbox's boundary with --sandbox).
+func findAgents(c *cli.Context, cfg appConfig, root string, useAPIKey bool) (loop.Runner, agentPool, error) {
+	agents, err := chooseAgents(c, cfg)
 	if err != nil {
-		return nil, a, err
+		return nil, nil, err
 	}
-	if a.name == "claude" {
+	if agents.has("claude") {
 		apiKeyNotice(cfg, useAPIKey)
 	}
-	box, err := a.boundary(root)
+	box, err := agents[0].boundary(root)
 	if err != nil {
-		return nil, a, err
+		return nil, nil, err
 	}
-	return a.newRunner(box), a, nil
+	runner, err := agents.runner(box, 0, nil, nil)
+	return runner, agents, err
 }
 
 // apiKeyNotice prints what happens to ANTHROPIC_API_KEY and

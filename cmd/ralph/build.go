@@ -50,6 +50,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.StringFlag{Name: "final-cmd", Usage: "final check: shell command `C` run once the plan is complete; a failure adds a task to make it pass (at most 3 times, then exit 3)"},
 			&cli.BoolFlag{Name: "commit", Usage: "commit all changes after each finished task (needs a git repository)"},
 			&cli.Float64Flag{Name: "max-cost", Usage: "stop before an iteration once this run has spent `USD` (0: no budget)"},
+			&cli.Float64Flag{Name: "max-cost-per-agent", Usage: "with several --agent-cli: an agent whose sessions have cost `USD` in this run is out, the next goes on; every agent at its cap stops the run (exit 9) (0: no cap)"},
 			&cli.StringFlag{Name: "on-usage-limit", Value: string(loop.UsageLimitWait), Usage: "on a usage limit, `POLICY`: wait for the reset, or stop (exit 10)"},
 			&cli.DurationFlag{Name: "max-wait", Value: loop.DefaultMaxWait, Usage: "longest usage-limit wait, a `DURATION`; a later reset stops the run"},
 			&cli.BoolFlag{Name: "use-api-key", Usage: "keep the API key in the agent's environment (per-token billing): ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN for Claude Code, OPENAI_API_KEY and CODEX_API_KEY for Codex"},
@@ -68,27 +69,29 @@ func buildCommand(cfg appConfig) *cli.Command {
 	}
 }
 
-// buildAgents resolves the work agent (--agent-cli) and the verifier's
-// (--verify-agent-cli, the work agent when not given).
-func buildAgents(c *cli.Context, cfg appConfig) (agent, verifier chosenAgent, err error) {
-	// Both names are checked before either executable is looked for.
+// buildAgents resolves the work agents (--agent-cli) and the verifier's
+// (--verify-agent-cli; none when not given: the loop's verifier is then
+// the work agent, or with several agents another of them).
+func buildAgents(c *cli.Context, cfg appConfig) (agents agentPool, verifier *chosenAgent, err error) {
+	// Every name is checked before any executable is looked for.
 	var v agentCLI
 	name := strings.TrimSpace(c.String("verify-agent-cli"))
 	if name != "" {
 		if v, err = lookupAgentCLI(name, "--verify-agent-cli"); err != nil {
-			return agent, verifier, &usageError{cmd: "ralph build", err: err}
+			return nil, nil, &usageError{cmd: "ralph build", err: err}
 		}
 	}
-	if agent, err = chooseAgent(c, cfg); err != nil {
-		return agent, verifier, err
+	if agents, err = chooseAgents(c, cfg); err != nil {
+		return nil, nil, err
 	}
-	verifier = agent
-	if name != "" && name != agent.name {
-		if verifier, err = resolveAgentBin(c, cfg, v, false); err != nil {
-			return agent, verifier, fmt.Errorf("the verifier: %w", err)
-		}
+	if name == "" || (len(agents) == 1 && name == agents[0].name) {
+		return agents, nil, nil
 	}
-	return agent, verifier, nil
+	chosen, err := resolveAgentBin(c, cfg, v, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the verifier: %w", err)
+	}
+	return agents, &chosen, nil
 }
 
 // buildUsage is a usage error of ralph build.
@@ -116,6 +119,8 @@ func checkBuildFlags(c *cli.Context) error {
 		return buildUsage("--remote needs the name of a git remote (git remote -v lists them)")
 	case c.IsSet("verify-agent-cli") && !c.Bool("verify"):
 		return buildUsage("--verify-agent-cli goes with --verify")
+	case c.Float64("max-cost-per-agent") < 0:
+		return buildUsage("--max-cost-per-agent %v: want 0 (no cap) or more", c.Float64("max-cost-per-agent"))
 	case c.IsSet("base") && strings.TrimSpace(c.String("base")) == "":
 		return buildUsage("--base needs the name of a branch")
 	case c.IsSet("remote") && progressFile != "":
@@ -186,11 +191,11 @@ func build(c *cli.Context, cfg appConfig) (err error) {
 		return err
 	}
 	// The agents must exist before anything is claimed.
-	agent, verifier, err := buildAgents(c, cfg)
+	agents, verifier, err := buildAgents(c, cfg)
 	if err != nil {
 		return agentsMissing(c, cfg, lc, store, err)
 	}
-	runner, view, err := buildRunners(c, cfg, p, &lc, store, agent, verifier)
+	runner, view, err := buildRunners(c, cfg, p, &lc, store, agents, verifier)
 	if err != nil {
 		return err
 	}
@@ -247,9 +252,10 @@ func checkScope(ctx context.Context, store loop.TaskStore, scope loop.Scope) err
 }
 
 // buildRunners sets in lc what the agents need (RALPH_BIN, the sandbox,
-// the verifier's runner); it returns the work agent's runner and the view
-// that prints the run, which every session's result passes through.
-func buildRunners(c *cli.Context, cfg appConfig, p project, lc *loop.Config, store loop.TaskStore, agent, verifier chosenAgent) (loop.Runner, *buildView, error) {
+// the verifier's runner); it returns the work agents' runner (a loop.Pool
+// of several) and the view that prints the run, which every session's
+// result passes through. verifier is --verify-agent-cli's, if given.
+func buildRunners(c *cli.Context, cfg appConfig, p project, lc *loop.Config, store loop.TaskStore, agents agentPool, verifier *chosenAgent) (loop.Runner, *buildView, error) {
 	var err error
 	if lc.RalphBin, err = ralphBin(); err != nil {
 		if lc.ClaimMode == loop.ClaimAgent {
@@ -257,33 +263,44 @@ func buildRunners(c *cli.Context, cfg appConfig, p project, lc *loop.Config, sto
 		}
 		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
 	}
-	if agent.name == "claude" || (lc.Verify && verifier.name == "claude") {
+	if agents.has("claude") || (lc.Verify && verifier != nil && verifier.name == "claude") {
 		apiKeyNotice(cfg, lc.UseAPIKey)
 	}
 	sweepLeftovers(c.Context, cfg)
 	// With --sandbox, what agents and gates may write is decided here,
 	// once, before any of them runs (ARCHITECTURE.md §7).
-	box, err := agent.boundary(p.root)
+	box, err := agents[0].boundary(p.root)
 	if err != nil {
 		return nil, nil, err
 	}
 	lc.Commands = &agentproc.Commands{Sandbox: box}
-	runner := agent.newRunner(box)
-	lc.Agent = agent.name
-	verifies := runner
-	if verifier.path != agent.path || verifier.name != agent.name {
+	lc.Agent = agents[0].name
+	if verifier != nil {
 		lc.Verifier, lc.VerifierAgent = verifier.newRunner(box), verifier.name
-		verifies = lc.Verifier
-	}
-	if lc.Verify {
-		giveVerifierShell(cfg, p.root, verifier, verifies, box)
+		if lc.Verify {
+			giveVerifierShell(cfg, p.root, *verifier, lc.Verifier, box)
+		}
 	}
 	view := newBuildView(cfg.stdout)
 	view.logDir = p.rel(lc.LogDir)
+	view.pooled = len(agents) > 1
+	// Without --verify-agent-cli the work agents verify too (each one
+	// another's work, when there are several).
+	var each func(chosenAgent, loop.Runner)
+	if lc.Verify && verifier == nil {
+		each = func(a chosenAgent, r loop.Runner) { giveVerifierShell(cfg, p.root, a, r, box) }
+	}
+	var wrap func(loop.Runner) loop.Runner
 	if ps, ok := store.(progress.Recorder); ok {
-		runner = &progress.DocumentRunner{Runner: runner, Store: ps.Store, Refused: func(err error) {
-			view.warn("the agent's updated progress file was not written: %v", err)
-		}}
+		wrap = func(r loop.Runner) loop.Runner {
+			return &progress.DocumentRunner{Runner: r, Store: ps.Store, Refused: func(err error) {
+				view.warn("the agent's updated progress file was not written: %v", err)
+			}}
+		}
+	}
+	runner, err := agents.runner(box, c.Float64("max-cost-per-agent"), each, wrap)
+	if err != nil {
+		return nil, nil, err
 	}
 	lc.Observer = view
 	return runner, view, nil
@@ -535,6 +552,9 @@ type buildView struct {
 	// board, set when stdout is a terminal, shows the workers one line
 	// each instead.
 	board *board
+	// pooled: the build runs several agents (--agent-cli A,B); each
+	// session's footer names its agent.
+	pooled bool
 }
 
 // worker returns the view of worker w (v itself without workers).
@@ -550,7 +570,7 @@ func (v *buildView) worker(w string) *buildView {
 	s := v.sub[w]
 	if s == nil {
 		pw := &prefixWriter{w: v.w, prefix: "[" + w + "] "}
-		s = &buildView{w: pw, view: claude.NewFormatter(pw)}
+		s = &buildView{w: pw, view: claude.NewFormatter(pw), pooled: v.pooled}
 		v.sub[w] = s
 	}
 	return s
@@ -662,6 +682,9 @@ func (v *buildView) print(n loop.Note) {
 // session's own result (the receipt's note carries it), else one rebuilt
 // from r; a verifier's verdict first.
 func (v *buildView) footer(r loop.Receipt, res *loop.RunResult) {
+	if v.pooled && r.Agent != "" {
+		fmt.Fprintf(v.w, "-- agent: %s\n", r.Agent)
+	}
 	if r.Mode == string(loop.ModeVerify) {
 		fmt.Fprintf(v.w, "-- verifier: %s\n", orDash(r.Verdict))
 	}

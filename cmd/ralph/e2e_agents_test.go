@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -451,4 +452,131 @@ func TestE2EOpenCodePermissionRefused(t *testing.T) {
 	if got := e.show("t-1").Status; got != "pending" {
 		t.Errorf("t-1 is %s, want pending", got)
 	}
+}
+
+// TestE2EAgentPool: `ralph build --agent-cli claude,codex` with the real
+// CLIs. Claude Code, logged in to a subscription, meets its usage limit
+// on the first session; the build goes on with Codex at once and
+// finishes the plan, no wait, and the receipts and raw streams name
+// both. With --max-cost-per-agent, Codex's first session spends its cap
+// (its cost estimated from the tokens) and Claude Code does the rest.
+func TestE2EAgentPool(t *testing.T) {
+	var claudeKit, codexKit agentKit
+	for _, k := range agentKits {
+		switch k.name {
+		case "claude":
+			claudeKit = k
+		case "codex":
+			codexKit = k
+		}
+	}
+	t.Run("usage limit", func(t *testing.T) {
+		reset := time.Now().Add(2 * time.Hour).Unix()
+		api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply {
+			return claudetest.Reply{Status: 429,
+				Body: `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your account's rate limit. Please try again later."}}`,
+				Header: map[string]string{
+					"anthropic-ratelimit-unified-status":               "rejected",
+					"anthropic-ratelimit-unified-reset":                strconv.FormatInt(reset, 10),
+					"anthropic-ratelimit-unified-representative-claim": "five_hour",
+				}}
+		})
+		// A subscription's login (no API key: ralph keeps it from the
+		// agent without --use-api-key); Codex's key is its provider's.
+		env := append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t), claudetest.IsSandbox, "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-not-a-token")
+		e := newProject(t, append(env, codexKit.serve(t, appendTask(""))...))
+		e.chain3()
+		start := time.Now()
+		r := e.run("build", "--agent-cli", "claude,codex")
+		t.Logf("claude's usage limit, then codex: 3 tasks in %v", time.Since(start).Round(time.Millisecond))
+		if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
+			t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		want := "claude hit its usage limit (resets at " + time.Unix(reset, 0).UTC().Format(time.RFC3339) + "); going on with codex"
+		if !strings.Contains(r.stdout+r.stderr, want) || strings.Contains(r.stdout, "waiting until") {
+			t.Errorf("the build does not say %q, or it waited:\nstdout:\n%s\nstderr:\n%s", want, r.stdout, r.stderr)
+		}
+		if diff := cmp.Diff("t-3\nt-2\nt-1\n", e.read("order.txt")); diff != "" {
+			t.Errorf("order the tasks ran in (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"claude:build", "codex:build", "codex:build", "codex:build"}, e.receiptsAgents()); diff != "" {
+			t.Errorf("receipts (-want +got):\n%s", diff)
+		}
+		if st := e.ok("status"); !strings.Contains(st, "codex") || !strings.Contains(st, "claude") {
+			t.Errorf("ralph status does not name both agents:\n%s", st)
+		}
+		for _, name := range []string{"iter-1.ndjson", "iter-1-codex.ndjson"} {
+			if logs, _ := filepath.Glob(filepath.Join(e.dir, ".ralph", "logs", "*", name)); len(logs) != 1 {
+				t.Errorf("raw stream %s: found %v", name, logs)
+			}
+		}
+	})
+	t.Run("workers", func(t *testing.T) {
+		// The pool is the build's: the first worker to meet Claude
+		// Code's limit moves both workers to Codex.
+		api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply {
+			return claudetest.Reply{Status: 429,
+				Body: `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your account's rate limit."}}`,
+				Header: map[string]string{"anthropic-ratelimit-unified-status": "rejected",
+					"anthropic-ratelimit-unified-reset": strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)}}
+		})
+		env := append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t), claudetest.IsSandbox, "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-not-a-token")
+		e := newProject(t, append(env, codexKit.serve(t, func(n int, last, user string) cliStep {
+			if n == 0 {
+				return cliStep{shell: `echo "$RALPH_TASK_ID"; echo work > "$RALPH_TASK_ID.txt"`}
+			}
+			id := taskIDPattern.FindString(last)
+			return cliStep{text: "Wrote " + id + ".txt.\n<task-done>" + id + "</task-done>"}
+		})...))
+		commitProject(t, e.dir)
+		e.ok("task", "add", "Left")                                               // t-1
+		e.ok("task", "add", "Right")                                              // t-2
+		e.ok("task", "add", "Both", "--blocked-by", "t-1", "--blocked-by", "t-2") // t-3
+		r := e.run("build", "--agent-cli", "claude,codex", "--workers", "2")
+		if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
+			t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		var st statusJSON
+		if err := json.Unmarshal([]byte(e.ok("status", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		var limited, worked int
+		for _, rc := range st.Receipts {
+			switch {
+			case rc.Agent == "claude" && rc.ExitReason == "usage_limit":
+				limited++
+			case rc.Agent == "codex" && rc.ExitReason == "success":
+				worked++
+			default:
+				t.Errorf("receipt of %s ended %s", rc.Agent, rc.ExitReason)
+			}
+		}
+		// Each worker may have started Claude Code before the other's
+		// session met the limit; none after.
+		if limited < 1 || limited > 2 || worked != 3 {
+			t.Errorf("%d claude sessions limited and %d codex sessions done, want 1 or 2 and 3", limited, worked)
+		}
+		out, err := exec.Command("git", "-C", e.dir, "log", "--format=%(trailers:key=Ralph-Task,valueonly)", "ralph/integration").CombinedOutput()
+		if got := strings.Fields(string(out)); err != nil || len(got) != 3 {
+			t.Errorf("landed %v (%v); want t-1, t-2, t-3 once each", got, err)
+		}
+	})
+	t.Run("cost cap", func(t *testing.T) {
+		env := append(claudeKit.serve(t, appendTask("")), codexKit.serve(t, appendTask(""))...)
+		e := newProject(t, env)
+		e.chain3()
+		// A Codex session of the fake API's tokens is estimated at
+		// $0.0224, a Claude Code one costs $0.0057: $0.02 is one Codex
+		// session, and more than two of Claude Code's.
+		r := e.run("build", "--agent-cli", "codex,claude", "--use-api-key", "--max-cost-per-agent", "0.02")
+		if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
+			t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stdout+r.stderr, "codex reached its cost cap") || !strings.Contains(r.stdout, "going on with claude") || !strings.Contains(r.stdout, "-- agent: claude") {
+			t.Errorf("the build does not say codex reached its cap and claude went on:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		}
+		if diff := cmp.Diff([]string{"codex:build", "claude:build", "claude:build"}, e.receiptsAgents()); diff != "" {
+			t.Errorf("receipts (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -374,6 +374,9 @@ func TestServeTaskPage(t *testing.T) {
 	if n := servetest.Eval[int](t, ctx, `document.querySelectorAll('#receipts tbody tr').length`); n != receipts {
 		t.Errorf("%d receipt rows, want %d", n, receipts)
 	}
+	if agents := servetest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#receipts tbody td.agent')].map(td => td.textContent)`); !slices.Equal(agents, []string{"claude", "claude"}) {
+		t.Errorf("the receipts' agents read %q, want claude twice", agents)
+	}
 	links := servetest.Eval[[]string](t, ctx, `[...document.querySelectorAll('#raw-logs a[href^="/logs/"]')].map(a => a.getAttribute('href'))`)
 	if len(links) != 2 {
 		t.Errorf("raw-log links %q, want one per session of lex (2)", links)

@@ -148,11 +148,11 @@ func plan(c *cli.Context, cfg appConfig) (err error) {
 		return err
 	}
 
-	runner, agent, err := findAgent(c, cfg, p.root, lc.UseAPIKey)
+	runner, agents, err := findAgents(c, cfg, p.root, lc.UseAPIKey)
 	if err != nil {
 		return err
 	}
-	lc.Agent = agent.name
+	lc.Agent = agents[0].name
 	// The planner adds tasks through $RALPH_BIN: without it, it cannot.
 	if lc.RalphBin, err = ralphBin(); err != nil {
 		return fmt.Errorf("plan mode needs the path of the ralph binary for the agent: %w", err)

@@ -73,11 +73,11 @@ func promptRun(c *cli.Context, cfg appConfig) (err error) {
 	lc.Commit = c.Bool("commit")
 	agentConfig(c, cfg, p, &lc)
 
-	runner, agent, err := findAgent(c, cfg, p.root, lc.UseAPIKey)
+	runner, agents, err := findAgents(c, cfg, p.root, lc.UseAPIKey)
 	if err != nil {
 		return err
 	}
-	lc.Agent = agent.name
+	lc.Agent = agents[0].name
 	if lc.RalphBin, err = ralphBin(); err != nil {
 		fmt.Fprintf(cfg.stderr, "ralph: warning: RALPH_BIN is not set for the agent: %v\n", err)
 	}

@@ -583,7 +583,7 @@
     const blockers = d.blockers.length ? d.blockers.map((b) => `<li data-id="${esc(b.id)}">${ref(b)}${b.summary ? `<span class="summary">${esc(b.summary)}</span>` : ""}</li>`).join("") : `<li class="empty">None.</li>`;
     const children = d.children.length ? `<h2>Children</h2><ul id="children">${d.children.map((c) => `<li data-id="${esc(c.id)}">${ref(c)}</li>`).join("")}</ul>` : "";
     const history = d.history.map((h) => `<li data-kind="${esc(h.kind)}"><time>${esc(when(h.at))}</time> <span class="kind">${esc(h.kind)}</span> <span class="actor">${esc(h.actor)}</span>: ${esc(h.message)}</li>`).join("");
-    const receipts = d.receipts.map((r) => `<tr><td>${esc(r.session)}</td><td class="num">${r.iteration}</td><td>${esc(r.mode)}</td><td>${esc(r.worker || "")}</td><td>${esc(r.model)}</td>` +
+    const receipts = d.receipts.map((r) => `<tr><td>${esc(r.session)}</td><td class="num">${r.iteration}</td><td>${esc(r.mode)}</td><td>${esc(r.worker || "")}</td><td class="agent">${esc(r.agent || "")}</td><td>${esc(r.model)}</td>` +
       `<td class="num">${(r.input_tokens + r.cache_read_tokens + r.cache_write_tokens).toLocaleString()}</td><td class="num">${r.output_tokens.toLocaleString()}</td>` +
       `<td class="num">${money(r.cost_usd)}${r.cost_source === "estimated" ? " (est.)" : ""}</td><td class="num">${r.turns}</td><td>${esc(r.exit_reason)}</td><td>${esc(r.verdict || "")}</td><td>${esc((r.result || "").replaceAll("_", " "))}</td></tr>`).join("");
     const raws = d.raw_logs.length ? d.raw_logs.map((l) => `<li><a href="${esc(l.url)}" target="_blank" rel="noopener">${esc(l.session)}/${esc(l.name)}</a></li>`).join("") : `<li class="empty">None.</li>`;
@@ -595,7 +595,7 @@
       `<h2>Description</h2><div class="description">${esc(t.description || "(none)")}</div>` + parent +
       `<h2>Blockers</h2><ul id="blockers">${blockers}</ul>` + children +
       `<h2>History</h2><ol id="history">${history || '<li class="empty">Nothing yet.</li>'}</ol>` +
-      `<h2>Receipts</h2><table id="receipts"><thead><tr><th>session</th><th>iter</th><th>mode</th><th>worker</th><th>model</th><th>in</th><th>out</th><th>cost</th><th>turns</th><th>exit</th><th>verdict</th><th>iteration</th></tr></thead><tbody>${receipts}</tbody></table>` +
+      `<h2>Receipts</h2><table id="receipts"><thead><tr><th>session</th><th>iter</th><th>mode</th><th>worker</th><th>agent</th><th>model</th><th>in</th><th>out</th><th>cost</th><th>turns</th><th>exit</th><th>verdict</th><th>iteration</th></tr></thead><tbody>${receipts}</tbody></table>` +
       `<h2>Raw streams</h2><ul id="raw-logs">${raws}</ul>`;
   }
 
