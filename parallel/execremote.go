@@ -34,6 +34,15 @@ func (g *ExecGit) CheckRemote(ctx context.Context, remote string) error {
 	return nil
 }
 
+// RemoteURL is the URL remote pushes to (git remote get-url --push).
+func (g *ExecGit) RemoteURL(ctx context.Context, remote string) (string, error) {
+	if err := g.CheckRemote(ctx, remote); err != nil {
+		return "", err
+	}
+	out, err := g.run(ctx, g.Root, nil, "remote", "get-url", "--push", remote)
+	return strings.TrimSpace(out), err
+}
+
 // trackingRef is where Fetch keeps branch ref of remote:
 // refs/remotes/<remote>/<branch>.
 func trackingRef(remote, ref string) string {

@@ -62,7 +62,7 @@ func buildCommand(cfg appConfig) *cli.Command {
 			&cli.BoolFlag{Name: "accept-tip", Usage: "with workers, or a plan that has an integration branch: accept the integration branch as it is now where it is not where ralph last put it (someone moved, rewound or deleted it; a deleted one is made again from HEAD): the tasks whose landed work it lacks go back to pending, and the build goes on from it"},
 			otelFlag(),
 			notifyFlag(),
-		}, append(agentCLIFlags(),
+		}, append(append(agentCLIFlags(), prFlags()...),
 			&cli.StringFlag{Name: "verify-agent-cli", Usage: "with --verify: another agent `CLI` checks the work (" + strings.Join(agentCLINames(), ", ") + "), read-only in its own way; its executable is $RALPH_<CLI>, else its name on PATH", DefaultText: "the --agent-cli"},
 		)...),
 		Action: func(c *cli.Context) error { return build(c, cfg) },
@@ -169,6 +169,10 @@ func build(c *cli.Context, cfg appConfig) (err error) {
 	if err := checkBuildFlags(c); err != nil {
 		return err
 	}
+	pr, err := prepPR(c, cfg, p)
+	if err != nil {
+		return err
+	}
 	lc := buildConfig(c, cfg, p)
 	store, closeStore, err := openBuildStore(c, cfg, p, c.String("progress"))
 	if err != nil {
@@ -190,6 +194,7 @@ func build(c *cli.Context, cfg appConfig) (err error) {
 	if run.notify, err = newNotifier(c, cfg, p, loop.RunKindBuild); err != nil {
 		return err
 	}
+	run.issues = issueComments(c.Context, cfg, store)
 	// The agents must exist before anything is claimed.
 	agents, verifier, err := buildAgents(c, cfg)
 	if err != nil {
@@ -206,7 +211,14 @@ func build(c *cli.Context, cfg appConfig) (err error) {
 		return err
 	}
 	if workers > 0 {
-		return buildParallel(c, cfg, p, lc, workers, store, runner, view, run)
+		rep, err := buildParallel(c, cfg, p, lc, workers, store, runner, view, run)
+		if pr == nil || err != nil {
+			return err
+		}
+		return pr.finish(c.Context, cfg, store, lc.Scope, rep, func(context.Context) (*parallel.Report, error) {
+			rep, err := buildParallel(c, cfg, p, lc, workers, store, runner, view, run)
+			return &rep, err
+		})
 	}
 	return buildSolo(c, cfg, p, lc, store, runner, view, run)
 }
@@ -331,6 +343,8 @@ func checkWorkers(c *cli.Context, lc loop.Config, workers int) error {
 		return buildUsage("--remote goes with --workers (or a plan that has an integration branch): only the integration branch lives on the remote")
 	case c.IsSet("base") && workers == 0:
 		return buildUsage("--base goes with --workers (or a plan that has an integration branch): it names the branch the integration branch follows")
+	case c.Bool("pr") && workers == 0:
+		return buildUsage("--pr goes with --workers (or a plan that has an integration branch): the pull request carries the integration branch")
 	case c.Bool("accept-tip") && workers == 0:
 		return buildUsage("--accept-tip goes with --workers (or a plan that has an integration branch): it accepts the integration branch's tip")
 	case workers > 0:
@@ -365,7 +379,7 @@ func buildSolo(c *cli.Context, cfg appConfig, p project, lc loop.Config, store l
 // board on a terminal), and prints its end (printParallel). The traces
 // get the run's own session_end (the workers send theirs), which ends
 // the run span.
-func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, workers int, store loop.TaskStore, runner loop.Runner, view *buildView, run *runRecord) error {
+func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, workers int, store loop.TaskStore, runner loop.Runner, view *buildView, run *runRecord) (parallel.Report, error) {
 	view.workers = true
 	if claude.IsTerminal(rawOut(cfg.stdout)) {
 		view.board = newBoard(rawOut(cfg.stdout), cfg.now, cfg.getenv)
@@ -384,15 +398,15 @@ func buildParallel(c *cli.Context, cfg appConfig, p project, lc loop.Config, wor
 	if err != nil {
 		switch {
 		case errors.Is(err, loop.ErrConfig):
-			return configError("ralph build", err)
+			return rep, configError("ralph build", err)
 		case errors.Is(err, parallel.ErrInto), errors.Is(err, parallel.ErrNoSettings), errors.Is(err, parallel.ErrNoLandings):
-			return intoError(err)
+			return rep, intoError(err)
 		case rep.Outcome == loop.OutcomeError:
-			return err
+			return rep, err
 		}
 		fmt.Fprintf(cfg.stderr, "ralph: warning: %v\n", err)
 	}
-	return printParallel(cfg, p, lc.LogDir, rep)
+	return rep, printParallel(cfg, p, lc.LogDir, rep)
 }
 
 // printParallel prints the end of a parallel build: the session log, the

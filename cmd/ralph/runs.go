@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ralph-dev/ralph/dag"
+	"github.com/ralph-dev/ralph/forge"
 	"github.com/ralph-dev/ralph/loop"
 	"github.com/ralph-dev/ralph/notify"
 )
@@ -41,6 +42,9 @@ type runRecord struct {
 	// notify tells the --notify targets of the run's events and its end
 	// (nil: none).
 	notify *notify.Notifier
+	// issues comments on the GitHub issues of the tasks the run moves
+	// (nil: the plan has none, or no token).
+	issues *forge.IssueComments
 	// rep is the run's report, once there is one; into the integration
 	// branch of a parallel build.
 	rep  *loop.Report
@@ -58,6 +62,9 @@ func (r *runRecord) observe(obs loop.Observer) loop.Observer {
 		r.once.Do(r.begin)
 		obs.Observe(n)
 		r.notify.Observe(n)
+		if r.issues != nil {
+			r.issues.Observe(n)
+		}
 	})
 }
 
@@ -135,11 +142,16 @@ const notifyWait = 15 * time.Second
 
 // closeNotify delivers the notifications still queued, within notifyWait.
 func (r *runRecord) closeNotify() {
+	ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
+	defer cancel()
+	if r.issues != nil {
+		if err := r.issues.Close(ctx); err != nil {
+			fmt.Fprintf(r.cfg.stderr, "ralph: warning: gave up commenting on GitHub issues: %v\n", err)
+		}
+	}
 	if r.notify == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
-	defer cancel()
 	if err := r.notify.Close(ctx); err != nil {
 		fmt.Fprintf(r.cfg.stderr, "ralph: warning: %v\n", err)
 	}

@@ -189,10 +189,11 @@ func taskCommand(cfg appConfig) *cli.Command {
 			},
 			{
 				Name:      "import",
-				Usage:     "add the tasks of a JSON Lines file (or a markdown checklist), all or nothing",
-				ArgsUsage: "FILE|-",
-				Flags:     []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "print what would be added; change nothing"}},
-				Action:    notServed(cfg, withStore(cfg, taskImport(cfg))),
+				Usage:     "add the tasks of a JSON Lines file (or a markdown checklist), all or nothing; or the open issues of a GitHub repository",
+				ArgsUsage: "FILE|-|github:OWNER/REPO",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "print what would be added; change nothing"},
+					&cli.StringFlag{Name: "label", Usage: "with github:OWNER/REPO: only the open issues that have label `L` (and what they need: open blockers, sub-issues)"}},
+				Action: notServed(cfg, withStore(cfg, taskImport(cfg))),
 			},
 			{
 				Name:   "export",
@@ -593,6 +594,12 @@ func taskImport(cfg appConfig) storeAction {
 			return err
 		}
 		name, in := a[0], cfg.stdin
+		if strings.HasPrefix(name, "github:") {
+			return importGitHub(c, cfg, st, name)
+		}
+		if c.IsSet("label") {
+			return &usageError{cmd: "ralph task import", err: errors.New("--label goes with github:OWNER/REPO")}
+		}
 		if name != "-" {
 			f, err := os.Open(name)
 			if err != nil {
