@@ -228,7 +228,7 @@ func (b *buildMode) iteration(ctx context.Context) (counted bool, s *stop) {
 		return false, s
 	}
 	if res.Class == ClassUsageLimit {
-		b.releaseHeld(ctx, "usage limit: waiting for reset")
+		b.releaseHeld(ctx, b.limitReason())
 		b.endIteration(a.n, task, a.model, IterUsageLimit, "")
 		return false, b.usageLimit(ctx, res)
 	}
@@ -647,7 +647,7 @@ func (b *buildMode) verify(ctx context.Context, a attempt, agentText string) jud
 	case res.Class == ClassCancelled || ctx.Err() != nil:
 		return trouble("", b.checkCancel(ctx))
 	case res.Class == ClassUsageLimit:
-		b.releaseHeld(ctx, "usage limit: waiting for reset")
+		b.releaseHeld(ctx, b.limitReason())
 		return judgement{result: judgedUsageLimit, why: "verifier hit the usage limit", limited: &res}
 	case !res.OK():
 		// The verifier could not judge: agent trouble, not the task's fault.

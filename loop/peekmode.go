@@ -77,7 +77,7 @@ func (p *peekMode) iteration(ctx context.Context) (counted bool, s *stop) {
 		return false, r.checkCancel(ctx)
 	}
 	if res.Class == ClassUsageLimit {
-		r.releaseAgent(ctx, "usage limit: waiting for reset")
+		r.releaseAgent(ctx, r.limitReason())
 		r.endIteration(n, Task{}, model, IterUsageLimit, "")
 		return false, r.usageLimit(ctx, res)
 	}

@@ -237,3 +237,14 @@ func (p *Pool) endStop() *stop {
 	s.cause = ErrNotLoggedIn
 	return s
 }
+
+// limitReason is why a run releases its claim after a usage limit: to go
+// on with its pool's next agent, or to wait for the reset.
+func (r *run) limitReason() string {
+	if r.pool != nil {
+		if next := r.pool.state(r.cfg.Now()).next; next != "" {
+			return "usage limit: going on with " + next
+		}
+	}
+	return "usage limit: waiting for reset"
+}

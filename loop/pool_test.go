@@ -2,6 +2,7 @@ package loop_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -92,6 +93,10 @@ func TestPoolUsageLimit(t *testing.T) {
 			a, _ := store.Get(t.Context(), "a")
 			if a.RetryCount != 0 {
 				t.Errorf("a's retry count is %d: a usage limit is not a retry", a.RetryCount)
+			}
+			history, _ := store.Logs(t.Context(), "a")
+			if !slices.ContainsFunc(history, func(l loop.LogEntry) bool { return l.Message == "usage limit: going on with codex" }) {
+				t.Errorf("a's history does not say the run went on with codex: %+v", history)
 			}
 			noneInProgress(t, store)
 		})
