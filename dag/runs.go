@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -13,15 +14,19 @@ var _ loop.RunRecorder = (*Store)(nil)
 
 // runCols are the columns scanRun reads, in order.
 const runCols = `seq, kind, holder_host, holder_pid, holder_start, started_at, ended_at, outcome, exit_code,
-	done, failed, remaining, cost_usd, agents, integration_tip, version`
+	done, failed, remaining, cost_usd, agents, integration_tip, version, agent_names`
 
 func scanRun(r scanner) (loop.RunRecord, error) {
 	var rr loop.RunRecord
 	var kind, outcome string
 	var started, ended int64
 	var code sql.NullInt64
+	var names string
 	err := r.Scan(&rr.ID, &kind, &rr.Holder.Host, &rr.Holder.PID, &rr.Holder.Start, &started, &ended, &outcome, &code,
-		&rr.Done, &rr.Failed, &rr.Remaining, &rr.CostUSD, &rr.Agents, &rr.IntegrationTip, &rr.Version)
+		&rr.Done, &rr.Failed, &rr.Remaining, &rr.CostUSD, &rr.Agents, &rr.IntegrationTip, &rr.Version, &names)
+	if names != "" {
+		rr.AgentNames = strings.Split(names, ",")
+	}
 	rr.Kind, rr.Outcome = loop.RunKind(kind), loop.Outcome(outcome)
 	rr.StartedAt, rr.EndedAt = fromNanos(started), fromNanos(ended)
 	if code.Valid {
@@ -52,9 +57,9 @@ func (s *Store) EndRun(ctx context.Context, id int64, end loop.RunEnd) error {
 	}
 	return s.writeNoTask(ctx, func(t *txn) error {
 		res, err := t.exec(`UPDATE runs SET ended_at = ?, outcome = ?, exit_code = ?, done = ?, failed = ?, remaining = ?,
-			cost_usd = ?, agents = ?, integration_tip = ? WHERE seq = ? AND outcome = ?`,
+			cost_usd = ?, agents = ?, integration_tip = ?, agent_names = ? WHERE seq = ? AND outcome = ?`,
 			t.now, string(end.Outcome), end.ExitCode, end.Done, end.Failed, end.Remaining,
-			end.CostUSD, end.Agents, end.IntegrationTip, id, string(loop.RunRunning))
+			end.CostUSD, end.Agents, end.IntegrationTip, strings.Join(end.AgentNames, ","), id, string(loop.RunRunning))
 		if err != nil {
 			return err
 		}

@@ -60,6 +60,10 @@ type RunRecord struct {
 	// (verifier sessions included).
 	CostUSD float64
 	Agents  int
+	// AgentNames are the agent CLIs the sessions ran on, in the order
+	// they first ran ("claude", "codex": a pool that moved on); none
+	// before the run ends.
+	AgentNames []string
 	// IntegrationTip is the integration branch's tip at the end of a build
 	// that had one; "" otherwise.
 	IntegrationTip string
@@ -90,27 +94,29 @@ func (r RunRecord) Settled() RunRecord {
 // exit_code is the CLI's exit code, null while running and for a run that
 // died; ended_at is "" until the run ends. done, failed and remaining are
 // the run's scope's tasks at its end (remaining: open or in progress);
-// agents counts its agent sessions, cost_usd their cost; integration_tip
+// agents counts its agent sessions, cost_usd their cost, agent_names the
+// agent CLIs they ran on (in the order each first ran); integration_tip
 // is the integration branch's tip at the end of a build that had one,
 // else "". holder is the process that ran it (RALPH_HOLDER's form), host
 // its host identity.
 type RunLine struct {
-	ID             int64   `json:"id"`
-	Kind           string  `json:"kind"`
-	Outcome        string  `json:"outcome"`
-	ExitCode       *int    `json:"exit_code"`
-	Done           int     `json:"done"`
-	Failed         int     `json:"failed"`
-	Remaining      int     `json:"remaining"`
-	CostUSD        float64 `json:"cost_usd"`
-	Agents         int     `json:"agents"`
-	StartedAt      string  `json:"started_at"`
-	EndedAt        string  `json:"ended_at"`
-	Host           string  `json:"host"`
-	PID            int     `json:"pid"`
-	Holder         string  `json:"holder"`
-	IntegrationTip string  `json:"integration_tip"`
-	Version        string  `json:"version"`
+	ID             int64    `json:"id"`
+	Kind           string   `json:"kind"`
+	Outcome        string   `json:"outcome"`
+	ExitCode       *int     `json:"exit_code"`
+	Done           int      `json:"done"`
+	Failed         int      `json:"failed"`
+	Remaining      int      `json:"remaining"`
+	CostUSD        float64  `json:"cost_usd"`
+	Agents         int      `json:"agents"`
+	AgentNames     []string `json:"agent_names"`
+	StartedAt      string   `json:"started_at"`
+	EndedAt        string   `json:"ended_at"`
+	Host           string   `json:"host"`
+	PID            int      `json:"pid"`
+	Holder         string   `json:"holder"`
+	IntegrationTip string   `json:"integration_tip"`
+	Version        string   `json:"version"`
 }
 
 // RunLineOf is r, Settled, as a RunLine: times in RFC 3339 (UTC, to the
@@ -125,7 +131,7 @@ func RunLineOf(r RunRecord) RunLine {
 	}
 	return RunLine{ID: r.ID, Kind: string(r.Kind), Outcome: string(r.Outcome), ExitCode: r.ExitCode,
 		Done: r.Done, Failed: r.Failed, Remaining: r.Remaining, CostUSD: r.CostUSD, Agents: r.Agents,
-		StartedAt: at(r.StartedAt), EndedAt: at(r.EndedAt),
+		AgentNames: append([]string{}, r.AgentNames...), StartedAt: at(r.StartedAt), EndedAt: at(r.EndedAt),
 		Host: r.Holder.Host, PID: r.Holder.PID, Holder: r.Holder.String(), IntegrationTip: r.IntegrationTip,
 		Version: r.Version}
 }
@@ -135,11 +141,12 @@ type RunEnd struct {
 	// Outcome is the run's, not RunRunning or RunDied.
 	Outcome  Outcome
 	ExitCode int
-	// Done, Failed, Remaining, CostUSD, Agents and IntegrationTip are
-	// RunRecord's.
+	// Done, Failed, Remaining, CostUSD, Agents, AgentNames and
+	// IntegrationTip are RunRecord's.
 	Done, Failed, Remaining int
 	CostUSD                 float64
 	Agents                  int
+	AgentNames              []string
 	IntegrationTip          string
 }
 

@@ -505,6 +505,16 @@ func TestE2EAgentPool(t *testing.T) {
 		if st := e.ok("status"); !strings.Contains(st, "codex") || !strings.Contains(st, "claude") {
 			t.Errorf("ralph status does not name both agents:\n%s", st)
 		}
+		var runs []runJSON
+		if err := json.Unmarshal([]byte(e.ok("runs", "--json")), &runs); err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 1 || !slices.Equal(runs[0].AgentNames, []string{"claude", "codex"}) {
+			t.Errorf("ralph runs: %+v, want one run on claude, then codex", runs)
+		}
+		if out := e.ok("runs"); !strings.Contains(out, "RAN ON") || !strings.Contains(out, "claude,codex") {
+			t.Errorf("ralph runs does not say the run ran on claude, then codex:\n%s", out)
+		}
 		for _, name := range []string{"iter-1.ndjson", "iter-1-codex.ndjson"} {
 			if logs, _ := filepath.Glob(filepath.Join(e.dir, ".ralph", "logs", "*", name)); len(logs) != 1 {
 				t.Errorf("raw stream %s: found %v", name, logs)

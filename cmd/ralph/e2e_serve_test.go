@@ -1096,10 +1096,10 @@ func TestServeRuns(t *testing.T) {
 	servetest.Wait[bool](t, ctx, pageWait, `document.querySelector('#runs')?.dataset.rows === '2'`)
 	type row struct{ Outcome, Cells string }
 	rows := servetest.Eval[[]row](t, ctx, `[...document.querySelectorAll('#runs tbody tr')].map(r =>
-		({Outcome: r.dataset.outcome, Cells: [...r.cells].slice(1, 9).map(c => c.textContent.trim()).join(' | ')}))`)
+		({Outcome: r.dataset.outcome, Cells: [...r.cells].slice(1, 10).map(c => c.textContent.trim()).join(' | ')}))`)
 	want := []row{
-		{"complete", "build | complete | 0 | 2 | 0 | 0 | 2 | $0.2500"},
-		{"test_gate_failed", "build | test gate failed | 3 | 0 | 0 | 2 | 0 | $0.0000"},
+		{"complete", "build | complete | 0 | 2 | 0 | 0 | 2 | claude | $0.2500"},
+		{"test_gate_failed", "build | test gate failed | 3 | 0 | 0 | 2 | 0 |  | $0.0000"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("the runs view (-want +got):\n%s", diff)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -101,6 +103,11 @@ func (r *runRecord) end(ctx context.Context, err error) {
 	e := loop.RunEnd{Outcome: outcomeOf(code), ExitCode: code}
 	if r.rep != nil {
 		e.Outcome, e.CostUSD, e.Agents = r.rep.Outcome, r.rep.CostUSD, len(r.rep.Receipts)
+		for _, rc := range r.rep.Receipts {
+			if rc.Agent != "" && !slices.Contains(e.AgentNames, rc.Agent) {
+				e.AgentNames = append(e.AgentNames, rc.Agent)
+			}
+		}
 		if err != nil && !errors.As(err, new(*codedError)) {
 			e.Outcome = loop.OutcomeError // the report came, then an error
 		}
@@ -239,11 +246,15 @@ func writeRunsText(w io.Writer, runs []loop.RunRecord, now time.Time) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tOUTCOME\tEXIT\tDONE\tFAILED\tREMAINING\tAGENTS\tCOST\tSTARTED\tTOOK")
+	fmt.Fprintln(tw, "ID\tKIND\tOUTCOME\tEXIT\tDONE\tFAILED\tREMAINING\tAGENTS\tCOST\tSTARTED\tTOOK\tRAN ON")
 	for _, r := range runs {
 		r = r.Settled()
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.4f\t%s\t%s\n", r.ID, r.Kind, r.Outcome, exitText(r),
-			r.Done, r.Failed, r.Remaining, r.Agents, r.CostUSD, r.StartedAt.UTC().Format(time.RFC3339), took(r, now))
+		ranOn := strings.Join(r.AgentNames, ",")
+		if ranOn == "" {
+			ranOn = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.4f\t%s\t%s\t%s\n", r.ID, r.Kind, r.Outcome, exitText(r),
+			r.Done, r.Failed, r.Remaining, r.Agents, r.CostUSD, r.StartedAt.UTC().Format(time.RFC3339), took(r, now), ranOn)
 	}
 	return tw.Flush()
 }

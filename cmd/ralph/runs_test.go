@@ -92,7 +92,7 @@ func testRunsRecorded(t *testing.T, db string) {
 	if code, _, errs := p.ralph("build", "--claude", agent); code != 0 {
 		t.Fatalf("build: exit %d, stderr %q", code, errs)
 	}
-	first := p.wantLastRun(1, true, runJSON{Kind: "build", Outcome: "complete", ExitCode: intp(0), Done: 2, CostUSD: 0.25, Agents: 2})
+	first := p.wantLastRun(1, true, runJSON{Kind: "build", Outcome: "complete", ExitCode: intp(0), Done: 2, CostUSD: 0.25, Agents: 2, AgentNames: onClaude})
 	if out := p.ok("status"); !strings.HasPrefix(out, "last run: build complete (exit 0) · done 2, failed 0, remaining 0 · $0.2500 over 2 agent sessions · ended ") {
 		t.Errorf("status does not lead with the build:\n%s", out)
 	}
@@ -102,7 +102,7 @@ func testRunsRecorded(t *testing.T, db string) {
 	if code, _, errs := p.ralph("build", "--claude", agent, "--test-cmd", "false"); code != 3 {
 		t.Fatalf("build with a failing gate: exit %d, want 3; stderr %q", code, errs)
 	}
-	p.wantLastRun(2, true, runJSON{Kind: "build", Outcome: "test_gate_failed", ExitCode: intp(3), Done: 2, Remaining: 1})
+	p.wantLastRun(2, true, runJSON{Kind: "build", Outcome: "test_gate_failed", ExitCode: intp(3), Done: 2, Remaining: 1, AgentNames: onNone})
 	if runs, _ := p.runs(); !cmp.Equal(runs[1], first) {
 		t.Errorf("the first run changed: %+v, was %+v", runs[1], first)
 	}
@@ -112,7 +112,7 @@ func testRunsRecorded(t *testing.T, db string) {
 	if code, _ := signalBuildMidAgent(t, p, syscall.SIGTERM); code != exitInterrupted {
 		t.Fatalf("the build stopped by SIGTERM exited %d, want %d", code, exitInterrupted)
 	}
-	p.wantLastRun(3, true, runJSON{Kind: "build", Outcome: "cancelled", ExitCode: intp(exitInterrupted), Done: 2, Remaining: 1, Agents: 1})
+	p.wantLastRun(3, true, runJSON{Kind: "build", Outcome: "cancelled", ExitCode: intp(exitInterrupted), Done: 2, Remaining: 1, Agents: 1, AgentNames: onClaude})
 
 	// 4. A build killed with kill -9 while its agent works: died, no exit
 	// code, no end.
@@ -120,7 +120,7 @@ func testRunsRecorded(t *testing.T, db string) {
 	if code != -1 {
 		t.Fatalf("the killed build exited %d", code)
 	}
-	if k := p.wantLastRun(4, false, runJSON{Kind: "build", Outcome: "died"}); k.PID != pid {
+	if k := p.wantLastRun(4, false, runJSON{Kind: "build", Outcome: "died", AgentNames: onNone}); k.PID != pid {
 		t.Errorf("the killed build's run has pid %d; want %d", k.PID, pid)
 	}
 	if out := p.ok("status"); !strings.HasPrefix(out, "last run: build died (no exit code: its process died)") {
@@ -168,6 +168,10 @@ func (p *runsProject) wantLastRun(n int, ended bool, want runJSON) runJSON {
 }
 
 func intp(n int) *int { return &n }
+
+// The agent_names of a run whose sessions ran on Claude Code, and of one
+// with none.
+var onClaude, onNone = []string{"claude"}, []string{}
 
 // signalBuildMidAgent starts a build whose agent says it started (through
 // a FIFO, so the test waits for nothing else) and then sleeps, sends the
@@ -228,25 +232,25 @@ func testRunsEveryEnding(t *testing.T, db string) {
 		events  []string // what the webhook hears, in order
 	}{
 		{"complete with failures", []agentStep{{Text: failed, Cost: 0.01}}, nil, false,
-			runJSON{Outcome: "complete_with_failures", ExitCode: intp(8), Failed: 2, CostUSD: 0.02, Agents: 2},
+			runJSON{Outcome: "complete_with_failures", ExitCode: intp(8), Failed: 2, CostUSD: 0.02, Agents: 2, AgentNames: onClaude},
 			[]string{"task_failed t-1", "task_failed t-2", "run_end complete_with_failures 8"}},
 		{"blocked", []agentStep{{Text: failed, Cost: 0.01}}, nil, true,
-			runJSON{Outcome: "blocked", ExitCode: intp(6), Failed: 1, Remaining: 1, CostUSD: 0.01, Agents: 1},
+			runJSON{Outcome: "blocked", ExitCode: intp(6), Failed: 1, Remaining: 1, CostUSD: 0.01, Agents: 1, AgentNames: onClaude},
 			[]string{"task_failed t-1", "blocked blocked", "run_end blocked 6"}},
 		{"test gate", []agentStep{{Text: done}}, []string{"--test-cmd", "false"}, false,
-			runJSON{Outcome: "test_gate_failed", ExitCode: intp(3), Remaining: 2},
+			runJSON{Outcome: "test_gate_failed", ExitCode: intp(3), Remaining: 2, AgentNames: onNone},
 			[]string{"run_end test_gate_failed 3"}},
 		{"agent trouble", []agentStep{{Crash: true}}, []string{"--max-retries", "0"}, false,
-			runJSON{Outcome: "agent_failed", ExitCode: intp(4), Remaining: 2, Agents: 1},
+			runJSON{Outcome: "agent_failed", ExitCode: intp(4), Remaining: 2, Agents: 1, AgentNames: onClaude},
 			[]string{"run_end agent_failed 4"}},
 		{"cost budget", []agentStep{{Text: done, Cost: 0.5}}, []string{"--max-cost", "0.4"}, false,
-			runJSON{Outcome: "budget_exhausted", ExitCode: intp(9), Done: 1, Remaining: 1, CostUSD: 0.5, Agents: 1},
+			runJSON{Outcome: "budget_exhausted", ExitCode: intp(9), Done: 1, Remaining: 1, CostUSD: 0.5, Agents: 1, AgentNames: onClaude},
 			[]string{"run_end budget_exhausted 9"}},
 		{"usage limit", []agentStep{{UsageLimit: time.Now().Add(3 * time.Hour).Unix()}}, []string{"--max-wait", "0"}, false,
-			runJSON{Outcome: "usage_limit", ExitCode: intp(10), Remaining: 2, Agents: 1},
+			runJSON{Outcome: "usage_limit", ExitCode: intp(10), Remaining: 2, Agents: 1, AgentNames: onClaude},
 			[]string{"run_end usage_limit 10"}},
 		{"usage limit waited out", []agentStep{{UsageLimit: time.Now().Add(-time.Hour).Unix()}, {Text: done}}, []string{"--max-wait", "1m"}, false,
-			runJSON{Outcome: "complete", ExitCode: intp(0), Done: 2, Agents: 3},
+			runJSON{Outcome: "complete", ExitCode: intp(0), Done: 2, Agents: 3, AgentNames: onClaude},
 			[]string{"usage_limit_wait", "run_end complete 0"}},
 	}
 	for _, tc := range cases {

@@ -3,6 +3,7 @@ package looptest
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ralph-dev/ralph/loop"
 )
@@ -45,6 +46,7 @@ func (s *MemStore) EndRun(ctx context.Context, id int64, end loop.RunEnd) error 
 	r.EndedAt, r.Outcome, r.ExitCode = now, end.Outcome, &code
 	r.Done, r.Failed, r.Remaining = end.Done, end.Failed, end.Remaining
 	r.CostUSD, r.Agents, r.IntegrationTip = end.CostUSD, end.Agents, end.IntegrationTip
+	r.AgentNames = slices.Clone(end.AgentNames)
 	return nil
 }
 

@@ -79,7 +79,7 @@ func testRunBeginEnd(t *testing.T, newStore StoreFactory) {
 	}
 	clock.Advance(time.Minute)
 	end := loop.RunEnd{Outcome: loop.OutcomeTestGateFailed, ExitCode: 3, Done: 2, Failed: 1, Remaining: 4,
-		CostUSD: 0.25, Agents: 3, IntegrationTip: "0123456789abcdef0123456789abcdef01234567"}
+		CostUSD: 0.25, Agents: 3, AgentNames: []string{"claude", "codex"}, IntegrationTip: "0123456789abcdef0123456789abcdef01234567"}
 	if err := rr.EndRun(t.Context(), b, end); err != nil {
 		t.Fatalf("EndRun: %v", err)
 	}
@@ -87,7 +87,7 @@ func testRunBeginEnd(t *testing.T, newStore StoreFactory) {
 		{ID: p, Kind: loop.RunKindPlan, Holder: h, StartedAt: suiteStart.Add(time.Minute), Outcome: loop.RunRunning},
 		{ID: b, Kind: loop.RunKindBuild, Holder: h, StartedAt: suiteStart, EndedAt: suiteStart.Add(2 * time.Minute),
 			Outcome: loop.OutcomeTestGateFailed, ExitCode: intp(3), Done: 2, Failed: 1, Remaining: 4, CostUSD: 0.25, Agents: 3,
-			IntegrationTip: end.IntegrationTip, Version: version},
+			AgentNames: []string{"claude", "codex"}, IntegrationTip: end.IntegrationTip, Version: version},
 	}
 	if diff := cmp.Diff(want, mustRuns(t, rr, 0)); diff != "" {
 		t.Errorf("Runs(0) (-want +got):\n%s", diff)

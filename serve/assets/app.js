@@ -233,9 +233,9 @@
     $("#runs").dataset.rows = String(runs.length);
     body.innerHTML = runs.length ? runs.map((r) => `<tr data-id="${r.id}" data-outcome="${esc(r.outcome)}" class="${runClass(r)}"><td class="num">${r.id}</td><td>${esc(r.kind)}</td>` +
       `<td>${esc(r.outcome.replaceAll("_", " "))}</td><td class="num">${r.exit_code === null ? "–" : r.exit_code}</td><td class="num">${r.done}</td><td class="num">${r.failed}</td>` +
-      `<td class="num">${r.remaining}</td><td class="num">${r.agents}</td><td class="num">${money(r.cost_usd)}</td><td>${esc(when(r.started_at))}</td><td>${esc(took(r))}</td>` +
+      `<td class="num">${r.remaining}</td><td class="num">${r.agents}</td><td class="ran-on">${esc((r.agent_names || []).join(", "))}</td><td class="num">${money(r.cost_usd)}</td><td>${esc(when(r.started_at))}</td><td>${esc(took(r))}</td>` +
       `<td title="${esc(r.holder)}">pid ${r.pid}</td><td><code>${esc((r.integration_tip || "").slice(0, 12))}</code></td></tr>`).join("")
-      : `<tr><td colspan="13" class="empty">No run yet.</td></tr>`;
+      : `<tr><td colspan="14" class="empty">No run yet.</td></tr>`;
   }
 
   // ---- dashboard: graph or list -------------------------------------------------
