@@ -115,6 +115,12 @@ func appendTask(before string) cliScript {
 	}
 }
 
+// kitNamed is the kit of agent name.
+func kitNamed(name string) agentKit {
+	i := slices.IndexFunc(agentKits, func(k agentKit) bool { return k.name == name })
+	return agentKits[i]
+}
+
 // forEachAgent runs f for every agent ralph runs, each with its own
 // project and fake API.
 func forEachAgent(t *testing.T, f func(t *testing.T, kit agentKit)) {
@@ -289,15 +295,7 @@ func TestE2EAgentInterrupt(t *testing.T) {
 // verifies it (`--verify --verify-agent-cli codex`), read-only in its own
 // way; the receipts and the raw streams say which agent did what.
 func TestE2EVerifiedByAnotherAgent(t *testing.T) {
-	var claudeKit, codexKit agentKit
-	for _, k := range agentKits {
-		switch k.name {
-		case "claude":
-			claudeKit = k
-		case "codex":
-			codexKit = k
-		}
-	}
+	claudeKit, codexKit := kitNamed("claude"), kitNamed("codex")
 	verifier := func(n int, last, user string) cliStep {
 		if !strings.Contains(user, "You are the verifier of ralph") {
 			return cliStep{text: "not a verifier prompt"}
@@ -461,30 +459,10 @@ func TestE2EOpenCodePermissionRefused(t *testing.T) {
 // both. With --max-cost-per-agent, Codex's first session spends its cap
 // (its cost estimated from the tokens) and Claude Code does the rest.
 func TestE2EAgentPool(t *testing.T) {
-	var claudeKit, codexKit agentKit
-	for _, k := range agentKits {
-		switch k.name {
-		case "claude":
-			claudeKit = k
-		case "codex":
-			codexKit = k
-		}
-	}
+	claudeKit, codexKit := kitNamed("claude"), kitNamed("codex")
 	t.Run("usage limit", func(t *testing.T) {
 		reset := time.Now().Add(2 * time.Hour).Unix()
-		api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply {
-			return claudetest.Reply{Status: 429,
-				Body: `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your account's rate limit. Please try again later."}}`,
-				Header: map[string]string{
-					"anthropic-ratelimit-unified-status":               "rejected",
-					"anthropic-ratelimit-unified-reset":                strconv.FormatInt(reset, 10),
-					"anthropic-ratelimit-unified-representative-claim": "five_hour",
-				}}
-		})
-		// A subscription's login (no API key: ralph keeps it from the
-		// agent without --use-api-key); Codex's key is its provider's.
-		env := append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t), claudetest.IsSandbox, "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-not-a-token")
-		e := newProject(t, append(env, codexKit.serve(t, appendTask(""))...))
+		e := newProject(t, append(claudeLimited(t, reset), codexKit.serve(t, appendTask(""))...))
 		e.chain3()
 		start := time.Now()
 		r := e.run("build", "--agent-cli", "claude,codex")
@@ -524,13 +502,7 @@ func TestE2EAgentPool(t *testing.T) {
 	t.Run("workers", func(t *testing.T) {
 		// The pool is the build's: the first worker to meet Claude
 		// Code's limit moves both workers to Codex.
-		api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply {
-			return claudetest.Reply{Status: 429,
-				Body: `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your account's rate limit."}}`,
-				Header: map[string]string{"anthropic-ratelimit-unified-status": "rejected",
-					"anthropic-ratelimit-unified-reset": strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)}}
-		})
-		env := append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t), claudetest.IsSandbox, "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-not-a-token")
+		env := claudeLimited(t, time.Now().Add(time.Hour).Unix())
 		e := newProject(t, append(env, codexKit.serve(t, func(n int, last, user string) cliStep {
 			if n == 0 {
 				return cliStep{shell: `echo "$RALPH_TASK_ID"; echo work > "$RALPH_TASK_ID.txt"`}
@@ -589,4 +561,21 @@ func TestE2EAgentPool(t *testing.T) {
 			t.Errorf("receipts (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// claudeLimited is the environment of the real Claude Code logged in to a
+// subscription (no API key: ralph keeps it from the agent without
+// --use-api-key) whose every request meets the usage limit that resets at
+// reset (Unix seconds), as the API's unified rate-limit headers say it.
+func claudeLimited(t *testing.T, reset int64) []string {
+	api := claudetest.NewAPI(t, func(claudetest.Request) claudetest.Reply {
+		return claudetest.Reply{Status: 429,
+			Body: `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your account's rate limit. Please try again later."}}`,
+			Header: map[string]string{
+				"anthropic-ratelimit-unified-status":               "rejected",
+				"anthropic-ratelimit-unified-reset":                strconv.FormatInt(reset, 10),
+				"anthropic-ratelimit-unified-representative-claim": "five_hour",
+			}}
+	})
+	return append(api.Env(t.TempDir()), "RALPH_CLAUDE="+claudetest.Binary(t), claudetest.IsSandbox, "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-not-a-token")
 }

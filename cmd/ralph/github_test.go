@@ -182,36 +182,19 @@ func TestGitHubPullRequest(t *testing.T) {
 
 	// CI and a reviewer: they answer each push of the integration branch
 	// once the pull request is open.
-	stop := make(chan struct{})
-	ci := make(chan struct{})
-	go func() {
-		defer close(ci)
-		var seen []string
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			out, err := exec.Command("git", "-C", remote, "rev-parse", "-q", "--verify", "refs/heads/ralph/integration").Output()
-			sha := strings.TrimSpace(string(out))
-			if err != nil || slices.Contains(seen, sha) || len(g.Pulls()) == 0 {
-				continue
-			}
-			if len(seen) == 0 {
-				n := g.Pulls()[0].Number
-				id := g.AddReview(n, forgetest.Review{User: "alice", State: "CHANGES_REQUESTED", Body: "Say hello too."})
-				g.AddReviewComment(n, forgetest.ReviewComment{ReviewID: id, User: "alice", Path: "t-1.txt", Line: 1, Body: "Greet here."})
-				g.SetCheckRuns(sha, forgetest.CheckRun{Name: "ci", Conclusion: "failure", Title: "1 test failed", Text: "--- FAIL: TestGreeting\n    want hello"})
-			} else {
-				g.SetCheckRuns(sha, forgetest.CheckRun{Name: "ci", Conclusion: "success"})
-			}
-			seen = append(seen, sha)
+	pushes := 0
+	stop := onPush(t, g, remote, func(sha string) {
+		if pushes++; pushes == 1 {
+			n := g.Pulls()[0].Number
+			id := g.AddReview(n, forgetest.Review{User: "alice", State: "CHANGES_REQUESTED", Body: "Say hello too."})
+			g.AddReviewComment(n, forgetest.ReviewComment{ReviewID: id, User: "alice", Path: "t-1.txt", Line: 1, Body: "Greet here."})
+			g.SetCheckRuns(sha, forgetest.CheckRun{Name: "ci", Conclusion: "failure", Title: "1 test failed", Text: "--- FAIL: TestGreeting\n    want hello"})
+			return
 		}
-	}()
+		g.SetCheckRuns(sha, forgetest.CheckRun{Name: "ci", Conclusion: "success"})
+	})
 	r := e.run("build", "--claude", agent, "--workers", "2", "--pr", "--pr-follow", "--github-repo", "octo/hello")
-	close(stop)
-	<-ci
+	stop()
 	t.Logf("build --pr --pr-follow:\n%s", r.stdout)
 	if r.code != 0 {
 		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -284,24 +267,11 @@ func TestGitHubPullRequestBound(t *testing.T) {
 	g := forgetest.New(t, "octo", "hello", "tok")
 	agent, _ := fakeAgentPath(t, agentStep{Sh: `date +%N > "$RALPH_TASK_ID.txt"`, Text: "<task-done>{task}</task-done>"})
 	e, remote := prProject(t, g)
-	stop, ci := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ci)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			out, err := exec.Command("git", "-C", remote, "rev-parse", "-q", "--verify", "refs/heads/ralph/integration").Output()
-			if err == nil {
-				g.SetCheckRuns(strings.TrimSpace(string(out)), forgetest.CheckRun{Name: "ci", Conclusion: "failure", Text: "always"})
-			}
-		}
-	}()
+	stop := onPush(t, g, remote, func(sha string) {
+		g.SetCheckRuns(sha, forgetest.CheckRun{Name: "ci", Conclusion: "failure", Text: "always"})
+	})
 	r := e.run("build", "--claude", agent, "--workers", "2", "--pr", "--pr-follow", "--pr-rounds", "1", "--github-repo", "octo/hello")
-	close(stop)
-	<-ci
+	stop()
 	if r.code != 3 || !strings.Contains(r.stderr, "after 1 round (--pr-rounds)") {
 		t.Fatalf("build: exit %d, want 3 at the bound\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -336,4 +306,30 @@ func TestGitHubPullRequestBadInput(t *testing.T) {
 	if reqs := g.Requests(); len(reqs) > 0 {
 		t.Errorf("requests made: %q", reqs)
 	}
+}
+
+// onPush is CI on the fake GitHub g: each new commit the integration
+// branch of the bare repository remote is pushed to, once g has a pull
+// request, is given to ci. The returned stop ends the watch.
+func onPush(t *testing.T, g *forgetest.GitHub, remote string, ci func(sha string)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		var seen []string
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			out, err := exec.Command("git", "-C", remote, "rev-parse", "-q", "--verify", "refs/heads/ralph/integration").Output()
+			sha := strings.TrimSpace(string(out))
+			if err != nil || slices.Contains(seen, sha) || len(g.Pulls()) == 0 {
+				continue
+			}
+			seen = append(seen, sha)
+			ci(sha)
+		}
+	}()
+	return func() { close(quit); <-done }
 }
