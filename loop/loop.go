@@ -863,7 +863,7 @@ func (r *run) session(ctx context.Context, n int, model string, sess session, ta
 		runner, agent = r.cfg.Verifier, r.cfg.VerifierAgent
 	}
 	var picked *poolAgent
-	if runner == Runner(r.pool) && r.pool != nil {
+	if r.pool != nil && runner == Runner(r.pool) {
 		// The verifier's session runs on another agent than the work's.
 		avoid := ""
 		if verifier {
