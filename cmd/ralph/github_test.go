@@ -292,7 +292,8 @@ func TestGitHubPullRequestBadInput(t *testing.T) {
 		{[]string{"--pr", "--workers", "1"}, "remote origin ("},
 		{[]string{"--pr", "--workers", "1", "--github-repo", "nope"}, `"nope" is not a GitHub repository`},
 		{[]string{"--pr", "--workers", "1", "--remote", "upstream", "--github-repo", "o/r"}, `no such remote "upstream"`},
-		{[]string{"--pr", "--pr-rounds", "0", "--workers", "1", "--github-repo", "o/r"}, "--pr-rounds 0: want 1 or more"},
+		{[]string{"--pr", "--pr-follow", "--pr-rounds", "0", "--workers", "1", "--github-repo", "o/r"}, "--pr-rounds 0: want 1 or more"},
+		{[]string{"--pr", "--pr-rounds", "2", "--workers", "1", "--github-repo", "o/r"}, "--pr-rounds and --pr-wait go with --pr-follow"},
 		{[]string{"--pr", "--github-repo", "o/r"}, "--pr goes with --workers"},
 	} {
 		r := e.run(append([]string{"build", "--claude", "/bin/true"}, tt.args...)...)
@@ -332,4 +333,19 @@ func onPush(t *testing.T, g *forgetest.GitHub, remote string, ci func(sha string
 		}
 	}()
 	return func() { close(quit); <-done }
+}
+
+// TestWithoutSecret: a remote's URL is shown without the token it may
+// carry.
+func TestWithoutSecret(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://x-access-token:ghp_secret@example.com/o/r.git": "https://x-access-token:xxxxx@example.com/o/r.git",
+		"https://ghp_secret@example.com/o/r.git":                "https://xxxxx@example.com/o/r.git",
+		"git@example.com:o/r.git":                               "git@example.com:o/r.git",
+		"/srv/git/r.git":                                        "/srv/git/r.git",
+	} {
+		if got := withoutSecret(in); got != want || strings.Contains(got, "ghp_secret") {
+			t.Errorf("withoutSecret(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

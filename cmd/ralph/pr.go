@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -47,6 +48,9 @@ func prepPR(c *cli.Context, cfg appConfig, p project) (*pullRequest, error) {
 		}
 		return nil, nil
 	}
+	if !c.Bool("pr-follow") && (c.IsSet("pr-rounds") || c.IsSet("pr-wait")) {
+		return nil, buildUsage("--pr-rounds and --pr-wait go with --pr-follow")
+	}
 	if c.Int("pr-rounds") < 1 {
 		return nil, buildUsage("--pr-rounds %d: want 1 or more", c.Int("pr-rounds"))
 	}
@@ -55,7 +59,7 @@ func prepPR(c *cli.Context, cfg appConfig, p project) (*pullRequest, error) {
 	if pr.remote == "" {
 		pr.remote = "origin"
 	}
-	url, err := pr.git.RemoteURL(c.Context, pr.remote)
+	remoteURL, err := pr.git.RemoteURL(c.Context, pr.remote)
 	if err != nil {
 		return nil, fmt.Errorf("--pr pushes the integration branch to remote %s: %w", pr.remote, err)
 	}
@@ -66,8 +70,8 @@ func prepPR(c *cli.Context, cfg appConfig, p project) (*pullRequest, error) {
 		}
 	} else {
 		var ok bool
-		if repo, ok = forge.RepoFromRemote(url, githubHost(cfg)); !ok {
-			return nil, buildUsage("--pr: remote %s (%s) is not on GitHub: name the repository with --github-repo OWNER/REPO", pr.remote, url)
+		if repo, ok = forge.RepoFromRemote(remoteURL, githubHost(cfg)); !ok {
+			return nil, buildUsage("--pr: remote %s (%s) is not on GitHub: name the repository with --github-repo OWNER/REPO", pr.remote, withoutSecret(remoteURL))
 		}
 	}
 	if pr.client, err = githubClient(c.Context, cfg, repo); err != nil {
@@ -271,4 +275,19 @@ func (pr *pullRequest) finish(ctx context.Context, cfg appConfig, store loop.Tas
 		_, err = pr.publish(ctx, cfg, store, scope, *next)
 		return err
 	})
+}
+
+// withoutSecret is a remote's URL as it may be shown: without the
+// password or token a URL may carry (https://user:TOKEN@host/…).
+func withoutSecret(remote string) string {
+	u, err := url.Parse(remote)
+	if err != nil || u.User == nil {
+		return remote
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	} else if strings.Contains(remote, "://") {
+		u.User = url.User("xxxxx")
+	}
+	return u.String()
 }
