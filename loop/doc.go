@@ -13,6 +13,8 @@
 //   - a Runner, which runs one agent session: package claude,
 //     agents/codex, agents/gemini, agents/opencode, looptest.FakeRunner in
 //     tests, or a runner of your own, which runnertest.TestRunner checks;
+//     NewPool makes one of several agents, the next going on when one
+//     meets its usage limit, is refused or spends its cap;
 //   - an Observer (Config.Observer, optional), which is told everything a
 //     run does as Notes: transitions, iterations, agent events, receipts,
 //     notices, phases and the final report. SessionLog and EventLog are
