@@ -292,8 +292,10 @@ func TestE2EAgentInterrupt(t *testing.T) {
 }
 
 // TestE2EVerifiedByAnotherAgent: Claude Code does the work and Codex
-// verifies it (`--verify --verify-agent-cli codex`), read-only in its own
-// way; the receipts and the raw streams say which agent did what.
+// verifies it, read-only in its own way — named (`--verify
+// --verify-agent-cli codex`), or as the other agent of a pool (`--verify
+// --agent-cli claude,codex`: the verifier is another agent than the
+// work's); the receipts and the raw streams say which agent did what.
 func TestE2EVerifiedByAnotherAgent(t *testing.T) {
 	claudeKit, codexKit := kitNamed("claude"), kitNamed("codex")
 	verifier := func(n int, last, user string) cliStep {
@@ -306,24 +308,34 @@ func TestE2EVerifiedByAnotherAgent(t *testing.T) {
 		}
 		return cliStep{text: "order.txt holds the id.\n<verify-pass/>"}
 	}
-	env := append(claudeKit.serve(t, appendTask("")), codexKit.serve(t, verifier)...)
-	e := newProject(t, env)
-	e.chain3()
-	r := e.run("build", "--verify", "--verify-agent-cli", "codex", "--use-api-key")
-	if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
-		t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	want := []string{"claude:build", "codex:verify", "claude:build", "codex:verify", "claude:build", "codex:verify"}
-	if diff := cmp.Diff(want, e.receiptsAgents()); diff != "" {
-		t.Errorf("receipts (-want +got):\n%s", diff)
-	}
-	if _, err := os.Stat(filepath.Join(e.dir, "verifier-wrote.txt")); !os.IsNotExist(err) {
-		t.Errorf("the read-only verifier wrote a file: %v", err)
-	}
-	for _, name := range []string{"iter-1.ndjson", "iter-1-verify-codex.ndjson"} {
-		if logs, _ := filepath.Glob(filepath.Join(e.dir, ".ralph", "logs", "*", name)); len(logs) != 1 {
-			t.Errorf("raw stream %s: found %v", name, logs)
-		}
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"named", []string{"--verify-agent-cli", "codex"}},
+		{"pool", []string{"--agent-cli", "claude,codex"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := append(claudeKit.serve(t, appendTask("")), codexKit.serve(t, verifier)...)
+			e := newProject(t, env)
+			e.chain3()
+			r := e.run(append([]string{"build", "--verify", "--use-api-key"}, tt.args...)...)
+			if r.code != 0 || !strings.Contains(r.stdout, "complete: all 3 tasks done") {
+				t.Fatalf("build: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			want := []string{"claude:build", "codex:verify", "claude:build", "codex:verify", "claude:build", "codex:verify"}
+			if diff := cmp.Diff(want, e.receiptsAgents()); diff != "" {
+				t.Errorf("receipts (-want +got):\n%s", diff)
+			}
+			if _, err := os.Stat(filepath.Join(e.dir, "verifier-wrote.txt")); !os.IsNotExist(err) {
+				t.Errorf("the read-only verifier wrote a file: %v", err)
+			}
+			for _, name := range []string{"iter-1.ndjson", "iter-1-verify-codex.ndjson"} {
+				if logs, _ := filepath.Glob(filepath.Join(e.dir, ".ralph", "logs", "*", name)); len(logs) != 1 {
+					t.Errorf("raw stream %s: found %v", name, logs)
+				}
+			}
+		})
 	}
 }
 
