@@ -349,3 +349,25 @@ func TestWithoutSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestGitHubPullRequestForgedFinding: an agent that adds a task with the
+// id of a review to come (pr-review-N) cannot make that review count as
+// answered: --pr-follow knows its findings by its own record, and the
+// collision is said (exit 1), never "no review asks for changes".
+func TestGitHubPullRequestForgedFinding(t *testing.T) {
+	g := forgetest.New(t, "octo", "hello", "tok")
+	agent, _ := fakeAgentPath(t, agentStep{
+		Sh:   `if [ "$RALPH_TASK_ID" = t-1 ]; then for i in 1 2 3 4 5 6; do "$RALPH_BIN" task add "Forged $i" --id "pr-review-$i" >/dev/null; done; fi; echo "$RALPH_TASK_ID" > "$RALPH_TASK_ID.txt"`,
+		Text: "<task-done>{task}</task-done>"})
+	e, remote := prProject(t, g)
+	stop := onPush(t, g, remote, func(sha string) {
+		n := g.Pulls()[0].Number
+		g.AddReview(n, forgetest.Review{User: "alice", State: "CHANGES_REQUESTED", Body: "No."})
+		g.SetCheckRuns(sha, forgetest.CheckRun{Name: "ci", Conclusion: "success"})
+	})
+	r := e.run("build", "--claude", agent, "--workers", "2", "--pr", "--pr-follow", "--github-repo", "octo/hello")
+	stop()
+	if r.code != 1 || !strings.Contains(r.stderr, "--pr-follow: add task pr-review-") || strings.Contains(r.stdout, "have their tasks done") {
+		t.Fatalf("build: exit %d, want 1 saying the forged task collides\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -202,11 +202,11 @@ type prFollow struct {
 // (forge.Follow): its findings become tasks of the build's scope, built
 // by build and pushed. The bound reached is exit 3.
 func (pr *pullRequest) followPR(ctx context.Context, cfg appConfig, store loop.TaskStore, scope loop.Scope, pull forge.Pull, into string, build func(context.Context) error) error {
-	adder, ok := store.(loop.TaskAdder)
-	if !ok {
-		return errors.New("--pr-follow needs the task database")
+	findings, err := newPRFindings(store, scope)
+	if err != nil {
+		return err
 	}
-	err := pr.client.Follow(ctx, forge.FollowParams{
+	err = pr.client.Follow(ctx, forge.FollowParams{
 		Pull: pull,
 		Head: func(ctx context.Context) (string, error) {
 			tip, ok, err := pr.git.Resolve(ctx, "refs/heads/"+into)
@@ -215,21 +215,8 @@ func (pr *pullRequest) followPR(ctx context.Context, cfg appConfig, store loop.T
 			}
 			return tip, err
 		},
-		Has: func(ctx context.Context, id string) (bool, error) {
-			_, err := store.Get(ctx, id)
-			if errors.Is(err, loop.ErrNotFound) {
-				return false, nil
-			}
-			return err == nil, err
-		},
-		Add: func(ctx context.Context, fs []forge.Finding) error {
-			for _, f := range fs {
-				if _, err := adder.AddTask(ctx, loop.NewTask{ID: f.ID, Title: f.Title, Description: f.Description, Priority: 1, Feature: scope.Feature}); err != nil {
-					return fmt.Errorf("--pr-follow: add task %s: %w", f.ID, err)
-				}
-			}
-			return nil
-		},
+		Has:    findings.has,
+		Add:    findings.add,
 		Build:  build,
 		Rounds: pr.follow.rounds,
 		Wait:   pr.follow.wait,
@@ -290,4 +277,45 @@ func withoutSecret(remote string) string {
 		u.User = url.User("xxxxx")
 	}
 	return u.String()
+}
+
+// prFindings are the tasks --pr-follow added for what a pull request
+// asked (forge.Finding): each recorded with the plan (pr_finding_<id>)
+// when ralph adds it, and known by that record, never by a task's id
+// alone — an agent that adds a task pr-review-<id> of its own cannot make
+// a review count as answered (its task collides with the one ralph adds:
+// an error, said).
+type prFindings struct {
+	adder    loop.TaskAdder
+	settings loop.SettingStore
+	scope    loop.Scope
+}
+
+func newPRFindings(store loop.TaskStore, scope loop.Scope) (*prFindings, error) {
+	adder, ok := store.(loop.TaskAdder)
+	settings, ok2 := store.(loop.SettingStore)
+	if !ok || !ok2 {
+		return nil, errors.New("--pr-follow needs the task database")
+	}
+	return &prFindings{adder: adder, settings: settings, scope: scope}, nil
+}
+
+// has reports whether ralph added the task of finding id before.
+func (f *prFindings) has(ctx context.Context, id string) (bool, error) {
+	_, ok, err := f.settings.PlanSetting(ctx, "pr_finding_"+id)
+	return ok, err
+}
+
+// add adds the findings' tasks to the build's scope, ahead of the others,
+// blocked by nothing, and records each.
+func (f *prFindings) add(ctx context.Context, fs []forge.Finding) error {
+	for _, fd := range fs {
+		if _, err := f.adder.AddTask(ctx, loop.NewTask{ID: fd.ID, Title: fd.Title, Description: fd.Description, Priority: 1, Feature: f.scope.Feature}); err != nil {
+			return fmt.Errorf("--pr-follow: add task %s: %w", fd.ID, err)
+		}
+		if _, err := f.settings.RecordPlanSetting(ctx, "pr_finding_"+fd.ID, fd.Title); err != nil {
+			return fmt.Errorf("--pr-follow: record task %s: %w", fd.ID, err)
+		}
+	}
+	return nil
 }
