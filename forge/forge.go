@@ -14,8 +14,9 @@
 //     A plan takes its issues from one repository, recorded with the plan
 //     by its first import; importing from another is refused.
 //   - An import is idempotent by issue number: an issue whose task the
-//     plan has already is left as the plan has it (its status, title and
-//     blockers), and counted as already present.
+//     plan has already (as the caller knows it: the CLI by its record of
+//     the imports, never by a task's id alone) is left as the plan has it
+//     (its status, title and blockers), and counted as already present.
 //   - "depends on #N" or "blocked by #N" in an issue's body (one or several
 //     numbers, comma-separated) make #N a blocker. A blocker that is closed
 //     is done: no edge. A blocker that is open but lacks the label is

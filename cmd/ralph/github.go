@@ -48,12 +48,16 @@ func importGitHub(c *cli.Context, cfg appConfig, st *dag.Store, arg string) erro
 		return err
 	}
 	label := strings.TrimSpace(c.String("label"))
+	// An issue is in the plan when an import recorded it, not when a task
+	// has its id: one an agent added as gh-N collides with the import's
+	// (an error, said) rather than stand for the issue.
 	im, err := client.ImportIssues(ctx, label, func(id string) (bool, error) {
-		_, err := st.Get(ctx, id)
-		if errors.Is(err, loop.ErrNotFound) {
+		n, ok := forge.IssueNumber(id)
+		if !ok {
 			return false, nil
 		}
-		return err == nil, err
+		_, found, err := st.PlanSetting(ctx, issueSetting(n))
+		return found, err
 	})
 	if err != nil {
 		return err
@@ -98,6 +102,9 @@ func importGitHub(c *cli.Context, cfg appConfig, st *dag.Store, arg string) erro
 		return err
 	}}
 	n, err := st.ImportFrom(ctx, p)
+	if errors.Is(err, dag.ErrDuplicateID) {
+		return fmt.Errorf("github:%s: %w (a task with an issue's id gh-N that no import of the issue made is in the plan: delete it or give it another id)", repo, err)
+	}
 	if err != nil {
 		return fmt.Errorf("github:%s: %w", repo, err)
 	}

@@ -116,8 +116,12 @@ func TestGitHubImport(t *testing.T) {
 		t.Fatalf("build gh-3: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	// A task an agent (or anyone) adds with an id gh-N names no issue the
-	// plan imported: no comment reaches issue #8.
+	// plan imported: no comment reaches issue #8, and an import of #8
+	// collides with it rather than take it for the issue.
 	e.ok("task", "add", "Sneaky", "--id", "gh-8")
+	if r := e.run("task", "import", "github:octo/hello", "--label", "later"); r.code != 1 || !strings.Contains(r.stderr, "task gh-8: task id already exists (a task with an issue's id gh-N that no import of the issue made is in the plan") {
+		t.Errorf("import of #8 over an agent's gh-8: exit %d, stderr %q", r.code, r.stderr)
+	}
 	if r := e.run("build", "--claude", agent, "--task", "gh-8"); r.code != 0 {
 		t.Fatalf("build gh-8: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
