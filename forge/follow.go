@@ -179,8 +179,8 @@ type FollowParams struct {
 	Pull Pull
 	// Head is the commit the pull request's branch is at now.
 	Head func(ctx context.Context) (string, error)
-	// Has reports whether the plan has task id (a finding asked for
-	// before).
+	// Has reports whether the finding id was turned into a task before
+	// (by the caller's own record: a task id alone could be an agent's).
 	Has func(ctx context.Context, id string) (bool, error)
 	// Add adds the findings' tasks to the plan.
 	Add func(ctx context.Context, fs []Finding) error
@@ -201,7 +201,7 @@ const noChecksGrace = time.Minute
 
 // Follow keeps a pull request going: it waits for the check runs of its
 // head, turns the failed ones and the reviews that request changes into
-// tasks (once each: a finding whose task the plan has is asked for), has
+// tasks (once each: a finding Has knows was asked for), has
 // them built and pushed, and begins again, until the checks pass and
 // nothing new is asked — or p.Rounds rounds were built, or a push's checks
 // ran past p.Wait: ErrFollowBound.
