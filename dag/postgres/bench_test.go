@@ -1,11 +1,9 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,29 +31,10 @@ func claimProcesses(b *testing.B, url string, procs, n int) float64 {
 	if _, err := seed.Import(ctx, tasks); err != nil {
 		b.Fatal(err)
 	}
-	cmds := make([]*exec.Cmd, procs)
-	outs := make([]*bytes.Buffer, procs)
-	errs := make([]*bytes.Buffer, procs)
-	for i := range cmds {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), claimerURLEnv+"="+url, claimerPlanEnv+"="+plan,
-			fmt.Sprintf("%s=agent-%d", claimerAgentEnv, i))
-		outs[i], errs[i] = &bytes.Buffer{}, &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = outs[i], errs[i]
-		cmds[i] = cmd
-	}
-	for _, cmd := range cmds {
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-	}
 	claimed := map[string]int{}
 	var first, last int64
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			b.Errorf("claimer %d: %v: %s", i, err, errs[i])
-		}
-		for line := range strings.Lines(outs[i].String()) {
+	for _, out := range runClaimers(b, ctx, url, plan, procs) {
+		for line := range strings.Lines(out) {
 			f := strings.Fields(line)
 			switch {
 			case len(f) == 2 && f[0] == "claimed":

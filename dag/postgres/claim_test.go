@@ -420,30 +420,11 @@ func TestMultiProcessClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		const procs = 6
-		cmds := make([]*exec.Cmd, procs)
-		outs := make([]*bytes.Buffer, procs)
-		errs := make([]*bytes.Buffer, procs)
-		for i := range cmds {
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), claimerURLEnv+"="+url, claimerPlanEnv+"=procs",
-				fmt.Sprintf("%s=agent-%d", claimerAgentEnv, i))
-			outs[i], errs[i] = &bytes.Buffer{}, &bytes.Buffer{}
-			cmd.Stdout, cmd.Stderr = outs[i], errs[i]
-			cmds[i] = cmd
-		}
-		for _, cmd := range cmds {
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-		}
 		claimed := map[string]int{}
 		busy := 0
-		for i, cmd := range cmds {
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("claimer %d: %v: %s", i, err, errs[i])
-			}
+		for _, out := range runClaimers(t, ctx, url, "procs", procs) {
 			n := 0
-			for line := range strings.Lines(outs[i].String()) {
+			for line := range strings.Lines(out) {
 				if id, ok := strings.CutPrefix(strings.TrimSpace(line), "claimed "); ok {
 					claimed[id]++
 					n++
@@ -461,4 +442,35 @@ func TestMultiProcessClaims(t *testing.T) {
 		checkHistories(t, seed, tasks, leaves)
 		checkPlan(t, direct, "procs")
 	})
+}
+
+// runClaimers runs procs re-executed test binaries that claim and
+// complete the tasks of plan at url (claimerMain) at once, and returns
+// what each printed; a claimer that failed fails tb.
+func runClaimers(tb testing.TB, ctx context.Context, url, plan string, procs int) []string {
+	tb.Helper()
+	cmds := make([]*exec.Cmd, procs)
+	outs := make([]*bytes.Buffer, procs)
+	errs := make([]*bytes.Buffer, procs)
+	for i := range cmds {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), claimerURLEnv+"="+url, claimerPlanEnv+"="+plan,
+			fmt.Sprintf("%s=agent-%d", claimerAgentEnv, i))
+		outs[i], errs[i] = &bytes.Buffer{}, &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = outs[i], errs[i]
+		cmds[i] = cmd
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	printed := make([]string, procs)
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			tb.Errorf("claimer %d: %v: %s", i, err, errs[i])
+		}
+		printed[i] = outs[i].String()
+	}
+	return printed
 }
