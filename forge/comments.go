@@ -19,7 +19,8 @@ const commentTimeout = 30 * time.Second
 // build claims the task (once a run), finishes it or fails it. The comments go out in order from a
 // goroutine of their own, so that the loop never waits for GitHub; Close
 // waits for the ones queued. A comment GitHub refuses is told to Warn and
-// the build goes on.
+// the build goes on. Whether an issue was imported is asked there too,
+// off the loop's goroutine.
 type IssueComments struct {
 	client   *Client
 	imported func(n int) bool
@@ -51,7 +52,7 @@ func NewIssueComments(c *Client, imported func(n int) bool, warn func(error)) *I
 // Observe implements loop.Observer.
 func (ic *IssueComments) Observe(n loop.Note) {
 	issue, ok := IssueNumber(n.Task.ID)
-	if !ok || (n.Kind != loop.NoteIterationStart && n.Kind != loop.NoteIterationEnd) || !ic.imported(issue) {
+	if !ok || (n.Kind != loop.NoteIterationStart && n.Kind != loop.NoteIterationEnd) {
 		return
 	}
 	where := fmt.Sprintf("iteration %d", n.Iteration)
@@ -101,6 +102,9 @@ func (ic *IssueComments) run() {
 		ic.queue = nil
 		ic.mu.Unlock()
 		for _, c := range q {
+			if !ic.imported(c.issue) {
+				continue // an id an agent chose: no issue of the plan's
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), commentTimeout)
 			err := ic.client.Comment(ctx, c.issue, c.body)
 			cancel()

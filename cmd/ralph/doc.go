@@ -239,8 +239,8 @@
 // # build
 //
 // `ralph build` only wires: flags become a loop.Config, the store is the
-// task graph (or the progress file of --progress), the runner is
-// claude.Runner, and the exit code is the Report's (loop.Report.ExitCode);
+// task graph (or the progress file of --progress), the runner is the
+// chosen agent's (agentcli.go), and the exit code is the Report's (loop.Report.ExitCode);
 // no policy of ARCHITECTURE.md §3 or §6 is re-derived here. The checks come
 // in this order: the command line (a usage error, exit 1: --feature with
 // --task,
@@ -251,6 +251,18 @@
 // agent (--claude PATH, else $RALPH_CLAUDE, else claude on PATH; not found
 // is exit 1 before anything is claimed). An empty plan is the loop's
 // NoPlan, exit 2, with "run 'ralph plan' first" added to its message.
+//
+// Agents and GitHub (DESIGN §16). --agent-cli takes a comma-separated
+// list: each agent's executable is found first (--agent-bin only with
+// one agent), and their runners, each wrapped as the progress file needs,
+// become one loop.Pool (also for a single agent with
+// --max-cost-per-agent); the policy of moving on is the loop's. --pr is
+// resolved before anything runs (prepPR: the push remote, the repository,
+// a token) and acts after a parallel build that completed (pr.finish);
+// --pr-follow's rounds are forge.Follow's, each round a parallel build
+// again. Whatever is written to GitHub is decided from ralph's own
+// records (plan settings github_repo, github_issue_N, pr_finding_<id>),
+// never from a task id alone, which an agent may have chosen.
 //
 // Output. The live view goes to stdout: the session's name and log
 // directory, a header per iteration ("== iteration N · ID title · model
