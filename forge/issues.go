@@ -145,29 +145,22 @@ func (c *Client) ImportIssues(ctx context.Context, label string, has func(id str
 		return Import{}, err
 	}
 	var im Import
-	type entry struct {
-		task   Task
-		closed bool
-		absent bool
+	var queue, order []Task
+	seen := map[int]bool{}   // queued, or settled as a blocker
+	noEdge := map[int]bool{} // a blocker that is closed, or no issue
+	parent := map[int]int{}
+	enqueue := func(is Issue, pulled bool) {
+		seen[is.Number] = true
+		queue = append(queue, Task{Issue: is, ID: TaskID(is.Number), Pulled: pulled})
 	}
-	byNumber := map[int]*entry{}
-	var order []int
-	queue := slices.Clone(labelled)
-	pulled, parent := map[int]bool{}, map[int]int{}
-	hasLabel := map[int]bool{}
 	for _, is := range labelled {
-		hasLabel[is.Number] = true
+		enqueue(is, false)
 	}
 	for len(queue) > 0 {
-		is := queue[0]
+		t := queue[0]
 		queue = queue[1:]
-		if byNumber[is.Number] != nil {
-			continue
-		}
-		e := &entry{task: Task{Issue: is, ID: TaskID(is.Number), Pulled: pulled[is.Number]}}
-		byNumber[is.Number] = e
-		order = append(order, is.Number)
-		subs, err := c.SubIssues(ctx, is.Number)
+		order = append(order, t)
+		subs, err := c.SubIssues(ctx, t.Number)
 		if err != nil {
 			return Import{}, err
 		}
@@ -176,24 +169,21 @@ func (c *Client) ImportIssues(ctx context.Context, label string, has func(id str
 				continue
 			}
 			if _, ok := parent[s.Number]; !ok {
-				parent[s.Number] = is.Number
+				parent[s.Number] = t.Number
 			}
-			if !hasLabel[s.Number] && byNumber[s.Number] == nil {
-				pulled[s.Number] = true
-				queue = append(queue, s)
+			if !seen[s.Number] {
+				enqueue(s, true)
 			}
 		}
-		for _, d := range DependsOn(is.Body) {
-			if byNumber[d] != nil || slices.ContainsFunc(queue, func(q Issue) bool { return q.Number == d }) {
+		for _, d := range DependsOn(t.Body) {
+			if seen[d] {
 				continue
 			}
+			seen[d] = true
 			if ok, err := has(TaskID(d)); err != nil {
 				return Import{}, err
 			} else if ok {
-				// Imported before (as a blocker, then or now): left as
-				// it is, and counted.
-				byNumber[d] = &entry{}
-				im.Present++
+				im.Present++ // imported before: left as it is
 				continue
 			}
 			dep, found, err := c.Issue(ctx, d)
@@ -201,24 +191,21 @@ func (c *Client) ImportIssues(ctx context.Context, label string, has func(id str
 			case err != nil:
 				return Import{}, err
 			case !found:
-				byNumber[d] = &entry{absent: true}
-				im.Notes = append(im.Notes, fmt.Sprintf("#%d depends on #%d, which is no issue of %s: not a blocker", is.Number, d, c.repo))
+				noEdge[d] = true
+				im.Notes = append(im.Notes, fmt.Sprintf("#%d depends on #%d, which is no issue of %s: not a blocker", t.Number, d, c.repo))
 			case !dep.Open:
-				byNumber[d] = &entry{closed: true}
+				noEdge[d] = true
 			default:
-				pulled[d] = true
-				queue = append(queue, dep)
+				enqueue(dep, true)
 			}
 		}
 	}
-	for _, n := range order {
-		e := byNumber[n]
-		t := &e.task
-		if p, ok := parent[n]; ok {
+	for _, t := range order {
+		if p, ok := parent[t.Number]; ok {
 			t.ParentID = TaskID(p)
 		}
 		for _, d := range DependsOn(t.Body) {
-			if dep := byNumber[d]; dep == nil || (!dep.closed && !dep.absent) {
+			if !noEdge[d] {
 				t.BlockedBy = append(t.BlockedBy, TaskID(d))
 			}
 		}
@@ -231,7 +218,7 @@ func (c *Client) ImportIssues(ctx context.Context, label string, has func(id str
 			im.Present++
 			continue
 		}
-		im.Tasks = append(im.Tasks, *t)
+		im.Tasks = append(im.Tasks, t)
 	}
 	return im, nil
 }
