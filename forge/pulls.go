@@ -3,7 +3,6 @@ package forge
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/go-github/v75/github"
@@ -56,10 +55,13 @@ func pullOf(pr *github.PullRequest, head, base string) Pull {
 // chose).
 func PullBody(what string, tasks []loop.Task, receipts []loop.Receipt, imported func(n int) bool) string {
 	cost := map[string]float64{}
+	for _, t := range tasks {
+		cost[t.ID] = 0
+	}
 	var total float64
 	sessions := 0
 	for _, r := range receipts {
-		if r.TaskID == "" || !slices.ContainsFunc(tasks, func(t loop.Task) bool { return t.ID == r.TaskID }) {
+		if _, ours := cost[r.TaskID]; !ours {
 			continue
 		}
 		cost[r.TaskID] += r.CostUSD
