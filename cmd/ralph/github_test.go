@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,9 +43,10 @@ func planShape(t *testing.T, e *e2e) []string {
 // TestGitHubImport: `ralph task import github:o/r --label ralph` makes
 // tasks gh-N of the labelled open issues, with "depends on #N" as blockers
 // (a closed one is done: no edge), an open blocker and an open sub-issue
-// without the label pulled in; twice gives the same plan. A build then
-// comments on the issue when it claims, finishes and fails its task — and
-// never on an issue the plan did not import.
+// without the label pulled in; twice gives the same plan. A build (the
+// real Claude Code against its fake API) then comments on the issue when
+// it claims, finishes and fails its task — and never on an issue the
+// plan did not import.
 func TestGitHubImport(t *testing.T) {
 	g := forgetest.New(t, "octo", "hello", "tok")
 	g.AddIssue(forgetest.Issue{Title: "Lexer", Body: "Tokens.", Labels: []string{"ralph"}})                               // 1
@@ -55,7 +58,18 @@ func TestGitHubImport(t *testing.T) {
 	g.AddIssue(forgetest.Issue{Title: "Part done", Parent: 5, State: "closed"})                                           // 7
 	g.AddIssue(forgetest.Issue{Title: "Someone else's", Labels: []string{"later"}})                                       // 8
 
-	e := newProject(t, githubEnv(g, "tok"))
+	// The builds below run the real Claude Code (fake model API): it
+	// reports each task done, but for gh-3, which it fails.
+	claude := kitNamed("claude").serve(t, func(n int, last, user string) cliStep {
+		if n == 0 {
+			return cliStep{shell: `echo "$RALPH_TASK_ID"`}
+		}
+		if id := strings.TrimSpace(last); id != "gh-3" {
+			return cliStep{text: "Done.\n<task-done>" + id + "</task-done>"}
+		}
+		return cliStep{text: "No notes to find.\n<task-failed>gh-3</task-failed>"}
+	})
+	e := newProject(t, append(claude, githubEnv(g, "tok")...))
 	r := e.run("task", "import", "github:octo/hello", "--label", "ralph")
 	if r.code != 0 || !strings.Contains(r.stdout, "imported 5 tasks from github:octo/hello") {
 		t.Fatalf("import: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -104,15 +118,10 @@ func TestGitHubImport(t *testing.T) {
 	}
 
 	// The build comments on the issues it moves.
-	agent, _ := fakeAgentPath(t,
-		agentStep{Sh: "echo lexed > lexer.txt", Text: "Tokens.\n<task-done>{task}</task-done>"},
-		agentStep{Text: "No notes to find.\n<task-failed>{task}</task-failed>"},
-		agentStep{Text: "<task-done>{task}</task-done>"},
-	)
-	if r := e.run("build", "--claude", agent, "--task", "gh-1"); r.code != 0 {
+	if r := e.run("build", "--use-api-key", "--task", "gh-1"); r.code != 0 {
 		t.Fatalf("build gh-1: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if r := e.run("build", "--claude", agent, "--task", "gh-3", "--max-retries", "0"); r.code != 8 && r.code != 0 {
+	if r := e.run("build", "--use-api-key", "--task", "gh-3", "--max-retries", "0"); r.code != 8 && r.code != 0 {
 		t.Fatalf("build gh-3: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	// A task an agent (or anyone) adds with an id gh-N names no issue the
@@ -122,7 +131,7 @@ func TestGitHubImport(t *testing.T) {
 	if r := e.run("task", "import", "github:octo/hello", "--label", "later"); r.code != 1 || !strings.Contains(r.stderr, "task gh-8: task id already exists (a task with an issue's id gh-N that no import of the issue made is in the plan") {
 		t.Errorf("import of #8 over an agent's gh-8: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if r := e.run("build", "--claude", agent, "--task", "gh-8"); r.code != 0 {
+	if r := e.run("build", "--use-api-key", "--task", "gh-8"); r.code != 0 {
 		t.Fatalf("build gh-8: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	comments := func(n int) []string {
@@ -173,16 +182,31 @@ func TestGitHubImportBadInput(t *testing.T) {
 }
 
 // TestGitHubPullRequest: `ralph build --workers 2 --pr --pr-follow`
-// against the fake GitHub and a real bare remote. The build pushes the
+// against the fake GitHub and a real bare remote, the real Claude Code
+// (fake model API) as the agent. The build pushes the
 // integration branch and opens the pull request listing the plan's tasks
 // and costs; CI (a goroutine watching the remote) fails the first push's
 // check and a reviewer requests changes; each becomes a task with the
-// failing output or the comments as its context, built and pushed to the
+// failing output or the comments as its context (in its agent's prompt
+// too), built and pushed to the
 // pull request; the second push's check passes and the run ends, exit 0.
 func TestGitHubPullRequest(t *testing.T) {
 	g := forgetest.New(t, "octo", "hello", "tok")
-	agent, _ := fakeAgentPath(t, agentStep{Sh: `echo "$RALPH_TASK_ID" > "$RALPH_TASK_ID.txt"`, Text: "Wrote it.\n<task-done>{task}</task-done>", Cost: 0.01})
-	e, remote := prProject(t, g)
+	// The real Claude Code against its fake API: each task's file, then
+	// its sigil. The prompts of the pull request's tasks are kept.
+	var mu sync.Mutex
+	prompts := map[string]string{}
+	env := kitNamed("claude").serve(t, func(n int, last, user string) cliStep {
+		if n == 0 {
+			return cliStep{shell: `echo "$RALPH_TASK_ID" > "$RALPH_TASK_ID.txt" && echo "$RALPH_TASK_ID"`}
+		}
+		id := strings.TrimSpace(last)
+		mu.Lock()
+		prompts[id] = user
+		mu.Unlock()
+		return cliStep{text: "Wrote it.\n<task-done>" + id + "</task-done>"}
+	})
+	e, remote := prProject(t, g, env...)
 
 	// CI and a reviewer: they answer each push of the integration branch
 	// once the pull request is open.
@@ -197,7 +221,7 @@ func TestGitHubPullRequest(t *testing.T) {
 		}
 		g.SetCheckRuns(sha, forgetest.CheckRun{Name: "ci", Conclusion: "success"})
 	})
-	r := e.run("build", "--claude", agent, "--workers", "2", "--pr", "--pr-follow", "--github-repo", "octo/hello")
+	r := e.run("build", "--use-api-key", "--workers", "2", "--pr", "--pr-follow", "--github-repo", "octo/hello")
 	stop()
 	t.Logf("build --pr --pr-follow:\n%s", r.stdout)
 	if r.code != 0 {
@@ -215,7 +239,15 @@ func TestGitHubPullRequest(t *testing.T) {
 		t.Fatalf("pull requests: %+v", pulls)
 	}
 	body := pulls[0].Body
-	for _, want := range []string{"| t-1 | Left | done |", "| t-2 | Right | done |", "| pr-check-", "| pr-review-", "$0.0100 |", "Cost: $0.0400 over 4 agent sessions"} {
+	var st statusJSON
+	if err := json.Unmarshal([]byte(e.ok("status", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	var spent float64
+	for _, rc := range st.Receipts {
+		spent += rc.CostUSD
+	}
+	for _, want := range []string{"| t-1 | Left | done |", "| t-2 | Right | done |", "| pr-check-", "| pr-review-", fmt.Sprintf("Cost: $%.4f over 4 agent sessions", spent)} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the pull request's body lacks %q:\n%s", want, body)
 		}
@@ -234,11 +266,14 @@ func TestGitHubPullRequest(t *testing.T) {
 			if task.Status != "done" {
 				t.Errorf("%s is %s, want done", task.ID, task.Status)
 			}
-			if strings.HasPrefix(task.ID, "pr-check-") && !strings.Contains(task.Description, "--- FAIL: TestGreeting") {
-				t.Errorf("%s's description lacks the failing output:\n%s", task.ID, task.Description)
+			mu.Lock()
+			prompt := prompts[task.ID]
+			mu.Unlock()
+			if strings.HasPrefix(task.ID, "pr-check-") && (!strings.Contains(task.Description, "--- FAIL: TestGreeting") || !strings.Contains(prompt, "--- FAIL: TestGreeting")) {
+				t.Errorf("%s's description, or its agent's prompt, lacks the failing output:\n%s\nprompt:\n%s", task.ID, task.Description, prompt)
 			}
-			if strings.HasPrefix(task.ID, "pr-review-") && !strings.Contains(task.Description, "t-1.txt:1: Greet here.") {
-				t.Errorf("%s's description lacks the review comment:\n%s", task.ID, task.Description)
+			if strings.HasPrefix(task.ID, "pr-review-") && (!strings.Contains(task.Description, "t-1.txt:1: Greet here.") || !strings.Contains(prompt, "t-1.txt:1: Greet here.")) {
+				t.Errorf("%s's description, or its agent's prompt, lacks the review comment:\n%s\nprompt:\n%s", task.ID, task.Description, prompt)
 			}
 		}
 	}
@@ -251,10 +286,10 @@ func TestGitHubPullRequest(t *testing.T) {
 }
 
 // prProject is a project on branch main with a bare remote origin on
-// main and two tasks, for the --pr tests.
-func prProject(t *testing.T, g *forgetest.GitHub) (e *e2e, remote string) {
+// main and two tasks, for the --pr tests; env is the agent's.
+func prProject(t *testing.T, g *forgetest.GitHub, env ...string) (e *e2e, remote string) {
 	t.Helper()
-	e = newProject(t, append(githubEnv(g, "tok"), "RALPH_PR_POLL=50ms"))
+	e = newProject(t, append(append(env, githubEnv(g, "tok")...), "RALPH_PR_POLL=50ms"))
 	commitProject(t, e.dir)
 	remote = filepath.Join(t.TempDir(), "hello.git")
 	gitOut(t, e.dir, "init", "-q", "--bare", remote)
