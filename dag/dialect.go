@@ -26,6 +26,13 @@ type dialect interface {
 	// plan; nil stays nil.
 	err(err error) error
 
+	// readTx reports whether a read's statements run in one read
+	// transaction, which gives them one snapshot on SQLite. PostgreSQL's
+	// transactions (READ COMMITTED) give each statement its own
+	// snapshot anyway: there a transaction would only add its BEGIN and
+	// ROLLBACK, two round trips, to every read.
+	readTx() bool
+
 	// begin takes the store's write lock and starts a write transaction
 	// as o says; end rolls it back if it was not committed and releases
 	// the lock.

@@ -219,6 +219,7 @@ func (d serverDialect) skipLocked() string      { return d.srv.ClaimSkipLocked()
 func (d serverDialect) isUnique(err error) bool { return d.srv.IsUnique(err) }
 func (d serverDialect) featureFiles() error     { return nil }
 func (d serverDialect) server() Server          { return d.srv }
+func (serverDialect) readTx() bool              { return false }
 func (d serverDialect) close() error            { return d.srv.Close() }
 
 func (d serverDialect) err(err error) error {

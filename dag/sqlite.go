@@ -31,6 +31,7 @@ func (sqliteDialect) reachesQuery() string            { return reachesQuery }
 func (sqliteDialect) listBlockers() string            { return "" }
 func (sqliteDialect) featureFiles() error             { return ErrNoFeatureFiles }
 func (sqliteDialect) server() Server                  { return nil }
+func (sqliteDialect) readTx() bool                    { return true }
 func (d sqliteDialect) committed()                    { d.s.changes.wake() }
 func (sqliteDialect) viewChanges() loop.ChangeWatcher { return nil }
 

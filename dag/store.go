@@ -492,7 +492,8 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// txn is one transaction: a read transaction of the pool (tx), or a
+// txn is one transaction: a read of the pool (in the read transaction
+// tx, or statement by statement when tx is nil: see Store.read), or a
 // write transaction on the writer's connection (w).
 type txn struct {
 	ctx context.Context
@@ -543,19 +544,25 @@ func (t *txn) forUpdate() string {
 	return t.s.d.forUpdate()
 }
 
-// prep returns q prepared for this read transaction, from the store's
-// cache.
+// prep returns q prepared for this read, from the store's cache.
 func (t *txn) prep(q string) (*sql.Stmt, error) {
 	st, err := t.s.stmt(t.ctx, q)
-	if err != nil {
-		return nil, err
+	if err != nil || t.tx == nil {
+		return st, err
 	}
 	return t.tx.StmtContext(t.ctx, st), nil
 }
 
+// errReadWrites is the error of a write statement in a read: a read
+// without a transaction would commit it.
+var errReadWrites = errors.New("dag: a write statement in a read")
+
 func (t *txn) exec(q string, args ...any) (sql.Result, error) {
 	if t.w != nil {
 		return t.w.exec(t.ctx, q, args...)
+	}
+	if t.tx == nil {
+		return nil, errReadWrites
 	}
 	st, err := t.prep(q)
 	if err != nil {
@@ -582,9 +589,9 @@ func (t *txn) row(q string, args ...any) scanner {
 	}
 	st, err := t.prep(q)
 	if err != nil {
-		// A *sql.Row cannot be built with an error; let the transaction
-		// report it.
-		return t.tx.QueryRowContext(t.ctx, t.s.d.rebind(q), args...)
+		// A *sql.Row cannot be built with an error; let the pool report
+		// it.
+		return wrow{err: err}
 	}
 	return st.QueryRowContext(t.ctx, args...)
 }
@@ -815,21 +822,27 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// read runs fn in one read transaction (a consistent snapshot), after
-// recovering expired and orphaned claims if there are any and the store
-// can be written: a read never fails because recovery could not write (the
-// store read-only, the disk full, the lock held), nor waits long for it.
+// read runs fn's statements on the pool after recovering expired and
+// orphaned claims if there are any and the store can be written: a read
+// never fails because recovery could not write (the store read-only, the
+// disk full, the lock held), nor waits long for it. On SQLite they run in
+// one read transaction, a consistent snapshot; on a server each statement
+// runs on its own (dialect.readTx).
 func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 	if err := s.beforeRead(ctx); err != nil {
 		return err
 	}
 	return s.retryRead(ctx, func() error {
-		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err != nil {
-			return s.dbErr(err)
+		t := &txn{ctx: ctx, now: s.now(), s: s}
+		if s.d.readTx() {
+			tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				return s.dbErr(err)
+			}
+			defer tx.Rollback()
+			t.tx = tx
 		}
-		defer tx.Rollback()
-		if err := fn(&txn{ctx: ctx, tx: tx, now: s.now(), s: s}); err != nil {
+		if err := fn(t); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
