@@ -33,3 +33,6 @@ func CheckpointBusy(t testing.TB, s *Store) bool {
 	}
 	return busy != 0
 }
+
+// LeaseLookFor is leaseLookFor, for the tests of package dag_test.
+const LeaseLookFor = leaseLookFor

@@ -25,11 +25,42 @@ const holderCheckTTL = time.Second
 // once; a long-lived one (a loop, a busy claimer) at most this late.
 const orphanCheckEvery = 100 * time.Millisecond
 
+// leaseLookFor is how long a look that found no expired claim stands for
+// the reads of the store that made it (Store.Now's time), unless a lease
+// it saw ends sooner. A claim made meanwhile elsewhere with a shorter
+// lease is seen expired by those reads at most this late; writes and
+// Recover always look.
+const leaseLookFor = 100 * time.Millisecond
+
 // holderCache remembers the holders found alive, and when; noneAt, when
-// the last look found no orphaned claim.
+// the last look found no orphaned claim; and, in the store's clock
+// (Store.Now), from when until when no lease can have expired
+// (leaseLook, leaseUntil: see leasesFresh).
 type holderCache struct {
-	alive  map[loop.Holder]time.Time
-	noneAt time.Time
+	alive                 map[loop.Holder]time.Time
+	noneAt                time.Time
+	leaseLook, leaseUntil int64
+}
+
+// leasesFresh reports whether a look a moment ago at now found that no
+// lease expires before now.
+func (s *Store) leasesFresh(now int64) bool {
+	s.holderMu.Lock()
+	defer s.holderMu.Unlock()
+	return now >= s.holders.leaseLook && now < s.holders.leaseUntil
+}
+
+// sawLeases records a look at now that found first, the earliest lease
+// of a claim (0: no claim): it stands for leaseLookFor, never past that
+// lease.
+func (s *Store) sawLeases(now, first int64) {
+	until := now + int64(leaseLookFor)
+	if first != 0 && first < until {
+		until = first
+	}
+	s.holderMu.Lock()
+	defer s.holderMu.Unlock()
+	s.holders.leaseLook, s.holders.leaseUntil = now, until
 }
 
 // orphansFresh reports whether the store found no orphaned claim a moment
@@ -100,9 +131,11 @@ func (s *Store) orphans(rows rowSet) ([]orphan, error) {
 }
 
 // recoverIfAny takes the write lock only when some claim needs recovering:
-// cheap indexed look-ups keep reads from serialising behind writers.
+// cheap indexed look-ups keep reads from serialising behind writers. A
+// look a moment ago that found nothing to recover stands (leasesFresh,
+// orphansFresh): a read on a server pays a round trip for each look.
 func (s *Store) recoverIfAny(ctx context.Context) error {
-	need, err := s.needsRecovery(ctx)
+	need, err := s.needsRecovery(ctx, true)
 	if err != nil || !need {
 		return err
 	}
@@ -110,21 +143,28 @@ func (s *Store) recoverIfAny(ctx context.Context) error {
 }
 
 // needsRecovery reports whether some claim's lease has expired, or some
-// claim's holder on this host is gone.
-func (s *Store) needsRecovery(ctx context.Context) (bool, error) {
-	st, err := s.stmt(ctx, `SELECT count(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_active
-			WHERE status = 'in_progress' AND lease_expires_at <= ? LIMIT 1) AS expired`)
-	if err != nil {
-		return false, s.dbErr(err)
-	}
-	var n int
-	if err := st.QueryRowContext(ctx, s.now()).Scan(&n); err != nil || n > 0 {
-		return n > 0, s.dbErr(err)
+// claim's holder on this host is gone; recent: a look a moment ago at the
+// leases stands.
+func (s *Store) needsRecovery(ctx context.Context, recent bool) (bool, error) {
+	if now := s.now(); !recent || !s.leasesFresh(now) {
+		st, err := s.stmt(ctx, `SELECT coalesce(min(lease_expires_at), 0) FROM tasks INDEXED BY tasks_active
+			WHERE status = 'in_progress'`)
+		if err != nil {
+			return false, s.dbErr(err)
+		}
+		var first int64
+		if err := st.QueryRowContext(ctx).Scan(&first); err != nil {
+			return false, s.dbErr(err)
+		}
+		if first != 0 && first <= now {
+			return true, nil
+		}
+		s.sawLeases(now, first)
 	}
 	if s.orphansFresh() {
 		return false, nil
 	}
-	st, err = s.stmt(ctx, heldHereQuery)
+	st, err := s.stmt(ctx, heldHereQuery)
 	if err != nil {
 		return false, s.dbErr(err)
 	}
@@ -154,7 +194,7 @@ func (s *Store) Recover(ctx context.Context) ([]string, error) {
 		ids = nil
 		// Nothing to recover (the usual case): no write lock, no
 		// transaction.
-		if need, err := s.needsRecovery(ctx); err != nil || !need {
+		if need, err := s.needsRecovery(ctx, false); err != nil || !need {
 			return false, err
 		}
 		t, end, err := s.begin(ctx, txOpts{})

@@ -316,3 +316,61 @@ func TestHistoryInTimeOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestReadLeaseLook: a read skips its look for expired claims (a round
+// trip on a server) for a moment after a look that found none, but never
+// past the earliest lease that look saw nor longer than that moment; an
+// explicit Recover always looks.
+func TestReadLeaseLook(t *testing.T) {
+	forEachStore(t, func(t *testing.T, o *opener) {
+		ctx := context.Background()
+		clkA, clkB := newClock(testStart), newClock(testStart)
+		a := o.open(t, clkA.Now)
+		b := o.again(t, a, clkB.Now)
+		advance := func(d time.Duration) { clkA.Advance(d); clkB.Advance(d) }
+		status := func(id string) loop.Status {
+			t.Helper()
+			task, err := a.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return task.Status
+		}
+		claim := func(s *dag.Store, id string, lease time.Duration) {
+			t.Helper()
+			if _, err := s.Claim(ctx, loop.ClaimParams{TaskID: id, Agent: "ag-" + id, Lease: lease}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustAdd(t, a, dag.AddParams{ID: "x"}, dag.AddParams{ID: "y"}, dag.AddParams{ID: "z"})
+
+		// Another machine's claim made after a's look, with a lease shorter
+		// than the moment: a sees it expire once the moment has passed.
+		status("x") // a looks: no claim
+		claim(b, "y", time.Millisecond)
+		advance(dag.LeaseLookFor + time.Millisecond)
+		if got := status("y"); got != loop.StatusPending {
+			t.Errorf("y, whose lease expired %v ago, is %s after a read; want pending", dag.LeaseLookFor, got)
+		}
+
+		// A lease the look saw bounds it: x's expires before the moment ends.
+		claim(a, "x", dag.LeaseLookFor/2)
+		status("z") // a looks: x's lease is the earliest
+		advance(dag.LeaseLookFor/2 + time.Millisecond)
+		if got := status("x"); got != loop.StatusPending {
+			t.Errorf("x, whose lease expired after the look that saw it, is %s after a read; want pending", got)
+		}
+
+		// Recover looks whatever a read saw a moment ago.
+		status("z")
+		claim(b, "z", time.Millisecond)
+		advance(2 * time.Millisecond)
+		ids, err := a.Recover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"z"}, ids); diff != "" {
+			t.Errorf("Recover (-want +got):\n%s", diff)
+		}
+	})
+}
