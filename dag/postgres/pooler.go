@@ -257,7 +257,8 @@ func newPoller(db *sql.DB, schema string) *poller {
 	s := pgx.Identifier{schema}.Sanitize()
 	// sha256, not md5, which a server in FIPS mode refuses.
 	return &poller{db: db, q: fmt.Sprintf(`SELECT encode(sha256(convert_to(
-		coalesce((SELECT string_agg(feature || '/' || status || '=' || n, ',' ORDER BY feature, status) FROM %[1]s.status_counts), '')
+		coalesce((SELECT string_agg(feature || '/' || status || '=' || n, ',' ORDER BY feature, status)
+			FROM (SELECT feature, status, sum(n) AS n FROM %[1]s.status_counts GROUP BY 1, 2) AS c), '')
 		|| ';' || coalesce((SELECT string_agg(id || '/' || generation, ',' ORDER BY id) FROM %[1]s.tasks WHERE status = 'in_progress'), ''),
 		'UTF8')), 'hex')`, s)}
 }
