@@ -47,6 +47,10 @@ type dialect interface {
 	// database.
 	forUpdate() string
 	skipLocked() string
+	// txID is the expression of the write transaction's id that a
+	// claim's statement returns, so that beforeCommit need not ask (see
+	// Server.TxID); "" where there is none to ask.
+	txID() string
 	// beforeCommit runs just before a write transaction's COMMIT (on a
 	// server: ask the transaction's id, for commitFailed); committed
 	// just after a COMMIT that succeeded (on a file: wake this store's

@@ -300,9 +300,10 @@ func (t *txn) recoverOrphans() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(gone) > 0 && !t.locked {
+	if len(gone) > 0 && (!t.locked || t.shared) {
 		// On a server, a claim's transaction reads without the plan's
-		// lock: take it, and look again under it.
+		// lock (a completion's holds its shared form): take it, and look
+		// again under it.
 		if err := t.lock(); err != nil {
 			return nil, err
 		}

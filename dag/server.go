@@ -46,6 +46,10 @@ type Server interface {
 	// holds the lock does not ask again before its COMMIT (a round trip
 	// less in the time every other writer waits).
 	LockPlan() string
+	// LockPlanShared is LockPlan's statement for the lock's shared form,
+	// which the completions of claims take (see Store.Complete): they run
+	// beside each other, and no other write runs beside them.
+	LockPlanShared() string
 	// ForUpdate is the clause that locks the rows a query reads for the
 	// rest of the transaction (" FOR UPDATE"); ClaimSkipLocked the one
 	// that takes the first row no other transaction holds
@@ -62,9 +66,10 @@ type Server interface {
 	// committing says err came from the commit), a deadlock, a
 	// serialization failure.
 	Retryable(err error, committing bool) bool
-	// TxID is the statement that returns the current transaction's id,
-	// as text; a write transaction that has not taken the plan's lock
-	// (LockPlan says it) asks it just before its COMMIT.
+	// TxID is the expression whose value is the current transaction's
+	// id, as text; a write transaction that has not taken the plan's lock
+	// (LockPlan says it) asks it just before its COMMIT, unless a claim's
+	// statement returned it.
 	// Committed tells whether the transaction of that id committed (ok
 	// false: the server cannot tell, yet or any more). The Store asks,
 	// on another connection, when a COMMIT's answer was lost with its
@@ -220,6 +225,7 @@ func (d serverDialect) isUnique(err error) bool { return d.srv.IsUnique(err) }
 func (d serverDialect) featureFiles() error     { return nil }
 func (d serverDialect) server() Server          { return d.srv }
 func (serverDialect) readTx() bool              { return false }
+func (d serverDialect) txID() string            { return d.srv.TxID() }
 func (d serverDialect) close() error            { return d.srv.Close() }
 
 func (d serverDialect) err(err error) error {
@@ -229,10 +235,14 @@ func (d serverDialect) err(err error) error {
 	return d.srv.Err(err)
 }
 
-// lock takes the plan's write lock, whose statement returns the
-// transaction's id too (see Server).
+// lock takes the plan's write lock, its shared form when t.shared,
+// whose statement returns the transaction's id too (see Server).
 func (d serverDialect) lock(t *txn) error {
-	if err := t.row(d.srv.LockPlan()).Scan(&t.xid); err != nil {
+	q := d.srv.LockPlan()
+	if t.shared {
+		q = d.srv.LockPlanShared()
+	}
+	if err := t.row(q).Scan(&t.xid); err != nil {
 		return err
 	}
 	t.locked = true
@@ -252,11 +262,12 @@ func (d serverDialect) beforeCommit(t *txn) error {
 	if t.xid != "" {
 		return nil
 	}
-	return t.row(d.srv.TxID()).Scan(&t.xid)
+	return t.row(`SELECT ` + d.srv.TxID()).Scan(&t.xid)
 }
 
 // begin starts a write transaction on a server's connection, holding the
-// plan's write lock unless o.unlocked (see Server). A connection that
+// plan's write lock unless o.unlocked, in its shared form if o.shared (see
+// Server). A connection that
 // fails is closed; the next transaction opens another.
 func (d serverDialect) begin(ctx context.Context, o txOpts) (t *txn, end func(), err error) {
 	s := d.s
@@ -275,7 +286,8 @@ func (d serverDialect) begin(ctx context.Context, o txOpts) (t *txn, end func(),
 		return nil, nil, d.err(err)
 	}
 	if !o.unlocked {
-		if err := t.lock(); err != nil {
+		t.shared = o.shared
+		if err := d.lock(t); err != nil {
 			s.w.exec(context.Background(), "ROLLBACK")
 			drop()
 			return nil, nil, d.err(err)

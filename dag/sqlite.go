@@ -32,6 +32,7 @@ func (sqliteDialect) listBlockers() string            { return "" }
 func (sqliteDialect) featureFiles() error             { return ErrNoFeatureFiles }
 func (sqliteDialect) server() Server                  { return nil }
 func (sqliteDialect) readTx() bool                    { return true }
+func (sqliteDialect) txID() string                    { return "" }
 func (d sqliteDialect) committed()                    { d.s.changes.wake() }
 func (sqliteDialect) viewChanges() loop.ChangeWatcher { return nil }
 

@@ -511,6 +511,9 @@ type txn struct {
 	// locked: the write transaction holds the plan's write lock
 	// (Server.LockPlan). A SQLite write transaction does from its BEGIN.
 	locked bool
+	// shared: on a server, the lock it holds is the shared form
+	// (txOpts.shared).
+	shared bool
 	// xid: on a server, the transaction's id, asked before its COMMIT
 	// or returned by the plan's lock.
 	xid string
@@ -518,8 +521,12 @@ type txn struct {
 
 // lock takes the plan's write lock, once per write transaction (see
 // dialect.lock); SQLite's write transactions hold their lock from BEGIN
-// IMMEDIATE.
+// IMMEDIATE. A transaction that holds its shared form cannot have it
+// whole: errWholeLock makes it run again with the whole lock.
 func (t *txn) lock() error {
+	if t.shared {
+		return errWholeLock
+	}
 	if t.locked || t.w == nil {
 		return nil
 	}
@@ -711,6 +718,12 @@ func (s *Store) writeGuarded(ctx context.Context, actor string, fn func(t *txn) 
 	return s.writeTx(ctx, txOpts{actor: actor, leasesLater: true}, fn)
 }
 
+// writeShared is writeGuarded for a transaction that may run beside
+// others like it on a server (txOpts.shared).
+func (s *Store) writeShared(ctx context.Context, actor string, fn func(t *txn) error) error {
+	return s.writeTx(ctx, txOpts{actor: actor, leasesLater: true, shared: true}, fn)
+}
+
 // writeClaim is writeGuarded for a claim: on a server it runs without
 // the plan's write lock until fn takes it (txOpts.unlocked).
 func (s *Store) writeClaim(ctx context.Context, actor string, fn func(t *txn) error) error {
@@ -748,14 +761,33 @@ type txOpts struct {
 	// write lock: fn takes it (t.lock) before it reads anything it then
 	// writes (see Server).
 	unlocked bool
+	// shared: on a server, the transaction holds the plan's lock in its
+	// shared form, beside other such transactions: fn locks every row
+	// it reads to write (t.forUpdate), and locks rows of tasks in one
+	// order, so that two never wait for each other. What needs the lock
+	// whole (recovering claims: t.lock) ends the try with errWholeLock,
+	// and the transaction runs again with it.
+	shared bool
 }
+
+// errWholeLock ends a try of a write transaction that holds the plan's
+// lock in its shared form and needs it whole (txOpts.shared).
+var errWholeLock = errors.New("dag: the write needs the plan's whole lock")
 
 // writeTx runs fn in one write transaction. On a server, a transaction
 // the server could not take (its connection lost before the commit was
 // sent, a restart, a deadlock) runs again with backoff for up to
 // ServerOptions.RetryFor; fn must be safe to run again.
 func (s *Store) writeTx(ctx context.Context, o txOpts, fn func(t *txn) error) error {
-	return s.retrying(ctx, func() (bool, error) { return s.writeOnce(ctx, o, fn) })
+	return s.retrying(ctx, func() (bool, error) {
+		committing, err := s.writeOnce(ctx, o, fn)
+		if o.shared && errors.Is(err, errWholeLock) {
+			whole := o
+			whole.shared = false
+			return s.writeOnce(ctx, whole, fn)
+		}
+		return committing, err
+	})
 }
 
 // writeOnce is one try of writeTx; committing says the error came from

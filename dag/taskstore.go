@@ -147,9 +147,15 @@ func (s *Store) Claim(ctx context.Context, p loop.ClaimParams) (loop.Task, error
 			}
 			for {
 				guard, gargs := t.leaseGuard()
+				// The transaction's id comes back with the task, on a server
+				// (dialect.txID): no question of its own before the commit.
+				returning, extra := taskCols, []any(nil)
+				if x := t.s.d.txID(); x != "" && t.xid == "" {
+					returning, extra = taskCols+", "+x, []any{&t.xid}
+				}
 				task, blockers, err = scanTask(t.row(set+`WHERE seq = (SELECT seq FROM `+readyFrom(p.Scope)+` WHERE `+readyCond+
-					` AND `+cond+` ORDER BY `+readyOrder+` LIMIT 1`+t.skipLocked()+`)`+guard+` RETURNING `+taskCols,
-					append(append(slices.Clip(args), cargs...), gargs...)...))
+					` AND `+cond+` ORDER BY `+readyOrder+` LIMIT 1`+t.skipLocked()+`)`+guard+` RETURNING `+returning,
+					append(append(slices.Clip(args), cargs...), gargs...)...), extra...)
 				if !errors.Is(err, sql.ErrNoRows) {
 					break
 				}
@@ -260,10 +266,16 @@ func holderErr(st state, agent string) error {
 // Complete implements loop.TaskStore. A move by an agent (the usual case:
 // the loop completing its claim) is one statement whose WHERE clause holds
 // loop.CheckMove's conditions; only when it changes nothing is the task
-// read, for the error.
+// read, for the error. On a server the completions of claims run beside
+// each other (writeShared): each locks its task, then what its
+// completion moves.
 func (s *Store) Complete(ctx context.Context, p loop.MoveParams) error {
 	id, by := p.TaskID, p.By
-	return s.writeGuarded(ctx, by.Name(), func(t *txn) error {
+	write := s.writeGuarded
+	if by.Agent != "" {
+		write = s.writeShared
+	}
+	return write(ctx, by.Name(), func(t *txn) error {
 		var parent string
 		var deps int
 		err := sql.ErrNoRows

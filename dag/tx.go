@@ -64,16 +64,17 @@ func queryAll[T any](ctx context.Context, s *Store, scan func(scanner) (T, error
 	return out, err
 }
 
-// scanTask reads taskCols; blockers is the task's number of blockers, so
-// that callers can skip the look-up in deps when it is zero.
-func scanTask(r scanner) (task loop.Task, blockers int, err error) {
+// scanTask reads taskCols, then into extra the columns after them;
+// blockers is the task's number of blockers, so that callers can skip the
+// look-up in deps when it is zero.
+func scanTask(r scanner, extra ...any) (task loop.Task, blockers int, err error) {
 	var t loop.Task
 	var status, mode string
 	var claimedAt, leaseAt, created, updated int64
-	err = r.Scan(&t.ID, &t.Title, &t.Description, &status, &t.Priority, &t.ParentID,
+	err = r.Scan(append([]any{&t.ID, &t.Title, &t.Description, &status, &t.Priority, &t.ParentID,
 		&t.Feature, &t.ClaimedBy, &claimedAt, &leaseAt, &t.RetryCount,
 		&t.VerificationStatus, &created, &updated, &mode, &t.Holder.Host, &t.Holder.PID,
-		&t.Holder.Start, &t.Generation, &blockers, &t.Check, &t.CheckBy)
+		&t.Holder.Start, &t.Generation, &blockers, &t.Check, &t.CheckBy}, extra...)...)
 	if err != nil {
 		return loop.Task{}, 0, err
 	}
@@ -326,7 +327,18 @@ func (t *txn) transition(id string, to loop.Status, kind, message string) (state
 // transaction: dependents lose an unmet blocker, and explicitly blocked
 // ones with none left become pending; a parent whose children are all done
 // becomes done, and so on upward.
+//
+// Beside other completions (txn.shared) each row is locked before it is
+// read: the dependents in the order of their ids, so that two
+// completions never wait for each other; the parent before its children
+// are counted, so that of two children completed at once the second to
+// lock it counts the first's completion (READ COMMITTED: each statement
+// sees what committed before it began).
 func (t *txn) done(id, parent string, deps int) error {
+	dependentsQuery := `SELECT blocked_id FROM deps WHERE blocker_id = ? ORDER BY seq`
+	if t.shared {
+		dependentsQuery = `SELECT blocked_id FROM deps WHERE blocker_id = ? ORDER BY blocked_id`
+	}
 	type item struct {
 		id, parent string
 		deps       int
@@ -337,7 +349,7 @@ func (t *txn) done(id, parent string, deps int) error {
 		var dependents []string
 		if x.deps > 0 {
 			var err error
-			if dependents, err = t.ids(`SELECT blocked_id FROM deps WHERE blocker_id = ? ORDER BY seq`, x.id); err != nil {
+			if dependents, err = t.ids(dependentsQuery, x.id); err != nil {
 				return err
 			}
 		}
@@ -360,6 +372,12 @@ func (t *txn) done(id, parent string, deps int) error {
 		}
 		if x.parent == "" {
 			continue
+		}
+		if t.shared {
+			var one int
+			if err := t.row(`SELECT 1 FROM tasks WHERE id = ?`+t.forUpdate(), x.parent).Scan(&one); err != nil {
+				return err
+			}
 		}
 		var status, grand string
 		var open, pdeps int

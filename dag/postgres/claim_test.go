@@ -474,3 +474,107 @@ func runClaimers(tb testing.TB, ctx context.Context, url, plan string, procs int
 	}
 	return printed
 }
+
+// TestCompletionsAtOnce: the completions of claims run beside each other
+// on a server (dag.Store.Complete): two children completed at once still
+// make their parent done, two blockers completed at once still make
+// their dependent ready, and a completion that finds a claim whose lease
+// expired recovers it (under the plan's whole lock). Each round starts
+// both completions together, on two stores (two connections).
+func TestCompletionsAtOnce(t *testing.T) {
+	forEachServer(t, func(t *testing.T, url, direct string) {
+		ctx := t.Context()
+		a := openNamed(t, url, "atonce", dag.ServerOptions{})
+		b := openNamed(t, url, "atonce", dag.ServerOptions{})
+		const rounds = 20
+		var batch []dag.ImportTask
+		for r := range rounds {
+			p, d := fmt.Sprintf("p%d", r), fmt.Sprintf("d%d", r)
+			batch = append(batch,
+				dag.ImportTask{Line: len(batch) + 1, ID: p, Title: p},
+				dag.ImportTask{Line: len(batch) + 2, ID: p + "-a", Title: "child a", ParentID: p},
+				dag.ImportTask{Line: len(batch) + 3, ID: p + "-b", Title: "child b", ParentID: p},
+				dag.ImportTask{Line: len(batch) + 4, ID: d + "-x", Title: "blocker x"},
+				dag.ImportTask{Line: len(batch) + 5, ID: d + "-y", Title: "blocker y"},
+				dag.ImportTask{Line: len(batch) + 6, ID: d, Title: "dependent", Status: loop.StatusBlocked,
+					BlockedBy: []string{d + "-x", d + "-y"}})
+		}
+		if _, err := a.Import(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		both := func(s1, s2 *dag.Store, id1, id2 string) {
+			t.Helper()
+			var gens [2]int64
+			for i, c := range []struct {
+				s  *dag.Store
+				id string
+			}{{s1, id1}, {s2, id2}} {
+				task, err := c.s.Claim(ctx, loop.ClaimParams{TaskID: c.id, Agent: "ag-" + c.id, Mode: loop.ClaimLoop})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gens[i] = task.Generation
+			}
+			start := make(chan struct{})
+			errs := make(chan error, 2)
+			for i, c := range []struct {
+				s  *dag.Store
+				id string
+			}{{s1, id1}, {s2, id2}} {
+				go func() {
+					<-start
+					errs <- c.s.Complete(ctx, loop.MoveParams{TaskID: c.id, Message: "done",
+						By: loop.Actor{Agent: "ag-" + c.id, Loop: true, Generation: gens[i]}})
+				}()
+			}
+			close(start)
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		for r := range rounds {
+			p, d := fmt.Sprintf("p%d", r), fmt.Sprintf("d%d", r)
+			both(a, b, p+"-a", p+"-b")
+			both(a, b, d+"-x", d+"-y")
+			for id, want := range map[string]loop.Status{p: loop.StatusDone, d: loop.StatusPending} {
+				if task, err := a.Get(ctx, id); err != nil || task.Status != want {
+					t.Errorf("round %d: %s is %s (%v) after both its %s completed at once; want %s",
+						r, id, task.Status, err, map[bool]string{true: "children", false: "blockers"}[id == p], want)
+				}
+			}
+		}
+
+		// A lease expired: the completion beside others runs again with
+		// the whole lock, and recovers it first.
+		mustImport(t, a, dag.ImportTask{Line: 1, ID: "late", Title: "late"}, dag.ImportTask{Line: 2, ID: "mine", Title: "mine"})
+		if _, err := b.Claim(ctx, loop.ClaimParams{TaskID: "late", Agent: "ag-late", Lease: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		mine, err := a.Claim(ctx, loop.ClaimParams{TaskID: "mine", Agent: "ag-mine", Mode: loop.ClaimLoop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if err := a.Complete(ctx, loop.MoveParams{TaskID: "mine", Message: "done",
+			By: loop.Actor{Agent: "ag-mine", Loop: true, Generation: mine.Generation}}); err != nil {
+			t.Fatal(err)
+		}
+		// Read where reads recover nothing.
+		ro := openNamed(t, url, "atonce", dag.ServerOptions{Options: dag.Options{ReadOnly: true}})
+		for id, want := range map[string]loop.Status{"mine": loop.StatusDone, "late": loop.StatusPending} {
+			if task, err := ro.Get(ctx, id); err != nil || task.Status != want {
+				t.Errorf("%s is %s (%v); want %s", id, task.Status, err, want)
+			}
+		}
+		checkPlan(t, direct, "atonce")
+	})
+}
+
+func mustImport(t *testing.T, s *dag.Store, tasks ...dag.ImportTask) {
+	t.Helper()
+	if _, err := s.Import(t.Context(), tasks); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -205,7 +205,7 @@ func (s *server) Retryable(err error, committing bool) bool {
 
 // TxID implements dag.Server. pg_current_xact_id and pg_xact_status
 // (xid8) need PostgreSQL 13 or later.
-func (s *server) TxID() string { return `SELECT pg_current_xact_id()::text` }
+func (s *server) TxID() string { return `pg_current_xact_id()::text` }
 
 // Committed implements dag.Server: pg_xact_status, PostgreSQL's answer
 // to exactly this question ("in progress" until a terminated backend has

@@ -484,8 +484,8 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxIdleConns(4)
-	// lockSQL takes the plan's lock, then returns the transaction's id
-	// (dag.Server.LockPlan).
+	// lockSQL takes the plan's lock, sharedSQL its shared form, then
+	// returns the transaction's id (dag.Server.LockPlan).
 	srv := &server{
 		name:    where,
 		cc:      pc,
@@ -493,6 +493,8 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 		conn:    conn,
 		plan:    plan,
 		lockSQL: fmt.Sprintf(`SELECT pg_current_xact_id()::text FROM (SELECT pg_advisory_xact_lock(%d, %d)) AS l`, lockKey, plan.ID),
+		sharedSQL: fmt.Sprintf(`SELECT pg_current_xact_id()::text FROM (SELECT pg_advisory_xact_lock_shared(%d, %d)) AS l`,
+			lockKey, plan.ID),
 	}
 	if pooled {
 		srv.listen = newPoller(db, plan.schema())
@@ -531,14 +533,15 @@ func (v viewChanges) WaitChange(ctx context.Context, token string, d time.Durati
 
 // server is the dag.Server of one plan on PostgreSQL.
 type server struct {
-	name    string
-	cc      *pgx.ConnConfig
-	db      *sql.DB
-	conn    driver.Connector
-	plan    Plan
-	lockSQL string
-	listen  changeSource // the plan's changes
-	view    changeSource // and its claims, for viewers (the same poller when pooled)
+	name      string
+	cc        *pgx.ConnConfig
+	db        *sql.DB
+	conn      driver.Connector
+	plan      Plan
+	lockSQL   string
+	sharedSQL string
+	listen    changeSource // the plan's changes
+	view      changeSource // and its claims, for viewers (the same poller when pooled)
 
 	rebinds sync.Map // query → rebound query
 }
@@ -549,6 +552,7 @@ func (s *server) Name() string                { return s.name }
 func (s *server) DB() *sql.DB                 { return s.db }
 func (s *server) Connector() driver.Connector { return s.conn }
 func (s *server) LockPlan() string            { return s.lockSQL }
+func (s *server) LockPlanShared() string      { return s.sharedSQL }
 func (s *server) ForUpdate() string           { return " FOR UPDATE" }
 func (s *server) ClaimSkipLocked() string     { return " FOR UPDATE SKIP LOCKED" }
 
