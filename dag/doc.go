@@ -106,7 +106,11 @@
 // there takes the plan's lock on the server (Server.LockPlan) where SQLite
 // takes BEGIN IMMEDIATE, and locks the rows it reads to move; the claim of
 // the first ready task runs without the plan lock, taking its row with
-// FOR UPDATE SKIP LOCKED. A server's connection runs one query at a time,
+// FOR UPDATE SKIP LOCKED, and the completion of a claim by its holder
+// with the lock's shared form (Server.LockPlanShared), beside other
+// completions. Reads run statement by statement (READ COMMITTED gives
+// each statement its own snapshot in a transaction too). A server's
+// connection runs one query at a time,
 // so listing reads each task's blockers in its row. Writes and reads the
 // server could not take are retried with backoff (ServerOptions.RetryFor).
 // A plan on a server keeps its features' spec and plan files too

@@ -24,11 +24,14 @@ import (
 // Writes are ordered as on SQLite: every write transaction first takes
 // the plan's write lock (LockPlan), so that the rules, which read and then
 // write, see no other writer's half-done work; a row a write transaction
-// reads to move (a task's state) is locked too (ForUpdate). The one
-// exception is the claim of the first ready task, a single statement that
-// takes its row with ClaimSkipLocked and no plan lock: claims on many
-// machines do not queue behind each other. Recovery takes the plan lock
-// first, in a claim's transaction too.
+// reads to move (a task's state) is locked too (ForUpdate). The
+// exceptions: the claim of the first ready task, a single statement that
+// takes its row with ClaimSkipLocked and no plan lock, and the completion
+// of a claim by its holder, under the lock's shared form
+// (LockPlanShared), beside other completions, locking each row it reads
+// to move: claims and completions on many machines do not queue behind
+// each other. Recovery takes the whole plan lock first, in a claim's or a
+// completion's transaction too.
 type Server interface {
 	// Name names the plan and the server for messages
 	// ("plan app on postgres://db.example/ralph").

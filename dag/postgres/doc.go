@@ -36,12 +36,25 @@
 //     takes the first ready row with FOR UPDATE SKIP LOCKED, without the
 //     plan lock, so machines claiming at once do not queue; when a lease
 //     has expired or a holder is gone, the claim takes the plan lock and
-//     recovers first. Two machines adding opposite dependencies at once
-//     are ordered by the lock: the second sees the first's edge and is
-//     refused as a cycle.
+//     recovers first. The completion of a claim by its holder is the
+//     other: it takes the lock's shared form
+//     (pg_advisory_xact_lock_shared), beside other completions and
+//     claims and no other write, and locks each row it reads to move —
+//     its task, the dependents in the order of their ids, the parent
+//     before it counts the children — so completions on many machines
+//     do not queue either; one that finds a claim to recover runs again
+//     with the whole lock. Two machines adding opposite dependencies at
+//     once are ordered by the lock: the second sees the first's edge and
+//     is refused as a cycle.
 //   - Insertion order (seq) is the largest seq plus one, given by a
 //     trigger under the plan lock, as SQLite's INTEGER PRIMARY KEY gives
-//     it; counts by status are kept by triggers, as on SQLite.
+//     it; counts by status are kept by triggers, as on SQLite, in shards
+//     (one per server process modulo 32, summed when read): one row per
+//     status would make every completion wait for the one before it to
+//     commit.
+//   - Reads run statement by statement, outside a transaction: at READ
+//     COMMITTED each statement of a transaction would see its own
+//     snapshot anyway, and BEGIN and ROLLBACK cost two round trips.
 //   - Waiting loops LISTEN on the plan's schema name. Triggers notify it
 //     at every commit that can make a task ready or end a claim (a task
 //     added, a status other than in_progress reached, a readiness counter
