@@ -504,11 +504,12 @@ func TestCompletionsAtOnce(t *testing.T) {
 		}
 		both := func(s1, s2 *dag.Store, id1, id2 string) {
 			t.Helper()
-			var gens [2]int64
-			for i, c := range []struct {
+			pair := []struct {
 				s  *dag.Store
 				id string
-			}{{s1, id1}, {s2, id2}} {
+			}{{s1, id1}, {s2, id2}}
+			var gens [2]int64
+			for i, c := range pair {
 				task, err := c.s.Claim(ctx, loop.ClaimParams{TaskID: c.id, Agent: "ag-" + c.id, Mode: loop.ClaimLoop})
 				if err != nil {
 					t.Fatal(err)
@@ -517,10 +518,7 @@ func TestCompletionsAtOnce(t *testing.T) {
 			}
 			start := make(chan struct{})
 			errs := make(chan error, 2)
-			for i, c := range []struct {
-				s  *dag.Store
-				id string
-			}{{s1, id1}, {s2, id2}} {
+			for i, c := range pair {
 				go func() {
 					<-start
 					errs <- c.s.Complete(ctx, loop.MoveParams{TaskID: c.id, Message: "done",
