@@ -27,10 +27,8 @@ type dialect interface {
 	err(err error) error
 
 	// readTx reports whether a read's statements run in one read
-	// transaction, which gives them one snapshot on SQLite. PostgreSQL's
-	// transactions (READ COMMITTED) give each statement its own
-	// snapshot anyway: there a transaction would only add its BEGIN and
-	// ROLLBACK, two round trips, to every read.
+	// transaction, which gives them one snapshot on SQLite; a server
+	// says (Server.ReadTx).
 	readTx() bool
 
 	// begin takes the store's write lock and starts a write transaction

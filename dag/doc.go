@@ -108,8 +108,9 @@
 // the first ready task runs without the plan lock, taking its row with
 // FOR UPDATE SKIP LOCKED, and the completion of a claim by its holder
 // with the lock's shared form (Server.LockPlanShared), beside other
-// completions. Reads run statement by statement (READ COMMITTED gives
-// each statement its own snapshot in a transaction too). A server's
+// completions. Reads run statement by statement unless the server says
+// otherwise (Server.ReadTx: READ COMMITTED gives each statement its own
+// snapshot in a transaction too). A server's
 // connection runs one query at a time,
 // so listing reads each task's blockers in its row. Writes and reads the
 // server could not take are retried with backoff (ServerOptions.RetryFor).

@@ -53,6 +53,13 @@ type Server interface {
 	// which the completions of claims take (see Store.Complete): they run
 	// beside each other, and no other write runs beside them.
 	LockPlanShared() string
+	// ReadTx reports whether a read's statements should share one
+	// transaction. At READ COMMITTED each statement of a transaction sees
+	// its own snapshot anyway, so directly connected they need not (BEGIN
+	// and ROLLBACK are two round trips); behind a pooler in transaction
+	// pooling each statement outside one pays a BEGIN and COMMIT of its
+	// own.
+	ReadTx() bool
 	// ForUpdate is the clause that locks the rows a query reads for the
 	// rest of the transaction (" FOR UPDATE"); ClaimSkipLocked the one
 	// that takes the first row no other transaction holds
@@ -227,7 +234,7 @@ func (d serverDialect) skipLocked() string      { return d.srv.ClaimSkipLocked()
 func (d serverDialect) isUnique(err error) bool { return d.srv.IsUnique(err) }
 func (d serverDialect) featureFiles() error     { return nil }
 func (d serverDialect) server() Server          { return d.srv }
-func (serverDialect) readTx() bool              { return false }
+func (d serverDialect) readTx() bool            { return d.srv.ReadTx() }
 func (d serverDialect) txID() string            { return d.srv.TxID() }
 func (d serverDialect) close() error            { return d.srv.Close() }
 

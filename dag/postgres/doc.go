@@ -55,6 +55,8 @@
 //   - Reads run statement by statement, outside a transaction: at READ
 //     COMMITTED each statement of a transaction would see its own
 //     snapshot anyway, and BEGIN and ROLLBACK cost two round trips.
+//     Behind a pooler they share one (each statement outside one would
+//     pay its own BEGIN and COMMIT there).
 //   - Waiting loops LISTEN on the plan's schema name. Triggers notify it
 //     at every commit that can make a task ready or end a claim (a task
 //     added, a status other than in_progress reached, a readiness counter

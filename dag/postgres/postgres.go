@@ -492,6 +492,7 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 		db:      db,
 		conn:    conn,
 		plan:    plan,
+		pooled:  pooled,
 		lockSQL: fmt.Sprintf(`SELECT pg_current_xact_id()::text FROM (SELECT pg_advisory_xact_lock(%d, %d)) AS l`, lockKey, plan.ID),
 		sharedSQL: fmt.Sprintf(`SELECT pg_current_xact_id()::text FROM (SELECT pg_advisory_xact_lock_shared(%d, %d)) AS l`,
 			lockKey, plan.ID),
@@ -540,6 +541,7 @@ type server struct {
 	plan      Plan
 	lockSQL   string
 	sharedSQL string
+	pooled    bool         // behind a pooler in transaction pooling
 	listen    changeSource // the plan's changes
 	view      changeSource // and its claims, for viewers (the same poller when pooled)
 
@@ -553,6 +555,7 @@ func (s *server) DB() *sql.DB                 { return s.db }
 func (s *server) Connector() driver.Connector { return s.conn }
 func (s *server) LockPlan() string            { return s.lockSQL }
 func (s *server) LockPlanShared() string      { return s.sharedSQL }
+func (s *server) ReadTx() bool                { return s.pooled }
 func (s *server) ForUpdate() string           { return " FOR UPDATE" }
 func (s *server) ClaimSkipLocked() string     { return " FOR UPDATE SKIP LOCKED" }
 
