@@ -764,7 +764,9 @@ type txOpts struct {
 	// shared: on a server, the transaction holds the plan's lock in its
 	// shared form, beside other such transactions: fn locks every row
 	// it reads to write (t.forUpdate), and locks rows of tasks in one
-	// order, so that two never wait for each other. What needs the lock
+	// order, so that two do not wait for each other in a circle (should
+	// an odd graph make them, the server's deadlock check ends one, and
+	// it runs again). What needs the lock
 	// whole (recovering claims: t.lock) ends the try with errWholeLock,
 	// and the transaction runs again with it.
 	shared bool
@@ -858,8 +860,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // orphaned claims if there are any and the store can be written: a read
 // never fails because recovery could not write (the store read-only, the
 // disk full, the lock held), nor waits long for it. On SQLite they run in
-// one read transaction, a consistent snapshot; on a server each statement
-// runs on its own (dialect.readTx).
+// one read transaction, a consistent snapshot; on a server connected
+// directly each statement runs on its own (dialect.readTx).
 func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 	if err := s.beforeRead(ctx); err != nil {
 		return err

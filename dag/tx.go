@@ -330,10 +330,10 @@ func (t *txn) transition(id string, to loop.Status, kind, message string) (state
 //
 // Beside other completions (txn.shared) each row is locked before it is
 // read: the dependents in the order of their ids, so that two
-// completions never wait for each other; the parent before its children
-// are counted, so that of two children completed at once the second to
-// lock it counts the first's completion (READ COMMITTED: each statement
-// sees what committed before it began).
+// completions do not wait for each other in a circle over them; the
+// parent before its children are counted, so that of two children
+// completed at once the second to lock it counts the first's completion
+// (READ COMMITTED: each statement sees what committed before it began).
 func (t *txn) done(id, parent string, deps int) error {
 	dependentsQuery := `SELECT blocked_id FROM deps WHERE blocker_id = ? ORDER BY seq`
 	if t.shared {
