@@ -546,7 +546,9 @@ func TestCompletionsAtOnce(t *testing.T) {
 
 		// A lease expired: the completion beside others runs again with
 		// the whole lock, and recovers it first.
-		mustImport(t, a, dag.ImportTask{Line: 1, ID: "late", Title: "late"}, dag.ImportTask{Line: 2, ID: "mine", Title: "mine"})
+		if _, err := a.Import(ctx, []dag.ImportTask{{Line: 1, ID: "late", Title: "late"}, {Line: 2, ID: "mine", Title: "mine"}}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := b.Claim(ctx, loop.ClaimParams{TaskID: "late", Agent: "ag-late", Lease: time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
@@ -568,11 +570,4 @@ func TestCompletionsAtOnce(t *testing.T) {
 		}
 		checkPlan(t, direct, "atonce")
 	})
-}
-
-func mustImport(t *testing.T, s *dag.Store, tasks ...dag.ImportTask) {
-	t.Helper()
-	if _, err := s.Import(t.Context(), tasks); err != nil {
-		t.Fatal(err)
-	}
 }
