@@ -27,6 +27,90 @@ type wconn struct {
 	// d is the store's driver: its rebind turns the package's queries
 	// into the database's dialect.
 	d dialect
+	// held are the statements held back (later), to go with the next.
+	held []BatchQuery
+}
+
+// Batcher is implemented by a server's driver connections
+// (Server.Connector's) that send several statements in one round trip.
+// The writer's connection then holds back a statement whose answer is
+// only whether it failed — a transaction's BEGIN, a history entry
+// (wconn.later) — and sends it with the statement after it: a claim and
+// its completion take five round trips instead of nine.
+type Batcher interface {
+	// Batch runs qs in order in one round trip, up to the first that
+	// fails. It returns the rows of the last, read in whole, and how many
+	// rows it changed. A statement the server refused is named by a
+	// *BatchError (the ones after it did not run); any other error (a
+	// lost connection) may have come after any of them ran.
+	Batch(ctx context.Context, qs []BatchQuery) (BatchResult, error)
+}
+
+// BatchQuery is one statement of a Batch, in the server's dialect.
+type BatchQuery struct {
+	SQL  string
+	Args []driver.NamedValue
+}
+
+// BatchResult is what the last statement of a Batch returned; its values
+// are of the types database/sql's drivers return (int64, float64, bool,
+// []byte, string, time.Time, nil).
+type BatchResult struct {
+	Columns      []string
+	Rows         [][]driver.Value
+	RowsAffected int64
+}
+
+// BatchError is the server's refusal of statement Index of a Batch.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return e.Err.Error() }
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// heldFailed is the error of a statement held back (wconn.later), come
+// with the statement sent after it, which did not run.
+type heldFailed struct{ error }
+
+func (e heldFailed) Unwrap() error { return e.error }
+
+// later runs q now, or, on a connection that batches, with the next
+// statement: its error comes back from that one, as a heldFailed.
+func (w *wconn) later(ctx context.Context, q string, args ...any) error {
+	if _, ok := w.c.(Batcher); !ok {
+		_, err := w.exec(ctx, q, args...)
+		return err
+	}
+	nv, err := namedValues(args)
+	if err != nil {
+		return err
+	}
+	w.held = append(w.held, BatchQuery{SQL: w.d.rebind(q), Args: nv})
+	return nil
+}
+
+// discard forgets the statements held back (the transaction is rolled
+// back unsent).
+func (w *wconn) discard() { w.held = nil }
+
+// flush sends the statements held back, then q, in one round trip.
+func (w *wconn) flush(ctx context.Context, q string, args []any) (BatchResult, error) {
+	nv, err := namedValues(args)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	qs := append(w.held, BatchQuery{SQL: w.d.rebind(q), Args: nv})
+	w.held = nil
+	res, err := w.c.(Batcher).Batch(ctx, qs)
+	if be, ok := err.(*BatchError); ok {
+		err = be.Err
+		if be.Index < len(qs)-1 {
+			err = heldFailed{err}
+		}
+	}
+	return res, err
 }
 
 // wstmt is a prepared statement of the writer's connection; busy while
@@ -64,6 +148,13 @@ func (w *wconn) prepare(ctx context.Context, q string) (st driver.Stmt, done fun
 }
 
 func (w *wconn) exec(ctx context.Context, q string, args ...any) (driver.Result, error) {
+	if len(w.held) > 0 {
+		res, err := w.flush(ctx, q, args)
+		if err != nil {
+			return nil, err
+		}
+		return driver.RowsAffected(res.RowsAffected), nil
+	}
 	st, done, err := w.prepare(ctx, q)
 	if err != nil {
 		return nil, err
@@ -85,6 +176,13 @@ func (w *wconn) pragma(ctx context.Context, p string) error {
 }
 
 func (w *wconn) query(ctx context.Context, q string, args ...any) (*wrows, error) {
+	if len(w.held) > 0 {
+		res, err := w.flush(ctx, q, args)
+		if err != nil {
+			return nil, err
+		}
+		return &wrows{r: &batchRows{res: res}, done: func() {}}, nil
+	}
 	st, done, err := w.prepare(ctx, q)
 	if err != nil {
 		return nil, err
@@ -187,6 +285,24 @@ func (r *wrows) Close() error {
 		r.err = err
 	}
 	return err
+}
+
+// batchRows are a BatchResult's rows as a driver's.
+type batchRows struct {
+	res BatchResult
+	i   int
+}
+
+func (r *batchRows) Columns() []string { return r.res.Columns }
+func (r *batchRows) Close() error      { return nil }
+
+func (r *batchRows) Next(dest []driver.Value) error {
+	if r.i >= len(r.res.Rows) {
+		return io.EOF
+	}
+	copy(dest, r.res.Rows[r.i])
+	r.i++
+	return nil
 }
 
 // wrow is the first row of a query, like *sql.Row.

@@ -90,7 +90,8 @@ type Server interface {
 	// IsUnique reports whether err is a violation of a unique constraint.
 	IsUnique(err error) bool
 	// The server tells waiting loops of changes (LISTEN/NOTIFY on
-	// PostgreSQL).
+	// PostgreSQL). A first wait may end at once, a change maybe unheard:
+	// a server tells of changes only while a loop waits.
 	loop.ChangeWatcher
 	// ViewChanges tells a viewer (ralph serve) of the same changes and
 	// also of each claim, which waiting loops are not told of: a claim
@@ -291,7 +292,8 @@ func (d serverDialect) begin(ctx context.Context, o txOpts) (t *txn, end func(),
 		s.w = nil
 		release(nil)
 	}
-	if _, err := t.exec("BEGIN"); err != nil {
+	// BEGIN goes with the transaction's first statement (wconn.later).
+	if err := s.w.later(ctx, "BEGIN"); err != nil {
 		drop()
 		return nil, nil, d.err(err)
 	}
@@ -308,6 +310,7 @@ func (d serverDialect) begin(ctx context.Context, o txOpts) (t *txn, end func(),
 			release(nil)
 			return
 		}
+		s.w.discard()
 		if _, err := s.w.exec(context.Background(), "ROLLBACK"); err != nil {
 			drop()
 			return

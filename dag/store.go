@@ -578,6 +578,16 @@ func (t *txn) exec(q string, args ...any) (sql.Result, error) {
 	return st.ExecContext(t.ctx, args...)
 }
 
+// later runs q, a statement whose answer is only whether it failed: on a
+// server's writer connection with the next statement (wconn.later).
+func (t *txn) later(q string, args ...any) error {
+	if t.w != nil {
+		return t.w.later(t.ctx, q, args...)
+	}
+	_, err := t.exec(q, args...)
+	return err
+}
+
 func (t *txn) query(q string, args ...any) (rowSet, error) {
 	if t.w != nil {
 		return t.w.query(t.ctx, q, args...)
@@ -828,6 +838,9 @@ func (s *Store) writeOnce(ctx context.Context, o txOpts, fn func(t *txn) error) 
 		return false, s.dbErr(err)
 	}
 	if err := t.commit(); err != nil {
+		if errors.As(err, new(heldFailed)) {
+			return false, s.dbErr(err) // refused before the COMMIT, which did not run
+		}
 		return s.commitFailed(ctx, t, err, ok)
 	}
 	s.d.committed()

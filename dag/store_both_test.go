@@ -147,10 +147,7 @@ func TestChangeWatcher(t *testing.T) {
 		a := o.open(t, nil)
 		b := o.again(t, a, nil)
 		mustAdd(t, a, dag.AddParams{ID: "x"})
-		tok, err := a.ChangeToken(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
+		tok := settled(t, a)
 		if _, err := b.Ready(t.Context(), loop.Scope{}, 10); err != nil { // a read changes nothing
 			t.Fatal(err)
 		}
@@ -172,6 +169,26 @@ func TestChangeWatcher(t *testing.T) {
 			t.Errorf("Add(y): %v", err)
 		}
 	})
+}
+
+// settled returns a change token of s from which a wait ends by a
+// change only: the first wait of a store on a server may end at once (it
+// starts listening then, and changes before it went unheard).
+func settled(t *testing.T, s *dag.Store) string {
+	t.Helper()
+	for {
+		tok, err := s.ChangeToken(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed, err := s.WaitChange(t.Context(), tok, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !changed {
+			return tok
+		}
+	}
 }
 
 func TestPlanSettingRecordedOnce(t *testing.T) {

@@ -268,11 +268,12 @@ func (t *txn) logAs(id, kind, message, actor string) error {
 	if actor == "" {
 		actor = loop.ActorRalph
 	}
-	_, err := t.exec(`INSERT INTO task_logs (task_id, seq, at, kind, message, actor)
+	// Nothing waits for the entry: on a server it goes with the next
+	// statement, or the COMMIT.
+	return t.later(`INSERT INTO task_logs (task_id, seq, at, kind, message, actor)
 		SELECT ?1, coalesce(max(seq), 0) + 1, CASE WHEN max(at) > ?2 THEN max(at) ELSE ?2 END, ?3, ?4, ?5
 		FROM task_logs WHERE task_id = ?1`,
 		id, t.now, kind, message, actor)
-	return err
 }
 
 // clearClaim is the SET clause that forgets a task's claim; the

@@ -58,12 +58,27 @@
 //     Behind a pooler they share one (each statement outside one would
 //     pay its own BEGIN and COMMIT there).
 //   - Waiting loops LISTEN on the plan's schema name. Triggers notify it
-//     at every commit that can make a task ready or end a claim (a task
+//     at a commit that can make a task ready or end a claim (a task
 //     added, a status other than in_progress reached, a readiness counter
-//     moved); a claim notifies no waiting loop, since a NOTIFY queues the
-//     commits of the transactions that make it behind each other (the
-//     claims of many machines would queue). A listener that lost its
-//     connection counts that as a change and connects again.
+//     moved), and only while a loop or a viewer waits: a NOTIFY queues
+//     the commits of the transactions that make it behind each other,
+//     WAL flush included, so that a plan's completions could not share
+//     one. A waiting process holds the shared form of the plan's 32
+//     "waiting" advisory locks (waitKey) on its listening connection; a
+//     change asks for the exclusive form of its shard without waiting
+//     and notifies only when it cannot have it (migration 0013). The
+//     locks are taken after the LISTEN and before the loop reads the
+//     plan, and wait for the commit of a change that holds one: no change
+//     goes unheard. A loop's listener connects at its first wait, which
+//     then ends at once (the loop reads the plan again, heard), and lets
+//     go a second after its last wait ends (waitLinger). A claim notifies
+//     no waiting loop. A listener that lost its connection counts that as
+//     a change and connects again.
+//   - The writer's connection sends a statement whose answer is only
+//     whether it failed — BEGIN, a history entry — with the statement
+//     after it, in one round trip (dag.Batcher, a pgx batch): a claim and
+//     its completion take five round trips instead of nine. Not behind a
+//     pooler (see below).
 //   - A viewer (ralph serve, through dag.Store.ViewChanges) wants the
 //     claims too, and without asking for them every second (each wake-up
 //     of an idle process costs milliseconds of CPU on a virtual machine).
@@ -105,7 +120,10 @@
 //     itself (SET LOCAL through set_config, sent with its BEGIN), a
 //     statement outside a transaction runs in one of its own that does,
 //     no statement is prepared by name (pgx's QueryExecModeCacheDescribe),
-//     a viewer takes no advisory lock, and waits ask every pollEvery
+//     no statement is sent with another (pgx describes a batch's
+//     statements before it, outside the transaction that sets the search
+//     path), a viewer and a waiting loop take no advisory lock (a change
+//     notifies no one of them), and waits ask every pollEvery
 //     (100 ms) for a digest of the counts and the claims instead of
 //     listening (pooler.go). A pooler that passes startup parameters
 //     through but pools transactions is not told apart from a server.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -11,73 +12,179 @@ import (
 )
 
 // listener keeps one connection LISTENing on the plan's channels (its
-// schema's name, which the tables' triggers notify at every commit that
-// can make a task ready or end a claim; for a viewer also the claims'
-// channel, see viewerName) and counts what it hears. A
-// change token is the count; a wait ends when the count moves. The
-// connection is opened by the first token, so that commands that never
-// wait never open it; a token is handed out only once the LISTEN is in
-// place, so no change after it can be missed. A lost connection counts as
-// a change (one may have been missed) and is opened again.
+// schema's name, which the tables' triggers notify at commits that can
+// make a task ready or end a claim; for a viewer also the claims'
+// channel, see viewerName) and counts what it hears. The connection also
+// holds the plan's waiting locks (presence): only while some process
+// holds them do the plan's changes notify at all (migration 0013), since
+// a NOTIFY makes the commits of the transactions that send it queue
+// behind each other.
+//
+// A change token is the connection's run and the count; a wait ends when
+// the count moves. A lost connection counts as a change (one may have
+// been missed) and is opened again.
+//
+// A loop's listener is lazy: a token taken while nothing listens says so
+// (absent), and costs nothing; a wait from it opens the connection, takes
+// the locks and returns at once, a change maybe missed, so that the loop
+// reads the plan again before it waits, heard. The connection is closed
+// again once no wait has been under way for linger, and the plan's
+// changes stop notifying. A viewer's listener opens its connection at the
+// first token and keeps it.
 type listener struct {
 	cc       *pgx.ConnConfig
+	plan     int32
 	channels []string
 	view     *[2]int32 // a viewer's advisory lock (see connect), or nil
+	lazy     bool
+	linger   time.Duration
 
 	mu      sync.Mutex
 	n       int64
 	changed chan struct{} // closed and replaced at each change
-	started bool
-	ready   chan struct{} // closed when the first LISTEN is in place, or failed
-	err     error         // why it failed
-	stop    context.CancelFunc
-	done    chan struct{}
+	cur     *listening    // the connection's run, or nil
+	epochs  int64
+	waits   int       // waits under way
+	used    time.Time // when the last one ended
+	closed  bool
+	runs    sync.WaitGroup
 }
 
-func newListener(cc *pgx.ConnConfig, channels ...string) *listener {
-	return &listener{cc: cc, channels: channels, changed: make(chan struct{})}
+// listening is one run of the listener's connection, from its open to
+// its close.
+type listening struct {
+	epoch int64
+	ready chan struct{} // closed when the first LISTEN is in place, or failed
+	err   error         // why it failed
+	stop  context.CancelFunc
 }
 
-// token starts listening if need be and returns the count of changes.
+// absent is the token taken while a lazy listener does not listen.
+const absent = "-"
+
+// waitLinger is how long a loop's listener keeps listening, and the
+// plan's changes notifying, after its last wait.
+const waitLinger = time.Second
+
+// waitKey is the first key of the plan's waiting locks ("RALW"; the
+// second is the plan's id times 32 plus the shard): see migration 0013.
+const waitKey = 0x52414c57
+
+func newListener(cc *pgx.ConnConfig, plan int, channels ...string) *listener {
+	return &listener{cc: cc, plan: int32(plan), channels: channels, changed: make(chan struct{}),
+		linger: waitLinger}
+}
+
+var errListenerClosed = errors.New("postgres: the store is closed")
+
+// start begins a run of the connection; l.mu is held.
+func (l *listener) start() *listening {
+	l.epochs++
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &listening{epoch: l.epochs, ready: make(chan struct{}), stop: cancel}
+	l.cur, l.used = r, time.Now()
+	l.runs.Add(2)
+	go l.run(ctx, r)
+	go l.idle(ctx, r)
+	return r
+}
+
+// await waits for r's connection to listen: its first open's error, ctx's
+// or nil. A run whose first open failed is forgotten, so that the next
+// token or wait tries again.
+func (l *listener) await(ctx context.Context, r *listening) error {
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.err == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.cur == r {
+		l.cur = nil
+	}
+	l.mu.Unlock()
+	return r.err
+}
+
+func (r *listening) token(n int64) string {
+	return strconv.FormatInt(r.epoch, 10) + ":" + strconv.FormatInt(n, 10)
+}
+
+// token returns the count of changes of the running connection, starting
+// it if need be (a lazy listener's token starts nothing: absent).
 func (l *listener) token(ctx context.Context) (string, error) {
 	l.mu.Lock()
-	if !l.started {
-		l.started = true
-		l.ready = make(chan struct{})
-		l.done = make(chan struct{})
-		lctx, cancel := context.WithCancel(context.Background())
-		l.stop = cancel
-		go l.run(lctx)
+	if l.closed {
+		l.mu.Unlock()
+		return "", errListenerClosed
 	}
-	ready := l.ready
+	r := l.cur
+	if r == nil && l.lazy {
+		l.mu.Unlock()
+		return absent, nil
+	}
+	if r == nil {
+		r = l.start()
+	}
 	l.mu.Unlock()
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
-		err := l.err
-		if l.ready == ready {
-			l.started, l.err = false, nil // the next token tries again
+	if err := l.await(ctx, r); err != nil {
+		if l.lazy && ctx.Err() == nil {
+			return absent, nil // the wait tries again
 		}
 		return "", err
 	}
-	return strconv.FormatInt(l.n, 10), nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur != r {
+		return absent, nil // closed for idleness meanwhile
+	}
+	return r.token(l.n), nil
 }
 
 // wait blocks until the count differs from token (true), d passes
-// (false) or ctx ends.
+// (false) or ctx ends. A token of another run than the one listening now,
+// or absent, differs: the plan may have changed while nobody listened.
 func (l *listener) wait(ctx context.Context, token string, d time.Duration) (bool, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false, errListenerClosed
+	}
+	r := l.cur
+	if r == nil {
+		r = l.start()
+	}
+	l.waits++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.waits--
+		l.used = time.Now()
+		l.mu.Unlock()
+	}()
+	if err := l.await(ctx, r); err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		// No connection to listen on: the wait is a timed one, after
+		// which the plan may have changed.
+		select {
+		case <-timer.C:
+			return true, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 	for {
 		l.mu.Lock()
-		now, ch := strconv.FormatInt(l.n, 10), l.changed
+		now, ch, cur := l.n, l.changed, l.cur
 		l.mu.Unlock()
-		if now != token {
+		if cur != r || r.token(now) != token {
 			return true, nil
 		}
 		select {
@@ -99,10 +206,38 @@ func (l *listener) bump() {
 	l.mu.Unlock()
 }
 
+// idle ends a lazy listener's run r once no wait has been under way for
+// l.linger.
+func (l *listener) idle(ctx context.Context, r *listening) {
+	defer l.runs.Done()
+	if !l.lazy {
+		return
+	}
+	tick := time.NewTicker(l.linger / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		quiet := l.cur == r && l.waits == 0 && time.Since(l.used) >= l.linger
+		if quiet {
+			l.cur = nil
+		}
+		l.mu.Unlock()
+		if quiet {
+			r.stop()
+			return
+		}
+	}
+}
+
 // run listens until ctx ends, connecting again with backoff when the
 // connection is lost.
-func (l *listener) run(ctx context.Context) {
-	defer close(l.done)
+func (l *listener) run(ctx context.Context, r *listening) {
+	defer l.runs.Done()
 	first := true
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -110,14 +245,13 @@ func (l *listener) run(ctx context.Context) {
 		conn, err := l.connect(cctx, cancel)
 		if first {
 			first = false
-			l.mu.Lock()
 			if err != nil {
-				l.err = connectErr(l.cc, err)
+				r.err = connectErr(l.cc, err)
 			}
-			close(l.ready)
-			l.mu.Unlock()
+			close(r.ready)
 			if err != nil {
 				cancel()
+				r.stop()
 				return
 			}
 		} else if err == nil {
@@ -147,7 +281,15 @@ func (l *listener) run(ctx context.Context) {
 	}
 }
 
-// connect opens the listening connection and LISTENs on the channels.
+// presenceSQL takes the shared form of the plan's 32 waiting locks
+// (migration 0013), each once any change that holds its exclusive form
+// has committed.
+const presenceSQL = `SELECT count(pg_advisory_lock_shared($1, $2 * 32 + s)) FROM generate_series(0, 31) AS s`
+
+// connect opens the listening connection, LISTENs on the channels and
+// takes the plan's waiting locks: from then on every change notifies,
+// and every change that did not has committed.
+//
 // A viewer's listener (view set) also opens a second connection that
 // asks for the viewer's advisory lock on the plan and keeps it: while it
 // waits for the lock or holds it, the claims' trigger cannot take the
@@ -168,6 +310,9 @@ func (l *listener) connect(ctx context.Context, cancel context.CancelFunc) (*pgx
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return fail(err)
 		}
+	}
+	if _, err := conn.Exec(ctx, presenceSQL, int32(waitKey), l.plan); err != nil {
+		return fail(err)
 	}
 	if l.view == nil {
 		return conn, nil
@@ -204,12 +349,14 @@ func (l *listener) connect(ctx context.Context, cancel context.CancelFunc) (*pgx
 	}
 }
 
+// close ends the listening for good.
 func (l *listener) close() {
 	l.mu.Lock()
-	started, stop, done := l.started, l.stop, l.done
+	r := l.cur
+	l.cur, l.closed = nil, true
 	l.mu.Unlock()
-	if started && stop != nil {
-		stop()
-		<-done
+	if r != nil {
+		r.stop()
 	}
+	l.runs.Wait()
 }

@@ -477,7 +477,7 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 	// The listeners' connections wait for notifications, silent by
 	// design: only the pool's and the writer's wait for answers.
 	pc := withAnswerTimeout(lc, cfg.AnswerTimeout)
-	conn := stdlib.GetConnector(*pc)
+	var conn driver.Connector = batchConnector{stdlib.GetConnector(*pc)}
 	if pooled {
 		delete(pc.RuntimeParams, "idle_in_transaction_session_timeout")
 		conn = pooledConnector{Connector: stdlib.GetConnector(*pc), setup: sessionSetup(plan.schema())}
@@ -501,8 +501,10 @@ func openPlan(ctx context.Context, cc *pgx.ConnConfig, plan Plan, where string, 
 		srv.listen = newPoller(db, plan.schema())
 		srv.view = srv.listen
 	} else {
-		srv.listen = newListener(lc, plan.schema())
-		view := newListener(lc, plan.schema(), plan.schema()+"_claims")
+		listen := newListener(lc, plan.ID, plan.schema())
+		listen.lazy = true
+		srv.listen = listen
+		view := newListener(lc, plan.ID, plan.schema(), plan.schema()+"_claims")
 		view.view = &[2]int32{viewKey, int32(plan.ID)}
 		srv.view = view
 	}
