@@ -30,20 +30,7 @@ func TestNotifyOnlyWhileWaiting(t *testing.T) {
 	plan := planID(t, url, "notify")
 	channel := "ralph_plan_" + strconv.Itoa(plan)
 
-	spy, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer spy.Close(context.Background())
-	if _, err := spy.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	heard := func() bool {
-		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		defer cancel()
-		_, err := spy.WaitForNotification(wctx)
-		return err == nil
-	}
+	spy, heard := listenSpy(t, url, channel)
 	add := func(id string) {
 		t.Helper()
 		if _, err := other.Add(ctx, dag.AddParams{ID: id, Title: id}); err != nil {
@@ -146,5 +133,26 @@ func TestNotifyOnlyWhileWaiting(t *testing.T) {
 	}
 	if at := <-waited; at.Before(committed) {
 		t.Errorf("a wait that started during an unnotified change returned %v before the change's commit", committed.Sub(at))
+	}
+}
+
+// listenSpy opens a connection of the test's own that LISTENs on channel;
+// heard reports whether a notification came within half a second.
+func listenSpy(t *testing.T, url, channel string) (spy *pgx.Conn, heard func() bool) {
+	t.Helper()
+	ctx := t.Context()
+	spy, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { spy.Close(context.Background()) })
+	if _, err := spy.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return spy, func() bool {
+		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		_, err := spy.WaitForNotification(wctx)
+		return err == nil
 	}
 }

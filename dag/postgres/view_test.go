@@ -42,20 +42,7 @@ func TestViewChanges(t *testing.T) {
 			channel, planID = "ralph_plan_"+strconv.Itoa(p.ID)+"_claims", p.ID
 		}
 	}
-	spy, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer spy.Close(context.Background())
-	if _, err := spy.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	heard := func() bool {
-		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		defer cancel()
-		_, err := spy.WaitForNotification(wctx)
-		return err == nil
-	}
+	_, heard := listenSpy(t, url, channel)
 	var gen int64
 	claim := func(id string) {
 		t.Helper()
