@@ -71,7 +71,7 @@
 //     plan, and wait for the commit of a change that holds one: no change
 //     goes unheard. A loop's listener connects at its first wait, which
 //     then ends at once (the loop reads the plan again, heard), and lets
-//     go a second after its last wait ends (waitLinger). A claim notifies
+//     go five seconds after its last wait or token (waitLinger). A claim notifies
 //     no waiting loop. A listener that lost its connection counts that as
 //     a change and connects again.
 //   - The writer's connection sends a statement whose answer is only

@@ -63,11 +63,13 @@ type listening struct {
 const absent = "-"
 
 // waitLinger is how long a loop's listener keeps listening, and the
-// plan's changes notifying, after its last wait.
-const waitLinger = time.Second
+// plan's changes notifying, after its last wait or token: longer than a
+// loop's look between its token and its wait, even a slow one.
+const waitLinger = 5 * time.Second
 
-// waitKey is the first key of the plan's waiting locks ("RALW"; the
-// second is the plan's id times 32 plus the shard): see migration 0013.
+// waitKey is the first key of the plan's first waiting lock ("RALW"; the
+// others' are the next 31, the second key the plan's id): see migration
+// 0013.
 const waitKey = 0x52414c57
 
 func newListener(cc *pgx.ConnConfig, plan int, channels ...string) *listener {
@@ -141,6 +143,7 @@ func (l *listener) token(ctx context.Context) (string, error) {
 	if l.cur != r {
 		return absent, nil // closed for idleness meanwhile
 	}
+	l.used = time.Now() // a wait may follow: keep listening
 	return r.token(l.n), nil
 }
 
@@ -167,6 +170,15 @@ func (l *listener) wait(ctx context.Context, token string, d time.Duration) (boo
 		l.used = time.Now()
 		l.mu.Unlock()
 	}()
+	// The connection may take a while (its locks wait for the commits of
+	// changes under way): the wait's duration bounds that too.
+	select {
+	case <-r.ready:
+	case <-timer.C:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 	if err := l.await(ctx, r); err != nil {
 		if ctx.Err() != nil {
 			return false, err
@@ -284,7 +296,7 @@ func (l *listener) run(ctx context.Context, r *listening) {
 // presenceSQL takes the shared form of the plan's 32 waiting locks
 // (migration 0013), each once any change that holds its exclusive form
 // has committed.
-const presenceSQL = `SELECT count(pg_advisory_lock_shared($1, $2 * 32 + s)) FROM generate_series(0, 31) AS s`
+const presenceSQL = `SELECT count(pg_advisory_lock_shared($1 + s, $2)) FROM generate_series(0, 31) AS s`
 
 // connect opens the listening connection, LISTENs on the channels and
 // takes the plan's waiting locks: from then on every change notifies,

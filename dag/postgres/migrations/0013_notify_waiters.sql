@@ -6,8 +6,8 @@
 -- the plan's completions per second (scripts/bench-postgres-bounds.sh).
 --
 -- A process that waits holds the shared form of 32 advisory locks, the
--- plan's "waiting" shards (first key 0x52414c57, "RALW"; second key the
--- plan's id times 32 plus the shard), on its listening connection, taken
+-- plan's "waiting" shards (first key 0x52414c57, "RALW", plus the shard;
+-- second key the plan's id), on its listening connection, taken
 -- after its LISTEN and before it reads the plan (listen.go). A change asks
 -- for the exclusive form of its shard (its server process modulo 32), or
 -- failing that of the next one, without waiting: it gets one only while
@@ -21,8 +21,8 @@ DECLARE
 	plan integer := CAST(substr(TG_TABLE_SCHEMA, 12) AS integer);
 	shard integer := pg_backend_pid() % 32;
 BEGIN
-	IF NOT (pg_try_advisory_xact_lock(1380011095, plan * 32 + shard)
-		OR pg_try_advisory_xact_lock(1380011095, plan * 32 + (shard + 1) % 32)) THEN
+	IF NOT (pg_try_advisory_xact_lock(1380011095 + shard, plan)
+		OR pg_try_advisory_xact_lock(1380011095 + (shard + 1) % 32, plan)) THEN
 		PERFORM pg_notify(TG_TABLE_SCHEMA, '');
 	END IF;
 	RETURN NULL;
