@@ -28,7 +28,7 @@ import (
 // (absent), and costs nothing; a wait from it opens the connection, takes
 // the locks and returns at once, a change maybe missed, so that the loop
 // reads the plan again before it waits, heard. The connection is closed
-// again once no wait has been under way for linger, and the plan's
+// again once no wait has been under way for waitLinger, and the plan's
 // changes stop notifying. A viewer's listener opens its connection at the
 // first token and keeps it.
 type listener struct {
@@ -37,7 +37,6 @@ type listener struct {
 	channels []string
 	view     *[2]int32 // a viewer's advisory lock (see connect), or nil
 	lazy     bool
-	linger   time.Duration
 
 	mu      sync.Mutex
 	n       int64
@@ -73,8 +72,7 @@ const waitLinger = 5 * time.Second
 const waitKey = 0x52414c57
 
 func newListener(cc *pgx.ConnConfig, plan int, channels ...string) *listener {
-	return &listener{cc: cc, plan: int32(plan), channels: channels, changed: make(chan struct{}),
-		linger: waitLinger}
+	return &listener{cc: cc, plan: int32(plan), channels: channels, changed: make(chan struct{})}
 }
 
 var errListenerClosed = errors.New("postgres: the store is closed")
@@ -219,13 +217,13 @@ func (l *listener) bump() {
 }
 
 // idle ends a lazy listener's run r once no wait has been under way for
-// l.linger.
+// waitLinger.
 func (l *listener) idle(ctx context.Context, r *listening) {
 	defer l.runs.Done()
 	if !l.lazy {
 		return
 	}
-	tick := time.NewTicker(l.linger / 4)
+	tick := time.NewTicker(waitLinger / 4)
 	defer tick.Stop()
 	for {
 		select {
@@ -234,7 +232,7 @@ func (l *listener) idle(ctx context.Context, r *listening) {
 		case <-tick.C:
 		}
 		l.mu.Lock()
-		quiet := l.cur == r && l.waits == 0 && time.Since(l.used) >= l.linger
+		quiet := l.cur == r && l.waits == 0 && time.Since(l.used) >= waitLinger
 		if quiet {
 			l.cur = nil
 		}
