@@ -122,10 +122,15 @@ func kitNamed(name string) agentKit {
 }
 
 // forEachAgent runs f for every agent ralph runs, each with its own
-// project and fake API.
+// project, home and fake API, beside each other (go test's -parallel at
+// a time): much of an agent's session is waiting for a CLI to start or
+// a command to end.
 func forEachAgent(t *testing.T, f func(t *testing.T, kit agentKit)) {
 	for _, kit := range agentKits {
-		t.Run(kit.name, func(t *testing.T) { f(t, kit) })
+		t.Run(kit.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, kit)
+		})
 	}
 }
 
@@ -400,7 +405,10 @@ func TestE2EAgentUsageLimit(t *testing.T) {
 // through $RALPH_BIN itself.
 func TestE2EAgentPeekMode(t *testing.T) {
 	for _, kit := range agentKits[1:] { // Claude Code's peek mode is TestE2EPeekMode
-		t.Run(kit.name, func(t *testing.T) { peekMode(t, kit) })
+		t.Run(kit.name, func(t *testing.T) {
+			t.Parallel() // as forEachAgent
+			peekMode(t, kit)
+		})
 	}
 }
 
