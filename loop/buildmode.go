@@ -157,30 +157,42 @@ func (b *buildMode) failedIDs(ctx context.Context) ([]string, error) {
 // by other live agents, the loop waits for them and returns nil to try
 // again (waitForAgents); otherwise it says why it stops. token is the
 // store's change token from before the failed claim.
+//
+// A task may have become ready since the failed claim (another agent's
+// completion), or the claim may have passed over one another transaction
+// held for a moment (a server's SKIP LOCKED claims): with one ready, the
+// loop looks again. The counts come after the look, so that a task
+// another agent claims meanwhile is counted in progress; but the last
+// completion of another agent can land between the look and the counts,
+// leaving nothing in progress and a task ready that the look did not see.
+// So nothing in progress is believed only when a second look finds
+// nothing ready and the counts after it are the same: no completion
+// came between the two counts.
 func (b *buildMode) terminal(ctx context.Context, token string) *stop {
-	// A task may have become ready since the failed claim (another
-	// agent's completion), or the claim may have passed over one another
-	// transaction held for a moment (a server's SKIP LOCKED claims): with
-	// one ready, look again. The counts come after, so that a task
-	// another agent claims or finishes meanwhile is counted as it is now.
-	ready, err := b.store.Ready(ctx, b.cfg.Scope, 1)
-	if err != nil {
-		return b.storeErr(ctx, err)
-	}
-	if len(ready) > 0 {
-		if err := b.cfg.Sleep(ctx, lookAgainAfter); err != nil {
-			return b.checkCancel(ctx)
+	var last *Counts
+	for {
+		ready, err := b.store.Ready(ctx, b.cfg.Scope, 1)
+		if err != nil {
+			return b.storeErr(ctx, err)
 		}
-		return nil
+		if len(ready) > 0 {
+			if err := b.cfg.Sleep(ctx, lookAgainAfter); err != nil {
+				return b.checkCancel(ctx)
+			}
+			return nil
+		}
+		c, err := b.store.Counts(ctx, b.cfg.Scope)
+		if err != nil {
+			return b.storeErr(ctx, err)
+		}
+		if c.InProgress > 0 {
+			return b.waitForAgents(ctx, token)
+		}
+		if c.Resolved() || (last != nil && *last == c) {
+			return b.nameFailed(ctx, b.finalCheck(ctx, terminalStop(c)))
+		}
+		last = &c
 	}
-	c, err := b.store.Counts(ctx, b.cfg.Scope)
-	if err != nil {
-		return b.storeErr(ctx, err)
-	}
-	if c.InProgress > 0 {
-		return b.waitForAgents(ctx, token)
-	}
-	return b.nameFailed(ctx, b.finalCheck(ctx, terminalStop(c)))
 }
 
 // iteration runs one loop-claimed iteration (steps 1–8). counted is false

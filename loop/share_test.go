@@ -120,3 +120,45 @@ func TestWaitCancelled(t *testing.T) {
 		t.Errorf("the other agent's claim: held by %q", a.ClaimedBy)
 	}
 }
+
+// readyAfterLook is a store on which another agent completes its claim
+// just after a look for a ready task (Ready) first finds none: between
+// that look and the loop's count of the plan, a task becomes ready.
+type readyAfterLook struct {
+	*looptest.MemStore
+	once   sync.Once
+	finish func()
+}
+
+func (s *readyAfterLook) Ready(ctx context.Context, scope loop.Scope, limit int) ([]loop.Task, error) {
+	ts, err := s.MemStore.Ready(ctx, scope, limit)
+	if err == nil && len(ts) == 0 {
+		s.once.Do(s.finish)
+	}
+	return ts, err
+}
+
+// A task another agent's completion makes ready after the loop found none
+// ready, and before it counted the plan (nothing in progress any more),
+// is not a blocked plan: the loop takes it. Seen with 8 processes on one
+// SQLite plan, where a loop exited 6 with the last task ready.
+func TestReadyBetweenLookAndCount(t *testing.T) {
+	mem := newStore(t, loop.Task{ID: "a"}, loop.Task{ID: "b", BlockedBy: []string{"a"}})
+	held, err := mem.Claim(t.Context(), loop.ClaimParams{TaskID: "a", Agent: "agent-other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &readyAfterLook{MemStore: mem, finish: func() {
+		by := loop.Actor{Agent: "agent-other", Generation: held.Generation}
+		if err := mem.Complete(context.Background(), loop.MoveParams{TaskID: "a", By: by}); err != nil {
+			t.Error(err)
+		}
+	}}
+	rep, err := loop.Run(t.Context(), testConfig(t), store, looptest.NewFakeRunner(t).Always(agent(done, "")))
+	if err != nil || rep.Outcome != loop.OutcomeComplete {
+		t.Fatalf("outcome %s (%q), err %v; want complete", rep.Outcome, rep.Message, err)
+	}
+	if b, _ := mem.Get(t.Context(), "b"); b.Status != loop.StatusDone {
+		t.Errorf("b is %s, want done", b.Status)
+	}
+}
