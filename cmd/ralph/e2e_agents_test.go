@@ -165,7 +165,9 @@ func (e *e2e) receiptsAgents() []string {
 // running in a session of its own (setsid) does not outlive its session.
 func TestE2EAgentBuild(t *testing.T) {
 	forEachAgent(t, func(t *testing.T, kit agentKit) {
-		detach := `setsid sh -c 'sleep 3; echo late > late.txt' >/dev/null 2>&1 < /dev/null & `
+		// Late enough to come after the session's end on a loaded machine
+		// (Gemini CLI's three sessions took 28 s beside the other agents').
+		detach := `setsid sh -c 'sleep 12; echo late > late.txt' >/dev/null 2>&1 < /dev/null & `
 		e := newProject(t, kit.serve(t, appendTask(detach)))
 		e.chain3()
 		start := time.Now()
@@ -199,7 +201,9 @@ func TestE2EAgentBuild(t *testing.T) {
 		if logs, _ := filepath.Glob(filepath.Join(e.dir, ".ralph", "logs", "*", want)); len(logs) != 1 {
 			t.Errorf("raw streams: %v, want one %s", logs, want)
 		}
-		time.Sleep(4 * time.Second) // the detached command's sleep, and a second
+		// The detached command's sleep, from the last session's start at
+		// the latest, and a second.
+		time.Sleep(time.Until(start.Add(took + 13*time.Second)))
 		if _, err := os.Stat(filepath.Join(e.dir, "late.txt")); !os.IsNotExist(err) {
 			t.Errorf("a detached tool command outlived its session: late.txt %v", err)
 		}
