@@ -91,61 +91,32 @@ func (c batchConn) Batch(ctx context.Context, qs []dag.BatchQuery) (dag.BatchRes
 	return res, nil
 }
 
+// sqlBinary are the types pgx's database/sql driver asks the server for
+// in binary (stdlib's databaseSQLResultFormats); every other comes in the
+// server's text there.
+var sqlBinary = map[uint32]bool{
+	pgtype.BoolOID: true, pgtype.ByteaOID: true, pgtype.CIDOID: true, pgtype.DateOID: true,
+	pgtype.Float4OID: true, pgtype.Float8OID: true, pgtype.Int2OID: true, pgtype.Int4OID: true,
+	pgtype.Int8OID: true, pgtype.OIDOID: true, pgtype.TimestampOID: true,
+	pgtype.TimestamptzOID: true, pgtype.XIDOID: true,
+}
+
 // driverValue decodes a value of field f as pgx's database/sql driver
-// does (stdlib's Rows.Next), so that a statement's rows read the same
-// whether it went alone or in a batch: integers as int64, floats as
-// float64, bytea, JSON and XML as []byte, OIDs as int64, dates and
-// timestamps as time.Time (an infinite one as its text), anything else
-// as the server's text. A column of another type that pgx asked for in
-// binary is an error rather than a value of another form.
+// does, so that a statement's rows read the same whether it went alone
+// or in a batch: by the type's codec (DecodeDatabaseSQLValue, which
+// stdlib's Rows.Next matches), an unknown type as its text. A batch
+// cannot choose its result formats, so pgx may get in binary a type the
+// driver reads as the server's text (an interval, an array, numeric):
+// that is an error, not a value of another form.
 func driverValue(m *pgtype.Map, f pgconn.FieldDescription, raw []byte) (driver.Value, error) {
 	if raw == nil {
 		return nil, nil
 	}
-	switch f.DataTypeOID {
-	case pgtype.BoolOID:
-		return scanAs[bool](m, f, raw)
-	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
-		return scanAs[int64](m, f, raw)
-	case pgtype.Float4OID, pgtype.Float8OID:
-		return scanAs[float64](m, f, raw)
-	case pgtype.ByteaOID, pgtype.JSONOID, pgtype.JSONBOID, pgtype.XMLOID:
-		return scanAs[[]byte](m, f, raw)
-	case pgtype.CIDOID, pgtype.OIDOID, pgtype.XIDOID:
-		return valueAs[pgtype.Uint32](m, f, raw)
-	case pgtype.DateOID:
-		return valueAs[pgtype.Date](m, f, raw)
-	case pgtype.TimestampOID:
-		return valueAs[pgtype.Timestamp](m, f, raw)
-	case pgtype.TimestamptzOID:
-		return valueAs[pgtype.Timestamptz](m, f, raw)
-	}
-	if f.Format == pgtype.BinaryFormatCode {
-		// database/sql's driver asks for these in the server's text; a
-		// batch cannot, and pgx's text of a decoded value is not always
-		// the server's (an interval, an array).
+	if f.Format == pgtype.BinaryFormatCode && !sqlBinary[f.DataTypeOID] {
 		return nil, fmt.Errorf("dag/postgres: column %s (type OID %d) came in binary, which a batch cannot read as database/sql does: cast it to text", f.Name, f.DataTypeOID)
 	}
-	return scanAs[string](m, f, raw)
-}
-
-// scanAs decodes raw into a T.
-func scanAs[T any](m *pgtype.Map, f pgconn.FieldDescription, raw []byte) (driver.Value, error) {
-	var v T
-	if err := m.Scan(f.DataTypeOID, f.Format, raw, &v); err != nil {
-		return nil, err
+	if t, ok := m.TypeForOID(f.DataTypeOID); ok {
+		return t.Codec.DecodeDatabaseSQLValue(m, f.DataTypeOID, f.Format, raw)
 	}
-	return v, nil
-}
-
-// valueAs decodes raw into a pgtype's T, then takes its driver.Value.
-func valueAs[T any, PT interface {
-	*T
-	driver.Valuer
-}](m *pgtype.Map, f pgconn.FieldDescription, raw []byte) (driver.Value, error) {
-	var v T
-	if err := m.Scan(f.DataTypeOID, f.Format, raw, PT(&v)); err != nil {
-		return nil, err
-	}
-	return PT(&v).Value()
+	return string(raw), nil
 }
