@@ -201,8 +201,8 @@ func TestE2EAgentBuild(t *testing.T) {
 		if logs, _ := filepath.Glob(filepath.Join(e.dir, ".ralph", "logs", "*", want)); len(logs) != 1 {
 			t.Errorf("raw streams: %v, want one %s", logs, want)
 		}
-		// The detached command's sleep, from the last session's start at
-		// the latest, and a second.
+		// Every detached command started before the build ended: its
+		// sleep after that end, and a second.
 		time.Sleep(time.Until(start.Add(took + 13*time.Second)))
 		if _, err := os.Stat(filepath.Join(e.dir, "late.txt")); !os.IsNotExist(err) {
 			t.Errorf("a detached tool command outlived its session: late.txt %v", err)

@@ -71,9 +71,9 @@
 //     plan, and wait for the commit of a change that holds one: no change
 //     goes unheard. A loop's listener connects at its first wait, which
 //     then ends at once (the loop reads the plan again, heard), and lets
-//     go five seconds after its last wait or token (waitLinger). A claim notifies
-//     no waiting loop. A listener that lost its connection counts that as
-//     a change and connects again.
+//     go five seconds after its last wait or token (waitLinger). A claim
+//     notifies no waiting loop. A listener that lost its connection counts
+//     that as a change and connects again.
 //   - The writer's connection sends a statement whose answer is only
 //     whether it failed — BEGIN, a history entry — with the statement
 //     after it, in one round trip (dag.Batcher, a pgx batch): a claim and
