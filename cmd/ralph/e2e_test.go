@@ -291,6 +291,42 @@ func TestE2EBuild(t *testing.T) {
 	}
 }
 
+// TestE2ETwoBuildsShareAPlan: two `ralph build` processes on one
+// project, each running the real Claude Code, on a chain of three tasks
+// and one beside it: a loop keeps finding nothing ready while the other
+// works, and the other's last completion can land between its look for a
+// ready task and its count of the plan. Both wait rather than stop as
+// blocked, both end 0, and every task is worked once.
+func TestE2ETwoBuildsShareAPlan(t *testing.T) {
+	e := newE2E(t, worker)
+	e.ok("task", "add", "Ship it")   // t-1
+	e.ok("task", "add", "Build it")  // t-2
+	e.ok("task", "add", "Design it") // t-3
+	e.ok("task", "add", "Aside")     // t-4
+	e.ok("task", "dep", "add", "t-1", "t-2")
+	e.ok("task", "dep", "add", "t-2", "t-3")
+
+	results := make([]e2eResult, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = e.run("build", "--use-api-key") })
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 || !strings.Contains(r.stdout, "complete: all 4 tasks done") {
+			t.Errorf("build %d: exit %d\nstdout:\n%s\nstderr:\n%s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+	worked := strings.Fields(e.read("order.txt"))
+	slices.Sort(worked)
+	if diff := cmp.Diff([]string{"t-1", "t-2", "t-3", "t-4"}, worked); diff != "" {
+		t.Errorf("sessions per task: each task once (-want +got):\n%s", diff)
+	}
+	if got := e.ok("task", "plan-status"); got != "open=0 active=0 done=4 failed=0 blocked=0 total=4\n" {
+		t.Errorf("plan-status: %s", got)
+	}
+}
+
 // TestE2EPeekMode runs `ralph build --claim agent`: the real CLI expands
 // /ralph-build from the command file init installed, and the agent claims,
 // finishes and reports each task itself through $RALPH_BIN. Its claims are
